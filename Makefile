@@ -1,0 +1,52 @@
+# phxgo — see README.md.
+GO        ?= go
+GOBIN     ?= $(shell $(GO) env GOPATH)/bin
+PROTOC_GEN_GO      = google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
+PROTOC_GEN_GO_GRPC = google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.5.1
+SEEDS     ?= 2000
+BASE_PORT ?= 17000
+
+.PHONY: all build test test-unit test-integration proto lint bench sim cluster cluster-down jepsen fuzz clean
+
+all: build
+
+build:
+	$(GO) build ./...
+	$(GO) build -o bin/ ./cmd/...
+
+# The README's test command. Unit tests with -race, then integration tests
+# that start real mariadbd processes (scripts/install-mariadb.sh installs them).
+test: lint build
+	$(GO) test -race -count=1 -timeout 15m ./...
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null | grep -v '\.pb\.go$$')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+proto:
+	@command -v protoc >/dev/null || { apt-get update -qq && apt-get install -y -qq protobuf-compiler; }
+	GOBIN=$(GOBIN) $(GO) install $(PROTOC_GEN_GO)
+	GOBIN=$(GOBIN) $(GO) install $(PROTOC_GEN_GO_GRPC)
+	cd proto && PATH=$(GOBIN):$$PATH protoc -I. --go_out=. --go_opt=paths=source_relative \
+		--go-grpc_out=. --go-grpc_opt=paths=source_relative *.proto
+
+# Paxos simulation with many seeds; prints the failing seed so it replays.
+sim:
+	$(GO) test ./paxos/ -run 'TestSim' -count=1 -timeout 60m -seeds=$(SEEDS) -v 2>&1 | tail -40
+
+bench:
+	$(GO) run ./cmd/paxosbench -nodes 3 -clients 64 -seconds 10 -value 256
+	$(GO) run ./cmd/paxosbench -nodes 3 -clients 1 -seconds 5 -value 256
+
+cluster: build
+	BASE_PORT=$(BASE_PORT) scripts/cluster.sh up
+
+cluster-down:
+	scripts/cluster.sh down
+
+jepsen: build
+	scripts/jepsen-matrix.sh
+
+clean:
+	rm -rf bin

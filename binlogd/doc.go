@@ -1,0 +1,2 @@
+// Package binlogd is part of phxgo (see README.md).
+package binlogd

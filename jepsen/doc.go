@@ -1,0 +1,2 @@
+// Package jepsen is part of phxgo (see README.md).
+package jepsen

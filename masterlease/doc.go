@@ -1,0 +1,2 @@
+// Package masterlease is part of phxgo (see README.md).
+package masterlease

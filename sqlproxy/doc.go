@@ -1,0 +1,2 @@
+// Package sqlproxy is part of phxgo (see README.md).
+package sqlproxy

@@ -1,0 +1,53 @@
+package wal
+
+// Ballot orders proposers: a higher Round wins, Node breaks ties.
+// The zero Ballot is lower than every ballot a node can use.
+type Ballot struct {
+	Round uint64
+	Node  uint32
+}
+
+// Less reports whether b orders before o.
+func (b Ballot) Less(o Ballot) bool {
+	if b.Round != o.Round {
+		return b.Round < o.Round
+	}
+	return b.Node < o.Node
+}
+
+// IsZero reports whether b is the zero ballot.
+func (b Ballot) IsZero() bool { return b.Round == 0 && b.Node == 0 }
+
+// Accepted is the durable acceptor record of one instance: the highest-ballot
+// value this acceptor accepted there.
+type Accepted struct {
+	Index  uint64
+	Ballot Ballot
+	Value  []byte
+}
+
+// HardState is everything an acceptor/learner must remember across a crash,
+// apart from the accepted instances themselves.
+type HardState struct {
+	// Promised is the highest ballot this acceptor promised (phase 1).
+	Promised Ballot
+	// Chosen is the highest index known chosen here; every index in
+	// (FirstIndex-1, Chosen] is chosen, and its accepted value is the chosen one.
+	// Invariant: Applied <= Chosen.
+	Chosen uint64
+	// Applied is the highest index whose value the state machine applied;
+	// Snapshot is the state machine's state right after applying it.
+	Applied  uint64
+	Snapshot []byte
+	// FirstIndex is the lowest index still stored (1 on a fresh log; the
+	// checkpoint after TruncateBelow).
+	FirstIndex uint64
+}
+
+// Update is one atomic, durable write: new promise, newly accepted
+// instances, a new chosen index. Zero fields mean "unchanged".
+type Update struct {
+	Promised *Ballot
+	Accepted []Accepted
+	Chosen   uint64 // 0 = unchanged; never moves backwards
+}
