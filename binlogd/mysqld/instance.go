@@ -1,0 +1,314 @@
+package mysqld
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+var (
+	// ErrNotInstalled means mariadbd or mariadb-install-db is missing.
+	ErrNotInstalled = errors.New("mysqld: MariaDB is not installed (run scripts/install-deps.sh)")
+	// ErrNotRunning means the instance has no live mariadbd process.
+	ErrNotRunning = errors.New("mysqld: not running")
+)
+
+// Options describe one MariaDB instance.
+type Options struct {
+	Dir      string // instance root; the datadir is Dir/data
+	Host     string // address to bind, default 127.0.0.1
+	Port     int
+	ServerID uint32
+	// Extra my.cnf lines under [mysqld], e.g. "innodb_buffer_pool_size=256M".
+	Extra  []string
+	Logger *slog.Logger
+}
+
+// Instance is one local mariadbd.
+type Instance struct {
+	opts Options
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{} // closed when cmd exits
+}
+
+// New returns an instance handle; Init creates the datadir if needed.
+func New(opts Options) (*Instance, error) {
+	if opts.Dir == "" || opts.Port <= 0 || opts.ServerID == 0 {
+		return nil, fmt.Errorf("mysqld: Dir, Port and ServerID are required (got %q, %d, %d)", opts.Dir, opts.Port, opts.ServerID)
+	}
+	if opts.Host == "" {
+		opts.Host = "127.0.0.1"
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	abs, err := filepath.Abs(opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	opts.Dir = abs
+	return &Instance{opts: opts}, nil
+}
+
+func (i *Instance) DataDir() string  { return filepath.Join(i.opts.Dir, "data") }
+func (i *Instance) Socket() string   { return filepath.Join(i.opts.Dir, "mysqld.sock") }
+func (i *Instance) ConfigFile() string { return filepath.Join(i.opts.Dir, "my.cnf") }
+func (i *Instance) ErrorLog() string { return filepath.Join(i.opts.Dir, "error.log") }
+func (i *Instance) Addr() string     { return net.JoinHostPort(i.opts.Host, strconv.Itoa(i.opts.Port)) }
+func (i *Instance) Port() int        { return i.opts.Port }
+func (i *Instance) ServerID() uint32 { return i.opts.ServerID }
+
+// BinlogIndex is the path of the binlog index file (binlog basename "binlog").
+func (i *Instance) BinlogIndex() string { return filepath.Join(i.DataDir(), "binlog.index") }
+
+func (i *Instance) writeConfig() error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "[mysqld]\n")
+	fmt.Fprintf(&b, "datadir=%s\nsocket=%s\nport=%d\nbind-address=%s\nserver-id=%d\n",
+		i.DataDir(), i.Socket(), i.opts.Port, i.opts.Host, i.opts.ServerID)
+	fmt.Fprintf(&b, "pid-file=%s\nlog-error=%s\nuser=root\n",
+		filepath.Join(i.opts.Dir, "mysqld.pid"), i.ErrorLog())
+	b.WriteString(`log-bin=binlog
+log-basename=node
+relay-log=relay
+binlog_format=ROW
+sync_binlog=1
+innodb_flush_log_at_trx_commit=1
+gtid_strict_mode=ON
+gtid_domain_id=0
+log_slave_updates=ON
+read_only=ON
+skip-slave-start
+skip-name-resolve
+rpl_semi_sync_master_enabled=OFF
+rpl_semi_sync_master_wait_point=AFTER_SYNC
+rpl_semi_sync_master_wait_no_slave=ON
+rpl_semi_sync_master_timeout=4294967295
+rpl_semi_sync_slave_enabled=OFF
+slave_net_timeout=10
+max_allowed_packet=1G
+innodb_buffer_pool_size=64M
+innodb_log_file_size=64M
+performance_schema=OFF
+max_connections=500
+character-set-server=utf8mb4
+collation-server=utf8mb4_general_ci
+`)
+	for _, l := range i.opts.Extra {
+		b.WriteString(l + "\n")
+	}
+	return os.WriteFile(i.ConfigFile(), []byte(b.String()), 0o644)
+}
+
+// Init writes my.cnf and, when the datadir is empty, runs
+// mariadb-install-db. It is idempotent.
+func (i *Instance) Init(ctx context.Context) error {
+	if _, err := exec.LookPath("mariadb-install-db"); err != nil {
+		return ErrNotInstalled
+	}
+	if err := os.MkdirAll(i.opts.Dir, 0o755); err != nil {
+		return err
+	}
+	if err := i.writeConfig(); err != nil {
+		return fmt.Errorf("mysqld: write config: %w", err)
+	}
+	if _, err := os.Stat(filepath.Join(i.DataDir(), "mysql")); err == nil {
+		return nil
+	}
+	cmd := exec.CommandContext(ctx, "mariadb-install-db",
+		"--defaults-file="+i.ConfigFile(), "--user=root",
+		"--auth-root-authentication-method=normal", "--skip-test-db")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("mysqld: mariadb-install-db in %s: %w\n%s", i.DataDir(), err, tail(out, 2000))
+	}
+	return nil
+}
+
+func mariadbdPath() (string, error) {
+	for _, p := range []string{"mariadbd", "/usr/sbin/mariadbd", "mysqld", "/usr/sbin/mysqld"} {
+		if path, err := exec.LookPath(p); err == nil {
+			return path, nil
+		}
+	}
+	return "", ErrNotInstalled
+}
+
+// Start launches mariadbd and waits until it accepts connections.
+// If the instance is already running it returns nil.
+func (i *Instance) Start(ctx context.Context) error {
+	i.mu.Lock()
+	if i.cmd != nil {
+		i.mu.Unlock()
+		return nil
+	}
+	bin, err := mariadbdPath()
+	if err != nil {
+		i.mu.Unlock()
+		return err
+	}
+	cmd := exec.Command(bin, "--defaults-file="+i.ConfigFile())
+	// Own process group: a Ctrl-C to the parent must not reach mariadbd
+	// before binlogd decides how to stop it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		i.mu.Unlock()
+		return fmt.Errorf("mysqld: start %s: %w", bin, err)
+	}
+	done := make(chan struct{})
+	i.cmd, i.done = cmd, done
+	i.mu.Unlock()
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+		i.mu.Lock()
+		if i.cmd == cmd {
+			i.cmd = nil
+		}
+		i.mu.Unlock()
+	}()
+	i.opts.Logger.Info("mariadbd started", "pid", cmd.Process.Pid, "addr", i.Addr(), "dir", i.opts.Dir)
+	return i.waitReady(ctx, done)
+}
+
+func (i *Instance) waitReady(ctx context.Context, done <-chan struct{}) error {
+	db, err := i.open("")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		err := db.PingContext(pctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-done:
+			return fmt.Errorf("mysqld: mariadbd exited during start; see %s:\n%s", i.ErrorLog(), i.errorLogTail())
+		case <-ctx.Done():
+			return fmt.Errorf("mysqld: waiting for %s: %w (last error: %v)", i.Addr(), ctx.Err(), err)
+		case <-tick.C:
+		}
+	}
+}
+
+func (i *Instance) errorLogTail() string {
+	b, _ := os.ReadFile(i.ErrorLog())
+	return tail(b, 3000)
+}
+
+func tail(b []byte, n int) string {
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}
+
+// Pid is the running mariadbd's pid, or 0.
+func (i *Instance) Pid() int {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.cmd == nil {
+		return 0
+	}
+	return i.cmd.Process.Pid
+}
+
+// Done is closed when the current mariadbd exits (nil when not running).
+func (i *Instance) Done() <-chan struct{} {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.cmd == nil {
+		return nil
+	}
+	return i.done
+}
+
+// Kill sends SIGKILL and waits for the process to exit. A killed master
+// loses nothing acknowledged: commits waiting for the semi-sync ACK are
+// cut by recovery, never committed by a graceful shutdown.
+func (i *Instance) Kill() error { return i.signalAndWait(syscall.SIGKILL, 30*time.Second) }
+
+// Shutdown stops mariadbd gracefully (SIGTERM). Never call it on a master
+// with commits waiting for an ACK: InnoDB would commit them (DESIGN.md).
+func (i *Instance) Shutdown(timeout time.Duration) error {
+	err := i.signalAndWait(syscall.SIGTERM, timeout)
+	if err != nil {
+		return i.Kill()
+	}
+	return nil
+}
+
+// Signal sends sig (e.g. SIGSTOP/SIGCONT) to the running mariadbd.
+func (i *Instance) Signal(sig syscall.Signal) error {
+	i.mu.Lock()
+	cmd := i.cmd
+	i.mu.Unlock()
+	if cmd == nil {
+		return ErrNotRunning
+	}
+	return cmd.Process.Signal(sig)
+}
+
+func (i *Instance) signalAndWait(sig syscall.Signal, timeout time.Duration) error {
+	i.mu.Lock()
+	cmd, done := i.cmd, i.done
+	i.mu.Unlock()
+	if cmd == nil {
+		return nil
+	}
+	_ = cmd.Process.Signal(syscall.SIGCONT) // a paused process cannot exit
+	if err := cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return err
+	}
+	select {
+	case <-done:
+		return nil
+	case <-time.After(timeout):
+		return fmt.Errorf("mysqld: pid %d did not exit within %v after %v", cmd.Process.Pid, timeout, sig)
+	}
+}
+
+// RootDSN is a go-sql-driver DSN for root over the unix socket.
+func (i *Instance) RootDSN(db string) string {
+	cfg := mysql.NewConfig()
+	cfg.User = "root"
+	cfg.Net = "unix"
+	cfg.Addr = i.Socket()
+	cfg.DBName = db
+	cfg.InterpolateParams = true
+	cfg.MultiStatements = true
+	cfg.Timeout = 5 * time.Second
+	return cfg.FormatDSN()
+}
+
+func (i *Instance) open(db string) (*sql.DB, error) {
+	d, err := sql.Open("mysql", i.RootDSN(db))
+	if err != nil {
+		return nil, err
+	}
+	d.SetMaxIdleConns(2)
+	return d, nil
+}
+
+// DB opens a root connection pool over the unix socket.
+func (i *Instance) DB(db string) (*sql.DB, error) { return i.open(db) }
