@@ -65,13 +65,13 @@ func New(opts Options) (*Instance, error) {
 	return &Instance{opts: opts}, nil
 }
 
-func (i *Instance) DataDir() string  { return filepath.Join(i.opts.Dir, "data") }
-func (i *Instance) Socket() string   { return filepath.Join(i.opts.Dir, "mysqld.sock") }
+func (i *Instance) DataDir() string    { return filepath.Join(i.opts.Dir, "data") }
+func (i *Instance) Socket() string     { return filepath.Join(i.opts.Dir, "mysqld.sock") }
 func (i *Instance) ConfigFile() string { return filepath.Join(i.opts.Dir, "my.cnf") }
-func (i *Instance) ErrorLog() string { return filepath.Join(i.opts.Dir, "error.log") }
-func (i *Instance) Addr() string     { return net.JoinHostPort(i.opts.Host, strconv.Itoa(i.opts.Port)) }
-func (i *Instance) Port() int        { return i.opts.Port }
-func (i *Instance) ServerID() uint32 { return i.opts.ServerID }
+func (i *Instance) ErrorLog() string   { return filepath.Join(i.opts.Dir, "error.log") }
+func (i *Instance) Addr() string       { return net.JoinHostPort(i.opts.Host, strconv.Itoa(i.opts.Port)) }
+func (i *Instance) Port() int          { return i.opts.Port }
+func (i *Instance) ServerID() uint32   { return i.opts.ServerID }
 
 // BinlogIndex is the path of the binlog index file (binlog basename "binlog").
 func (i *Instance) BinlogIndex() string { return filepath.Join(i.DataDir(), "binlog.index") }
