@@ -84,7 +84,7 @@ func (i *Instance) writeConfig() error {
 	fmt.Fprintf(&b, "pid-file=%s\nlog-error=%s\nuser=root\n",
 		filepath.Join(i.opts.Dir, "mysqld.pid"), i.ErrorLog())
 	b.WriteString(`log-bin=binlog
-log-basename=node
+log-bin-index=binlog.index
 relay-log=relay
 binlog_format=ROW
 sync_binlog=1
