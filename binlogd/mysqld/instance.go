@@ -43,7 +43,8 @@ type Instance struct {
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
-	done chan struct{} // closed when cmd exits
+	pid  int           // of cmd, or of an adopted mariadbd started by an earlier binlogd
+	done chan struct{} // closed when that process exits
 }
 
 // New returns an instance handle; Init creates the datadir if needed.
@@ -153,7 +154,7 @@ func mariadbdPath() (string, error) {
 // If the instance is already running it returns nil.
 func (i *Instance) Start(ctx context.Context) error {
 	i.mu.Lock()
-	if i.cmd != nil {
+	if i.pid != 0 {
 		i.mu.Unlock()
 		return nil
 	}
@@ -171,16 +172,11 @@ func (i *Instance) Start(ctx context.Context) error {
 		return fmt.Errorf("mysqld: start %s: %w", bin, err)
 	}
 	done := make(chan struct{})
-	i.cmd, i.done = cmd, done
+	i.cmd, i.pid, i.done = cmd, cmd.Process.Pid, done
 	i.mu.Unlock()
 	go func() {
 		_ = cmd.Wait()
-		close(done)
-		i.mu.Lock()
-		if i.cmd == cmd {
-			i.cmd = nil
-		}
-		i.mu.Unlock()
+		i.exited(cmd.Process.Pid, done)
 	}()
 	i.opts.Logger.Info("mariadbd started", "pid", cmd.Process.Pid, "addr", i.Addr(), "dir", i.opts.Dir)
 	return i.waitReady(ctx, done)
@@ -227,17 +223,14 @@ func tail(b []byte, n int) string {
 func (i *Instance) Pid() int {
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	if i.cmd == nil {
-		return 0
-	}
-	return i.cmd.Process.Pid
+	return i.pid
 }
 
 // Done is closed when the current mariadbd exits (nil when not running).
 func (i *Instance) Done() <-chan struct{} {
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	if i.cmd == nil {
+	if i.pid == 0 {
 		return nil
 	}
 	return i.done
@@ -261,30 +254,30 @@ func (i *Instance) Shutdown(timeout time.Duration) error {
 // Signal sends sig (e.g. SIGSTOP/SIGCONT) to the running mariadbd.
 func (i *Instance) Signal(sig syscall.Signal) error {
 	i.mu.Lock()
-	cmd := i.cmd
+	pid := i.pid
 	i.mu.Unlock()
-	if cmd == nil {
+	if pid == 0 {
 		return ErrNotRunning
 	}
-	return cmd.Process.Signal(sig)
+	return syscall.Kill(pid, sig)
 }
 
 func (i *Instance) signalAndWait(sig syscall.Signal, timeout time.Duration) error {
 	i.mu.Lock()
-	cmd, done := i.cmd, i.done
+	pid, done := i.pid, i.done
 	i.mu.Unlock()
-	if cmd == nil {
+	if pid == 0 {
 		return nil
 	}
-	_ = cmd.Process.Signal(syscall.SIGCONT) // a paused process cannot exit
-	if err := cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+	_ = syscall.Kill(pid, syscall.SIGCONT) // a paused process cannot exit
+	if err := syscall.Kill(pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return err
 	}
 	select {
 	case <-done:
 		return nil
 	case <-time.After(timeout):
-		return fmt.Errorf("mysqld: pid %d did not exit within %v after %v", cmd.Process.Pid, timeout, sig)
+		return fmt.Errorf("mysqld: pid %d did not exit within %v after %v", pid, timeout, sig)
 	}
 }
 

@@ -1,0 +1,75 @@
+package mysqld
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// PidFile is where mariadbd writes its pid.
+func (i *Instance) PidFile() string { return filepath.Join(i.opts.Dir, "mysqld.pid") }
+
+// Adopt takes over a mariadbd left running by an earlier binlogd (one that
+// was killed): it reads the pid file and, if that process is alive and is
+// mariadbd, watches it by polling. It reports whether one was adopted.
+func (i *Instance) Adopt() bool {
+	b, err := os.ReadFile(i.PidFile())
+	if err != nil {
+		return false
+	}
+	pid, err := strconv.Atoi(string(bytes.TrimSpace(b)))
+	if err != nil || pid <= 0 || !alive(pid) || !isMariadbd(pid) {
+		return false
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.pid != 0 {
+		return i.pid == pid
+	}
+	done := make(chan struct{})
+	i.pid, i.done = pid, done
+	go func() {
+		for alive(pid) {
+			time.Sleep(100 * time.Millisecond) // not our child: no Wait, only polling
+		}
+		i.exited(pid, done)
+	}()
+	i.opts.Logger.Info("adopted running mariadbd", "pid", pid, "dir", i.opts.Dir)
+	return true
+}
+
+func (i *Instance) exited(pid int, done chan struct{}) {
+	close(done)
+	i.mu.Lock()
+	if i.pid == pid {
+		i.pid, i.cmd = 0, nil
+	}
+	i.mu.Unlock()
+}
+
+func alive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	// A zombie still answers kill(0); its state in /proc says Z.
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	if j := bytes.LastIndexByte(b, ')'); j >= 0 && j+2 < len(b) {
+		return b[j+2] != 'Z' && b[j+2] != 'X'
+	}
+	return true
+}
+
+func isMariadbd(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+	if err != nil {
+		return false
+	}
+	c := string(bytes.TrimSpace(b))
+	return c == "mariadbd" || c == "mysqld"
+}

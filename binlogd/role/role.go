@@ -1,0 +1,219 @@
+package role
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+
+	"phxgo/binlogd/binlog"
+)
+
+// Upstream is where a replica pulls from: its own binlogd's endpoint.
+type Upstream struct {
+	Addr           string // host:port of binlogd's replication endpoint
+	User, Password string
+}
+
+// ErrSeveralDomains means the server has GTIDs in more than one domain;
+// phxgo's chain is one domain.
+var ErrSeveralDomains = errors.New("role: GTIDs in several domains")
+
+// BecomeReplica makes the server a read-only replica of up. Idempotent:
+// when it already replicates from up, only read_only is asserted.
+func BecomeReplica(ctx context.Context, db *sql.DB, up Upstream) error {
+	host, portS, err := net.SplitHostPort(up.Addr)
+	if err != nil {
+		return fmt.Errorf("role: upstream %q: %w", up.Addr, err)
+	}
+	port, err := strconv.Atoi(portS)
+	if err != nil {
+		return fmt.Errorf("role: upstream port %q: %w", portS, err)
+	}
+	if err := exec(ctx, db, "SET GLOBAL read_only=ON"); err != nil {
+		return err
+	}
+	st, err := ReplicaStatus(ctx, db)
+	if err != nil {
+		return err
+	}
+	if st.MasterHost == host && st.MasterPort == port && st.IORunning != "No" && st.SQLRunning == "Yes" {
+		return nil
+	}
+	stmts := []string{
+		"STOP SLAVE",
+		fmt.Sprintf("CHANGE MASTER TO MASTER_HOST=%s, MASTER_PORT=%d, MASTER_USER=%s, MASTER_PASSWORD=%s, "+
+			"MASTER_USE_GTID=current_pos, MASTER_CONNECT_RETRY=1, MASTER_HEARTBEAT_PERIOD=1",
+			quote(host), port, quote(up.User), quote(up.Password)),
+		"SET GLOBAL rpl_semi_sync_master_enabled=OFF",
+		"START SLAVE",
+	}
+	for _, s := range stmts {
+		if err := exec(ctx, db, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// BecomeMaster stops replication, turns semi-sync master on and read_only
+// off. The caller has checked that the server applied every valid
+// transaction before the grant, and starts capture right after.
+func BecomeMaster(ctx context.Context, db *sql.DB) error {
+	for _, s := range []string{
+		"SET GLOBAL read_only=ON",
+		"STOP SLAVE",
+		"RESET SLAVE ALL",
+		"SET GLOBAL rpl_semi_sync_master_enabled=ON",
+		"SET GLOBAL read_only=OFF",
+	} {
+		if err := exec(ctx, db, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SetReadOnly turns read_only on: the first thing a master that lost its
+// lease does.
+func SetReadOnly(ctx context.Context, db *sql.DB) error {
+	return exec(ctx, db, "SET GLOBAL read_only=ON")
+}
+
+// Applied returns the server's GTID position in the one domain
+// (@@gtid_current_pos: what it committed, as master or replica).
+func Applied(ctx context.Context, db *sql.DB) (binlog.GTID, error) {
+	var s string
+	if err := db.QueryRowContext(ctx, "SELECT @@GLOBAL.gtid_current_pos").Scan(&s); err != nil {
+		return binlog.GTID{}, fmt.Errorf("role: read gtid_current_pos: %w", err)
+	}
+	l, err := binlog.ParseGTIDList(s)
+	if err != nil {
+		return binlog.GTID{}, err
+	}
+	switch len(l) {
+	case 0:
+		return binlog.GTID{}, nil
+	case 1:
+		return l[0], nil
+	default:
+		return binlog.GTID{}, fmt.Errorf("%w: %s", ErrSeveralDomains, s)
+	}
+}
+
+// WaitingCommits is how many sessions wait for a semi-sync ACK.
+func WaitingCommits(ctx context.Context, db *sql.DB) (int, error) {
+	return statusInt(ctx, db, "Rpl_semi_sync_master_wait_sessions")
+}
+
+func statusInt(ctx context.Context, db *sql.DB, name string) (int, error) {
+	var k, v string
+	err := db.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE ?", name).Scan(&k, &v)
+	if err != nil {
+		return 0, fmt.Errorf("role: status %s: %w", name, err)
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fmt.Errorf("role: status %s=%q: %w", name, v, err)
+	}
+	return n, nil
+}
+
+// Status is the part of SHOW SLAVE STATUS binlogd reports.
+type Status struct {
+	MasterHost            string
+	MasterPort            int
+	IORunning, SQLRunning string
+	LastIOError           string
+	LastSQLError          string
+	SecondsBehind         sql.NullInt64
+	GTIDSlavePos          string
+}
+
+func (s Status) String() string {
+	if s.MasterHost == "" {
+		return "not replicating"
+	}
+	out := fmt.Sprintf("Slave_IO_Running=%s Slave_SQL_Running=%s from %s:%d", s.IORunning, s.SQLRunning, s.MasterHost, s.MasterPort)
+	if s.LastIOError != "" {
+		out += " io_error=" + strconv.Quote(s.LastIOError)
+	}
+	if s.LastSQLError != "" {
+		out += " sql_error=" + strconv.Quote(s.LastSQLError)
+	}
+	return out
+}
+
+// ReplicaStatus reads SHOW SLAVE STATUS; the zero Status when none.
+func ReplicaStatus(ctx context.Context, db *sql.DB) (Status, error) {
+	rows, err := db.QueryContext(ctx, "SHOW SLAVE STATUS")
+	if err != nil {
+		return Status{}, fmt.Errorf("role: SHOW SLAVE STATUS: %w", err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return Status{}, err
+	}
+	if !rows.Next() {
+		return Status{}, rows.Err()
+	}
+	vals := make([]sql.NullString, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	if err := rows.Scan(ptrs...); err != nil {
+		return Status{}, err
+	}
+	var st Status
+	for i, c := range cols {
+		v := vals[i].String
+		switch c {
+		case "Master_Host":
+			st.MasterHost = v
+		case "Master_Port":
+			st.MasterPort, _ = strconv.Atoi(v)
+		case "Slave_IO_Running":
+			st.IORunning = v
+		case "Slave_SQL_Running":
+			st.SQLRunning = v
+		case "Last_IO_Error":
+			st.LastIOError = v
+		case "Last_SQL_Error":
+			st.LastSQLError = v
+		case "Seconds_Behind_Master":
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil && vals[i].Valid {
+				st.SecondsBehind = sql.NullInt64{Int64: n, Valid: true}
+			}
+		case "Gtid_Slave_Pos":
+			st.GTIDSlavePos = v
+		}
+	}
+	return st, rows.Err()
+}
+
+func exec(ctx context.Context, db *sql.DB, q string) error {
+	if _, err := db.ExecContext(ctx, q); err != nil {
+		return fmt.Errorf("role: %s: %w", redact(q), err)
+	}
+	return nil
+}
+
+func quote(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
+}
+
+func redact(q string) string {
+	if i := strings.Index(q, "MASTER_PASSWORD="); i >= 0 {
+		j := strings.Index(q[i:], ",")
+		if j < 0 {
+			return q[:i] + "MASTER_PASSWORD='***'"
+		}
+		return q[:i] + "MASTER_PASSWORD='***'" + q[i+j:]
+	}
+	return q
+}
