@@ -1,0 +1,292 @@
+package wal
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Log is the durable acceptor/learner state in one Badger directory. All
+// methods are safe for concurrent use. Writes go through one commit
+// goroutine (groupcommit.go); reads go straight to Badger.
+type Log struct {
+	dir  string
+	opts Options
+	db   *badger.DB
+	lock *os.File
+
+	// maxTxnSize and maxTxnCount are Badger's per-transaction limits.
+	maxTxnSize, maxTxnCount int64
+
+	// rw: readers hold it shared while they use db; Close takes it
+	// exclusively to close db.
+	rw sync.RWMutex
+
+	mu     sync.Mutex
+	closed bool
+	failed error // sticky; see ErrFailed
+	// hs is the HardState as of the last durable write. Only the commit
+	// goroutine changes it.
+	// Invariant: hs.Applied <= hs.Chosen; hs.FirstIndex-1 <= hs.Applied.
+	hs HardState
+	// last is the highest index with a stored accepted record (0: none).
+	last  uint64
+	queue []*op
+
+	kick chan struct{} // capacity 1: "queue is non-empty"
+	done chan struct{} // closed when the commit goroutine exits
+
+	stats struct{ saves, groups, syncs, queued atomic.Int64 }
+}
+
+// Stats are counters since Open.
+type Stats struct {
+	Saves  int64 // Save and SaveApplied calls committed
+	Groups int64 // commit groups (Badger write rounds)
+	Syncs  int64 // fsyncs issued (groups plus truncations; 0 with NoSync)
+	Queued int64 // calls waiting for the commit goroutine right now
+}
+
+// Open opens or creates the log in dir. On an existing dir it restores
+// the HardState and LastIndex; a record that fails its checks makes Open
+// fail with ErrCorrupt. A dir held by another Log gives ErrLocked.
+func Open(dir string, opts Options) (*Log, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if dir == "" {
+		return nil, fmt.Errorf("%w: empty directory", ErrInvalid)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("wal: create %s: %w", dir, err)
+	}
+	lk, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	db, err := badger.Open(opts.badger(dir))
+	if err != nil {
+		unlockDir(lk)
+		return nil, fmt.Errorf("wal: open badger in %s: %w", dir, err)
+	}
+	l := &Log{
+		dir: dir, opts: opts, db: db, lock: lk,
+		maxTxnSize:  db.MaxBatchSize(),
+		maxTxnCount: db.MaxBatchCount(),
+		kick:        make(chan struct{}, 1),
+		done:        make(chan struct{}),
+	}
+	if err := l.load(); err != nil {
+		db.Close()
+		unlockDir(lk)
+		return nil, fmt.Errorf("wal: open %s: %w", dir, err)
+	}
+	go l.run()
+	return l, nil
+}
+
+// load reads the metadata records into l.hs and finds l.last; on a fresh
+// directory it writes the format and first-index records.
+func (l *Log) load() error {
+	fresh := false
+	err := l.db.View(func(txn *badger.Txn) error {
+		rec, ok, err := getValue(txn, keyFormat)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			if any, err := anyKey(txn); err != nil || any {
+				return errors.Join(err, corruptMeta(keyFormat, fmt.Errorf("%w: missing in a non-empty database", errBadRecord)))
+			}
+			fresh = true
+			return nil
+		}
+		if p, err := decodeRecord(keyFormat, rec, kindFormat); err != nil {
+			return corruptMeta(keyFormat, err)
+		} else if string(p) != string(formatMagic) {
+			return corruptMeta(keyFormat, fmt.Errorf("%w: magic %q", errBadRecord, p))
+		}
+		return l.loadHardState(txn)
+	})
+	if err != nil {
+		return err
+	}
+	if fresh {
+		l.hs = HardState{FirstIndex: 1}
+		txn := l.db.NewTransaction(true)
+		defer txn.Discard()
+		for _, e := range []*badger.Entry{
+			badger.NewEntry(keyFormat, encodeRecord(keyFormat, kindFormat, formatMagic)),
+			badger.NewEntry(keyFirst, encodeUint(keyFirst, kindFirst, 1)),
+		} {
+			if err := txn.SetEntry(e); err != nil {
+				return err
+			}
+		}
+		if err := txn.Commit(); err != nil {
+			return err
+		}
+		return l.db.Sync()
+	}
+	return nil
+}
+
+func (l *Log) loadHardState(txn *badger.Txn) error {
+	var hs HardState
+	if rec, ok, err := getValue(txn, keyPromised); err != nil {
+		return err
+	} else if ok {
+		if hs.Promised, err = decodeBallot(keyPromised, rec); err != nil {
+			return err
+		}
+	}
+	if rec, ok, err := getValue(txn, keyChosen); err != nil {
+		return err
+	} else if ok {
+		if hs.Chosen, err = decodeUint(keyChosen, rec, kindChosen); err != nil {
+			return err
+		}
+	}
+	if rec, ok, err := getValue(txn, keyApplied); err != nil {
+		return err
+	} else if ok {
+		if hs.Applied, hs.Snapshot, err = decodeApplied(rec); err != nil {
+			return err
+		}
+	}
+	rec, ok, err := getValue(txn, keyFirst)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return corruptMeta(keyFirst, fmt.Errorf("%w: missing", errBadRecord))
+	}
+	if hs.FirstIndex, err = decodeUint(keyFirst, rec, kindFirst); err != nil {
+		return err
+	}
+	switch {
+	case hs.FirstIndex == 0:
+		return corruptMeta(keyFirst, fmt.Errorf("%w: first index 0", errBadRecord))
+	case hs.Applied > hs.Chosen:
+		return corruptMeta(keyApplied, fmt.Errorf("%w: applied %d above chosen %d", errBadRecord, hs.Applied, hs.Chosen))
+	case hs.FirstIndex-1 > hs.Applied:
+		return corruptMeta(keyFirst, fmt.Errorf("%w: first index %d above applied+1 (%d)", errBadRecord, hs.FirstIndex, hs.Applied+1))
+	}
+	last, err := lastAccepted(txn)
+	if err != nil {
+		return err
+	}
+	l.hs, l.last = hs, last
+	return nil
+}
+
+// getValue returns a copy of key's value; ok=false if it is absent.
+func getValue(txn *badger.Txn, key []byte) ([]byte, bool, error) {
+	item, err := txn.Get(key)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("wal: read %s: %w", key, err)
+	}
+	v, err := item.ValueCopy(nil)
+	if err != nil {
+		return nil, false, fmt.Errorf("wal: read %s: %w", key, err)
+	}
+	return v, true, nil
+}
+
+func anyKey(txn *badger.Txn) (bool, error) {
+	it := txn.NewIterator(badger.IteratorOptions{})
+	defer it.Close()
+	it.Rewind()
+	return it.Valid(), nil
+}
+
+// lastAccepted returns the highest stored instance index, 0 if none.
+func lastAccepted(txn *badger.Txn) (uint64, error) {
+	it := txn.NewIterator(badger.IteratorOptions{Reverse: true, Prefix: []byte{prefixAccepted}})
+	defer it.Close()
+	seek := make([]byte, acceptedKeyLen)
+	for i := range seek {
+		seek[i] = 0xff
+	}
+	seek[0] = prefixAccepted
+	it.Seek(seek)
+	if !it.Valid() {
+		return 0, nil
+	}
+	idx, ok := indexOfKey(it.Item().Key())
+	if !ok {
+		return 0, fmt.Errorf("%w: malformed key %x", ErrCorrupt, it.Item().Key())
+	}
+	return idx, nil
+}
+
+// HardState returns the state as of the last durable write. Snapshot is
+// shared: callers must not modify it.
+func (l *Log) HardState() HardState {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.hs
+}
+
+// LastIndex is the highest index with a stored accepted value, or
+// FirstIndex-1 when that is higher (everything stored was truncated
+// behind the snapshot). 0 on a fresh log.
+func (l *Log) LastIndex() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return max(l.last, l.hs.FirstIndex-1)
+}
+
+// Stats returns the counters.
+func (l *Log) Stats() Stats {
+	return Stats{
+		Saves:  l.stats.saves.Load(),
+		Groups: l.stats.groups.Load(),
+		Syncs:  l.stats.syncs.Load(),
+		Queued: l.stats.queued.Load(),
+	}
+}
+
+// Close waits for queued writes to finish, then closes Badger and
+// releases the directory. Calls after Close return ErrClosed; Close
+// itself is idempotent.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	l.mu.Unlock()
+	l.signal()
+	<-l.done
+	l.rw.Lock()
+	defer l.rw.Unlock()
+	err := l.db.Close()
+	if uerr := unlockDir(l.lock); err == nil {
+		err = uerr
+	}
+	if err != nil {
+		return fmt.Errorf("wal: close %s: %w", l.dir, err)
+	}
+	return nil
+}
+
+// usable reports why the log cannot serve a call, with l.mu held.
+func (l *Log) usableLocked() error {
+	if l.closed {
+		return ErrClosed
+	}
+	if l.failed != nil {
+		return fmt.Errorf("%w: %w", ErrFailed, l.failed)
+	}
+	return nil
+}

@@ -1,0 +1,98 @@
+package wal
+
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
+)
+
+// Options tune a Log. The zero value is valid and means the defaults.
+type Options struct {
+	// Logger receives Badger's warnings and errors and the Log's own
+	// events. nil: slog.Default(). Badger's info/debug chatter is dropped.
+	Logger *slog.Logger
+	// MemTableSize is Badger's memtable size in bytes (0: 16 MiB, minimum
+	// 4 MiB). One Badger transaction may hold 15% of it, so it also bounds
+	// the bytes one Save may carry below the value-log threshold.
+	MemTableSize int64
+	// MaxGroupOps bounds how many Save/SaveApplied calls share one sync
+	// (0: 1024).
+	MaxGroupOps int
+	// NoSync skips the fsync of each group: a Save is then durable against
+	// a process crash but not a machine crash. For simulations and
+	// benchmarks only.
+	NoSync bool
+	// Knobs are testing hooks; nil in production.
+	Knobs *TestingKnobs
+}
+
+// TestingKnobs are hooks for tests, all nil by default.
+type TestingKnobs struct {
+	// BeforeSync runs in the commit goroutine after a group's Badger
+	// transactions committed and before its sync; ops is the number of
+	// calls in the group. A non-nil error acts as a failed sync.
+	BeforeSync func(ops int) error
+}
+
+const (
+	defaultMemTableSize = 16 << 20
+	minMemTableSize     = 4 << 20
+	defaultMaxGroupOps  = 1024
+	// valueThreshold: values at least this large live in Badger's value
+	// log rather than inline in the LSM tree.
+	valueThreshold = 64 << 10
+)
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.MemTableSize == 0 {
+		o.MemTableSize = defaultMemTableSize
+	}
+	if o.MemTableSize < minMemTableSize {
+		return o, fmt.Errorf("%w: Options.MemTableSize %d below %d", ErrInvalid, o.MemTableSize, minMemTableSize)
+	}
+	if o.MaxGroupOps == 0 {
+		o.MaxGroupOps = defaultMaxGroupOps
+	}
+	if o.MaxGroupOps < 0 {
+		return o, fmt.Errorf("%w: Options.MaxGroupOps %d negative", ErrInvalid, o.MaxGroupOps)
+	}
+	return o, nil
+}
+
+func (o Options) badger(dir string) badger.Options {
+	return badger.DefaultOptions(dir).
+		WithSyncWrites(false). // one explicit Sync per group instead
+		WithNumVersionsToKeep(1).
+		WithDetectConflicts(false). // one writer goroutine; no optimistic txns
+		WithMetricsEnabled(false).
+		WithLogger(badgerLogger{o.Logger}).
+		WithMemTableSize(o.MemTableSize).
+		WithNumMemtables(3).
+		WithNumLevelZeroTables(4).
+		WithNumLevelZeroTablesStall(12).
+		WithValueThreshold(valueThreshold).
+		WithValueLogFileSize(64 << 20).
+		WithBlockCacheSize(16 << 20).
+		WithNumCompactors(2).
+		WithNumGoroutines(2).
+		WithCompression(options.None)
+}
+
+// badgerLogger routes Badger's log to slog at warning level and above.
+type badgerLogger struct{ l *slog.Logger }
+
+func (b badgerLogger) Errorf(f string, a ...any) {
+	b.l.Error(fmt.Sprintf(f, a...), "component", "badger")
+}
+
+func (b badgerLogger) Warningf(f string, a ...any) {
+	b.l.Warn(fmt.Sprintf(f, a...), "component", "badger")
+}
+
+func (b badgerLogger) Infof(string, ...any)  {}
+func (b badgerLogger) Debugf(string, ...any) {}
