@@ -1,0 +1,258 @@
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+)
+
+// ErrInvalid wraps every validation error.
+var ErrInvalid = errors.New("invalid config")
+
+// Member is one node of the cluster as every node knows it.
+type Member struct {
+	ID        uint32 `json:"id"`
+	GRPCAddr  string `json:"grpc_addr"`  // binlogd peer + admin gRPC
+	MySQLAddr string `json:"mysql_addr"` // the node's MariaDB (host:port)
+	ReplAddr  string `json:"repl_addr"`  // binlogd's replication endpoint
+	ProxyAddr string `json:"proxy_addr"` // sqlproxy's linearizable port ("" if none)
+}
+
+// Duration is a time.Duration written as "5s" in JSON.
+type Duration struct{ time.Duration }
+
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	d.Duration = v
+	return nil
+}
+
+// Config is binlogd's config file.
+type Config struct {
+	// id: this node's id, one of members[].id.
+	ID uint32 `json:"id"`
+	// dir: binlogd's own state (Paxos log in dir/paxos). Relative paths are
+	// relative to the config file.
+	Dir string `json:"dir"`
+	// members: every node of the cluster, including this one.
+	Members []Member `json:"members"`
+	// mysql_dir: the MariaDB instance root (datadir in mysql_dir/data).
+	MySQLDir string `json:"mysql_dir"`
+	// supervise_mysql: binlogd starts mariadbd (after recovery) and
+	// restarts it when it dies.
+	SuperviseMySQL bool `json:"supervise_mysql"`
+	// credentials_file: JSON with capture_user, capture_password,
+	// app_user, app_password; must be mode 0600.
+	CredentialsFile string `json:"credentials_file"`
+	// lease_duration, drift_margin: master lease timing (default 5s, 500ms).
+	LeaseDuration Duration `json:"lease_duration"`
+	DriftMargin   Duration `json:"drift_margin"`
+	// http_addr: Prometheus /metrics and health; loopback by default.
+	HTTPAddr string `json:"http_addr"`
+	// mysql_extra: extra my.cnf lines for the node's MariaDB.
+	MySQLExtra []string `json:"mysql_extra,omitempty"`
+
+	path string
+}
+
+// Credentials are the MySQL secrets binlogd uses.
+type Credentials struct {
+	CaptureUser     string `json:"capture_user"`
+	CapturePassword string `json:"capture_password"`
+	AppUser         string `json:"app_user"`
+	AppPassword     string `json:"app_password"`
+}
+
+// Load reads, defaults and validates a config file.
+func Load(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var c Config
+	dec := json.NewDecoder(bytesReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, path, err)
+	}
+	c.path = path
+	c.setDefaults()
+	c.resolve(filepath.Dir(path))
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// Save writes c as indented JSON.
+func (c *Config) Save(path string) error {
+	b, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+func (c *Config) setDefaults() {
+	if c.LeaseDuration.Duration == 0 {
+		c.LeaseDuration.Duration = 5 * time.Second
+	}
+	if c.DriftMargin.Duration == 0 {
+		c.DriftMargin.Duration = 500 * time.Millisecond
+	}
+}
+
+func (c *Config) resolve(base string) {
+	abs := func(p string) string {
+		if p == "" || filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(base, p)
+	}
+	c.Dir, c.MySQLDir, c.CredentialsFile = abs(c.Dir), abs(c.MySQLDir), abs(c.CredentialsFile)
+}
+
+func (c *Config) bad(key, format string, args ...any) error {
+	where := c.path
+	if where == "" {
+		where = "config"
+	}
+	return fmt.Errorf("%w: %s: key %q: %s", ErrInvalid, where, key, fmt.Sprintf(format, args...))
+}
+
+// Validate checks every key and their relations.
+func (c *Config) Validate() error {
+	if c.ID == 0 {
+		return c.bad("id", "must be > 0")
+	}
+	if c.Dir == "" {
+		return c.bad("dir", "required")
+	}
+	if c.MySQLDir == "" {
+		return c.bad("mysql_dir", "required")
+	}
+	if c.CredentialsFile == "" {
+		return c.bad("credentials_file", "required")
+	}
+	if len(c.Members) == 0 {
+		return c.bad("members", "required")
+	}
+	ids := map[uint32]bool{}
+	addrs := map[string]string{}
+	self := false
+	for i, m := range c.Members {
+		k := fmt.Sprintf("members[%d]", i)
+		if m.ID == 0 || ids[m.ID] {
+			return c.bad(k+".id", "must be > 0 and unique (got %d)", m.ID)
+		}
+		ids[m.ID] = true
+		self = self || m.ID == c.ID
+		for name, a := range map[string]string{"grpc_addr": m.GRPCAddr, "mysql_addr": m.MySQLAddr, "repl_addr": m.ReplAddr, "proxy_addr": m.ProxyAddr} {
+			if a == "" && name == "proxy_addr" {
+				continue
+			}
+			if _, _, err := net.SplitHostPort(a); err != nil {
+				return c.bad(k+"."+name, "%q is not host:port", a)
+			}
+			if prev, dup := addrs[a]; dup {
+				return c.bad(k+"."+name, "%s is also %s", a, prev)
+			}
+			addrs[a] = k + "." + name
+		}
+	}
+	if !self {
+		return c.bad("id", "%d is not in members", c.ID)
+	}
+	if len(c.Members)%2 == 0 {
+		return c.bad("members", "%d members: use an odd number (an even one tolerates no more failures and splits votes)", len(c.Members))
+	}
+	if c.LeaseDuration.Duration < 500*time.Millisecond {
+		return c.bad("lease_duration", "%v is too short (min 500ms)", c.LeaseDuration.Duration)
+	}
+	if c.DriftMargin.Duration < 0 || c.DriftMargin.Duration*2 >= c.LeaseDuration.Duration {
+		return c.bad("drift_margin", "%v must be >= 0 and under half of lease_duration %v", c.DriftMargin.Duration, c.LeaseDuration.Duration)
+	}
+	return nil
+}
+
+// Self is this node's member entry.
+func (c *Config) Self() Member {
+	for _, m := range c.Members {
+		if m.ID == c.ID {
+			return m
+		}
+	}
+	return Member{}
+}
+
+// Peers maps member id to gRPC address.
+func (c *Config) Peers() map[uint32]string {
+	out := map[uint32]string{}
+	for _, m := range c.Members {
+		out[m.ID] = m.GRPCAddr
+	}
+	return out
+}
+
+// SortedMembers returns members by id.
+func (c *Config) SortedMembers() []Member {
+	out := append([]Member(nil), c.Members...)
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// LoadCredentials reads the credentials file, refusing one that others
+// can read.
+func (c *Config) LoadCredentials() (Credentials, error) {
+	return LoadCredentials(c.CredentialsFile)
+}
+
+// LoadCredentials reads a credentials file (mode 0600 required).
+func LoadCredentials(path string) (Credentials, error) {
+	var cr Credentials
+	st, err := os.Stat(path)
+	if err != nil {
+		return cr, fmt.Errorf("%w: credentials_file: %v", ErrInvalid, err)
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		return cr, fmt.Errorf("%w: credentials_file %s has mode %v; it holds passwords and must be 0600", ErrInvalid, path, st.Mode().Perm())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return cr, err
+	}
+	dec := json.NewDecoder(bytesReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cr); err != nil {
+		return cr, fmt.Errorf("%w: %s: %v", ErrInvalid, path, err)
+	}
+	for k, v := range map[string]string{"capture_user": cr.CaptureUser, "capture_password": cr.CapturePassword, "app_user": cr.AppUser, "app_password": cr.AppPassword} {
+		if v == "" {
+			return cr, fmt.Errorf("%w: %s: key %q is required", ErrInvalid, path, k)
+		}
+	}
+	return cr, nil
+}
+
+// SaveCredentials writes a credentials file with mode 0600.
+func SaveCredentials(path string, cr Credentials) error {
+	b, err := json.MarshalIndent(cr, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o600)
+}

@@ -1,0 +1,67 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func write(t *testing.T, dir, name, body string, mode os.FileMode) string {
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(body), mode); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const good = `{"id":1,"dir":"n1","mysql_dir":"n1/mysql","credentials_file":"cred.json",
+ "members":[
+  {"id":1,"grpc_addr":"127.0.0.1:1","mysql_addr":"127.0.0.1:2","repl_addr":"127.0.0.1:3"},
+  {"id":2,"grpc_addr":"127.0.0.1:4","mysql_addr":"127.0.0.1:5","repl_addr":"127.0.0.1:6"},
+  {"id":3,"grpc_addr":"127.0.0.1:7","mysql_addr":"127.0.0.1:8","repl_addr":"127.0.0.1:9"}]}`
+
+func TestLoadGoodAndDefaults(t *testing.T) {
+	dir := t.TempDir()
+	c, err := Load(write(t, dir, "c.json", good, 0o644))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.LeaseDuration.Seconds() != 5 || c.Dir != filepath.Join(dir, "n1") || len(c.Peers()) != 3 {
+		t.Fatalf("%+v", c)
+	}
+}
+
+func TestErrorsNameTheKey(t *testing.T) {
+	cases := []struct{ from, to, key string }{
+		{`"id":1,`, `"id":9,`, `"id"`},
+		{`"repl_addr":"127.0.0.1:3"`, `"repl_addr":"nope"`, `members[0].repl_addr`},
+		{`"mysql_addr":"127.0.0.1:5"`, `"mysql_addr":"127.0.0.1:2"`, `members[1].mysql_addr`},
+		{`"dir":"n1",`, `"dir":"n1","lease_duration":"5s","drift_margin":"3s",`, `drift_margin`},
+		{`"credentials_file"`, `"bogus_key":1,"credentials_file"`, `bogus_key`},
+	}
+	for _, c := range cases {
+		body := strings.Replace(good, c.from, c.to, 1)
+		_, err := Load(write(t, t.TempDir(), "c.json", body, 0o644))
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.key) || !strings.Contains(err.Error(), "c.json") {
+			t.Errorf("%s: error does not name key %s and the file: %v", c.to, c.key, err)
+		}
+	}
+}
+
+func TestCredentialsMode(t *testing.T) {
+	dir := t.TempDir()
+	cr := Credentials{CaptureUser: "c", CapturePassword: "p", AppUser: "a", AppPassword: "q"}
+	p := filepath.Join(dir, "cred.json")
+	if err := SaveCredentials(p, cr); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := LoadCredentials(p); err != nil || got != cr {
+		t.Fatal(got, err)
+	}
+	os.Chmod(p, 0o644)
+	if _, err := LoadCredentials(p); err == nil || !strings.Contains(err.Error(), "0600") {
+		t.Fatalf("world-readable credentials accepted: %v", err)
+	}
+}
