@@ -1,0 +1,129 @@
+package masterlease
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+func (l *Lease) logOrErr() (Log, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lg == nil {
+		return nil, ErrNotAttached
+	}
+	return l.lg, nil
+}
+
+// propose proposes cmd and returns its Verdict. An error wraps
+// ErrOutcomeUnknown (the entry may still be chosen) or ErrNotAttached.
+func (l *Lease) propose(ctx context.Context, lg Log, cmd []byte) (Verdict, error) {
+	_, res, err := lg.Propose(ctx, cmd)
+	if err != nil {
+		return Verdict{}, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+	}
+	v, ok := res.(Verdict)
+	if !ok {
+		return Verdict{}, fmt.Errorf("%w: log returned %T, not a Verdict", ErrOutcomeUnknown, res)
+	}
+	return v, nil
+}
+
+// ProposeBatch proposes a BinlogBatch and returns its verdict once it is
+// chosen and applied here. It refuses with ErrNotMaster, proposing
+// nothing, unless this node holds a valid lease for b.Epoch. The checksum
+// is computed when b.Checksum is 0. A non-nil error other than
+// ErrNotMaster means the outcome is unknown: the batch may still be chosen
+// (valid or not) later. A rejected batch is (verdict with Valid false,
+// nil error); verdict.Err() says why.
+func (l *Lease) ProposeBatch(ctx context.Context, b Batch) (Verdict, error) {
+	lg, err := l.logOrErr()
+	if err != nil {
+		return Verdict{}, err
+	}
+	l.mu.Lock()
+	dl := l.deadlineLocked(l.clock.Now())
+	epoch := l.st.Epoch
+	l.mu.Unlock()
+	if dl.IsZero() || b.Epoch != epoch {
+		return Verdict{}, fmt.Errorf("%w: batch for epoch %d, current epoch %d, own deadline %v",
+			ErrNotMaster, b.Epoch, epoch, dl)
+	}
+	return l.propose(ctx, lg, EncodeBatch(b))
+}
+
+// Fence ends this node's own term: it first drops its own deadline (it
+// stops serving before proposing), stands down for one LeaseDuration, then
+// proposes Fence for the current epoch. ErrNotMaster if this node is not
+// the master of the current term (by the state).
+func (l *Lease) Fence(ctx context.Context) (Verdict, error) {
+	l.mu.Lock()
+	epoch, master := l.st.Epoch, l.st.Master
+	l.mu.Unlock()
+	if master != l.id {
+		return Verdict{}, fmt.Errorf("%w: master of epoch %d is %d", ErrNotMaster, epoch, master)
+	}
+	return l.FenceEpoch(ctx, epoch)
+}
+
+// FenceEpoch proposes Fence for term epoch from any node (recovery fences
+// the term of a crashed master this way). If this node is that term's
+// master it drops its deadline and stands down first. The verdict is
+// invalid (ErrStaleEpoch, ErrNoMaster) if that term already ended.
+func (l *Lease) FenceEpoch(ctx context.Context, epoch uint64) (Verdict, error) {
+	lg, err := l.logOrErr()
+	if err != nil {
+		return Verdict{}, err
+	}
+	l.mu.Lock()
+	if l.st.Epoch == epoch && l.st.Master == l.id {
+		l.stepDownLocked()
+	}
+	l.mu.Unlock()
+	return l.propose(ctx, lg, EncodeFence(Fence{Epoch: epoch, From: l.id}))
+}
+
+// Switchover hands the lease to node to: the master drops its own deadline
+// to zero (it stops serving before proposing), stands down for one
+// LeaseDuration, and proposes a grant for to. The new master has no
+// deadline of its own from a grant it did not propose, so its election
+// loop at once wins a fresh term for itself (epoch advances twice). Run it
+// only when to has caught up (binlogd checks). ErrNotMaster if this node
+// does not hold a valid lease.
+func (l *Lease) Switchover(ctx context.Context, to uint32) (Verdict, error) {
+	if to == 0 {
+		return Verdict{}, fmt.Errorf("%w: switchover to node 0", ErrMalformed)
+	}
+	lg, err := l.logOrErr()
+	if err != nil {
+		return Verdict{}, err
+	}
+	l.mu.Lock()
+	if l.deadlineLocked(l.clock.Now()).IsZero() {
+		l.mu.Unlock()
+		return Verdict{}, fmt.Errorf("%w: switchover needs the lease", ErrNotMaster)
+	}
+	version := l.st.Version
+	l.stepDownLocked()
+	l.mu.Unlock()
+	return l.propose(ctx, lg, EncodeLeaseRequest(LeaseRequest{Candidate: to, SeenVersion: version}))
+}
+
+func (l *Lease) stepDownLocked() {
+	l.own.deadline, l.own.start = time.Time{}, time.Time{}
+	l.standDownUntil = l.clock.Now().Add(l.cfg.LeaseDuration)
+	l.publishLocked()
+}
+
+// Sync runs a read barrier through the log and returns the status after
+// it: every entry chosen before the call is applied in it.
+func (l *Lease) Sync(ctx context.Context) (Status, error) {
+	lg, err := l.logOrErr()
+	if err != nil {
+		return Status{}, err
+	}
+	if _, err := lg.Barrier(ctx); err != nil {
+		return Status{}, fmt.Errorf("masterlease: barrier: %w", err)
+	}
+	return l.Status(), nil
+}
