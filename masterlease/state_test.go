@@ -47,7 +47,10 @@ func TestStep(t *testing.T) {
 			EncodeLeaseRequest(LeaseRequest{Candidate: 1, SeenVersion: 5}), ReasonNone,
 			func(s State) State { s.Version, s.Epoch, s.TermIndex = 6, 4, 41; return s }},
 		{"grant voids partial", partial, EncodeLeaseRequest(LeaseRequest{Candidate: 2, SeenVersion: 5}), ReasonNone,
-			func(s State) State { s.Version, s.Epoch, s.Master, s.TermIndex, s.Partial = 6, 4, 2, 41, GTID{}; return s }},
+			func(s State) State {
+				s.Version, s.Epoch, s.Master, s.TermIndex, s.Partial = 6, 4, 2, 41, GTID{}
+				return s
+			}},
 		{"renew keeps epoch and partial", partial, EncodeLeaseRequest(LeaseRequest{Candidate: 1, SeenVersion: 5, Renew: true}), ReasonNone,
 			func(s State) State { s.Version = 6; return s }},
 		{"grant after fence", fenced, EncodeLeaseRequest(LeaseRequest{Candidate: 3, SeenVersion: 6}), ReasonNone,
@@ -219,4 +222,3 @@ func TestConfigValidate(t *testing.T) {
 		t.Errorf("MaxClockDrift %v", d)
 	}
 }
-
