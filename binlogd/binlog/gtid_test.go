@@ -59,3 +59,33 @@ func FuzzSplitEvents(f *testing.F) {
 		}
 	})
 }
+
+func gtidEvent(server uint32, seq uint64) []byte {
+	ev := make([]byte, HeaderLen+13+4)
+	ev[4] = EventMariaGTID
+	ev[5] = byte(server)
+	ev[9] = byte(len(ev))
+	ev[HeaderLen] = byte(seq)
+	return ev
+}
+
+func TestSplitTxns(t *testing.T) {
+	other := make([]byte, 25)
+	other[4], other[9] = 16, 25
+	var b []byte
+	b = append(b, gtidEvent(1, 5)...)
+	b = append(b, other...)
+	b = append(b, gtidEvent(2, 6)...)
+	b = append(b, other...)
+	b = append(b, other...)
+	txns, err := SplitTxns(b)
+	if err != nil || len(txns) != 2 {
+		t.Fatal(txns, err)
+	}
+	if txns[0].GTID != (GTID{Server: 1, Seq: 5}) || len(txns[0].Events) != 36+25 || len(txns[1].Events) != 36+50 {
+		t.Fatalf("%+v", txns)
+	}
+	if _, err := SplitTxns(other); err == nil {
+		t.Fatal("events before a GTID event accepted")
+	}
+}

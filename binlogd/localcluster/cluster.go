@@ -1,0 +1,355 @@
+package localcluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	pb "phxgo/proto"
+)
+
+// Cluster is a started local cluster.
+type Cluster struct {
+	Spec Spec
+	// Dial, when set, is used for gRPC and MySQL connections into the
+	// cluster (the Jepsen harness dials into its namespace).
+	Dial func(ctx context.Context, addr string) (net.Conn, error)
+
+	mu    sync.Mutex
+	conns map[uint32]*grpc.ClientConn
+}
+
+// NodeInfo is one node's entry in cluster.json.
+type NodeInfo struct {
+	ID          uint32 `json:"id"`
+	MySQLAddr   string `json:"mysql_addr"`
+	BinlogdAddr string `json:"binlogd_addr"`
+	ReplAddr    string `json:"repl_addr"`
+	ProxyAddr   string `json:"proxy_addr"`
+	HTTPAddr    string `json:"http_addr"`
+	MariadbdPid int    `json:"mariadbd_pid"`
+	BinlogdPid  int    `json:"binlogd_pid"`
+	SqlproxyPid int    `json:"sqlproxy_pid"`
+	Dir         string `json:"dir"`
+}
+
+// Info is cluster.json.
+type Info struct {
+	Nodes     []NodeInfo `json:"nodes"`
+	NetNS     string     `json:"netns,omitempty"`
+	AppUser   string     `json:"app_user"`
+	AppPass   string     `json:"app_password"`
+	StartedAt time.Time  `json:"started_at"`
+}
+
+// Start writes configs (keeping existing data) and starts every process
+// that is not already running. It does not wait for a master: see
+// WaitHealthy.
+func Start(ctx context.Context, spec Spec) (*Cluster, error) {
+	if err := spec.validate(); err != nil {
+		return nil, err
+	}
+	if err := spec.writeConfigs(); err != nil {
+		return nil, err
+	}
+	c := &Cluster{Spec: spec, conns: map[uint32]*grpc.ClientConn{}}
+	for id := 1; id <= spec.Nodes; id++ {
+		if err := c.StartNode(uint32(id)); err != nil {
+			c.Stop()
+			return nil, err
+		}
+	}
+	return c, c.WriteInfo()
+}
+
+// Open attaches to a cluster started earlier (e.g. by `make cluster`).
+func Open(spec Spec) *Cluster {
+	return &Cluster{Spec: spec, conns: map[uint32]*grpc.ClientConn{}}
+}
+
+func (c *Cluster) pidFile(id uint32, proc string) string {
+	return filepath.Join(c.Spec.NodeDir(int(id)), proc+".pid")
+}
+
+// Pid returns the pid of proc (binlogd, sqlproxy, mariadbd) on node id, or
+// 0 when it is not running.
+func (c *Cluster) Pid(id uint32, proc string) int {
+	p := c.pidFile(id, proc)
+	if proc == "mariadbd" {
+		p = filepath.Join(c.Spec.NodeDir(int(id)), "mysql", "mysqld.pid")
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return 0
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || !alive(pid) {
+		return 0
+	}
+	return pid
+}
+
+// StartNode starts node id's binlogd and sqlproxy if they are not running.
+func (c *Cluster) StartNode(id uint32) error {
+	dir := c.Spec.NodeDir(int(id))
+	if c.Pid(id, "binlogd") == 0 {
+		if err := c.spawn(id, "binlogd", "run", "-config", filepath.Join(dir, "binlogd.json")); err != nil {
+			return err
+		}
+	}
+	if c.Spec.Proxy && c.Pid(id, "sqlproxy") == 0 {
+		if err := c.spawn(id, "sqlproxy", c.proxyArgs(id)...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) proxyArgs(id uint32) []string {
+	s := c.Spec
+	return []string{
+		"-listen", s.addr(int(id), offProxy),
+		"-rwsplit-listen", s.addr(int(id), offProxyRW),
+		"-binlogd", s.addr(int(id), offGRPC),
+		"-http", s.addr(int(id), offProxyHTTP),
+		"-credentials-file", filepath.Join(s.Dir, "credentials.json"),
+	}
+}
+
+func (c *Cluster) spawn(id uint32, proc string, args ...string) error {
+	dir := c.Spec.NodeDir(int(id))
+	logf, err := os.OpenFile(filepath.Join(dir, proc+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	bin := filepath.Join(c.Spec.BinDir, proc)
+	if abs, err := filepath.Abs(bin); err == nil {
+		bin = abs
+	}
+	argv := append([]string{bin}, args...)
+	if c.Spec.NetNS != "" {
+		argv = append([]string{"ip", "netns", "exec", c.Spec.NetNS}, argv...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Dir = dir
+	// Own session: outlives `make cluster`, untouched by a test's Ctrl-C.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("localcluster: start %s on node %d: %w", proc, id, err)
+	}
+	pid := cmd.Process.Pid
+	go func() { _ = cmd.Wait() }() // reap; liveness is read from pid files
+	return os.WriteFile(c.pidFile(id, proc), []byte(strconv.Itoa(pid)+"\n"), 0o644)
+}
+
+// Signal sends sig to proc on node id.
+func (c *Cluster) Signal(id uint32, proc string, sig syscall.Signal) error {
+	pid := c.Pid(id, proc)
+	if pid == 0 {
+		return fmt.Errorf("localcluster: %s on node %d is not running", proc, id)
+	}
+	return syscall.Kill(pid, sig)
+}
+
+// Kill SIGKILLs proc on node id and waits until it is gone.
+func (c *Cluster) Kill(ctx context.Context, id uint32, proc string) error {
+	pid := c.Pid(id, proc)
+	if pid == 0 {
+		return nil
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	return waitGone(ctx, pid)
+}
+
+// Stop stops every process: sqlproxy and binlogd with SIGTERM (binlogd
+// stops its MariaDB safely), then SIGKILL whatever is left.
+func (c *Cluster) Stop() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var errs []error
+	for id := 1; id <= c.Spec.Nodes; id++ {
+		for _, proc := range []string{"sqlproxy", "binlogd"} {
+			if pid := c.Pid(uint32(id), proc); pid != 0 {
+				_ = syscall.Kill(pid, syscall.SIGTERM)
+			}
+		}
+	}
+	for id := 1; id <= c.Spec.Nodes; id++ {
+		for _, proc := range []string{"sqlproxy", "binlogd", "mariadbd"} {
+			pid := c.Pid(uint32(id), proc)
+			if pid == 0 {
+				continue
+			}
+			wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+			if waitGone(wctx, pid) != nil {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+				errs = append(errs, waitGone(ctx, pid))
+			}
+			wcancel()
+		}
+	}
+	c.mu.Lock()
+	for _, cc := range c.conns {
+		cc.Close()
+	}
+	c.conns = map[uint32]*grpc.ClientConn{}
+	c.mu.Unlock()
+	_ = c.WriteInfo()
+	return errors.Join(errs...)
+}
+
+// WriteInfo (re)writes cluster.json with current pids.
+func (c *Cluster) WriteInfo() error {
+	info := Info{NetNS: c.Spec.NetNS, StartedAt: time.Now().UTC()}
+	if cr, err := loadCred(c.Spec.Dir); err == nil {
+		info.AppUser, info.AppPass = cr.AppUser, cr.AppPassword
+	}
+	for _, m := range c.Spec.members() {
+		info.Nodes = append(info.Nodes, NodeInfo{
+			ID: m.ID, MySQLAddr: m.MySQLAddr, BinlogdAddr: m.GRPCAddr, ReplAddr: m.ReplAddr, ProxyAddr: m.ProxyAddr,
+			HTTPAddr:    c.Spec.addr(int(m.ID), offHTTP),
+			MariadbdPid: c.Pid(m.ID, "mariadbd"), BinlogdPid: c.Pid(m.ID, "binlogd"), SqlproxyPid: c.Pid(m.ID, "sqlproxy"),
+			Dir: c.Spec.NodeDir(int(m.ID)),
+		})
+	}
+	b, err := json.MarshalIndent(info, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(c.Spec.Dir, "cluster.json"), append(b, '\n'), 0o644)
+}
+
+// Admin returns a gRPC admin client for node id.
+func (c *Cluster) Admin(id uint32) (pb.AdminClient, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cc, ok := c.conns[id]; ok {
+		return pb.NewAdminClient(cc), nil
+	}
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	if c.Dial != nil {
+		opts = append(opts, grpc.WithContextDialer(c.Dial))
+	}
+	cc, err := grpc.NewClient(c.Spec.addr(int(id), offGRPC), opts...)
+	if err != nil {
+		return nil, err
+	}
+	c.conns[id] = cc
+	return pb.NewAdminClient(cc), nil
+}
+
+// Status asks node id's binlogd for its status.
+func (c *Cluster) Status(ctx context.Context, id uint32) (*pb.NodeStatus, error) {
+	a, err := c.Admin(id)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	return a.Status(ctx, &pb.StatusRequest{})
+}
+
+// Healthy reports whether exactly one ready master exists in every node's
+// view and every node's MariaDB has applied the whole valid log. The
+// error says what is missing.
+func (c *Cluster) Healthy(ctx context.Context) (master uint32, err error) {
+	var sts []*pb.NodeStatus
+	for id := 1; id <= c.Spec.Nodes; id++ {
+		st, err := c.Status(ctx, uint32(id))
+		if err != nil {
+			return 0, fmt.Errorf("node %d: %w", id, err)
+		}
+		sts = append(sts, st)
+	}
+	var lastValid string
+	for _, st := range sts {
+		if st.Role == pb.Role_ROLE_MASTER && st.Ready {
+			if master != 0 {
+				return 0, fmt.Errorf("two masters: %d and %d", master, st.NodeId)
+			}
+			master = st.NodeId
+			lastValid = st.LastValidGtid
+		}
+	}
+	if master == 0 {
+		return 0, errors.New("no ready master")
+	}
+	for _, st := range sts {
+		if st.MasterId != master {
+			return 0, fmt.Errorf("node %d sees master %d, not %d", st.NodeId, st.MasterId, master)
+		}
+		if st.Role == pb.Role_ROLE_UNSAFE {
+			return 0, fmt.Errorf("node %d unsafe: %s", st.NodeId, st.UnsafeReason)
+		}
+		if st.NodeId != master && (st.MysqlGtidPos != lastValid && st.MysqlGtidPos != st.LastValidGtid) {
+			return 0, fmt.Errorf("node %d MariaDB at %q, log at %q (%s)", st.NodeId, st.MysqlGtidPos, st.LastValidGtid, st.ReplicationState)
+		}
+	}
+	return master, nil
+}
+
+// WaitHealthy waits until Healthy holds, logging progress to progress
+// (may be nil) once a second.
+func (c *Cluster) WaitHealthy(ctx context.Context, progress func(string)) (uint32, error) {
+	var last error
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	report := time.Now()
+	for {
+		m, err := c.Healthy(ctx)
+		if err == nil {
+			return m, nil
+		}
+		last = err
+		if progress != nil && time.Since(report) > time.Second {
+			progress(err.Error())
+			report = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("localcluster: not healthy: %v (%w)", last, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+func alive(pid int) bool {
+	if pid <= 0 || syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	if j := strings.LastIndexByte(s, ')'); j >= 0 && j+2 < len(s) {
+		return s[j+2] != 'Z'
+	}
+	return true
+}
+
+func waitGone(ctx context.Context, pid int) error {
+	for alive(pid) {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("localcluster: pid %d still alive: %w", pid, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return nil
+}

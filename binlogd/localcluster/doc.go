@@ -1,0 +1,19 @@
+// Package localcluster starts a whole phxgo cluster on one machine: per
+// node a binlogd (which supervises its MariaDB) and a sqlproxy, each a
+// real process started from the project's binaries, with its own
+// directory, ports and log files. `make cluster`, the integration tests,
+// the Jepsen harness and the benchmarks all start clusters through it.
+//
+//	<dir>/cluster.json            what is running where (ids, addresses, pids)
+//	<dir>/credentials.json        MySQL secrets (0600)
+//	<dir>/node<N>/binlogd.json    the node's binlogd config
+//	<dir>/node<N>/binlogd.log     binlogd's log (slog, JSON lines)
+//	<dir>/node<N>/mysql/          the MariaDB instance (datadir, my.cnf, error.log)
+//	<dir>/node<N>/paxos/          the Paxos log (Badger)
+//
+// Processes are started in their own session, so they outlive the command
+// that started them (`make cluster` returns) and a Ctrl-C to a test does
+// not reach them; Stop and the tests' cleanup stop them explicitly. A
+// network namespace (Spec.NetNS) runs every process under
+// `ip netns exec`, so the Jepsen harness can cut links between nodes.
+package localcluster
