@@ -1,0 +1,190 @@
+package paxos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"google.golang.org/grpc"
+)
+
+// Errors returned by the engine. "Known failed" means the command was not
+// and will never be chosen; "unknown" means it may have been chosen, or
+// may yet be (the caller must find out through the log, e.g. Read).
+var (
+	// ErrNoQuorum: this node has heard neither a leader nor a majority of
+	// members recently, so the command was refused before it left the
+	// node. Known failed; retry later.
+	ErrNoQuorum = errors.New("paxos: no quorum reachable")
+	// ErrValueTooLarge: the command exceeds Config.MaxValueBytes. Known failed.
+	ErrValueTooLarge = errors.New("paxos: command too large")
+	// ErrStopped: the node is stopping or stopped. For a Propose that was
+	// already accepted by the node, the outcome is unknown.
+	ErrStopped = errors.New("paxos: node stopped")
+	// ErrStorage wraps a storage failure. The node stops itself (it cannot
+	// answer peers without durability); outcomes of pending Proposes are
+	// unknown.
+	ErrStorage = errors.New("paxos: storage failure")
+	// ErrNotLeader is internal: a forwarded command reached a non-leader.
+	// Propose never returns it (the command is re-forwarded).
+	ErrNotLeader = errors.New("paxos: not the leader")
+	// ErrBadConfig: Config.Validate failed; the message names the field.
+	ErrBadConfig = errors.New("paxos: bad config")
+	// ErrBadValue: a value or snapshot failed to decode (corruption, or a
+	// peer speaking another format).
+	ErrBadValue = errors.New("paxos: malformed value")
+)
+
+// Command is one chosen command as Read returns it.
+type Command struct {
+	Index uint64 // the log index; several commands may share one
+	Data  []byte
+}
+
+// Status is a node's view, for monitoring. It is a snapshot: any field may
+// be stale by the time the caller reads it.
+type Status struct {
+	ID         uint32
+	Leader     uint32 // 0 = unknown
+	Role       string // "leader", "candidate" or "follower"
+	Ballot     uint64 // round of the highest ballot this node promised
+	BallotNode uint32 // node part of that ballot
+	Chosen     uint64 // every index <= Chosen is chosen and stored here
+	Applied    uint64 // every index <= Applied was applied to the state machine
+	FirstIndex uint64 // lowest index still stored
+	Pending    int    // this node's commands not applied yet
+}
+
+// Option adjusts Start.
+type Option func(*options)
+
+type options struct {
+	storage     Storage
+	dialOptions []grpc.DialOption
+	transport   func(n *Node) transport
+	seed        int64
+}
+
+// WithStorage makes the node use s instead of opening a wal in Config.Dir
+// (e.g. NewMemoryStorage() in tests). The node closes s on Stop.
+func WithStorage(s Storage) Option { return func(o *options) { o.storage = s } }
+
+// WithDialOptions adds grpc.DialOptions for connections to peers (TLS,
+// ...). Without them, connections are insecure.
+func WithDialOptions(opts ...grpc.DialOption) Option {
+	return func(o *options) { o.dialOptions = append(o.dialOptions, opts...) }
+}
+
+// Propose submits cmd and returns once it is chosen AND applied on this
+// node, with its log index and the StateMachine.Apply result. A follower
+// forwards cmd to the leader; commands are retried across leader changes
+// and applied exactly once.
+//
+// Errors: ErrValueTooLarge and ErrNoQuorum (known failed); ErrStopped,
+// ErrStorage and ctx.Err() (outcome unknown: the command may be chosen
+// later; if so it is applied everywhere, but its result is lost).
+func (n *Node) Propose(ctx context.Context, cmd []byte) (index uint64, result any, err error) {
+	if len(cmd) > n.cfg.MaxValueBytes {
+		return 0, nil, fmt.Errorf("%w: %d bytes > MaxValueBytes %d", ErrValueTooLarge, len(cmd), n.cfg.MaxValueBytes)
+	}
+	r := n.submit(ctx, cmd, 0)
+	return r.index, r.result, r.err
+}
+
+// Barrier returns a linearizable read point: a Noop it proposed is chosen
+// and applied locally, at the returned index, so every command chosen
+// before Barrier was called is applied here. Errors as for Propose (a
+// failed Barrier has no effect on the state).
+func (n *Node) Barrier(ctx context.Context) (index uint64, err error) {
+	r := n.submit(ctx, nil, flagBarrier)
+	return r.index, r.err
+}
+
+// Read returns chosen commands (no Noops, no Barriers) with index >= from,
+// in log order, from the local durable log, stopping after about maxBytes
+// of values or at the applied index. It returns no commands when from is
+// beyond Applied. A command retried after a leader change may appear twice
+// in the log (at different indexes); Apply sees it once, Read returns both,
+// so a reader that needs exactly-once must deduplicate or validate (binlog
+// batches do, by their GTID chain).
+func (n *Node) Read(from uint64, maxBytes int) ([]Command, error) {
+	applied := n.Applied()
+	if from == 0 {
+		from = 1
+	}
+	if from > applied {
+		return nil, nil
+	}
+	as, err := n.storage.Range(from, applied, maxBytes)
+	if err != nil {
+		return nil, fmt.Errorf("%w: read from %d: %w", ErrStorage, from, err)
+	}
+	var out []Command
+	for _, a := range as {
+		cmds, err := decodeValue(a.Value)
+		if err != nil {
+			return out, fmt.Errorf("index %d: %w", a.Index, err)
+		}
+		for _, c := range cmds {
+			if !c.barrier() {
+				out = append(out, Command{Index: a.Index, Data: c.Data})
+			}
+		}
+	}
+	return out, nil
+}
+
+// Applied returns the highest index applied on this node.
+func (n *Node) Applied() uint64 { return n.applied.Load() }
+
+// AppliedCh returns a channel that is closed when Applied next advances
+// (or the node stops). Take a fresh one after each wake-up:
+//
+//	for n.Applied() < want { ch := n.AppliedCh(); if n.Applied() >= want {break}; <-ch }
+func (n *Node) AppliedCh() <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.appliedCh
+}
+
+// WaitApplied blocks until index is applied here. Errors: ctx.Err(),
+// ErrStopped.
+func (n *Node) WaitApplied(ctx context.Context, index uint64) error {
+	for {
+		ch := n.AppliedCh()
+		if n.Applied() >= index {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-n.donec:
+			if n.Applied() >= index {
+				return nil
+			}
+			return ErrStopped
+		}
+	}
+}
+
+// Status returns this node's current view.
+func (n *Node) Status() Status {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.status
+}
+
+// RegisterGRPC registers the Paxos peer service on s, a server the caller
+// owns, starts and stops (binlogd serves its Admin service on it too).
+// Its MaxRecvMsgSize must admit about 2 x max(MaxValueBytes,
+// BatchMaxBytes, FetchMaxBytes) (gRPC's default 4 MiB does for the defaults).
+func (n *Node) RegisterGRPC(s *grpc.Server) { registerPeerService(s, n) }
+
+// Stop stops the node: pending Proposes return ErrStopped, the applied
+// state is persisted, connections and storage are closed. Idempotent;
+// returns when every goroutine of the node has exited.
+func (n *Node) Stop() {
+	n.stopOnce.Do(func() { close(n.stopc) })
+	<-n.donec
+}

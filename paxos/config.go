@@ -1,0 +1,118 @@
+package paxos
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Config configures a Node. Start with DefaultConfig and set ID, Peers, Dir.
+type Config struct {
+	// ID is this node's id, nonzero, a key of Peers.
+	ID uint32
+	// Peers maps every member's id (this node included) to its gRPC
+	// address. At most 64 members.
+	Peers map[uint32]string
+	// Dir is the wal directory (unused when WithStorage is given).
+	Dir string
+	// MaxValueBytes bounds one command passed to Propose.
+	MaxValueBytes int
+	// BatchMaxBytes bounds the commands the leader packs into one value.
+	BatchMaxBytes int
+	// BatchLinger is how long a busy leader waits for more commands before
+	// it proposes a partial batch. An idle leader proposes at once.
+	BatchLinger time.Duration
+	// Window is how many instances the leader keeps in flight.
+	Window int
+	// HeartbeatInterval is the leader's heartbeat period and the engine's tick.
+	HeartbeatInterval time.Duration
+	// ElectionTimeout is how long a follower waits without hearing the
+	// leader before it runs phase 1 (randomized in [T, 2T)).
+	ElectionTimeout time.Duration
+	// FetchMaxBytes bounds one catch-up reply.
+	FetchMaxBytes int
+	// SnapshotEvery is how many applied entries pass between persisted
+	// (applied, snapshot) pairs; Stop persists one too. Entries applied
+	// after the last one are re-applied to the restored snapshot at start.
+	SnapshotEvery int
+	// Logger receives the engine's logs (slog.Default() if nil).
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns a Config with every field but ID, Peers and Dir set.
+func DefaultConfig() Config {
+	return Config{
+		MaxValueBytes:     1 << 20,
+		BatchMaxBytes:     256 << 10,
+		BatchLinger:       500 * time.Microsecond,
+		Window:            64,
+		HeartbeatInterval: 50 * time.Millisecond,
+		ElectionTimeout:   500 * time.Millisecond,
+		FetchMaxBytes:     1 << 20,
+		SnapshotEvery:     1000,
+	}
+}
+
+// Validate reports the first bad field by name.
+func (c Config) Validate() error {
+	bad := func(field, format string, a ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrBadConfig, field, fmt.Sprintf(format, a...))
+	}
+	switch {
+	case c.ID == 0:
+		return bad("ID", "must be nonzero")
+	case len(c.Peers) == 0:
+		return bad("Peers", "empty")
+	case len(c.Peers) > 64:
+		return bad("Peers", "%d members, at most 64", len(c.Peers))
+	case c.MaxValueBytes <= 0:
+		return bad("MaxValueBytes", "must be positive, got %d", c.MaxValueBytes)
+	case c.BatchMaxBytes <= 0:
+		return bad("BatchMaxBytes", "must be positive, got %d", c.BatchMaxBytes)
+	case c.BatchLinger < 0:
+		return bad("BatchLinger", "negative")
+	case c.Window <= 0:
+		return bad("Window", "must be positive, got %d", c.Window)
+	case c.HeartbeatInterval <= 0:
+		return bad("HeartbeatInterval", "must be positive")
+	case c.ElectionTimeout < 3*c.HeartbeatInterval:
+		return bad("ElectionTimeout", "%v must be at least 3 x HeartbeatInterval (%v)", c.ElectionTimeout, c.HeartbeatInterval)
+	case c.FetchMaxBytes <= 0:
+		return bad("FetchMaxBytes", "must be positive, got %d", c.FetchMaxBytes)
+	case c.SnapshotEvery <= 0:
+		return bad("SnapshotEvery", "must be positive, got %d", c.SnapshotEvery)
+	}
+	if _, ok := c.Peers[c.ID]; !ok {
+		return bad("Peers", "lacks this node's ID %d", c.ID)
+	}
+	for id, addr := range c.Peers {
+		if id == 0 {
+			return bad("Peers", "id 0 is reserved")
+		}
+		if addr == "" {
+			return bad("Peers", "empty address for id %d", id)
+		}
+	}
+	return nil
+}
+
+func (c Config) coreConfig(seed int64, seqStart uint64) coreConfig {
+	et := max(int(c.ElectionTimeout/c.HeartbeatInterval), 3)
+	peers := make([]uint32, 0, len(c.Peers))
+	for id := range c.Peers {
+		peers = append(peers, id)
+	}
+	return coreConfig{
+		ID:              c.ID,
+		Peers:           peers,
+		ElectionTicks:   et,
+		HeartbeatTicks:  1,
+		RetransmitTicks: 2,
+		RetryTicks:      2 * et,
+		Window:          c.Window,
+		BatchMaxBytes:   c.BatchMaxBytes,
+		FetchMaxBytes:   c.FetchMaxBytes,
+		Seed:            seed,
+		SeqStart:        seqStart,
+	}
+}

@@ -1,0 +1,405 @@
+package paxos
+
+import (
+	"math/bits"
+	"math/rand"
+	"sort"
+
+	"phxgo/wal"
+)
+
+// The core is the whole protocol as a deterministic step machine: no
+// goroutines, clock, network or disk. Inputs: step (a peer message), tick
+// (one unit of logical time), propose/abandon (local commands), flush (the
+// batch linger expired). Output: ready(), a Ready to persist, send and apply
+// in that order. Reads of already-durable entries (to answer a Fetch below
+// the applied index) go through logReader, which the driver keeps durable
+// before the next input.
+
+type role uint8
+
+const (
+	follower role = iota
+	candidate
+	leader
+)
+
+func (r role) String() string { return [...]string{"follower", "candidate", "leader"}[r] }
+
+// coreConfig is the core's view of Config, in ticks.
+type coreConfig struct {
+	ID              uint32
+	Peers           []uint32 // every member, including ID
+	ElectionTicks   int      // follower waits [E, 2E) ticks without a leader message
+	HeartbeatTicks  int
+	RetransmitTicks int // resend unanswered Prepare/Accept/Fetch
+	RetryTicks      int // re-forward a pending command to the same leader
+	Window          int // instances in flight at the leader
+	BatchMaxBytes   int
+	FetchMaxBytes   int
+	Seed            int64
+	SeqStart        uint64 // first command seq of this incarnation
+}
+
+// logReader reads durable instances (the wal, or MemoryStorage).
+type logReader interface {
+	Range(from, to uint64, maxBytes int) ([]wal.Accepted, error)
+}
+
+// Ready is the core's output. The driver must, in this order:
+//  1. persist Update with ONE durable Storage.Save (skip if empty);
+//  2. only then send Messages (an acceptor answers only after its promise
+//     or accept is durable; a leader's own vote counts only after its accept is);
+//  3. apply Committed in order (every entry is chosen and durable).
+type Ready struct {
+	Update    wal.Update
+	Messages  []Message
+	Committed []Entry
+}
+
+func (rd *Ready) empty() bool {
+	return rd.Update.Promised == nil && len(rd.Update.Accepted) == 0 && rd.Update.Chosen == 0 &&
+		len(rd.Messages) == 0 && len(rd.Committed) == 0
+}
+
+// instance is one log slot above the applied index.
+type instance struct {
+	ballot   Ballot // accepted ballot here; zero = nothing accepted
+	value    []byte
+	chosen   bool
+	proposed bool   // leader: proposed under c.ballot
+	votes    uint64 // leader: peers (by position) that accepted under c.ballot
+	sentTick int64
+}
+
+// pendingCmd is a command this node proposed that is not applied yet.
+type pendingCmd struct {
+	enc      []byte
+	sent     bool
+	sentTo   uint32
+	sentTick int64
+}
+
+type core struct {
+	cfg     coreConfig
+	id      uint32
+	peers   []uint32
+	peerPos map[uint32]int
+	quorum  int
+	rng     *rand.Rand
+	reader  logReader
+
+	// Acceptor and learner state. Invariant: applied <= chosen, and every
+	// index in (applied, chosen] is in log with chosen set.
+	promised Ballot
+	chosen   uint64
+	applied  uint64               // highest index handed out in Ready.Committed
+	log      map[uint64]*instance // Invariant: every key > applied
+	last     uint64               // highest key of log (or applied)
+	maxRound uint64               // highest round seen anywhere
+
+	role   role
+	leader uint32 // 0 = unknown
+	ballot Ballot // our ballot as candidate or leader
+
+	// candidate
+	promises    map[uint32]Message
+	prepareFrom uint64
+	prepareTick int64
+
+	// leader
+	next       uint64 // next index to propose
+	queue      [][]byte
+	queueBytes int
+	flush      bool
+	acceptBuf  []Entry
+
+	// timers (ticks)
+	tick             int64
+	electionElapsed  int
+	electionTimeout  int
+	heartbeatElapsed int
+	lastHeard        []int64 // by peer position
+
+	// learner catch-up
+	fetching   bool
+	fetchTick  int64
+	peerChosen uint64 // highest chosen index a peer reported
+	fetchFrom  uint32 // the peer that reported it
+
+	// own proposals
+	seq        uint64
+	pending    map[uint64]*pendingCmd
+	forwardBuf [][]byte
+
+	// Ready being built
+	msgs   []Message
+	upd    wal.Update
+	accPos map[uint64]int
+}
+
+func newCore(cfg coreConfig, hs wal.HardState, entries []wal.Accepted, reader logReader) *core {
+	peers := append([]uint32(nil), cfg.Peers...)
+	sort.Slice(peers, func(i, j int) bool { return peers[i] < peers[j] })
+	c := &core{
+		cfg:      cfg,
+		id:       cfg.ID,
+		peers:    peers,
+		peerPos:  make(map[uint32]int, len(peers)),
+		quorum:   len(peers)/2 + 1,
+		rng:      rand.New(rand.NewSource(cfg.Seed)),
+		reader:   reader,
+		promised: hs.Promised,
+		chosen:   hs.Chosen,
+		applied:  hs.Applied,
+		log:      make(map[uint64]*instance),
+		maxRound: hs.Promised.Round,
+		seq:      cfg.SeqStart,
+		pending:  make(map[uint64]*pendingCmd),
+		accPos:   make(map[uint64]int),
+	}
+	for i, p := range peers {
+		c.peerPos[p] = i
+	}
+	c.lastHeard = make([]int64, len(peers))
+	c.last = c.applied
+	for _, a := range entries {
+		if a.Index <= c.applied {
+			continue
+		}
+		c.log[a.Index] = &instance{ballot: a.Ballot, value: a.Value, chosen: a.Index <= c.chosen}
+		c.last = max(c.last, a.Index)
+		c.maxRound = max(c.maxRound, a.Ballot.Round)
+	}
+	for i := c.applied + 1; i <= c.chosen; i++ {
+		if c.log[i] == nil {
+			panic("paxos: storage lacks a chosen entry above the applied index")
+		}
+	}
+	c.becomeFollower(0)
+	return c
+}
+
+// ---- inputs ----
+
+// step processes one peer message.
+func (c *core) step(m Message) {
+	if m.To != c.id || m.From == c.id {
+		return
+	}
+	pos, ok := c.peerPos[m.From]
+	if !ok {
+		return
+	}
+	c.lastHeard[pos] = c.tick
+	if m.Chosen > c.peerChosen && (m.Type == MsgAccept || m.Type == MsgAccepted || m.Type == MsgLearn || m.Type == MsgPromise) {
+		c.peerChosen, c.fetchFrom = m.Chosen, m.From
+	}
+	c.maxRound = max(c.maxRound, m.Ballot.Round, m.Promised.Round)
+	switch m.Type {
+	case MsgPrepare:
+		c.onPrepare(m)
+	case MsgPromise:
+		if c.role == candidate && m.Ballot == c.ballot {
+			c.onPromise(m)
+		}
+	case MsgAccept:
+		c.onAccept(m)
+	case MsgAccepted:
+		c.onAccepted(m)
+	case MsgFetch:
+		c.onFetch(m)
+	case MsgLearn:
+		c.onLearn(m)
+	case MsgForward:
+		if c.role == leader {
+			for _, cmd := range m.Cmds {
+				if validCommand(cmd) {
+					c.enqueue(cmd)
+				}
+			}
+			c.maybePropose()
+		}
+	}
+}
+
+// tickOnce advances logical time by one tick.
+func (c *core) tickOnce() {
+	c.tick++
+	switch c.role {
+	case follower:
+		c.electionElapsed++
+		if c.electionElapsed >= c.electionTimeout {
+			c.startElection()
+		}
+	case candidate:
+		c.electionElapsed++
+		if c.electionElapsed >= c.electionTimeout {
+			c.startElection()
+		} else if c.tick-c.prepareTick >= int64(c.cfg.RetransmitTicks) {
+			c.sendPrepares()
+		}
+	case leader:
+		if !c.hasQuorum() {
+			c.becomeFollower(0)
+			break
+		}
+		c.heartbeatElapsed++
+		c.retransmitAccepts()
+		if c.heartbeatElapsed >= c.cfg.HeartbeatTicks {
+			c.heartbeatElapsed = 0
+			c.broadcast(Message{Type: MsgAccept, Ballot: c.ballot, Chosen: c.chosen})
+		}
+		c.flush = true
+		c.maybePropose()
+	}
+	if c.fetching && c.tick-c.fetchTick >= int64(c.cfg.RetransmitTicks) {
+		c.fetching = false
+	}
+	if c.peerChosen > c.chosen {
+		c.maybeFetch(c.fetchFrom)
+	}
+	c.retryPending()
+}
+
+// propose adds a local command and returns its seq.
+func (c *core) propose(data []byte, flags byte) uint64 {
+	seq := c.seq
+	c.seq++
+	minPending := seq
+	for s := range c.pending {
+		minPending = min(minPending, s)
+	}
+	enc := appendCommand(make([]byte, 0, len(data)+24), command{
+		Node: c.id, Seq: seq, MinPending: minPending, Flags: flags, Data: data,
+	})
+	p := &pendingCmd{enc: enc}
+	c.pending[seq] = p
+	c.sendPending(p)
+	c.maybePropose()
+	return seq
+}
+
+// abandon forgets a local command whose caller gave up: it may still be
+// chosen (and applied, or dropped as finished by the dedup rule).
+func (c *core) abandon(seq uint64) { delete(c.pending, seq) }
+
+// flushBatch ends the batch linger: queued commands go out now.
+func (c *core) flushBatch() {
+	if c.role == leader && len(c.queue) > 0 {
+		c.flush = true
+		c.maybePropose()
+	}
+}
+
+// canPropose reports whether this node heard from a quorum (itself
+// included) recently, or a leader it follows; if not, a new command is
+// refused with ErrNoQuorum before it leaves the node.
+func (c *core) canPropose() bool {
+	if c.role != leader && c.leader != 0 && c.electionElapsed < 2*c.cfg.ElectionTicks {
+		return true
+	}
+	return c.hasQuorum()
+}
+
+func (c *core) hasQuorum() bool {
+	n := 0
+	for i, p := range c.peers {
+		if p == c.id || c.tick-c.lastHeard[i] < int64(2*c.cfg.ElectionTicks) {
+			n++
+		}
+	}
+	return n >= c.quorum
+}
+
+// ---- output ----
+
+func (c *core) ready() Ready {
+	if len(c.acceptBuf) > 0 {
+		c.heartbeatElapsed = 0
+		c.broadcast(Message{Type: MsgAccept, Ballot: c.ballot, Chosen: c.chosen, Entries: c.acceptBuf})
+		c.acceptBuf = nil
+	}
+	if len(c.forwardBuf) > 0 {
+		if c.leader != 0 && c.leader != c.id {
+			c.send(Message{Type: MsgForward, To: c.leader, Cmds: c.forwardBuf})
+		}
+		c.forwardBuf = nil
+	}
+	var committed []Entry
+	for c.applied < c.chosen {
+		i := c.applied + 1
+		inst := c.log[i]
+		committed = append(committed, Entry{Index: i, Ballot: inst.ballot, Value: inst.value})
+		delete(c.log, i)
+		c.applied = i
+		if cmds, err := decodeValue(inst.value); err == nil {
+			for _, cmd := range cmds {
+				if cmd.Node == c.id {
+					delete(c.pending, cmd.Seq)
+				}
+			}
+		}
+	}
+	rd := Ready{Update: c.upd, Messages: c.msgs, Committed: committed}
+	c.upd = wal.Update{}
+	c.msgs = nil
+	clear(c.accPos)
+	return rd
+}
+
+func (c *core) send(m Message) {
+	m.From = c.id
+	c.msgs = append(c.msgs, m)
+}
+
+func (c *core) broadcast(m Message) {
+	for _, p := range c.peers {
+		if p != c.id {
+			m.To = p
+			c.send(m)
+		}
+	}
+}
+
+func (c *core) persistPromise(b Ballot) {
+	if c.promised == b {
+		return
+	}
+	if b.Less(c.promised) {
+		panic("paxos: promised ballot moves backwards")
+	}
+	c.promised = b
+	pb := b
+	c.upd.Promised = &pb
+}
+
+func (c *core) persistAccepted(a wal.Accepted) {
+	if k, ok := c.accPos[a.Index]; ok {
+		c.upd.Accepted[k] = a
+		return
+	}
+	c.accPos[a.Index] = len(c.upd.Accepted)
+	c.upd.Accepted = append(c.upd.Accepted, a)
+}
+
+func (c *core) setChosen(i uint64) {
+	if i > c.chosen {
+		c.chosen = i
+		c.upd.Chosen = i
+	}
+}
+
+func (c *core) inst(i uint64) *instance {
+	in := c.log[i]
+	if in == nil {
+		in = &instance{}
+		c.log[i] = in
+		c.last = max(c.last, i)
+	}
+	return in
+}
+
+func (c *core) randomTimeout() int { return c.cfg.ElectionTicks + c.rng.Intn(c.cfg.ElectionTicks) }
+
+func popcount(v uint64) int { return bits.OnesCount64(v) }

@@ -1,0 +1,137 @@
+package paxos
+
+import "phxgo/wal"
+
+// Acceptor and learner side of the core.
+
+func (c *core) onPrepare(m Message) {
+	if m.Ballot.Less(c.promised) {
+		c.send(Message{Type: MsgPromise, To: m.From, Ballot: m.Ballot, Reject: true, Promised: c.promised})
+		return
+	}
+	if c.promised != m.Ballot {
+		c.persistPromise(m.Ballot)
+		// Our old leader's accepts will be refused from now on.
+		c.becomeFollower(0)
+	}
+	p := c.promiseFor(m.Ballot, m.Index)
+	p.To = m.From
+	c.send(p)
+}
+
+func (c *core) onAccept(m Message) {
+	if m.Ballot.Less(c.promised) {
+		c.send(Message{Type: MsgAccepted, To: m.From, Ballot: m.Ballot, Reject: true, Promised: c.promised, Chosen: c.chosen})
+		return
+	}
+	c.persistPromise(m.Ballot)
+	if c.role != follower || c.leader != m.From {
+		c.becomeFollower(m.From)
+	}
+	c.electionElapsed = 0
+	reply := Message{Type: MsgAccepted, To: m.From, Ballot: m.Ballot}
+	if len(m.Entries) > 0 {
+		reply.Indexes = make([]uint64, 0, len(m.Entries))
+	}
+	for _, e := range m.Entries {
+		if e.Index > c.chosen {
+			in := c.inst(e.Index)
+			if in.chosen {
+				continue
+			}
+			in.ballot, in.value = m.Ballot, e.Value
+			c.persistAccepted(wal.Accepted{Index: e.Index, Ballot: m.Ballot, Value: e.Value})
+		}
+		reply.Indexes = append(reply.Indexes, e.Index)
+	}
+	c.learnChosen(m.Chosen, m.Ballot, m.From)
+	reply.Chosen = c.chosen
+	c.send(reply)
+}
+
+// learnChosen advances our chosen index up to the leader's (chosen): an
+// instance we accepted under the leader's own ballot holds the value that
+// leader proposed there, hence the chosen one. Anything else is fetched.
+func (c *core) learnChosen(chosen uint64, b Ballot, from uint32) {
+	i := c.chosen
+	for i < chosen {
+		in := c.log[i+1]
+		if in == nil || (!in.chosen && in.ballot != b) {
+			break
+		}
+		in.chosen = true
+		i++
+	}
+	c.setChosen(i)
+	if c.chosen < chosen {
+		c.maybeFetch(from)
+	}
+}
+
+func (c *core) maybeFetch(from uint32) {
+	if c.fetching || from == c.id || from == 0 {
+		return
+	}
+	c.fetching, c.fetchTick = true, c.tick
+	c.send(Message{Type: MsgFetch, To: from, Index: c.chosen + 1})
+}
+
+// onFetch answers with chosen entries from m.Index on, up to FetchMaxBytes
+// (at least one): durable ones at or below applied from the reader, the
+// rest from memory.
+func (c *core) onFetch(m Message) {
+	reply := Message{Type: MsgLearn, To: m.From, Chosen: c.chosen, Index: m.Index}
+	size := 0
+	i := m.Index
+	if i <= c.applied && c.reader != nil {
+		as, err := c.reader.Range(i, c.applied, c.cfg.FetchMaxBytes)
+		if err == nil {
+			for _, a := range as {
+				if a.Index != i {
+					break
+				}
+				reply.Entries = append(reply.Entries, Entry{Index: a.Index, Ballot: a.Ballot, Value: a.Value})
+				size += len(a.Value)
+				i++
+			}
+		}
+		if i <= c.applied {
+			c.send(reply)
+			return
+		}
+	}
+	for ; i <= c.chosen && (size == 0 || size < c.cfg.FetchMaxBytes); i++ {
+		in := c.log[i]
+		if in == nil {
+			break
+		}
+		reply.Entries = append(reply.Entries, Entry{Index: i, Ballot: in.ballot, Value: in.value})
+		size += len(in.value)
+	}
+	c.send(reply)
+}
+
+func (c *core) onLearn(m Message) {
+	c.fetching = false
+	progress := false
+	for _, e := range m.Entries {
+		if e.Index <= c.chosen {
+			continue
+		}
+		if e.Index != c.chosen+1 {
+			break
+		}
+		in := c.inst(e.Index)
+		in.ballot, in.value, in.chosen = e.Ballot, e.Value, true
+		c.persistAccepted(wal.Accepted{Index: e.Index, Ballot: e.Ballot, Value: e.Value})
+		c.setChosen(e.Index)
+		progress = true
+	}
+	if c.role == leader {
+		c.advanceChosen()
+		c.maybePropose()
+	}
+	if progress && c.chosen < m.Chosen {
+		c.maybeFetch(m.From)
+	}
+}

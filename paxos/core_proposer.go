@@ -1,0 +1,269 @@
+package paxos
+
+import "phxgo/wal"
+
+// Proposer side of the core: elections (phase 1), the stable leader's
+// pipelined and batched phase 2, and forwarding of local commands.
+
+func (c *core) becomeFollower(leaderID uint32) {
+	if c.role == leader {
+		// Queued commands die with the leadership; our own go to the next
+		// leader (pending), forwarded ones are retried by their proposers.
+		c.queue, c.queueBytes, c.acceptBuf = nil, 0, nil
+		for _, p := range c.pending {
+			if p.sentTo == c.id {
+				p.sent = false
+			}
+		}
+		for _, in := range c.log {
+			in.proposed, in.votes = false, 0
+		}
+	}
+	c.role = follower
+	c.leader = leaderID
+	c.promises = nil
+	c.electionElapsed = 0
+	c.electionTimeout = c.randomTimeout()
+}
+
+// startElection runs phase 1 with a ballot above every round seen, for all
+// instances above our chosen index.
+func (c *core) startElection() {
+	if c.role == leader {
+		c.becomeFollower(0)
+	}
+	c.role = candidate
+	c.leader = 0
+	c.maxRound = max(c.maxRound, c.promised.Round) + 1
+	c.ballot = Ballot{Round: c.maxRound, Node: c.id}
+	c.electionElapsed = 0
+	c.electionTimeout = c.randomTimeout()
+	c.prepareFrom = c.chosen + 1
+	c.persistPromise(c.ballot)
+	c.promises = map[uint32]Message{c.id: c.promiseFor(c.ballot, c.prepareFrom)}
+	c.sendPrepares()
+	if len(c.promises) >= c.quorum {
+		c.becomeLeader()
+	}
+}
+
+func (c *core) sendPrepares() {
+	c.prepareTick = c.tick
+	for _, p := range c.peers {
+		if _, ok := c.promises[p]; !ok {
+			c.send(Message{Type: MsgPrepare, To: p, Ballot: c.ballot, Index: c.prepareFrom})
+		}
+	}
+}
+
+// promiseFor is this acceptor's phase-1b answer for b (already promised).
+func (c *core) promiseFor(b Ballot, from uint64) Message {
+	m := Message{Type: MsgPromise, From: c.id, Ballot: b, Chosen: c.chosen}
+	for i := max(from, c.chosen+1); i <= c.last; i++ {
+		if in := c.log[i]; in != nil && !in.ballot.IsZero() {
+			m.Entries = append(m.Entries, Entry{Index: i, Ballot: in.ballot, Value: in.value})
+		}
+	}
+	return m
+}
+
+func (c *core) onPromise(m Message) {
+	if m.Reject {
+		if !m.Promised.Less(c.ballot) {
+			c.becomeFollower(0) // back off; a randomized timeout avoids duels
+		}
+		return
+	}
+	c.promises[m.From] = m
+	if len(c.promises) >= c.quorum {
+		c.becomeLeader()
+	}
+}
+
+// becomeLeader finishes phase 1: every instance above the highest chosen
+// index any promiser knows gets the highest-ballot value reported for it,
+// or a Noop, re-proposed under our ballot.
+func (c *core) becomeLeader() {
+	maxChosen, from := c.chosen, c.id
+	for id, p := range c.promises {
+		if p.Chosen > maxChosen {
+			maxChosen, from = p.Chosen, id
+		}
+	}
+	start := maxChosen + 1
+	end := start - 1
+	best := make(map[uint64]Entry)
+	for _, p := range c.promises {
+		for _, e := range p.Entries {
+			if e.Index < start {
+				continue
+			}
+			if b, ok := best[e.Index]; !ok || b.Ballot.Less(e.Ballot) {
+				best[e.Index] = e
+			}
+			end = max(end, e.Index)
+		}
+	}
+	c.role = leader
+	c.leader = c.id
+	c.promises = nil
+	c.heartbeatElapsed = 0
+	c.queue, c.queueBytes, c.flush = nil, 0, false
+	for i := start; i <= end; i++ {
+		c.proposeAt(i, best[i].Value)
+	}
+	c.next = end + 1
+	if maxChosen > c.chosen {
+		if maxChosen > c.peerChosen {
+			c.peerChosen, c.fetchFrom = maxChosen, from
+		}
+		c.maybeFetch(from)
+	}
+	// Our own commands go into our queue now.
+	for _, p := range c.pending {
+		p.sent = false
+	}
+	c.retryPending()
+	c.broadcast(Message{Type: MsgAccept, Ballot: c.ballot, Chosen: c.chosen})
+	c.advanceChosen()
+	c.maybePropose()
+}
+
+func (c *core) inflight() int { return int(c.next - 1 - c.chosen) }
+
+func (c *core) enqueue(cmd []byte) {
+	c.queue = append(c.queue, cmd)
+	c.queueBytes += len(cmd)
+}
+
+// maybePropose starts new instances from the queue. An idle pipeline sends
+// at once (latency); a busy one waits for a full batch or the linger
+// (flush), so concurrent commands share one value.
+func (c *core) maybePropose() {
+	if c.role != leader {
+		return
+	}
+	for len(c.queue) > 0 && c.inflight() < c.cfg.Window &&
+		(c.inflight() == 0 || c.flush || c.queueBytes >= c.cfg.BatchMaxBytes) {
+		n, size := 0, 0
+		for n < len(c.queue) && (n == 0 || size+len(c.queue[n]) <= c.cfg.BatchMaxBytes) {
+			size += len(c.queue[n])
+			n++
+		}
+		v := encodeValue(c.queue[:n])
+		c.queue = c.queue[n:]
+		c.queueBytes -= size
+		c.proposeAt(c.next, v)
+		c.next++
+	}
+	if len(c.queue) == 0 {
+		c.flush = false
+		c.queue = nil
+	}
+}
+
+// proposeAt proposes v at index i under our ballot; our own acceptor
+// accepts it in the same Ready (durable before anyone hears of it).
+func (c *core) proposeAt(i uint64, v []byte) {
+	in := c.inst(i)
+	if in.chosen {
+		return
+	}
+	in.ballot, in.value = c.ballot, v
+	in.proposed = true
+	in.votes = 1 << c.peerPos[c.id]
+	in.sentTick = c.tick
+	c.persistAccepted(wal.Accepted{Index: i, Ballot: c.ballot, Value: v})
+	c.acceptBuf = append(c.acceptBuf, Entry{Index: i, Ballot: c.ballot, Value: v})
+	if popcount(in.votes) >= c.quorum {
+		in.chosen = true
+	}
+}
+
+func (c *core) retransmitAccepts() {
+	per := make(map[uint32][]Entry)
+	for i := c.chosen + 1; i < c.next; i++ {
+		in := c.log[i]
+		if in == nil || !in.proposed || in.chosen || c.tick-in.sentTick < int64(c.cfg.RetransmitTicks) {
+			continue
+		}
+		in.sentTick = c.tick
+		for pos, p := range c.peers {
+			if in.votes&(1<<pos) == 0 {
+				per[p] = append(per[p], Entry{Index: i, Ballot: c.ballot, Value: in.value})
+			}
+		}
+	}
+	for _, p := range c.peers {
+		if es := per[p]; len(es) > 0 {
+			c.send(Message{Type: MsgAccept, To: p, Ballot: c.ballot, Chosen: c.chosen, Entries: es})
+		}
+	}
+}
+
+func (c *core) onAccepted(m Message) {
+	if m.Reject {
+		if c.role != follower && c.ballot.Less(m.Promised) {
+			c.becomeFollower(0)
+		}
+		return
+	}
+	if c.role != leader || m.Ballot != c.ballot {
+		return
+	}
+	bit := uint64(1) << c.peerPos[m.From]
+	for _, i := range m.Indexes {
+		in := c.log[i]
+		if in == nil || !in.proposed || in.chosen {
+			continue
+		}
+		in.votes |= bit
+		if popcount(in.votes) >= c.quorum {
+			in.chosen = true
+		}
+	}
+	c.advanceChosen()
+	c.maybePropose()
+}
+
+func (c *core) advanceChosen() {
+	i := c.chosen
+	for {
+		in := c.log[i+1]
+		if in == nil || !in.chosen {
+			break
+		}
+		i++
+	}
+	c.setChosen(i)
+}
+
+// sendPending hands a local command to the current leader (ourselves
+// included); without a known leader it waits for retryPending.
+func (c *core) sendPending(p *pendingCmd) {
+	switch {
+	case c.role == leader:
+		c.enqueue(p.enc)
+	case c.leader != 0:
+		c.forwardBuf = append(c.forwardBuf, p.enc)
+	default:
+		return
+	}
+	p.sent, p.sentTo, p.sentTick = true, c.leader, c.tick
+}
+
+// retryPending re-sends local commands that were never sent, were sent to a
+// leader that is no longer ours, or were forwarded long ago (a lost
+// Forward). A command can thus be chosen twice; appliers drop the repeat.
+func (c *core) retryPending() {
+	if c.leader == 0 {
+		return
+	}
+	for _, p := range c.pending {
+		if !p.sent || p.sentTo != c.leader ||
+			(p.sentTo != c.id && c.tick-p.sentTick >= int64(c.cfg.RetryTicks)) {
+			c.sendPending(p)
+		}
+	}
+	c.maybePropose()
+}

@@ -1,0 +1,211 @@
+package paxos
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	pb "phxgo/proto"
+)
+
+// gRPC transport: one long-lived client stream per peer carries batches of
+// messages; the peer's replies come back on its own stream to us. Sending
+// never blocks the run loop: messages queue per peer and a sender
+// goroutine drains the queue into as few PaxosBatch frames as it can. A
+// broken stream drops what it carried (the protocol retransmits) and is
+// re-opened with backoff; connections are dialled lazily.
+
+const (
+	maxQueuedPerPeer = 1 << 16
+	maxBatchBytes    = 1 << 20
+	maxBackoff       = 500 * time.Millisecond
+)
+
+type grpcTransport struct {
+	peers map[uint32]*peerSender
+	wg    sync.WaitGroup
+}
+
+func newGRPCTransport(cfg Config, dialOpts []grpc.DialOption, log *slog.Logger) *grpcTransport {
+	t := &grpcTransport{peers: make(map[uint32]*peerSender)}
+	opts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, dialOpts...)
+	for id, addr := range cfg.Peers {
+		if id == cfg.ID {
+			continue
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		p := &peerSender{id: id, addr: addr, opts: opts, log: log.With("peer", id),
+			wake: make(chan struct{}, 1), ctx: ctx, cancel: cancel}
+		t.peers[id] = p
+		t.wg.Add(1)
+		go func() { defer t.wg.Done(); p.run() }()
+	}
+	return t
+}
+
+func (t *grpcTransport) send(msgs []Message) {
+	for i := range msgs {
+		if p := t.peers[msgs[i].To]; p != nil {
+			p.enqueue(msgs[i])
+		}
+	}
+	for _, p := range t.peers {
+		p.signal()
+	}
+}
+
+func (t *grpcTransport) close() {
+	for _, p := range t.peers {
+		p.cancel()
+	}
+	t.wg.Wait()
+}
+
+type peerSender struct {
+	id     uint32
+	addr   string
+	opts   []grpc.DialOption
+	log    *slog.Logger
+	wake   chan struct{}
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu    sync.Mutex
+	queue []Message
+}
+
+func (p *peerSender) enqueue(m Message) {
+	p.mu.Lock()
+	if len(p.queue) < maxQueuedPerPeer {
+		p.queue = append(p.queue, m)
+	}
+	p.mu.Unlock()
+}
+
+func (p *peerSender) signal() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (p *peerSender) take() []Message {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	q := p.queue
+	p.queue = nil
+	return q
+}
+
+func (p *peerSender) run() {
+	var conn *grpc.ClientConn
+	var stream grpc.ClientStreamingClient[pb.PaxosBatch, pb.PaxosEmpty]
+	defer func() {
+		if conn != nil {
+			conn.Close()
+		}
+	}()
+	backoff := 10 * time.Millisecond
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-p.wake:
+		}
+		msgs := p.take()
+		if len(msgs) == 0 {
+			continue
+		}
+		if stream == nil {
+			var err error
+			if conn == nil {
+				if conn, err = grpc.NewClient(p.addr, p.opts...); err != nil {
+					p.log.Warn("paxos dial", "addr", p.addr, "err", err)
+					p.sleep(maxBackoff)
+					continue
+				}
+			}
+			if stream, err = pb.NewPaxosPeerClient(conn).Send(p.ctx); err != nil {
+				stream = nil
+				p.sleep(backoff)
+				backoff = min(2*backoff, maxBackoff)
+				continue
+			}
+		}
+		if err := p.sendAll(stream, msgs); err != nil {
+			if !errors.Is(err, io.EOF) && p.ctx.Err() == nil {
+				p.log.Debug("paxos stream broken", "err", err)
+			}
+			stream = nil
+			p.sleep(backoff)
+			backoff = min(2*backoff, maxBackoff)
+			continue
+		}
+		backoff = 10 * time.Millisecond
+	}
+}
+
+func (p *peerSender) sendAll(stream grpc.ClientStreamingClient[pb.PaxosBatch, pb.PaxosEmpty], msgs []Message) error {
+	batch := &pb.PaxosBatch{}
+	size := 0
+	for i := range msgs {
+		batch.Messages = append(batch.Messages, messageToProto(&msgs[i]))
+		size += messageSize(&msgs[i])
+		if size >= maxBatchBytes {
+			if err := stream.Send(batch); err != nil {
+				return err
+			}
+			batch, size = &pb.PaxosBatch{}, 0
+		}
+	}
+	if len(batch.Messages) > 0 {
+		return stream.Send(batch)
+	}
+	return nil
+}
+
+func (p *peerSender) sleep(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-p.ctx.Done():
+	case <-t.C:
+	}
+}
+
+// peerServer receives peers' streams.
+type peerServer struct {
+	pb.UnimplementedPaxosPeerServer
+	n *Node
+}
+
+func registerPeerService(s *grpc.Server, n *Node) {
+	pb.RegisterPaxosPeerServer(s, &peerServer{n: n})
+}
+
+func (s *peerServer) Send(stream grpc.ClientStreamingServer[pb.PaxosBatch, pb.PaxosEmpty]) error {
+	for {
+		b, err := stream.Recv()
+		if err == io.EOF {
+			return stream.SendAndClose(&pb.PaxosEmpty{})
+		}
+		if err != nil {
+			return err
+		}
+		ms := make([]Message, 0, len(b.Messages))
+		for _, pm := range b.Messages {
+			if m, ok := messageFromProto(pm); ok {
+				ms = append(ms, m)
+			}
+		}
+		if err := s.n.deliver(ms); err != nil {
+			return err
+		}
+	}
+}

@@ -1,0 +1,76 @@
+package paxos
+
+import (
+	"fmt"
+
+	"phxgo/wal"
+)
+
+// Ballot orders proposers: (round, node). It is wal's type so acceptor
+// state is persisted without conversion.
+type Ballot = wal.Ballot
+
+// MsgType is the kind of a peer message.
+type MsgType uint8
+
+const (
+	// MsgPrepare (phase 1a): From asks for a promise for Ballot on every
+	// instance from Index on.
+	MsgPrepare MsgType = iota + 1
+	// MsgPromise (phase 1b): the acceptor promised Ballot; Chosen is its
+	// chosen index and Entries its accepted instances above
+	// max(Index-1, Chosen). Reject: it had promised Promised instead.
+	MsgPromise
+	// MsgAccept (phase 2a): accept Entries under Ballot. Chosen is the
+	// leader's chosen index. Without entries it is the leader's heartbeat.
+	MsgAccept
+	// MsgAccepted (phase 2b): the acceptor durably accepted Indexes under
+	// Ballot, and its chosen index is Chosen. Reject: it had promised
+	// Promised, a higher ballot.
+	MsgAccepted
+	// MsgFetch asks for chosen entries from Index on.
+	MsgFetch
+	// MsgLearn carries chosen Entries (ascending, contiguous), and the
+	// sender's chosen index in Chosen.
+	MsgLearn
+	// MsgForward carries encoded commands from a follower to the leader.
+	MsgForward
+)
+
+var msgNames = [...]string{"?", "Prepare", "Promise", "Accept", "Accepted", "Fetch", "Learn", "Forward"}
+
+func (t MsgType) String() string {
+	if int(t) < len(msgNames) {
+		return msgNames[t]
+	}
+	return fmt.Sprintf("MsgType(%d)", uint8(t))
+}
+
+// Entry is one instance's value, with the ballot it was accepted under
+// (MsgPromise, MsgLearn) or proposed under (MsgAccept: equal to the
+// message's Ballot).
+type Entry struct {
+	Index  uint64
+	Ballot Ballot
+	Value  []byte
+}
+
+// Message is one peer message. Fields not named for a type are zero.
+type Message struct {
+	Type     MsgType
+	From, To uint32
+	Ballot   Ballot
+	Index    uint64
+	Chosen   uint64
+	Reject   bool
+	Promised Ballot
+	Entries  []Entry
+	Indexes  []uint64
+	Cmds     [][]byte
+}
+
+func (m Message) String() string {
+	return fmt.Sprintf("%s %d->%d b=%d.%d idx=%d chosen=%d rej=%v n=%d/%d/%d",
+		m.Type, m.From, m.To, m.Ballot.Round, m.Ballot.Node, m.Index, m.Chosen, m.Reject,
+		len(m.Entries), len(m.Indexes), len(m.Cmds))
+}

@@ -1,0 +1,465 @@
+package paxos
+
+import (
+	"bytes"
+	"encoding/binary"
+	"flag"
+	"fmt"
+	"math/rand"
+	"sort"
+	"testing"
+
+	"phxgo/wal"
+)
+
+// The simulation drives several cores over a seeded, lossy network with
+// partitions and crash-restarts, in virtual time, then heals everything
+// and checks that pending proposals complete. Every run checks:
+//   - agreement: no two different values chosen at one index anywhere;
+//   - applied state machines are prefixes of one another, commands are
+//     applied at most once, and every successful Propose is applied;
+//   - liveness after heal.
+// A failure names its seed; -seed=N replays it alone.
+
+var (
+	flagSeeds = flag.Int("seeds", 60, "simulation seeds to run (make sim SEEDS=N)")
+	flagSeed  = flag.Int64("seed", -1, "replay only this simulation seed")
+)
+
+// listSM is a state machine whose state is the list of applied commands.
+type listSM struct{ list [][]byte }
+
+func (s *listSM) Apply(index uint64, cmd []byte) any {
+	s.list = append(s.list, append([]byte(nil), cmd...))
+	return len(s.list)
+}
+
+func (s *listSM) Snapshot() ([]byte, error) {
+	var b []byte
+	for _, c := range s.list {
+		b = binary.AppendUvarint(b, uint64(len(c)))
+		b = append(b, c...)
+	}
+	return b, nil
+}
+
+func (s *listSM) Restore(applied uint64, snap []byte) error {
+	s.list = nil
+	for len(snap) > 0 {
+		n, k := binary.Uvarint(snap)
+		if k <= 0 || uint64(len(snap)-k) < n {
+			return fmt.Errorf("bad snapshot")
+		}
+		s.list = append(s.list, append([]byte(nil), snap[k:k+int(n)]...))
+		snap = snap[k+int(n):]
+	}
+	return nil
+}
+
+type simOpts struct {
+	nodes      int
+	steps      int // virtual ms of faults
+	drop, dup  float64
+	partitions bool
+	crashes    bool
+	useWAL     bool
+}
+
+type simNode struct {
+	id      uint32
+	st      Storage
+	dir     string
+	core    *core
+	app     *applier
+	sm      *listSM
+	up      bool
+	inc     uint64
+	waiting map[uint64]string
+	phase   int64 // tick offset
+}
+
+type simMsg struct {
+	at int64
+	m  Message
+}
+
+type sim struct {
+	t      *testing.T
+	seed   int64
+	o      simOpts
+	rng    *rand.Rand
+	now    int64
+	nodes  map[uint32]*simNode
+	ids    []uint32
+	net    []simMsg
+	cut    map[[2]uint32]bool
+	faulty bool
+	chosen map[uint64][]byte
+	ok     map[string]uint64 // successful proposals -> index
+	nextID int
+}
+
+func (s *sim) fatalf(format string, a ...any) {
+	s.t.Helper()
+	s.t.Fatalf("seed %d (replay: go test ./paxos/ -run TestSim -seed=%d -v) at t=%d: %s", s.seed, s.seed, s.now, fmt.Sprintf(format, a...))
+}
+
+func (s *sim) cfg(id uint32, inc uint64) coreConfig {
+	return coreConfig{ID: id, Peers: s.ids, ElectionTicks: 10, HeartbeatTicks: 1, RetransmitTicks: 2,
+		RetryTicks: 20, Window: 8, BatchMaxBytes: 64, FetchMaxBytes: 200,
+		Seed: s.seed*1000 + int64(id)*100 + int64(inc), SeqStart: inc << 32}
+}
+
+func (s *sim) start(n *simNode) {
+	n.inc++
+	if n.st == nil {
+		if s.o.useWAL {
+			l, err := wal.Open(n.dir, wal.Options{NoSync: true})
+			if err != nil {
+				s.fatalf("open wal: %v", err)
+			}
+			n.st = l
+		} else {
+			n.st = NewMemoryStorage()
+		}
+	}
+	n.sm = &listSM{}
+	n.app = newApplier(n.sm)
+	c, err := restore(n.st, n.app, s.cfg(n.id, n.inc))
+	if err != nil {
+		s.fatalf("restore node %d: %v", n.id, err)
+	}
+	n.core = c
+	n.up = true
+	n.waiting = make(map[uint64]string)
+	s.process(n)
+}
+
+func (s *sim) crash(n *simNode) {
+	n.up = false
+	n.core = nil
+	if s.o.useWAL {
+		n.st.Close()
+		n.st = nil
+	}
+}
+
+func (s *sim) process(n *simNode) {
+	rd := n.core.ready()
+	if err := n.st.Save(rd.Update); err != nil {
+		s.fatalf("save: %v", err)
+	}
+	for _, m := range rd.Messages {
+		s.sendMsg(m)
+	}
+	for _, e := range rd.Committed {
+		if v, ok := s.chosen[e.Index]; ok && !bytes.Equal(v, e.Value) {
+			s.fatalf("node %d: index %d chosen twice: %x vs %x", n.id, e.Index, v, e.Value)
+		}
+		s.chosen[e.Index] = e.Value
+		err := n.app.applyEntry(e, func(c command, res any) {
+			if c.Node != n.id {
+				return
+			}
+			if d, ok := n.waiting[c.Seq]; ok {
+				delete(n.waiting, c.Seq)
+				if res != len(n.sm.list) {
+					s.fatalf("result %v, want %d", res, len(n.sm.list))
+				}
+				s.ok[d] = e.Index
+			}
+		})
+		if err != nil {
+			s.fatalf("apply: %v", err)
+		}
+		if s.rng.Intn(4) == 0 {
+			snap, err := n.app.snapshot()
+			if err != nil {
+				s.fatalf("snapshot: %v", err)
+			}
+			if err := n.st.SaveApplied(n.app.applied, snap); err != nil {
+				s.fatalf("save applied: %v", err)
+			}
+		}
+	}
+}
+
+func (s *sim) sendMsg(m Message) {
+	if s.faulty {
+		if s.cut[[2]uint32{m.From, m.To}] || s.rng.Float64() < s.o.drop {
+			return
+		}
+		if s.rng.Float64() < s.o.dup {
+			s.net = append(s.net, simMsg{at: s.now + 1 + s.rng.Int63n(30), m: m})
+		}
+	}
+	s.net = append(s.net, simMsg{at: s.now + 1 + s.rng.Int63n(8), m: m})
+}
+
+func (s *sim) deliver() {
+	var keep []simMsg
+	var due []simMsg
+	for _, sm := range s.net {
+		if sm.at <= s.now {
+			due = append(due, sm)
+		} else {
+			keep = append(keep, sm)
+		}
+	}
+	s.net = keep
+	s.rng.Shuffle(len(due), func(i, j int) { due[i], due[j] = due[j], due[i] })
+	touched := map[uint32]bool{}
+	for _, d := range due {
+		n := s.nodes[d.m.To]
+		if n == nil || !n.up {
+			continue
+		}
+		if s.faulty && s.cut[[2]uint32{d.m.From, d.m.To}] {
+			continue
+		}
+		n.core.step(d.m)
+		touched[n.id] = true
+		if s.rng.Intn(3) == 0 { // sometimes a Ready per message, sometimes grouped
+			s.process(n)
+		}
+	}
+	for _, id := range s.ids {
+		if touched[id] && s.nodes[id].up {
+			s.process(s.nodes[id])
+		}
+	}
+}
+
+func (s *sim) proposeRandom() {
+	n := s.nodes[s.ids[s.rng.Intn(len(s.ids))]]
+	if !n.up || !n.core.canPropose() {
+		return
+	}
+	s.nextID++
+	d := fmt.Sprintf("c%d", s.nextID)
+	var flags byte
+	if s.rng.Intn(10) == 0 {
+		flags = flagBarrier
+		d = "barrier-" + d
+	}
+	seq := n.core.propose([]byte(d), flags)
+	if flags == 0 {
+		n.waiting[seq] = d
+	}
+	s.process(n)
+}
+
+func (s *sim) stepOnce() {
+	s.now++
+	s.deliver()
+	for _, id := range s.ids {
+		n := s.nodes[id]
+		if n.up && (s.now+n.phase)%10 == 0 {
+			n.core.tickOnce()
+			s.process(n)
+		}
+	}
+}
+
+func (s *sim) pending() int {
+	k := 0
+	for _, n := range s.nodes {
+		if n.up {
+			k += len(n.waiting)
+		}
+	}
+	return k
+}
+
+func runSim(t *testing.T, seed int64, o simOpts) {
+	s := &sim{t: t, seed: seed, o: o, rng: rand.New(rand.NewSource(seed)), nodes: map[uint32]*simNode{},
+		cut: map[[2]uint32]bool{}, chosen: map[uint64][]byte{}, ok: map[string]uint64{}}
+	for i := 1; i <= o.nodes; i++ {
+		s.ids = append(s.ids, uint32(i))
+	}
+	for _, id := range s.ids {
+		n := &simNode{id: id, phase: s.rng.Int63n(10)}
+		if o.useWAL {
+			n.dir = t.TempDir()
+		}
+		s.nodes[id] = n
+		s.start(n)
+	}
+	defer func() {
+		for _, n := range s.nodes {
+			if n.st != nil {
+				n.st.Close()
+			}
+		}
+	}()
+	s.faulty = true
+	for s.now < int64(o.steps) {
+		if s.rng.Intn(3) == 0 {
+			s.proposeRandom()
+		}
+		if o.partitions && s.rng.Intn(400) == 0 {
+			s.cut = map[[2]uint32]bool{}
+			if s.rng.Intn(2) == 0 {
+				for _, a := range s.ids {
+					for _, b := range s.ids {
+						if a != b && s.rng.Intn(3) == 0 {
+							s.cut[[2]uint32{a, b}] = true
+						}
+					}
+				}
+			}
+		}
+		if o.crashes && s.rng.Intn(300) == 0 {
+			n := s.nodes[s.ids[s.rng.Intn(len(s.ids))]]
+			if n.up {
+				s.crash(n)
+			} else {
+				s.start(n)
+			}
+		}
+		if s.rng.Intn(200) == 0 { // a caller gives up
+			n := s.nodes[s.ids[s.rng.Intn(len(s.ids))]]
+			if n.up {
+				for seq := range n.waiting {
+					n.core.abandon(seq)
+					delete(n.waiting, seq)
+					break
+				}
+			}
+		}
+		s.stepOnce()
+	}
+	// Heal: everyone up, no faults; pending proposals must complete and
+	// all nodes converge.
+	s.faulty = false
+	for _, id := range s.ids {
+		if n := s.nodes[id]; !n.up {
+			s.start(n)
+		}
+	}
+	deadline := s.now + 30000
+	for s.pending() > 0 {
+		if s.now > deadline {
+			s.fatalf("liveness: %d proposals still pending after heal; status %s", s.pending(), s.describe())
+		}
+		s.stepOnce()
+	}
+	// One more command through the log, then wait for all to apply it.
+	for {
+		n := s.nodes[s.ids[s.rng.Intn(len(s.ids))]]
+		if n.core.canPropose() {
+			seq := n.core.propose([]byte("final"), 0)
+			n.waiting[seq] = "final"
+			s.process(n)
+			break
+		}
+		s.stepOnce()
+	}
+	for s.pending() > 0 || !s.converged() {
+		if s.now > deadline+30000 {
+			s.fatalf("liveness: no convergence after heal; %s", s.describe())
+		}
+		s.stepOnce()
+	}
+	s.check()
+}
+
+func (s *sim) converged() bool {
+	var a uint64
+	for i, id := range s.ids {
+		n := s.nodes[id]
+		if i == 0 {
+			a = n.app.applied
+		} else if n.app.applied != a {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *sim) describe() string {
+	var b bytes.Buffer
+	for _, id := range s.ids {
+		n := s.nodes[id]
+		c := n.core
+		fmt.Fprintf(&b, "[n%d %s leader=%d promised=%v chosen=%d applied=%d pending=%d waiting=%d] ",
+			id, c.role, c.leader, c.promised, c.chosen, n.app.applied, len(c.pending), len(n.waiting))
+	}
+	return b.String()
+}
+
+func (s *sim) check() {
+	var longest [][]byte
+	for _, id := range s.ids {
+		l := s.nodes[id].sm.list
+		seen := map[string]bool{}
+		for _, c := range l {
+			if seen[string(c)] {
+				s.fatalf("node %d applied %q twice", id, c)
+			}
+			seen[string(c)] = true
+		}
+		if len(l) > len(longest) {
+			longest = l
+		}
+	}
+	for _, id := range s.ids {
+		l := s.nodes[id].sm.list
+		for i := range l {
+			if !bytes.Equal(l[i], longest[i]) {
+				s.fatalf("node %d applied log diverges at %d: %q vs %q", id, i, l[i], longest[i])
+			}
+		}
+	}
+	in := map[string]bool{}
+	for _, c := range longest {
+		in[string(c)] = true
+	}
+	keys := make([]string, 0, len(s.ok))
+	for d := range s.ok {
+		keys = append(keys, d)
+	}
+	sort.Strings(keys)
+	for _, d := range keys {
+		if !in[d] {
+			s.fatalf("successful proposal %q missing from the applied log", d)
+		}
+	}
+	if len(s.ok) == 0 {
+		s.fatalf("no proposal succeeded")
+	}
+}
+
+func simSeeds(t *testing.T, name string, o simOpts, n int) {
+	t.Run(name, func(t *testing.T) {
+		if *flagSeed >= 0 {
+			runSim(t, *flagSeed, o)
+			return
+		}
+		for seed := int64(1); seed <= int64(n); seed++ {
+			runSim(t, seed, o)
+			if t.Failed() {
+				return
+			}
+		}
+	})
+}
+
+func TestSimReliable(t *testing.T) {
+	simSeeds(t, "3nodes", simOpts{nodes: 3, steps: 3000}, max(*flagSeeds/10, 3))
+}
+
+func TestSimFaults(t *testing.T) {
+	o := simOpts{nodes: 3, steps: 4000, drop: 0.1, dup: 0.05, partitions: true, crashes: true}
+	simSeeds(t, "3nodes", o, *flagSeeds)
+	o.nodes = 5
+	simSeeds(t, "5nodes", o, *flagSeeds)
+}
+
+func TestSimWAL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("wal simulation skipped in -short")
+	}
+	o := simOpts{nodes: 3, steps: 2000, drop: 0.1, dup: 0.05, partitions: true, crashes: true, useWAL: true}
+	simSeeds(t, "3nodes", o, max(*flagSeeds/50, 2))
+}

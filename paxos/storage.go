@@ -1,0 +1,143 @@
+package paxos
+
+import (
+	"sort"
+	"sync"
+
+	"phxgo/wal"
+)
+
+// Storage is the durable acceptor/learner state the engine needs; *wal.Log
+// satisfies it. Save must be atomic and durable before it returns; reads
+// (Range, Get) may run concurrently with Save.
+type Storage interface {
+	HardState() wal.HardState
+	Save(wal.Update) error
+	SaveApplied(applied uint64, snapshot []byte) error
+	Get(index uint64) (wal.Accepted, bool, error)
+	Range(from, to uint64, maxBytes int) ([]wal.Accepted, error)
+	LastIndex() uint64
+	TruncateBelow(index uint64) error
+	Close() error
+}
+
+// MemoryStorage is a Storage in memory, for tests and simulation. It keeps
+// what a crash would keep: a "restart" reuses the same MemoryStorage.
+type MemoryStorage struct {
+	mu   sync.Mutex
+	hs   wal.HardState
+	log  map[uint64]wal.Accepted
+	last uint64
+	// Saves counts Save calls (the simulation's durability rounds).
+	Saves int
+}
+
+// NewMemoryStorage returns an empty log (FirstIndex 1).
+func NewMemoryStorage() *MemoryStorage {
+	return &MemoryStorage{hs: wal.HardState{FirstIndex: 1}, log: make(map[uint64]wal.Accepted)}
+}
+
+// HardState implements Storage.
+func (s *MemoryStorage) HardState() wal.HardState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hs
+}
+
+// Save implements Storage.
+func (s *MemoryStorage) Save(u wal.Update) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.Saves++
+	if u.Promised != nil {
+		s.hs.Promised = *u.Promised
+	}
+	for _, a := range u.Accepted {
+		a.Value = append([]byte(nil), a.Value...)
+		s.log[a.Index] = a
+		s.last = max(s.last, a.Index)
+	}
+	if u.Chosen > s.hs.Chosen {
+		s.hs.Chosen = u.Chosen
+	}
+	return nil
+}
+
+// SaveApplied implements Storage.
+func (s *MemoryStorage) SaveApplied(applied uint64, snapshot []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hs.Applied = applied
+	s.hs.Snapshot = append([]byte(nil), snapshot...)
+	return nil
+}
+
+// Get implements Storage.
+func (s *MemoryStorage) Get(index uint64) (wal.Accepted, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.log[index]
+	return a, ok, nil
+}
+
+// Range implements Storage: ascending, [from, to], at least one entry if
+// any, stopping once maxBytes of values are reached.
+func (s *MemoryStorage) Range(from, to uint64, maxBytes int) ([]wal.Accepted, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []wal.Accepted
+	size := 0
+	to = min(to, s.last)
+	if len(s.log) < int(to-from+1) && to >= from {
+		// Sparse: walk the keys.
+		keys := make([]uint64, 0, len(s.log))
+		for k := range s.log {
+			if k >= from && k <= to {
+				keys = append(keys, k)
+			}
+		}
+		sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+		for _, k := range keys {
+			if len(out) > 0 && size >= maxBytes {
+				break
+			}
+			a := s.log[k]
+			out = append(out, a)
+			size += len(a.Value)
+		}
+		return out, nil
+	}
+	for i := from; i <= to; i++ {
+		if len(out) > 0 && size >= maxBytes {
+			break
+		}
+		if a, ok := s.log[i]; ok {
+			out = append(out, a)
+			size += len(a.Value)
+		}
+	}
+	return out, nil
+}
+
+// LastIndex implements Storage.
+func (s *MemoryStorage) LastIndex() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last
+}
+
+// TruncateBelow implements Storage.
+func (s *MemoryStorage) TruncateBelow(index uint64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k := range s.log {
+		if k < index {
+			delete(s.log, k)
+		}
+	}
+	s.hs.FirstIndex = max(s.hs.FirstIndex, index)
+	return nil
+}
+
+// Close implements Storage.
+func (s *MemoryStorage) Close() error { return nil }
