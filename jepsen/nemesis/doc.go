@@ -1,0 +1,25 @@
+// Package nemesis injects faults into a cluster.Cluster and heals them on a
+// seeded schedule:
+//
+//	quiet ─▶ inject fault ─▶ hold ─▶ heal ─▶ quiet ─▶ inject … (until ctx ends, then heal)
+//
+// Kinds (Config.Kinds) and their variants, chosen by a rand seeded from -seed:
+//
+//	kill       SIGKILL mysqld, binlogd, or the whole node, on a random node
+//	           or the current master; heal = Cluster.Restart
+//	pause      SIGSTOP the binlogd or all processes of the master (mostly)
+//	           or a random node, held at least 2 leases; heal = SIGCONT
+//	partition  isolate one node, isolate the master, majority/minority
+//	           halves, or a ring where every node sees a different majority
+//	           (needs >= 4 nodes, else halves); iptables rules in the
+//	           namespace; heal = flush them
+//	restart    rolling restart: each node in turn killed, restarted, and the
+//	           cluster awaited healthy before the next
+//
+// Every fault window is recorded in the history as one Op (F "nemesis",
+// Invoke = start, Complete = heal), which the availability checker reads.
+// A fault that could not be injected is recorded with Outcome fail.
+//
+// The schedule is deterministic given the seed and the cluster's answers
+// (Master differs from run to run, so the victims do too).
+package nemesis
