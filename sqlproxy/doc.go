@@ -1,2 +1,59 @@
-// Package sqlproxy is part of phxgo (see README.md).
+// Package sqlproxy is phxgo's MySQL-protocol proxy. Clients connect with
+// any MySQL/MariaDB client; each node runs one proxy next to its MariaDB
+// and binlogd.
+//
+//	client ──▶ proxy(node B, not master) ──hop──▶ proxy(node A, master) ──▶ MariaDB A
+//	               │ (1) authenticate (auth)            │ (3) lease check before
+//	               │ (2) route (Linearizable: master)   │     EVERY statement
+//	               └─ rw-split reads ──▶ MariaDB replicas (health-checked)
+//
+// Linearizable port (default). Every statement runs on the master. The
+// master node's proxy sends a statement to its MariaDB only while its own
+// lease deadline (topology.View.LeaseDeadline, from binlogd) is in the
+// future, checked right before the send; otherwise it waits up to
+// Config.MasterWait for a new view and then answers
+// 1290/HY000 "phxgo: no master with a valid lease", having sent nothing.
+// A non-master proxy forwards to the master node's proxy over the same
+// MySQL protocol, marking the connection with the connect attribute
+// _phxgo_hop=1; a proxy never forwards a hop again (it serves it as
+// master or refuses), so there are no forwarding loops.
+//
+// Authentication is MariaDB's: see package auth. Backend connections
+// log in as the client's own user with SHA1(pw) recovered from the
+// client's token, so MariaDB enforces privileges; its errors (code and
+// SQLSTATE) are relayed unchanged.
+//
+// Relaying is frame by frame (package wire); only OK/EOF status flags are
+// read, which gives the transaction state (SERVER_STATUS_IN_TRANS).
+//
+// Master change. An idle session moves on its next statement: its state
+// (database, SET statements, prepared statements re-prepared lazily under
+// stable proxy-assigned ids) is replayed on the new connection. A session
+// inside a transaction gets 1290/40001 "transaction rolled back": its
+// old backend connection is closed, which rolls the transaction back, and
+// every statement fails until the client says ROLLBACK (or COMMIT, which
+// also fails), so later statements cannot run as if the transaction had
+// survived. If a backend breaks mid-statement, the outcome is unknown
+// (2013) and the client connection is closed if it already saw part of
+// the answer.
+//
+// Read/write split (RWSplit, Causal): Cetus rules in route.go. Precedence:
+// transaction/pinned state, then /*#mode=readwrite*/ and
+// /*#mode=readonly*/ hints, then MasterPreferred, then
+// ReadMasterPercentage; reads need no FOR UPDATE / LOCK IN SHARE MODE; no
+// healthy replica means the master. Replicas are checked by health.go
+// (replication running, Seconds_Behind_Master <= MaxReplicaLag).
+//
+// Pooling. Backend connections are pooled per (address, user, login
+// secret, capabilities, charset). After a statement a session keeps its
+// connection for Config.Hold (Cetus: 256ms) so a busy session does not
+// re-sync state; inside a transaction, with unreplayable state
+// (temporary tables, LOCK TABLES, GET_LOCK, SQL PREPARE, multi-statements,
+// user variables assigned in queries) or autocommit=0, it keeps it for
+// good. A pooled connection handed to a different session is reset with
+// COM_RESET_CONNECTION and gets that session's state replayed.
+//
+// Invariant: a backend connection is owned by one session or by the pool,
+// never both; a connection whose transaction outcome is in doubt is closed,
+// never pooled.
 package sqlproxy

@@ -1,0 +1,15 @@
+// Package auth lets the proxy authenticate clients as MariaDB does and
+// log in to backends as the same user, without storing any password.
+//
+// mysql_native_password stores stored = SHA1(SHA1(pw)) in mysql.user. A
+// client answers a 20-byte salt with token = SHA1(pw) XOR SHA1(salt+stored).
+// Knowing stored (read through an admin account), the proxy computes
+// SHA1(salt+stored) XOR token = SHA1(pw) and accepts iff SHA1 of that equals
+// stored. SHA1(pw) is exactly what is needed to answer any other native
+// challenge, so the proxy logs in to the backend (MariaDB or the master's
+// proxy) as the client's own user: privileges stay MariaDB's to enforce,
+// and MariaDB, not the proxy, is the last word on the login.
+//
+// SHA1(pw) lives only in the memory of the session that recovered it.
+// Accounts with other plugins (ed25519, unix_socket, ...) are refused.
+package auth

@@ -1,0 +1,139 @@
+package sqlproxy
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"phxgo/sqlproxy/wire"
+)
+
+// hopAttr marks a connection opened by another phxgo proxy: the receiving
+// proxy serves it only if it is the master itself and never forwards it.
+const hopAttr = "_phxgo_hop"
+
+// poolKey identifies interchangeable backend connections.
+type poolKey struct {
+	addr    string
+	user    string
+	stage1  string // the login secret the connection was opened with
+	caps    uint32
+	charset uint8
+}
+
+// backend is one connection to a MariaDB or to the master's proxy.
+// Invariant: a backend is owned by at most one session or by the pool.
+type backend struct {
+	c      *wire.Conn
+	key    poolKey
+	kind   routeKind
+	db     string            // current database as far as the proxy knows
+	stmts  map[uint32]uint32 // session statement id -> backend statement id
+	owner  *session          // last session that used it
+	gen    uint64            // owner's stateGen when last synced
+	idleAt time.Time
+}
+
+func (b *backend) close() { _ = b.c.Close() }
+
+// dial opens and authenticates a backend connection as the client's user,
+// answering mysql_native_password with SHA1(pw). A *wire.Error is
+// MariaDB's own refusal (pass it to the client); error is a network or
+// protocol failure.
+func dial(ctx context.Context, key poolKey, kind routeKind, db string, timeout time.Duration) (*backend, *wire.Error, error) {
+	d := net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
+	nc, err := d.DialContext(ctx, "tcp", key.addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+	c := wire.NewConn(nc)
+	_ = nc.SetDeadline(time.Now().Add(timeout))
+	b := &backend{c: c, key: key, kind: kind, db: db, stmts: map[uint32]uint32{}}
+	werr, err := b.handshake(db)
+	if err != nil || werr != nil {
+		nc.Close()
+		return nil, werr, err
+	}
+	_ = nc.SetDeadline(time.Time{})
+	return b, nil, nil
+}
+
+func (b *backend) handshake(db string) (*wire.Error, error) {
+	p, err := b.c.ReadPacket()
+	if err != nil {
+		return nil, fmt.Errorf("read greeting: %w", err)
+	}
+	if len(p) > 0 && p[0] == wire.HeaderErr {
+		return wire.ParseError(p), nil
+	}
+	g, err := wire.ParseGreeting(p)
+	if err != nil {
+		return nil, err
+	}
+	caps := b.key.caps&g.Caps | wire.ClientProtocol41 | wire.ClientSecureConn | wire.ClientPluginAuth
+	caps &^= wire.ClientSSL | wire.ClientCompress | wire.ClientConnectWithDB | wire.ClientConnectAttrs
+	if db != "" {
+		caps |= wire.ClientConnectWithDB
+	}
+	if (b.key.caps^caps)&wire.ClientDeprecateEOF != 0 {
+		return nil, fmt.Errorf("backend %s does not support CLIENT_DEPRECATE_EOF", b.key.addr)
+	}
+	r := &wire.Response{Caps: caps, MaxPacket: 1 << 30, Charset: b.key.charset, User: b.key.user,
+		Auth: wire.ScrambleFromStage1(g.Salt, []byte(b.key.stage1)), DB: db, Plugin: wire.NativePlugin}
+	if b.kind == routeForward && g.Caps&wire.ClientConnectAttrs != 0 {
+		r.Caps |= wire.ClientConnectAttrs
+		r.Attrs = map[string]string{hopAttr: "1"}
+	}
+	if err := b.c.WriteFlush(r.Encode()); err != nil {
+		return nil, err
+	}
+	for range 3 {
+		p, err := b.c.ReadPacket()
+		if err != nil {
+			return nil, fmt.Errorf("read auth result: %w", err)
+		}
+		if len(p) == 0 {
+			return nil, wire.ErrShort
+		}
+		switch p[0] {
+		case wire.HeaderOK:
+			return nil, nil
+		case wire.HeaderErr:
+			return wire.ParseError(p), nil
+		case wire.HeaderEOF:
+			plugin, salt, _ := wire.ParseAuthSwitch(p)
+			if plugin != wire.NativePlugin {
+				return nil, fmt.Errorf("backend %s asks for auth plugin %q", b.key.addr, plugin)
+			}
+			if err := b.c.WriteFlush(wire.ScrambleFromStage1(salt, []byte(b.key.stage1))); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, fmt.Errorf("backend %s: unexpected auth packet 0x%02x", b.key.addr, p[0])
+		}
+	}
+	return nil, fmt.Errorf("backend %s: too many auth rounds", b.key.addr)
+}
+
+// discard is a client side that throws responses away (state replay).
+var discard = &wire.Conn{W: bufio.NewWriterSize(io.Discard, 4096)}
+
+// exec sends one command and reads its whole response, dropping rows. The
+// caller must own b. Used to replay session state; not for client data.
+func (b *backend) exec(cmd byte, arg []byte, caps uint32) (wire.Result, error) {
+	pkt := append([]byte{cmd}, arg...)
+	b.c.Seq = 0
+	if err := b.c.WriteFlush(pkt); err != nil {
+		return wire.Result{}, err
+	}
+	if cmd == wire.ComStmtPrepare {
+		return wire.RelayPrepare(b.c, discard, caps, 0)
+	}
+	return wire.RelayResponse(b.c, discard, cmd, caps)
+}

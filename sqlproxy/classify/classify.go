@@ -1,0 +1,300 @@
+package classify
+
+import (
+	"strings"
+)
+
+// Kind is what a statement does, as far as routing cares.
+type Kind uint8
+
+const (
+	Other    Kind = iota // anything else: goes to the master
+	Read                 // SELECT/SHOW/DESCRIBE/EXPLAIN/WITH…SELECT: may go to a replica
+	Write                // DML/DDL and whatever changes data
+	Begin                // BEGIN, START TRANSACTION
+	Commit               // COMMIT
+	Rollback             // ROLLBACK (not ROLLBACK TO SAVEPOINT)
+	Use                  // USE db
+	Set                  // SET … (session state, replayable)
+)
+
+func (k Kind) String() string {
+	return [...]string{"other", "read", "write", "begin", "commit", "rollback", "use", "set"}[k]
+}
+
+// Hint is a Cetus routing comment.
+type Hint uint8
+
+const (
+	NoHint    Hint = iota
+	ReadWrite      // /*#mode=readwrite*/: the master
+	ReadOnly       // /*#mode=readonly*/: a replica if one is healthy
+)
+
+// Info is the classification of one COM_QUERY text.
+type Info struct {
+	Kind Kind
+	Hint Hint
+	// Locking: SELECT … FOR UPDATE / LOCK IN SHARE MODE / FOR SHARE.
+	Locking bool
+	// Autocommit is +1 for SET autocommit=1, -1 for =0, 0 otherwise.
+	Autocommit int8
+	// Pins: the statement creates session state that cannot be replayed
+	// on another connection (temporary tables, LOCK TABLES, named locks,
+	// SQL PREPARE, user variables assigned in a query, …). The session
+	// keeps its backend connection from now on.
+	Pins bool
+	// Multi: more than one statement (multi-statements): treated as Write.
+	Multi bool
+	// DB is the database of a USE statement.
+	DB string
+}
+
+// Classify looks at a statement text. It never fails: what it does not
+// understand is Other, which routes to the master.
+func Classify(sql string) Info {
+	var info Info
+	s := scanner{src: sql}
+	first := s.word(&info)
+	switch first {
+	case "SELECT", "SHOW", "DESCRIBE", "DESC", "EXPLAIN", "WITH", "VALUES", "TABLE", "(":
+		info.Kind = Read
+	case "INSERT", "UPDATE", "DELETE", "REPLACE", "CREATE", "DROP", "ALTER", "TRUNCATE",
+		"RENAME", "GRANT", "REVOKE", "CALL", "LOAD", "OPTIMIZE", "ANALYZE", "REPAIR", "FLUSH", "DO", "HANDLER", "INSTALL", "UNINSTALL", "KILL", "PURGE", "RESET", "XA", "SAVEPOINT", "RELEASE", "CHECKSUM", "CHECK":
+		info.Kind = Write
+	case "BEGIN":
+		info.Kind = Begin
+	case "START":
+		if s.word(&info) == "TRANSACTION" {
+			info.Kind = Begin
+		}
+	case "COMMIT":
+		info.Kind = Commit
+	case "ROLLBACK":
+		info.Kind = Rollback
+	case "USE":
+		info.Kind = Use
+		info.DB = s.ident()
+	case "SET":
+		info.Kind = Set
+	case "LOCK", "UNLOCK", "PREPARE", "EXECUTE", "DEALLOCATE":
+		info.Kind, info.Pins = Write, true
+	}
+	prev := ""
+	for {
+		w := s.word(&info)
+		if w == "" {
+			break
+		}
+		switch w {
+		case ";":
+			if s.rest() {
+				info.Multi = true
+			}
+		case "UPDATE":
+			if prev == "FOR" {
+				info.Locking = true
+			}
+		case "SHARE":
+			if prev == "FOR" || prev == "IN" {
+				info.Locking = true
+			}
+		case "INTO":
+			if info.Kind == Read {
+				info.Kind = Write // SELECT … INTO OUTFILE/@var
+			}
+		case "TEMPORARY":
+			info.Pins = true
+		case "GET_LOCK", "RELEASE_LOCK", "RELEASE_ALL_LOCKS", "IS_USED_LOCK", "IS_FREE_LOCK",
+			"LAST_INSERT_ID", "FOUND_ROWS", "ROW_COUNT", "NEXTVAL", "SETVAL", "LASTVAL", "SLEEP", "MASTER_GTID_WAIT":
+			if info.Kind == Read {
+				info.Kind = Other // session- or master-dependent: master
+			}
+			if strings.HasSuffix(w, "_LOCK") || strings.HasSuffix(w, "_LOCKS") {
+				info.Pins = true
+			}
+		case ":=":
+			info.Pins = true // user variable assigned in a query
+		case "AUTOCOMMIT":
+			if info.Kind == Set {
+				info.Autocommit = s.autocommitValue()
+			}
+		case "ONLY":
+			// SET TRANSACTION READ ONLY / START TRANSACTION READ ONLY: a
+			// transaction still goes to the master.
+		}
+		prev = w
+	}
+	if info.Multi {
+		if info.Kind == Read || info.Kind == Set || info.Kind == Use {
+			info.Kind = Write
+		}
+		info.Pins = true // state changes inside cannot be tracked
+	}
+	if info.Kind == Set && info.Pins {
+		info.Kind = Write
+	}
+	return info
+}
+
+// IsReadOnlyCandidate reports whether i may go to a replica at all
+// (outside a transaction, before hints and percentages).
+func (i Info) IsReadOnlyCandidate() bool {
+	return i.Kind == Read && !i.Locking && !i.Pins && !i.Multi
+}
+
+type scanner struct {
+	src string
+	pos int
+}
+
+// word returns the next token, upper-cased: a keyword/identifier, ":=",
+// ";" or "(" ; strings, numbers, quoted identifiers and other punctuation
+// are skipped. Comments are skipped, recording a Cetus hint.
+func (s *scanner) word(info *Info) string {
+	for s.pos < len(s.src) {
+		c := s.src[s.pos]
+		switch {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
+			s.pos++
+		case c == '#':
+			s.skipLine()
+		case c == '-' && strings.HasPrefix(s.src[s.pos:], "--") && (s.pos+2 == len(s.src) || isSpace(s.src[s.pos+2])):
+			s.skipLine()
+		case c == '/' && strings.HasPrefix(s.src[s.pos:], "/*"):
+			end := strings.Index(s.src[s.pos+2:], "*/")
+			var body string
+			if end < 0 {
+				body, s.pos = s.src[s.pos+2:], len(s.src)
+			} else {
+				body, s.pos = s.src[s.pos+2:s.pos+2+end], s.pos+2+end+2
+			}
+			s.hint(body, info)
+		case c == '\'' || c == '"' || c == '`':
+			s.skipQuoted(c)
+		case c == ';' || c == '(':
+			s.pos++
+			return string(c)
+		case c == ':' && s.pos+1 < len(s.src) && s.src[s.pos+1] == '=':
+			s.pos += 2
+			return ":="
+		case isWord(c):
+			start := s.pos
+			for s.pos < len(s.src) && isWord(s.src[s.pos]) {
+				s.pos++
+			}
+			return strings.ToUpper(s.src[start:s.pos])
+		default:
+			s.pos++
+		}
+	}
+	return ""
+}
+
+// hint reads /*#mode=readwrite*/ and /*#mode=readonly*/. MariaDB's
+// executable comments (/*! … */, /*M! … */) are scanned as code.
+func (s *scanner) hint(body string, info *Info) {
+	if strings.HasPrefix(body, "!") || strings.HasPrefix(body, "M!") {
+		s.src = s.src[:s.pos] + " " + strings.TrimLeft(body, "M!0123456789") + " " + s.src[s.pos:]
+		return
+	}
+	b := strings.ToLower(strings.Join(strings.Fields(body), ""))
+	switch b {
+	case "#mode=readwrite":
+		info.Hint = ReadWrite
+	case "#mode=readonly":
+		if info.Hint == NoHint {
+			info.Hint = ReadOnly
+		}
+	}
+}
+
+func (s *scanner) skipLine() {
+	for s.pos < len(s.src) && s.src[s.pos] != '\n' {
+		s.pos++
+	}
+}
+
+func (s *scanner) skipQuoted(q byte) {
+	s.pos++
+	for s.pos < len(s.src) {
+		c := s.src[s.pos]
+		if c == '\\' && q != '`' {
+			s.pos += 2
+			continue
+		}
+		s.pos++
+		if c == q {
+			if s.pos < len(s.src) && s.src[s.pos] == q {
+				s.pos++
+				continue
+			}
+			return
+		}
+	}
+	if s.pos > len(s.src) {
+		s.pos = len(s.src)
+	}
+}
+
+// rest reports whether another token follows.
+func (s *scanner) rest() bool {
+	save := *s
+	var scratch Info
+	w := s.word(&scratch)
+	*s = save
+	return w != ""
+}
+
+// ident reads a possibly back-quoted identifier (for USE).
+func (s *scanner) ident() string {
+	for s.pos < len(s.src) && isSpace(s.src[s.pos]) {
+		s.pos++
+	}
+	if s.pos < len(s.src) && s.src[s.pos] == '`' {
+		var b strings.Builder
+		s.pos++
+		for s.pos < len(s.src) {
+			c := s.src[s.pos]
+			s.pos++
+			if c == '`' {
+				if s.pos < len(s.src) && s.src[s.pos] == '`' {
+					b.WriteByte('`')
+					s.pos++
+					continue
+				}
+				return b.String()
+			}
+			b.WriteByte(c)
+		}
+		return b.String()
+	}
+	start := s.pos
+	for s.pos < len(s.src) && (isWord(s.src[s.pos]) || s.src[s.pos] == '$') {
+		s.pos++
+	}
+	return s.src[start:s.pos]
+}
+
+func (s *scanner) autocommitValue() int8 {
+	var scratch Info
+	for {
+		w := s.word(&scratch)
+		switch w {
+		case "1", "ON", "TRUE":
+			return 1
+		case "0", "OFF", "FALSE":
+			return -1
+		case "", ";", ",":
+			return 0
+		}
+	}
+}
+
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
+}
+
+func isWord(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= 0x80 || c == '@' || c == '.'
+}

@@ -1,0 +1,110 @@
+package sqlproxy
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Mode is how a listener routes statements.
+type Mode uint8
+
+const (
+	// Linearizable sends every statement to the master (default port).
+	Linearizable Mode = iota
+	// RWSplit sends reads outside transactions to healthy replicas (Cetus rules).
+	RWSplit
+	// Causal is RWSplit where a replica serves a session's read only after
+	// it applied that session's last write.
+	Causal
+)
+
+func (m Mode) String() string {
+	switch m {
+	case Linearizable:
+		return "linearizable"
+	case RWSplit:
+		return "rwsplit"
+	case Causal:
+		return "causal"
+	}
+	return fmt.Sprintf("Mode(%d)", m)
+}
+
+// ParseMode parses "linearizable", "rwsplit" or "causal".
+func ParseMode(s string) (Mode, error) {
+	for _, m := range []Mode{Linearizable, RWSplit, Causal} {
+		if m.String() == s {
+			return m, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: mode %q (want linearizable, rwsplit or causal)", ErrConfig, s)
+}
+
+// Config of a Server. Start from DefaultConfig.
+type Config struct {
+	// Hold keeps a backend connection with its client this long after a
+	// statement before it may return to the pool (Cetus: 256ms).
+	Hold time.Duration
+	// MasterWait is how long a statement waits for a master with a valid
+	// lease before it fails with ErrNoMaster's MySQL error.
+	MasterWait time.Duration
+	// ReadMasterPercentage (0..100) of replica-eligible reads go to the master.
+	ReadMasterPercentage int
+	// MasterPreferred sends everything to the master unless a hint says otherwise.
+	MasterPreferred bool
+	// MaxReplicaLag: a replica further behind gets no reads.
+	MaxReplicaLag time.Duration
+	// HealthInterval between replica checks.
+	HealthInterval time.Duration
+	// CausalWait bounds MASTER_GTID_WAIT on a replica before the read
+	// falls back to the master.
+	CausalWait time.Duration
+	// AdminUser/AdminPassword: account for health checks (needs
+	// REPLICA MONITOR / SLAVE MONITOR or PROCESS) — never a client account.
+	AdminUser, AdminPassword string
+	// ServerVersion announced to clients; "5.5.5-" tells MariaDB clients
+	// they talk to MariaDB.
+	ServerVersion string
+	// IdleTimeout closes pooled backend connections idle this long.
+	IdleTimeout time.Duration
+	// DialTimeout for backend connections.
+	DialTimeout time.Duration
+	Logger      *slog.Logger
+	Metrics     *Metrics // nil: a private registry
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{
+		Hold:           256 * time.Millisecond,
+		MasterWait:     2 * time.Second,
+		MaxReplicaLag:  10 * time.Second,
+		HealthInterval: 500 * time.Millisecond,
+		CausalWait:     time.Second,
+		ServerVersion:  "5.5.5-10.11.0-MariaDB-phxgo",
+		IdleTimeout:    5 * time.Minute,
+		DialTimeout:    3 * time.Second,
+	}
+}
+
+// Validate checks the fields; the error names the bad key.
+func (c *Config) Validate() error {
+	switch {
+	case c.Hold < 0:
+		return fmt.Errorf("%w: hold %v < 0", ErrConfig, c.Hold)
+	case c.MasterWait < 0:
+		return fmt.Errorf("%w: master-wait %v < 0", ErrConfig, c.MasterWait)
+	case c.ReadMasterPercentage < 0 || c.ReadMasterPercentage > 100:
+		return fmt.Errorf("%w: read-master-percentage %d not in 0..100", ErrConfig, c.ReadMasterPercentage)
+	case c.MaxReplicaLag <= 0:
+		return fmt.Errorf("%w: max-replica-lag %v must be > 0", ErrConfig, c.MaxReplicaLag)
+	case c.HealthInterval <= 0:
+		return fmt.Errorf("%w: health-interval %v must be > 0", ErrConfig, c.HealthInterval)
+	case c.ServerVersion == "":
+		return fmt.Errorf("%w: server-version is empty", ErrConfig)
+	case c.DialTimeout <= 0:
+		return fmt.Errorf("%w: dial-timeout %v must be > 0", ErrConfig, c.DialTimeout)
+	}
+	return nil
+}

@@ -1,0 +1,43 @@
+package sqlproxy
+
+import (
+	"errors"
+
+	"phxgo/sqlproxy/wire"
+)
+
+// Sentinel errors.
+var (
+	// ErrConfig reports an invalid Config or flag.
+	ErrConfig = errors.New("sqlproxy: invalid config")
+	// ErrClosed is returned by Serve after Close.
+	ErrClosed = errors.New("sqlproxy: server closed")
+)
+
+// MySQL errors the proxy itself sends. All use code 1290
+// (ER_OPTION_PREVENTS_STATEMENT) and SQLSTATE HY000 unless noted, and
+// every message starts with "phxgo:" so they are told apart from
+// MariaDB's own errors, which pass through unchanged.
+var (
+	// errNoMaster: no master with a valid lease within MasterWait. The
+	// statement was not sent anywhere.
+	errNoMaster = &wire.Error{Code: 1290, SQLState: "HY000", Message: "phxgo: no master with a valid lease"}
+	// errTxAborted: the master changed or its connection broke inside a
+	// transaction; the transaction was rolled back (its backend
+	// connection closed) and statements fail until ROLLBACK.
+	errTxAborted = &wire.Error{Code: 1290, SQLState: "40001", Message: "phxgo: transaction rolled back: master changed or backend connection lost; issue ROLLBACK"}
+	// errBackend: the backend could not be reached; the statement was not run.
+	errBackend = &wire.Error{Code: 2013, SQLState: "HY000", Message: "phxgo: backend connection failed; statement not run"}
+	// errLost: the backend connection broke after the statement was sent:
+	// its outcome is unknown.
+	errLost = &wire.Error{Code: 2013, SQLState: "HY000", Message: "phxgo: lost backend connection during statement; outcome unknown"}
+	// errUnsupported: a command the proxy does not relay.
+	errUnsupported = &wire.Error{Code: 1235, SQLState: "42000", Message: "phxgo: command not supported by the proxy"}
+	// errUnknownStmt: a prepared statement id the session does not know.
+	errUnknownStmt = &wire.Error{Code: 1243, SQLState: "HY000", Message: "Unknown prepared statement handler given to the proxy"}
+)
+
+func accessDenied(user, host string) *wire.Error {
+	return &wire.Error{Code: 1045, SQLState: "28000",
+		Message: "Access denied for user '" + user + "'@'" + host + "' (using password: YES)"}
+}

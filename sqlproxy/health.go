@@ -1,0 +1,174 @@
+package sqlproxy
+
+import (
+	"context"
+	"database/sql"
+	"sync"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"phxgo/sqlproxy/topology"
+)
+
+// replicaState is the last health check of one replica.
+type replicaState struct {
+	ID        uint32        `json:"id"`
+	Addr      string        `json:"addr"`
+	Healthy   bool          `json:"healthy"`
+	Lag       time.Duration `json:"lag_ns"`
+	GTIDPos   string        `json:"gtid_current_pos"`
+	Error     string        `json:"error,omitempty"`
+	CheckedAt time.Time     `json:"checked_at"`
+}
+
+// health checks replicas with the admin account: replication running and
+// Seconds_Behind_Master within MaxReplicaLag. Without an admin account
+// every replica counts as healthy (an unreachable one still falls back to
+// the master at connect time).
+type health struct {
+	srv *Server
+	mu  sync.Mutex
+	st  map[string]*replicaState
+	dbs map[string]*sql.DB
+}
+
+func newHealth(s *Server) *health {
+	return &health{srv: s, st: map[string]*replicaState{}, dbs: map[string]*sql.DB{}}
+}
+
+func (h *health) enabled() bool { return h.srv.cfg.AdminUser != "" }
+
+// healthy returns the replicas of v that may take reads.
+func (h *health) healthy(v topology.View) []topology.Replica {
+	if !h.enabled() {
+		return v.Replicas
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]topology.Replica, 0, len(v.Replicas))
+	for _, r := range v.Replicas {
+		if st := h.st[r.MySQLAddr]; st != nil && st.Healthy {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (h *health) snapshot() []replicaState {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]replicaState, 0, len(h.st))
+	for _, st := range h.st {
+		out = append(out, *st)
+	}
+	return out
+}
+
+func (h *health) run(ctx context.Context) {
+	defer func() {
+		for _, db := range h.dbs {
+			db.Close()
+		}
+	}()
+	if !h.enabled() {
+		<-ctx.Done()
+		return
+	}
+	t := time.NewTicker(h.srv.cfg.HealthInterval)
+	defer t.Stop()
+	for {
+		v := h.srv.topo.View()
+		var wg sync.WaitGroup
+		for _, r := range v.Replicas {
+			db := h.db(r.MySQLAddr)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				st := h.check(ctx, db, r)
+				h.mu.Lock()
+				h.st[r.MySQLAddr] = st
+				h.mu.Unlock()
+			}()
+		}
+		wg.Wait()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (h *health) db(addr string) *sql.DB {
+	if db := h.dbs[addr]; db != nil {
+		return db
+	}
+	cfg := mysql.NewConfig()
+	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr = h.srv.cfg.AdminUser, h.srv.cfg.AdminPassword, "tcp", addr
+	cfg.Timeout, cfg.ReadTimeout = time.Second, 2*time.Second
+	c, _ := mysql.NewConnector(cfg)
+	db := sql.OpenDB(c)
+	db.SetMaxIdleConns(1)
+	h.dbs[addr] = db
+	return db
+}
+
+func (h *health) check(ctx context.Context, db *sql.DB, r topology.Replica) *replicaState {
+	st := &replicaState{ID: r.ID, Addr: r.MySQLAddr, CheckedAt: time.Now()}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	lag, pos, err := replicaLag(ctx, db)
+	if err != nil {
+		st.Error = err.Error()
+		return st
+	}
+	st.Lag, st.GTIDPos = lag, pos
+	st.Healthy = lag >= 0 && lag <= h.srv.cfg.MaxReplicaLag
+	if lag < 0 {
+		st.Error = "replication not running"
+	}
+	return st
+}
+
+// replicaLag reads Seconds_Behind_Master (-1 when replication is not
+// running) and @@gtid_current_pos.
+func replicaLag(ctx context.Context, db *sql.DB) (time.Duration, string, error) {
+	var pos string
+	if err := db.QueryRowContext(ctx, "SELECT @@gtid_current_pos").Scan(&pos); err != nil {
+		return 0, "", err
+	}
+	rows, err := db.QueryContext(ctx, "SHOW SLAVE STATUS")
+	if err != nil {
+		return 0, pos, err
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return 0, pos, err
+	}
+	if !rows.Next() {
+		return -1, pos, rows.Err()
+	}
+	vals := make([]sql.NullString, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	if err := rows.Scan(ptrs...); err != nil {
+		return 0, pos, err
+	}
+	for i, c := range cols {
+		if c == "Seconds_Behind_Master" {
+			if !vals[i].Valid {
+				return -1, pos, nil
+			}
+			var secs int64
+			for _, ch := range vals[i].String {
+				secs = secs*10 + int64(ch-'0')
+			}
+			return time.Duration(secs) * time.Second, pos, nil
+		}
+	}
+	return -1, pos, nil
+}

@@ -1,0 +1,335 @@
+package sqlproxy
+
+import (
+	"math/rand/v2"
+	"time"
+
+	"phxgo/sqlproxy/classify"
+	"phxgo/sqlproxy/topology"
+	"phxgo/sqlproxy/wire"
+)
+
+// routeKind says where a statement runs.
+type routeKind uint8
+
+const (
+	routeMaster  routeKind = iota // this node is master: its MariaDB
+	routeForward                  // the master node's proxy
+	routeReplica                  // a replica's MariaDB (read/write split)
+)
+
+func (k routeKind) String() string { return [...]string{"master", "forward", "replica"}[k] }
+
+// wantMaster marks a route decision that needs the master; the target is
+// resolved (and the lease checked) in acquire, right before the send.
+type decision struct {
+	master  bool
+	replica topology.Replica
+}
+
+// route applies the Cetus rules (rw-split modes) or sends everything to
+// the master (linearizable, and any hop from another proxy).
+func (s *session) route(info classify.Info) decision {
+	m := decision{master: true}
+	if s.mode == Linearizable || s.hop || s.inTx || s.pinned || s.autocommitOff {
+		return m
+	}
+	switch info.Hint {
+	case classify.ReadWrite:
+		return m
+	case classify.ReadOnly:
+		if info.Kind == classify.Read && !info.Locking && !info.Multi {
+			return s.pickReplica()
+		}
+		return m
+	}
+	if !info.IsReadOnlyCandidate() || s.srv.cfg.MasterPreferred {
+		return m
+	}
+	if p := s.srv.cfg.ReadMasterPercentage; p > 0 && rand.IntN(100) < p {
+		return m
+	}
+	return s.pickReplica()
+}
+
+// pickReplica round-robins over healthy replicas; none means the master.
+func (s *session) pickReplica() decision {
+	reps := s.srv.health.healthy(s.srv.topo.View())
+	if len(reps) == 0 {
+		return decision{master: true}
+	}
+	if b := s.peekHeld(); b != nil && b.kind == routeReplica {
+		for _, r := range reps { // stay on the held replica (hold window)
+			if r.MySQLAddr == b.key.addr {
+				return decision{replica: r}
+			}
+		}
+	}
+	n := s.srv.rr.Add(1)
+	return decision{replica: reps[int(n%uint64(len(reps)))]}
+}
+
+// masterTarget waits up to MasterWait for a master this session may use:
+// this node with a valid lease (checked against the lease deadline now),
+// or, for a client (not a hop), another node's proxy.
+func (s *session) masterTarget() (string, routeKind, *wire.Error) {
+	topo := s.srv.topo
+	deadline := time.Now().Add(s.srv.cfg.MasterWait)
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		ch := topo.Changed()
+		v := topo.View()
+		now := time.Now()
+		switch {
+		case v.IsMaster:
+			if v.LeaseValid(now) {
+				addr := v.MasterMySQLAddr
+				if addr == "" {
+					addr = v.SelfMySQLAddr
+				}
+				return addr, routeMaster, nil
+			}
+		case !s.hop && v.MasterID != 0 && v.MasterID != topo.Self() && v.MasterProxyAddr != "":
+			return v.MasterProxyAddr, routeForward, nil
+		}
+		wait := deadline.Sub(now)
+		if wait <= 0 {
+			return "", 0, errNoMaster
+		}
+		if timer == nil {
+			timer = time.NewTimer(wait)
+		}
+		select {
+		case <-ch:
+		case <-timer.C:
+			return "", 0, errNoMaster
+		case <-s.ctx().Done():
+			return "", 0, errNoMaster
+		}
+	}
+}
+
+// acquire returns a backend for d with the session's state applied. For
+// the master on this node it re-checks the lease right before returning,
+// so the caller sends at once. On a master change inside a transaction
+// the old connection is closed (the transaction rolls back) and the
+// client gets errTxAborted.
+func (s *session) acquire(d decision) (*backend, routeKind, *wire.Error) {
+	for attempt := 0; ; attempt++ {
+		addr, kind := d.replica.MySQLAddr, routeReplica
+		if d.master {
+			var werr *wire.Error
+			if addr, kind, werr = s.masterTarget(); werr != nil {
+				return nil, 0, werr
+			}
+		}
+		b := s.takeHeld()
+		if b != nil && b.key.addr != addr {
+			if b.kind != routeReplica && (s.inTx || s.pinned) {
+				// The master moved under an open transaction (or
+				// unreplayable state): never half-apply it.
+				b.close()
+				lostTx := s.inTx
+				s.inTx, s.pinned = false, false
+				if lostTx {
+					s.aborted = true
+					return nil, 0, errTxAborted
+				}
+			} else {
+				s.srv.pool.put(b)
+			}
+			b = nil
+		}
+		if b == nil {
+			var werr *wire.Error
+			b, werr = s.connect(addr, kind)
+			if werr != nil {
+				if werr == errBackend && !d.master && attempt == 0 {
+					d = decision{master: true} // replica unreachable: the master serves
+					continue
+				}
+				return nil, 0, werr
+			}
+		}
+		if kind == routeMaster && !s.srv.topo.View().LeaseValid(time.Now()) {
+			s.keep(b) // lease ran out meanwhile: wait for the next view
+			if attempt < 3 {
+				continue
+			}
+			return nil, 0, errNoMaster
+		}
+		return b, kind, nil
+	}
+}
+
+// connect takes a pooled connection or dials one, then syncs state.
+func (s *session) connect(addr string, kind routeKind) (*backend, *wire.Error) {
+	key := poolKey{addr: addr, user: s.user, stage1: s.stage1, caps: s.caps, charset: s.charset}
+	for b := s.srv.pool.get(key); b != nil; b = s.srv.pool.get(key) {
+		if time.Since(b.idleAt) > time.Second {
+			if res, err := b.exec(wire.ComPing, nil, s.caps); err != nil || res.Err != nil {
+				b.close()
+				continue
+			}
+		}
+		if werr, err := s.sync(b); err != nil {
+			b.close()
+			continue
+		} else if werr != nil {
+			s.srv.pool.put(b)
+			return nil, werr
+		}
+		return b, nil
+	}
+	ctx := s.ctx()
+	b, werr, err := dial(ctx, key, kind, s.db, s.srv.cfg.DialTimeout)
+	if err != nil {
+		s.srv.log.Warn("sqlproxy: backend dial failed", "addr", addr, "err", err)
+		s.srv.metrics.errors.WithLabelValues("dial").Inc()
+		return nil, errBackend
+	}
+	if werr != nil {
+		return nil, werr
+	}
+	b.owner = s
+	if werr, err := s.sync(b); err != nil {
+		b.close()
+		return nil, errBackend
+	} else if werr != nil {
+		b.close()
+		return nil, werr
+	}
+	return b, nil
+}
+
+// sync applies the session's state (database, SETs) to b; prepared
+// statements are re-prepared lazily on first use.
+func (s *session) sync(b *backend) (*wire.Error, error) {
+	if b.owner == s && b.gen == s.stateGen {
+		return nil, nil
+	}
+	if b.owner != s {
+		if res, err := b.exec(wire.ComResetConnection, nil, s.caps); err != nil {
+			return nil, err
+		} else if res.Err != nil {
+			return res.Err, nil
+		}
+		clear(b.stmts)
+		b.owner = s
+		b.db = "" // unknown after reset: set it again below
+	}
+	if s.db != "" && b.db != s.db {
+		res, err := b.exec(wire.ComInitDB, []byte(s.db), s.caps)
+		if err != nil {
+			return nil, err
+		}
+		if res.Err != nil {
+			return res.Err, nil
+		}
+		b.db = s.db
+	}
+	if b.gen != s.stateGen {
+		for _, set := range s.sets {
+			res, err := b.exec(set[0], set[1:], s.caps)
+			if err != nil {
+				return nil, err
+			}
+			if res.Err != nil {
+				return res.Err, nil
+			}
+		}
+	}
+	b.gen = s.stateGen
+	return nil, nil
+}
+
+// connectMaster opens the master connection at login.
+func (s *session) connectMaster() (*wire.Error, error) {
+	b, _, werr := s.acquire(decision{master: true})
+	if werr != nil {
+		if werr == errNoMaster && s.mode != Linearizable && !s.hop {
+			return nil, nil // reads may still be served by replicas
+		}
+		return werr, nil
+	}
+	b.gen = s.stateGen
+	s.release(b)
+	return nil, nil
+}
+
+// takeHeld removes and returns the held backend (stopping its hold timer).
+func (s *session) takeHeld() *backend {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.held
+	s.held, s.armed = nil, false
+	if s.holdTimer != nil {
+		s.holdTimer.Stop()
+	}
+	return b
+}
+
+func (s *session) peekHeld() *backend {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.held
+}
+
+func (s *session) dropHeld(b *backend) {
+	s.mu.Lock()
+	if s.held == b {
+		s.held = nil
+	}
+	s.mu.Unlock()
+}
+
+// keep holds b without a timer (transaction, pinned state, cursor).
+func (s *session) keep(b *backend) {
+	s.mu.Lock()
+	s.held, s.armed = b, false
+	s.mu.Unlock()
+}
+
+// release holds b for the hold window, then gives it to the pool; while
+// in a transaction or pinned the session keeps it.
+func (s *session) release(b *backend) {
+	if s.inTx || s.pinned || s.autocommitOff {
+		s.keep(b)
+		return
+	}
+	if s.srv.cfg.Hold <= 0 {
+		s.srv.pool.put(b)
+		return
+	}
+	s.mu.Lock()
+	s.held, s.armed = b, true
+	s.holdUntil = time.Now().Add(s.srv.cfg.Hold)
+	if s.holdTimer == nil {
+		s.holdTimer = time.AfterFunc(s.srv.cfg.Hold, s.holdExpired)
+	} else {
+		s.holdTimer.Reset(s.srv.cfg.Hold)
+	}
+	s.mu.Unlock()
+}
+
+// holdExpired runs on the timer. A stale firing (the session took,
+// kept or re-armed the backend since) finds armed false or a later
+// holdUntil and does nothing.
+func (s *session) holdExpired() {
+	s.mu.Lock()
+	b := s.held
+	if !s.armed || time.Now().Before(s.holdUntil) {
+		s.mu.Unlock()
+		return
+	}
+	s.held, s.armed = nil, false
+	s.mu.Unlock()
+	if b != nil {
+		s.srv.pool.put(b)
+	}
+}

@@ -1,0 +1,244 @@
+package sqlproxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"phxgo/sqlproxy/auth"
+	"phxgo/sqlproxy/topology"
+	"phxgo/sqlproxy/wire"
+)
+
+// Authenticator verifies a client's mysql_native_password token and
+// returns SHA1(password) (nil for an empty password). *auth.Store is the
+// real one. Errors: auth.ErrDenied, auth.ErrUnavailable.
+type Authenticator interface {
+	Verify(ctx context.Context, user string, salt, token []byte) ([]byte, error)
+}
+
+// Server is a MySQL-protocol proxy in front of the cluster.
+type Server struct {
+	cfg     Config
+	topo    topology.Topology
+	auth    Authenticator
+	log     *slog.Logger
+	metrics *Metrics
+	pool    *pool
+	health  *health
+
+	connID atomic.Uint32
+	rr     atomic.Uint64
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	lns    map[net.Listener]struct{}
+	conns  map[net.Conn]struct{}
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// New returns a Server; call Serve for each listener.
+func New(cfg Config, topo topology.Topology, a Authenticator) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if topo == nil || a == nil {
+		return nil, fmt.Errorf("%w: topology and authenticator are required", ErrConfig)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics(nil)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{cfg: cfg, topo: topo, auth: a, log: cfg.Logger, metrics: cfg.Metrics,
+		pool: newPool(256, cfg.IdleTimeout), ctx: ctx, cancel: cancel,
+		lns: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}}
+	s.health = newHealth(s)
+	s.wg.Add(2)
+	go func() { defer s.wg.Done(); s.health.run(ctx) }()
+	go func() { defer s.wg.Done(); s.sweepLoop(ctx) }()
+	return s, nil
+}
+
+// Serve accepts clients on ln with the given routing mode until Close.
+// It returns ErrClosed after Close, or the accept error.
+func (s *Server) Serve(ln net.Listener, mode Mode) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	s.lns[ln] = struct{}{}
+	s.mu.Unlock()
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closed := s.closed
+			delete(s.lns, ln)
+			s.mu.Unlock()
+			if closed {
+				return ErrClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return err
+		}
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			nc.Close()
+			return ErrClosed
+		}
+		s.conns[nc] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go func() {
+			defer s.wg.Done()
+			s.handle(nc, mode)
+			s.mu.Lock()
+			delete(s.conns, nc)
+			s.mu.Unlock()
+		}()
+	}
+}
+
+// Close stops the listeners, closes client connections (open
+// transactions are rolled back by closing their backends) and waits.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	for ln := range s.lns {
+		ln.Close()
+	}
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.cancel()
+	s.wg.Wait()
+	s.pool.closeAll()
+	return nil
+}
+
+func (s *Server) sweepLoop(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			v := s.topo.View()
+			s.pool.sweep(func(addr string) bool {
+				if addr == v.MasterProxyAddr || addr == v.MasterMySQLAddr {
+					return true
+				}
+				for _, r := range v.Replicas {
+					if r.MySQLAddr == addr {
+						return true
+					}
+				}
+				return false
+			})
+		}
+	}
+}
+
+func (s *Server) handle(nc net.Conn, mode Mode) {
+	if tc, ok := nc.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+	sess := &session{srv: s, mode: mode, cl: wire.NewConn(nc), id: s.connID.Add(1),
+		stmts: map[uint32]*pstmt{}}
+	s.metrics.conns.WithLabelValues(mode.String()).Inc()
+	defer s.metrics.conns.WithLabelValues(mode.String()).Dec()
+	defer nc.Close()
+	if err := sess.login(); err != nil {
+		s.log.Debug("sqlproxy: login failed", "remote", nc.RemoteAddr(), "err", err)
+		s.metrics.errors.WithLabelValues("login").Inc()
+		return
+	}
+	err := sess.serve()
+	sess.finish()
+	if err != nil && !errors.Is(err, errQuit) {
+		s.log.Debug("sqlproxy: session ended", "id", sess.id, "err", err)
+	}
+}
+
+var errQuit = errors.New("client quit")
+
+// login runs the server side of the handshake and verifies the client.
+func (sess *session) login() error {
+	s := sess.srv
+	nc := sess.cl.Conn
+	_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
+	salt := wire.NewSalt()
+	g := &wire.Greeting{Version: s.cfg.ServerVersion, ConnID: sess.id, Salt: salt,
+		Caps: wire.ServerCaps, Charset: 45, Status: wire.StatusAutocommit, Plugin: wire.NativePlugin}
+	if err := sess.cl.WriteFlush(g.Encode()); err != nil {
+		return err
+	}
+	p, err := sess.cl.ReadPacket()
+	if err != nil {
+		return err
+	}
+	resp, err := wire.ParseResponse(p)
+	if err != nil {
+		return err
+	}
+	token := resp.Auth
+	if resp.Plugin != "" && resp.Plugin != wire.NativePlugin {
+		if err := sess.cl.WriteFlush(wire.AuthSwitch(salt)); err != nil {
+			return err
+		}
+		if token, err = sess.cl.ReadPacket(); err != nil {
+			return err
+		}
+	}
+	sess.user, sess.caps, sess.charset = resp.User, resp.Caps&wire.ServerCaps, resp.Charset
+	sess.hop = resp.Attrs[hopAttr] == "1"
+	host, _, _ := net.SplitHostPort(nc.RemoteAddr().String())
+	ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
+	stage1, err := s.auth.Verify(ctx, resp.User, salt, token)
+	cancel()
+	if err != nil {
+		werr := accessDenied(resp.User, host)
+		if errors.Is(err, auth.ErrUnavailable) {
+			werr = &wire.Error{Code: 1045, SQLState: "28000", Message: "phxgo: cannot verify credentials now: no server answered"}
+			s.log.Warn("sqlproxy: credentials unavailable", "user", resp.User, "err", err)
+		}
+		_ = sess.cl.WriteFlush(werr.Packet())
+		return err
+	}
+	sess.stage1 = string(stage1)
+	sess.db = resp.DB
+	_ = nc.SetDeadline(time.Time{})
+	// Open the master connection now so MariaDB judges the login and the
+	// database (its errors reach the client unchanged). A read/write split
+	// session may log in without a master; its writes will wait or fail.
+	werr, err := sess.connectMaster()
+	if err != nil {
+		return err
+	}
+	if werr != nil {
+		_ = sess.cl.WriteFlush(werr.Packet())
+		return werr
+	}
+	return sess.cl.WriteFlush(wire.OK(0, 0, wire.StatusAutocommit))
+}

@@ -1,0 +1,346 @@
+package sqlproxy
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"sync"
+	"time"
+
+	"phxgo/sqlproxy/classify"
+	"phxgo/sqlproxy/wire"
+)
+
+// maxSets bounds the replay log of SET statements; past it the session
+// pins its connection instead.
+const maxSets = 64
+
+// pstmt is a prepared statement as the client knows it.
+type pstmt struct {
+	sql      []byte
+	readOnly bool // may execute on a replica
+}
+
+// session is one client connection. Only its own goroutine touches its
+// fields, except held/holdTimer which the hold timer also reads (mu).
+type session struct {
+	srv  *Server
+	mode Mode
+	cl   *wire.Conn
+	id   uint32
+
+	user    string
+	stage1  string
+	caps    uint32
+	charset uint8
+	hop     bool // opened by another proxy: never forward again
+
+	// Session state replayed on a new backend connection.
+	db       string
+	sets     [][]byte
+	stateGen uint64
+	stmts    map[uint32]*pstmt
+	nextStmt uint32
+
+	inTx          bool // last status had SERVER_STATUS_IN_TRANS
+	autocommitOff bool
+	aborted       bool // a transaction was lost: fail until ROLLBACK
+	pinned        bool // unreplayable state: keep the master connection
+
+	mu        sync.Mutex
+	held      *backend
+	armed     bool      // held is on the hold timer (else kept)
+	holdUntil time.Time // when the armed hold ends
+	holdTimer *time.Timer
+}
+
+func (s *session) serve() error {
+	for {
+		s.cl.Seq = 0
+		pkt, err := s.cl.ReadPacket()
+		if err != nil {
+			return err
+		}
+		if len(pkt) == 0 {
+			return wire.ErrShort // malformed: close this client only
+		}
+		if err := s.command(pkt); err != nil {
+			return err
+		}
+	}
+}
+
+// command handles one client command; an error closes the client.
+func (s *session) command(pkt []byte) error {
+	cmd := pkt[0]
+	switch cmd {
+	case wire.ComQuit:
+		return errQuit
+	case wire.ComPing:
+		return s.cl.WriteFlush(wire.OK(0, 0, s.status()))
+	case wire.ComChangeUser:
+		return s.reply(errUnsupported)
+	case wire.ComQuery:
+		info := classify.Classify(string(pkt[1:]))
+		return s.query(pkt, info)
+	case wire.ComInitDB:
+		return s.query(pkt, classify.Info{Kind: classify.Use, DB: string(pkt[1:])})
+	case wire.ComStmtPrepare:
+		return s.prepare(pkt)
+	case wire.ComStmtExecute, wire.ComStmtFetch, wire.ComStmtReset, wire.ComStmtSendLong, wire.ComStmtClose:
+		return s.stmtCommand(pkt)
+	}
+	// Everything else (FIELD_LIST, STATISTICS, SET_OPTION, PROCESS_KILL,
+	// RESET_CONNECTION, …) runs on the master connection.
+	return s.query(pkt, classify.Info{Kind: classify.Other})
+}
+
+func (s *session) status() uint16 {
+	var st uint16
+	if s.inTx {
+		st |= wire.StatusInTrans
+	}
+	if !s.autocommitOff {
+		st |= wire.StatusAutocommit
+	}
+	return st
+}
+
+func (s *session) reply(e *wire.Error) error {
+	s.srv.metrics.errors.WithLabelValues(errLabel(e)).Inc()
+	s.cl.Seq = 1
+	return s.cl.WriteFlush(e.Packet())
+}
+
+// query routes and runs a COM_QUERY (or a command treated like one).
+func (s *session) query(pkt []byte, info classify.Info) error {
+	if s.aborted {
+		switch info.Kind {
+		case classify.Rollback:
+			s.aborted = false
+			s.cl.Seq = 1
+			return s.cl.WriteFlush(wire.OK(0, 0, s.status()))
+		case classify.Commit:
+			s.aborted = false
+		}
+		return s.reply(errTxAborted)
+	}
+	start := time.Now()
+	b, kind, werr := s.acquire(s.route(info))
+	if werr != nil {
+		return s.reply(werr)
+	}
+	res, err := s.roundTrip(b, pkt, func() (wire.Result, error) {
+		return wire.RelayResponse(b.c, s.cl, pkt[0], s.caps)
+	})
+	if err != nil {
+		return err
+	}
+	s.srv.metrics.observe(kind, start, res.Err)
+	if res.Err == nil {
+		s.track(b, pkt, info)
+	}
+	s.release(b)
+	return nil
+}
+
+// roundTrip sends pkt on b and relays the answer. A backend failure
+// before any byte reached the client becomes an error reply and the
+// backend is dropped; a failure after that closes the client.
+func (s *session) roundTrip(b *backend, pkt []byte, relay func() (wire.Result, error)) (wire.Result, error) {
+	b.c.Seq = 0
+	err := b.c.WriteFlush(pkt)
+	var res wire.Result
+	if err == nil {
+		res, err = relay()
+	}
+	if err != nil {
+		b.close()
+		s.dropHeld(b)
+		if res.Relayed > 0 || errors.Is(err, wire.ErrClientSide) {
+			return res, err
+		}
+		if s.inTx || s.pinned {
+			s.inTx, s.pinned, s.aborted = false, false, true
+			return res, s.reply(errTxAborted)
+		}
+		return res, s.reply(errLost)
+	}
+	if res.HasStatus {
+		s.inTx = res.Status&wire.StatusInTrans != 0
+		s.autocommitOff = res.Status&wire.StatusAutocommit == 0
+	}
+	return res, nil
+}
+
+// track records replayable session state after a successful statement.
+func (s *session) track(b *backend, pkt []byte, info classify.Info) {
+	if info.Pins {
+		s.pinned = true
+	}
+	switch info.Kind {
+	case classify.Use:
+		s.db, b.db = info.DB, info.DB
+		s.stateGen++
+		b.gen = s.stateGen
+	case classify.Set:
+		if len(s.sets) >= maxSets {
+			s.pinned = true
+			return
+		}
+		s.sets = append(s.sets, append([]byte(nil), pkt...))
+		s.stateGen++
+		b.gen = s.stateGen
+	}
+	if pkt[0] == wire.ComResetConnection {
+		s.sets, s.pinned = nil, false
+		clear(s.stmts)
+		clear(b.stmts)
+		s.stateGen++
+		b.gen = s.stateGen
+	}
+}
+
+func (s *session) prepare(pkt []byte) error {
+	if s.aborted {
+		return s.reply(errTxAborted)
+	}
+	info := classify.Classify(string(pkt[1:]))
+	st := &pstmt{sql: append([]byte(nil), pkt[1:]...), readOnly: info.IsReadOnlyCandidate()}
+	// Prepare where it will execute now; executions elsewhere re-prepare.
+	b, kind, werr := s.acquire(s.route(classify.Info{Kind: classify.Other}))
+	if werr != nil {
+		return s.reply(werr)
+	}
+	s.nextStmt++
+	id := s.nextStmt
+	start := time.Now()
+	res, err := s.roundTrip(b, pkt, func() (wire.Result, error) {
+		return wire.RelayPrepare(b.c, s.cl, s.caps, id)
+	})
+	if err != nil {
+		return err
+	}
+	s.srv.metrics.observe(kind, start, res.Err)
+	if res.Err == nil {
+		s.stmts[id] = st
+		b.stmts[id] = res.StmtID
+	}
+	s.release(b)
+	return nil
+}
+
+func (s *session) stmtCommand(pkt []byte) error {
+	cmd := pkt[0]
+	if len(pkt) < 5 {
+		return wire.ErrShort
+	}
+	id := binary.LittleEndian.Uint32(pkt[1:])
+	st := s.stmts[id]
+	noReply := cmd == wire.ComStmtClose || cmd == wire.ComStmtSendLong
+	if st == nil {
+		if noReply {
+			return nil
+		}
+		return s.reply(errUnknownStmt)
+	}
+	if cmd == wire.ComStmtClose {
+		delete(s.stmts, id)
+		if b := s.peekHeld(); b != nil {
+			if bid, ok := b.stmts[id]; ok {
+				delete(b.stmts, id)
+				binary.LittleEndian.PutUint32(pkt[1:], bid)
+				b.c.Seq = 0
+				if err := b.c.WriteFlush(pkt); err != nil {
+					b.close()
+					s.dropHeld(b)
+				}
+			}
+		}
+		return nil
+	}
+	if s.aborted {
+		if noReply {
+			return nil
+		}
+		return s.reply(errTxAborted)
+	}
+	info := classify.Info{Kind: classify.Other}
+	if st.readOnly && cmd == wire.ComStmtExecute {
+		info = classify.Info{Kind: classify.Read}
+	}
+	start := time.Now()
+	b, kind, werr := s.acquire(s.route(info))
+	if werr != nil {
+		if noReply {
+			return nil
+		}
+		return s.reply(werr)
+	}
+	bid, ok := b.stmts[id]
+	if !ok {
+		res, err := b.exec(wire.ComStmtPrepare, st.sql, s.caps)
+		if err != nil {
+			b.close()
+			s.dropHeld(b)
+			if noReply {
+				return nil
+			}
+			return s.reply(errBackend)
+		}
+		if res.Err != nil {
+			s.release(b)
+			if noReply {
+				return nil
+			}
+			return s.reply(res.Err)
+		}
+		bid = res.StmtID
+		b.stmts[id] = bid
+	}
+	binary.LittleEndian.PutUint32(pkt[1:], bid)
+	if noReply { // SEND_LONG_DATA
+		b.c.Seq = 0
+		if err := b.c.WriteFlush(pkt); err != nil {
+			b.close()
+			s.dropHeld(b)
+		} else {
+			s.keep(b) // long data must reach the same connection as the execute
+		}
+		return nil
+	}
+	res, err := s.roundTrip(b, pkt, func() (wire.Result, error) {
+		return wire.RelayResponse(b.c, s.cl, cmd, s.caps)
+	})
+	if err != nil {
+		return err
+	}
+	s.srv.metrics.observe(kind, start, res.Err)
+	if res.HasStatus && res.Status&wire.StatusCursorExists != 0 {
+		s.keep(b) // a cursor lives on this connection
+		return nil
+	}
+	s.release(b)
+	return nil
+}
+
+// finish returns or closes the session's backend when the client leaves.
+func (s *session) finish() {
+	s.mu.Lock()
+	b := s.held
+	s.held, s.armed = nil, false
+	if s.holdTimer != nil {
+		s.holdTimer.Stop()
+	}
+	s.mu.Unlock()
+	if b == nil {
+		return
+	}
+	if s.inTx || s.pinned || s.aborted {
+		b.close() // rolls back whatever the client left open
+		return
+	}
+	s.srv.pool.put(b)
+}
+
+func (s *session) ctx() context.Context { return s.srv.ctx }

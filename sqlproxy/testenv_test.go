@@ -1,0 +1,144 @@
+package sqlproxy
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"phxgo/binlogd/mysqld"
+	"phxgo/sqlproxy/auth"
+	"phxgo/sqlproxy/topology"
+)
+
+const (
+	adminUser = "phxgo_proxy"
+	adminPass = "proxy-secret"
+)
+
+// startInstances starts n MariaDBs (server ids 1..n) with the app and
+// proxy-admin accounts; instance 1 is writable (the master).
+func startInstances(t *testing.T, n int) []*mysqld.Instance {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var out []*mysqld.Instance
+	for i := 1; i <= n; i++ {
+		inst := mysqld.NewTestInstance(t, uint32(i))
+		db, err := inst.DB("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := mysqld.Bootstrap(ctx, db, mysqld.DefaultAccounts()); err != nil {
+			t.Fatal(err)
+		}
+		stmts := []string{
+			"SET SESSION sql_log_bin=0",
+			"CREATE USER IF NOT EXISTS " + adminUser + "@'%' IDENTIFIED BY '" + adminPass + "'",
+			"GRANT SELECT ON mysql.* TO " + adminUser + "@'%'",
+			"GRANT SLAVE MONITOR ON *.* TO " + adminUser + "@'%'",
+		}
+		if i == 1 {
+			stmts = append(stmts, "SET GLOBAL read_only=OFF")
+		}
+		for _, s := range stmts {
+			if _, err := db.ExecContext(ctx, s); err != nil {
+				t.Fatalf("%s: %v", s, err)
+			}
+		}
+		db.Close()
+		out = append(out, inst)
+	}
+	return out
+}
+
+// masterView is a static view where this node (id 1) is master with a
+// lease that lasts for the test.
+func masterView(master *mysqld.Instance, replicas ...*mysqld.Instance) topology.View {
+	v := topology.View{MasterID: 1, MasterMySQLAddr: master.Addr(), SelfMySQLAddr: master.Addr(),
+		IsMaster: true, Ready: true, LeaseDeadline: time.Now().Add(time.Hour)}
+	for _, r := range replicas {
+		v.Replicas = append(v.Replicas, topology.Replica{ID: r.ServerID(), MySQLAddr: r.Addr()})
+	}
+	return v
+}
+
+type testProxy struct {
+	srv  *Server
+	addr string
+	topo *topology.Static
+}
+
+// startProxy serves mode on a loopback port with a static topology.
+func startProxy(t *testing.T, self uint32, v topology.View, mode Mode, authAddrs []string, tweak func(*Config)) *testProxy {
+	t.Helper()
+	topo := topology.NewStatic(self, v)
+	cfg := DefaultConfig()
+	cfg.MasterWait = 300 * time.Millisecond
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	store := auth.New(auth.Config{User: adminUser, Password: adminPass, Addrs: func() []string { return authAddrs }})
+	srv, err := New(cfg, topo, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln, mode) }()
+	t.Cleanup(func() {
+		srv.Close()
+		store.Close()
+		if err := <-done; !errors.Is(err, ErrClosed) {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return &testProxy{srv: srv, addr: ln.Addr().String(), topo: topo}
+}
+
+// appDB opens a go-sql-driver pool as the app user through addr, with
+// server-side prepared statements (no interpolation).
+func appDB(t *testing.T, addr, dbname string, multi bool) *sql.DB {
+	t.Helper()
+	cfg := mysql.NewConfig()
+	a := mysqld.DefaultAccounts()
+	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr, cfg.DBName = a.AppUser, a.AppPassword, "tcp", addr, dbname
+	cfg.MultiStatements = multi
+	cfg.Timeout = 5 * time.Second
+	c, err := mysql.NewConnector(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := sql.OpenDB(c)
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func serverID(t *testing.T, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, query string) uint32 {
+	t.Helper()
+	var id uint32
+	if err := q.QueryRowContext(context.Background(), query).Scan(&id); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return id
+}
+
+func mysqlErr(t *testing.T, err error) *mysql.MySQLError {
+	t.Helper()
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) {
+		t.Fatalf("want a MySQL error, got %v", err)
+	}
+	return me
+}
+
+func sqlOpen(dsn string) (*sql.DB, error) { return sql.Open("mysql", dsn) }

@@ -1,0 +1,96 @@
+package topology
+
+import (
+	"sync"
+	"time"
+)
+
+// Replica is a node the proxy may send reads to.
+type Replica struct {
+	ID        uint32
+	MySQLAddr string
+}
+
+// View is the proxy's picture of the cluster at one moment.
+type View struct {
+	MasterID        uint32 // 0: no master known
+	MasterProxyAddr string // the master node's sqlproxy (linearizable port)
+	MasterMySQLAddr string // the master node's MariaDB
+	SelfMySQLAddr   string // this node's MariaDB
+	// IsMaster: this node holds the lease and serves writes (ready).
+	IsMaster bool
+	// LeaseDeadline is this node's own lease deadline on the local
+	// monotonic clock; zero unless IsMaster. The proxy forwards to its
+	// MariaDB only while time.Now() is before it.
+	LeaseDeadline time.Time
+	Ready         bool
+	Replicas      []Replica // other nodes' MariaDBs (not the master)
+}
+
+// LeaseValid reports whether this node may serve a statement at now.
+func (v View) LeaseValid(now time.Time) bool {
+	return v.IsMaster && v.Ready && now.Before(v.LeaseDeadline)
+}
+
+// Topology is what the proxy needs to know, refreshed continuously.
+type Topology interface {
+	Self() uint32
+	View() View
+	// Changed returns a channel closed on the next change of View.
+	Changed() <-chan struct{}
+}
+
+// Notifier holds a View and wakes waiters when it changes. Static and
+// Admin are built on it; tests use Static.Set to change the cluster.
+type Notifier struct {
+	mu      sync.Mutex
+	view    View
+	changed chan struct{}
+}
+
+func (n *Notifier) init() {
+	if n.changed == nil {
+		n.changed = make(chan struct{})
+	}
+}
+
+// View returns the current view.
+func (n *Notifier) View() View {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.view
+}
+
+// Changed returns a channel closed at the next Set.
+func (n *Notifier) Changed() <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.init()
+	return n.changed
+}
+
+// Set replaces the view and wakes waiters.
+func (n *Notifier) Set(v View) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.init()
+	n.view = v
+	close(n.changed)
+	n.changed = make(chan struct{})
+}
+
+// Static is a Topology set by hand (tests, or a fixed single node).
+type Static struct {
+	Notifier
+	ID uint32
+}
+
+// NewStatic returns a Static topology with an initial view.
+func NewStatic(self uint32, v View) *Static {
+	s := &Static{ID: self}
+	s.Set(v)
+	return s
+}
+
+// Self returns this node's id.
+func (s *Static) Self() uint32 { return s.ID }
