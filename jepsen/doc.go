@@ -1,2 +1,27 @@
-// Package jepsen is part of phxgo (see README.md).
+// Package jepsen tests a whole phxgo cluster the way Jepsen does: clients
+// run operations through the sqlproxy ports while a nemesis kills, pauses,
+// partitions and restarts nodes; every operation is recorded with its
+// invoke and complete times; checkers judge the history afterwards.
+//
+//	cmd/jepsen ─▶ Run(cfg, Launcher)
+//	  1 remove stale namespaces phxjepsen-<dead pid>; ensure iptables
+//	  2 create namespace phxjepsen-<pid>, lo up (netns)
+//	  3 Launcher(LaunchSpec) ─▶ Cluster (nodes on 127.0.0.2 …; 127.0.0.1 = harness)
+//	  4 WaitHealthy; workload Setup (schema) through a proxy
+//	  5 for -time: clients (workload) ‖ nemesis schedule ─▶ history.Recorder ─▶ history.jsonl
+//	  6 heal everything, WaitHealthy (recovery time), final reads
+//	  7 checkers ─▶ results.json (+ linearizability.html for register)
+//	  8 always: Cluster.Stop, namespace deleted (killing stragglers), scratch dir removed
+//
+// Clients reach the namespace without running in it: go-sql-driver's
+// network "phxjepsen" dials on a thread switched into the namespace with
+// setns(2) (netns.DialContext). Processes start with "ip netns exec".
+//
+// Sub-packages: cluster (the contract the integrator implements), history
+// (operations and the recorder), workload (register, bank, set, append),
+// nemesis (faults and schedule), netns (namespace and iptables), checker.
+//
+// Validity of a run: the checkers' verdicts combined (any false is false,
+// else any unknown is unknown), plus false if the cluster did not become
+// healthy again once every fault was healed, plus unknown if interrupted.
 package jepsen

@@ -120,6 +120,9 @@ func registerOps(h []history.Op) ([]porcupine.Operation, error) {
 		}
 	}
 	end++
+	// Dense client ids for the visualization (processes are renumbered
+	// after every info op, so they can be sparse).
+	dense := map[int]int{}
 	var out []porcupine.Operation
 	for _, op := range clientOps(h) {
 		in := regInput{F: op.F, Key: op.Key}
@@ -161,8 +164,11 @@ func registerOps(h []history.Op) ([]porcupine.Operation, error) {
 			in.Unknown = true
 			ret = end
 		}
+		if _, ok := dense[op.Process]; !ok {
+			dense[op.Process] = len(dense)
+		}
 		out = append(out, porcupine.Operation{
-			ClientId: op.Process, Input: in, Call: op.Invoke, Output: o, Return: ret, Metadata: op.Index,
+			ClientId: dense[op.Process], Input: in, Call: op.Invoke, Output: o, Return: ret, Metadata: op.Index,
 		})
 	}
 	return out, nil

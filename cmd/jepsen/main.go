@@ -1,0 +1,76 @@
+// Command jepsen runs one Jepsen-style test of a phxgo cluster in a
+// private network namespace; see package phxgo/jepsen.
+//
+//	go run ./cmd/jepsen -workload register -nemesis all -time 60s
+//
+// The last line is "valid=<true|false|unknown> ops=… ok=… fail=… info=…
+// workload=… nemesis=…"; the exit code is 0 only for valid=true
+// (1 false, 2 unknown or setup error).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"phxgo/jepsen"
+)
+
+// launcher starts the cluster. The integrator wires binlogd's local-cluster
+// launcher here; until then the command fails with jepsen.ErrNoLauncher.
+var launcher jepsen.Launcher
+
+func main() {
+	cfg := jepsen.DefaultConfig()
+	flag.StringVar(&cfg.Workload, "workload", cfg.Workload, "register, bank, set or append")
+	flag.StringVar(&cfg.Nemesis, "nemesis", cfg.Nemesis, "comma list of kill, pause, partition, restart; all; none")
+	flag.DurationVar(&cfg.Time, "time", cfg.Time, "how long the workload runs under faults")
+	flag.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "client processes")
+	flag.Float64Var(&cfg.Rate, "rate", cfg.Rate, "target ops/s over all clients (0: unlimited)")
+	flag.IntVar(&cfg.Nodes, "nodes", cfg.Nodes, "cluster nodes")
+	flag.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the operation and fault schedule")
+	flag.StringVar(&cfg.OutDir, "out", "", "results directory (default jepsen-results/<workload>-<nemesis>-<time>)")
+	flag.DurationVar(&cfg.Lease, "lease", cfg.Lease, "master lease duration given to the cluster")
+	flag.StringVar(&cfg.BinDir, "bin", cfg.BinDir, "directory of the project's binaries (make build)")
+	flag.DurationVar(&cfg.OpTimeout, "op-timeout", cfg.OpTimeout, "timeout of one client operation")
+	flag.IntVar(&cfg.Workloads.Keys, "keys", cfg.Workloads.Keys, "register: concurrent keys; append: keys")
+	flag.IntVar(&cfg.Workloads.Accounts, "accounts", cfg.Workloads.Accounts, "bank: accounts")
+	flag.Parse()
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, nil)))
+	os.Exit(run(cfg))
+}
+
+func run(cfg jepsen.Config) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop() // a second Ctrl-C kills at once
+	}()
+	if launcher == nil {
+		fmt.Fprintln(os.Stderr, "jepsen:", jepsen.ErrNoLauncher, "(cmd/jepsen has no cluster launcher wired in yet; see jepsen/cluster)")
+		fmt.Printf("valid=unknown ops=0 ok=0 fail=0 info=0 workload=%s nemesis=%s\n", cfg.Workload, cfg.Nemesis)
+		return 2
+	}
+	res, err := jepsen.Run(ctx, cfg, launcher)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "jepsen:", err)
+	}
+	if res == nil {
+		fmt.Printf("valid=unknown ops=0 ok=0 fail=0 info=0 workload=%s nemesis=%s\n", cfg.Workload, cfg.Nemesis)
+		return 2
+	}
+	fmt.Fprintf(os.Stderr, "results in %s\n", res.OutDir)
+	fmt.Println(res.Line())
+	switch res.Valid {
+	case "true":
+		return 0
+	case "false":
+		return 1
+	}
+	return 2
+}
