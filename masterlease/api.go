@@ -75,12 +75,18 @@ func (l *Lease) FenceEpoch(ctx context.Context, epoch uint64) (Verdict, error) {
 	if err != nil {
 		return Verdict{}, err
 	}
+	return l.propose(ctx, lg, l.prepareFence(epoch))
+}
+
+// prepareFence steps down if this node is the master of epoch and returns
+// the Fence to propose.
+func (l *Lease) prepareFence(epoch uint64) []byte {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.st.Epoch == epoch && l.st.Master == l.id {
 		l.stepDownLocked()
 	}
-	l.mu.Unlock()
-	return l.propose(ctx, lg, EncodeFence(Fence{Epoch: epoch, From: l.id}))
+	return EncodeFence(Fence{Epoch: epoch, From: l.id})
 }
 
 // Switchover hands the lease to node to: the master drops its own deadline
@@ -91,22 +97,30 @@ func (l *Lease) FenceEpoch(ctx context.Context, epoch uint64) (Verdict, error) {
 // only when to has caught up (binlogd checks). ErrNotMaster if this node
 // does not hold a valid lease.
 func (l *Lease) Switchover(ctx context.Context, to uint32) (Verdict, error) {
-	if to == 0 {
-		return Verdict{}, fmt.Errorf("%w: switchover to node 0", ErrMalformed)
-	}
 	lg, err := l.logOrErr()
 	if err != nil {
 		return Verdict{}, err
 	}
+	cmd, err := l.prepareSwitchover(to)
+	if err != nil {
+		return Verdict{}, err
+	}
+	return l.propose(ctx, lg, cmd)
+}
+
+// prepareSwitchover steps down and returns the grant for to to propose.
+func (l *Lease) prepareSwitchover(to uint32) ([]byte, error) {
+	if to == 0 {
+		return nil, fmt.Errorf("%w: switchover to node 0", ErrMalformed)
+	}
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.deadlineLocked(l.clock.Now()).IsZero() {
-		l.mu.Unlock()
-		return Verdict{}, fmt.Errorf("%w: switchover needs the lease", ErrNotMaster)
+		return nil, fmt.Errorf("%w: switchover needs the lease", ErrNotMaster)
 	}
 	version := l.st.Version
 	l.stepDownLocked()
-	l.mu.Unlock()
-	return l.propose(ctx, lg, EncodeLeaseRequest(LeaseRequest{Candidate: to, SeenVersion: version}))
+	return EncodeLeaseRequest(LeaseRequest{Candidate: to, SeenVersion: version}), nil
 }
 
 func (l *Lease) stepDownLocked() {
