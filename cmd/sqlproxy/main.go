@@ -1,0 +1,164 @@
+// Command sqlproxy is phxgo's MySQL-protocol proxy (see package sqlproxy).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	pb "phxgo/proto"
+	"phxgo/sqlproxy"
+	"phxgo/sqlproxy/auth"
+	"phxgo/sqlproxy/topology"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "sqlproxy:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	def := sqlproxy.DefaultConfig()
+	fs := flag.NewFlagSet("sqlproxy", flag.ContinueOnError)
+	listen := fs.String("listen", "127.0.0.1:3307", "client port (mode -mode; linearizable by default)")
+	rwListen := fs.String("rwsplit-listen", "", "optional second port with read/write split")
+	binlogd := fs.String("binlogd", "127.0.0.1:7000", "local binlogd gRPC address")
+	adminUser := fs.String("admin-user", "phxgo_proxy", "account that reads mysql.user and checks replicas")
+	adminPwFile := fs.String("admin-password-file", "", "file holding the admin password (mode 0600; required)")
+	modeS := fs.String("mode", "linearizable", "routing on -listen: linearizable, rwsplit or causal")
+	hold := fs.Duration("hold", def.Hold, "keep a backend connection with its client this long after a statement")
+	pct := fs.Int("read-master-percentage", 0, "share (0-100) of replica-eligible reads sent to the master")
+	masterPref := fs.Bool("master-preferred", false, "send everything to the master unless a hint says otherwise")
+	masterWait := fs.Duration("master-wait", def.MasterWait, "wait this long for a master with a valid lease before failing a statement")
+	maxLag := fs.Duration("max-replica-lag", def.MaxReplicaLag, "replicas further behind get no reads")
+	httpAddr := fs.String("http", "127.0.0.1:9307", "admin HTTP (/metrics, /backends); empty disables")
+	poll := fs.Duration("poll", 50*time.Millisecond, "binlogd status poll interval")
+	verbose := fs.Bool("v", false, "debug logging")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	mode, err := sqlproxy.ParseMode(*modeS)
+	if err != nil {
+		return err
+	}
+	pw, err := readSecret(*adminPwFile)
+	if err != nil {
+		return err
+	}
+	level := slog.LevelInfo
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+
+	cfg := def
+	cfg.Hold, cfg.ReadMasterPercentage, cfg.MasterPreferred = *hold, *pct, *masterPref
+	cfg.MasterWait, cfg.MaxReplicaLag = *masterWait, *maxLag
+	cfg.AdminUser, cfg.AdminPassword, cfg.Logger = *adminUser, pw, log
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	cc, err := grpc.NewClient(*binlogd, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return fmt.Errorf("binlogd %s: %w", *binlogd, err)
+	}
+	defer cc.Close()
+	topo := topology.NewAdmin(ctx, pb.NewAdminClient(cc), *poll, log)
+	store := auth.New(auth.Config{User: *adminUser, Password: pw, Addrs: func() []string {
+		v := topo.View()
+		var out []string
+		for _, a := range []string{v.MasterMySQLAddr, v.SelfMySQLAddr} {
+			if a != "" && (len(out) == 0 || out[0] != a) {
+				out = append(out, a)
+			}
+		}
+		return out
+	}})
+	defer store.Close()
+	srv, err := sqlproxy.New(cfg, topo, store)
+	if err != nil {
+		return err
+	}
+	errc := make(chan error, 3)
+	serve := func(addr string, m sqlproxy.Mode) error {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return err
+		}
+		log.Info("sqlproxy listening", "addr", ln.Addr().String(), "mode", m.String())
+		go func() { errc <- srv.Serve(ln, m) }()
+		return nil
+	}
+	if err := serve(*listen, mode); err != nil {
+		srv.Close()
+		return err
+	}
+	if *rwListen != "" {
+		if err := serve(*rwListen, sqlproxy.RWSplit); err != nil {
+			srv.Close()
+			return err
+		}
+	}
+	var hs *http.Server
+	if *httpAddr != "" {
+		ln, err := net.Listen("tcp", *httpAddr)
+		if err != nil {
+			srv.Close()
+			return err
+		}
+		hs = &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 5 * time.Second}
+		go func() { errc <- hs.Serve(ln) }()
+	}
+	select {
+	case <-ctx.Done():
+		err = nil
+	case err = <-errc:
+	}
+	if hs != nil {
+		_ = hs.Close()
+	}
+	srv.Close()
+	return err
+}
+
+// readSecret reads a password file that only its owner may read.
+func readSecret(path string) (string, error) {
+	if path == "" {
+		return "", errors.New("-admin-password-file is required (the password is never taken on the command line)")
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("%s has mode %v; want 0600 (no group/other access)", path, st.Mode().Perm())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimRight(string(b), "\r\n"), nil
+}
