@@ -99,7 +99,7 @@ skip-name-resolve
 rpl_semi_sync_master_enabled=OFF
 rpl_semi_sync_master_wait_point=AFTER_SYNC
 rpl_semi_sync_master_wait_no_slave=ON
-rpl_semi_sync_master_timeout=4294967295
+rpl_semi_sync_master_timeout=18446744073709551615
 rpl_semi_sync_slave_enabled=OFF
 slave_net_timeout=10
 max_allowed_packet=1G

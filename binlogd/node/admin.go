@@ -1,0 +1,150 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"phxgo/binlogd/binlog"
+	"phxgo/masterlease"
+	pb "phxgo/proto"
+)
+
+// adminServer is binlogd's Admin gRPC service (proto/admin.proto).
+type adminServer struct {
+	pb.UnimplementedAdminServer
+	n *Node
+}
+
+func (a *adminServer) Status(ctx context.Context, _ *pb.StatusRequest) (*pb.NodeStatus, error) {
+	return a.n.Status(), nil
+}
+
+// Status is this node's view, as the Admin service and `binlogd status`
+// report it.
+func (n *Node) Status() *pb.NodeStatus {
+	ls := n.lease.Status()
+	ps := n.px.Status()
+	st := &pb.NodeStatus{
+		NodeId:        n.cfg.ID,
+		MasterId:      ls.State.Master,
+		LeaseVersion:  ls.State.Version,
+		Epoch:         ls.State.Epoch,
+		Ready:         ls.Ready,
+		ChosenIndex:   ps.Chosen,
+		AppliedIndex:  ps.Applied,
+		LastValidGtid: binlog.GTID(ls.State.LastGTID).String(),
+		MysqlGtidPos:  n.applied.Load().String(),
+		PaxosLeader:   ps.Leader,
+	}
+	now := time.Now()
+	switch ls.Role {
+	case masterlease.RoleMaster:
+		st.Role = pb.Role_ROLE_MASTER
+	case masterlease.RoleCandidate:
+		st.Role = pb.Role_ROLE_CANDIDATE
+	default:
+		st.Role = pb.Role_ROLE_REPLICA
+	}
+	n.roleMu.Lock()
+	serving := n.isMaster
+	n.roleMu.Unlock()
+	if st.Role == pb.Role_ROLE_MASTER && !serving {
+		st.Role, st.Ready = pb.Role_ROLE_CANDIDATE, false // lease ready, MariaDB not switched yet
+	}
+	if !ls.Deadline.IsZero() && st.Ready {
+		st.LeaseRemainingNs = int64(ls.Deadline.Sub(now))
+	} else if !ls.FollowerExpiry.IsZero() && ls.FollowerExpiry.After(now) {
+		st.LeaseRemainingNs = int64(ls.FollowerExpiry.Sub(now))
+	}
+	if st.LeaseRemainingNs < 0 {
+		st.LeaseRemainingNs = 0
+	}
+	if r := n.unsafe.Load(); r != nil {
+		st.Role, st.UnsafeReason, st.Ready, st.LeaseRemainingNs = pb.Role_ROLE_UNSAFE, *r, false, 0
+	}
+	if !n.mysqlUp.Load() {
+		st.ReplicationState = "MariaDB down"
+	} else if r := n.replInfo.Load(); r != nil {
+		st.ReplicationState = *r
+	}
+	for _, m := range n.cfg.SortedMembers() {
+		st.Members = append(st.Members, &pb.Member{Id: m.ID, GrpcAddr: m.GRPCAddr, MysqlAddr: m.MySQLAddr, ReplAddr: m.ReplAddr, ProxyAddr: m.ProxyAddr})
+	}
+	return st
+}
+
+func (a *adminServer) RecoverPoint(ctx context.Context, req *pb.RecoverPointRequest) (*pb.RecoverPointReply, error) {
+	gtids := make([]binlog.GTID, len(req.Gtids))
+	for i, s := range req.Gtids {
+		g, err := binlog.ParseGTID(s)
+		if err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "gtids[%d]: %v", i, err)
+		}
+		gtids[i] = g
+	}
+	valid, err := a.n.recoverPoint(ctx, req.NodeId, gtids)
+	if err != nil {
+		return nil, status.Errorf(codes.Unavailable, "recover point: %v", err)
+	}
+	ls := a.n.lease.State()
+	return &pb.RecoverPointReply{Valid: valid, LastValidGtid: binlog.GTID(ls.LastGTID).String(), Epoch: ls.Epoch}, nil
+}
+
+func (a *adminServer) Switchover(ctx context.Context, req *pb.SwitchoverRequest) (*pb.SwitchoverReply, error) {
+	n := a.n
+	if req.To == n.cfg.ID {
+		return nil, status.Errorf(codes.InvalidArgument, "node %d is this node", req.To)
+	}
+	found := false
+	for _, m := range n.cfg.Members {
+		found = found || m.ID == req.To
+	}
+	if !found {
+		return nil, status.Errorf(codes.InvalidArgument, "node %d is not a member", req.To)
+	}
+	if !n.lease.Ready() {
+		return nil, status.Errorf(codes.FailedPrecondition, "node %d is not the master; ask the master (node %d)", n.cfg.ID, n.lease.State().Master)
+	}
+	if err := n.waitCaughtUp(ctx, req.To); err != nil {
+		return nil, status.Errorf(codes.FailedPrecondition, "node %d has not caught up: %v", req.To, err)
+	}
+	n.stepDown(ctx, fmt.Sprintf("switchover to node %d", req.To))
+	v, err := n.lease.Switchover(ctx, req.To)
+	if err != nil {
+		return nil, status.Errorf(codes.Unavailable, "switchover: %v", err)
+	}
+	if !v.Valid {
+		return nil, status.Errorf(codes.Aborted, "switchover rejected: %v", v.Err())
+	}
+	return &pb.SwitchoverReply{LeaseVersion: v.State.Version, MasterId: v.State.Master}, nil
+}
+
+// waitCaughtUp waits until node to's MariaDB has applied the whole valid
+// log as this node knows it.
+func (n *Node) waitCaughtUp(ctx context.Context, to uint32) error {
+	cl, err := n.peerAdmin(to)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for {
+		last, _ := n.lease.Position()
+		st, err := cl.Status(ctx, &pb.StatusRequest{})
+		if err == nil && st.MysqlGtidPos == binlog.GTID(last).String() && st.Role != pb.Role_ROLE_UNSAFE {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			if err != nil {
+				return err
+			}
+			return fmt.Errorf("its MariaDB is at %q, the log at %q", st.MysqlGtidPos, binlog.GTID(last))
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}

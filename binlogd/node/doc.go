@@ -1,0 +1,28 @@
+// Package node is binlogd: one node's daemon, wiring the Paxos log, the
+// master lease, the node's MariaDB, binlog capture and the replication
+// endpoint.
+//
+//	              gRPC peers ◀──▶ paxos.Node ──Apply──▶ masterlease.Lease
+//	                                  ▲   │ Read                │ Watch (role)
+//	capture ──Sink.Commit─▶ ProposeBatch   ▼                     ▼
+//	   ▲ semi-sync ACK           logSource ─▶ replserver    role loop
+//	   │                                         │ binlog        │ read_only / STOP SLAVE
+//	MariaDB (master) ◀────────── or ──────────── MariaDB (replica of own binlogd)
+//
+// The loops:
+//
+//  1. supervise: init the datadir, cut the binlog back to the log
+//     (recovery) before every mysqld start, start, bootstrap accounts,
+//     restart when it dies; adopt a mysqld left by an earlier binlogd.
+//  2. election: masterlease.Run, asking for the lease only when this
+//     node's MariaDB has applied the whole valid log.
+//  3. role: on a grant, wait until MariaDB applied every valid batch before
+//     it, then STOP SLAVE, semi-sync on, read_only off, capture from the
+//     last valid GTID, and report ready. On losing the lease (expired,
+//     newer term, rejected batch, capture failure): read_only on at once,
+//     stop capture, and SIGKILL mysqld if any commit waits for an ACK (a
+//     graceful shutdown would commit it in InnoDB); the supervisor restarts
+//     it through recovery, which cuts what the log does not hold.
+//  4. poll: MariaDB's applied GTID and replication state, for the election
+//     condition, the catch-up check, and status.
+package node

@@ -1,0 +1,89 @@
+package node
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"phxgo/masterlease"
+)
+
+type metrics struct {
+	reg          *prometheus.Registry
+	role         prometheus.Gauge
+	version      prometheus.Gauge
+	epoch        prometheus.Gauge
+	master       prometheus.Gauge
+	mysqldStarts prometheus.Counter
+	mysqldKills  prometheus.Counter
+	recoveryCuts prometheus.Counter
+	becameMaster prometheus.Counter
+}
+
+func newMetrics(n *Node) *metrics {
+	reg := prometheus.NewRegistry()
+	f := func(name, help string) prometheus.Gauge {
+		g := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "phxgo", Subsystem: "binlogd", Name: name, Help: help})
+		reg.MustRegister(g)
+		return g
+	}
+	c := func(name, help string) prometheus.Counter {
+		x := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "phxgo", Subsystem: "binlogd", Name: name, Help: help})
+		reg.MustRegister(x)
+		return x
+	}
+	m := &metrics{
+		reg:          reg,
+		role:         f("lease_role", "1 replica, 2 candidate, 3 master"),
+		version:      f("lease_version", "lease version as applied here"),
+		epoch:        f("lease_epoch", "term number as applied here"),
+		master:       f("lease_master", "master node id (0 none)"),
+		mysqldStarts: c("mysqld_starts_total", "mariadbd starts by the supervisor"),
+		mysqldKills:  c("mysqld_kills_total", "SIGKILLs of mariadbd with commits waiting"),
+		recoveryCuts: c("recovery_cut_transactions_total", "transactions cut from the binlog by recovery"),
+		becameMaster: c("became_master_total", "times this node started serving writes"),
+	}
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "phxgo", Subsystem: "paxos", Name: "applied_index", Help: "applied log index"},
+		func() float64 { return float64(n.px.Status().Applied) }))
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "phxgo", Subsystem: "paxos", Name: "chosen_index", Help: "chosen log index"},
+		func() float64 { return float64(n.px.Status().Chosen) }))
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "phxgo", Subsystem: "lease", Name: "seconds_to_expiry", Help: "own lease time left (0 unless master)"},
+		func() float64 {
+			d := n.lease.Deadline()
+			if d.IsZero() {
+				return 0
+			}
+			return time.Until(d).Seconds()
+		}))
+	return m
+}
+
+func (m *metrics) observe(st masterlease.Status) {
+	m.role.Set(float64(st.Role))
+	m.version.Set(float64(st.State.Version))
+	m.epoch.Set(float64(st.State.Epoch))
+	m.master.Set(float64(st.State.Master))
+}
+
+func (n *Node) serveHTTP(addr string) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen http_addr %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(n.m.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if n.unsafe.Load() != nil {
+			http.Error(w, "unsafe: "+*n.unsafe.Load(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	n.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = n.http.Serve(l) }()
+	return nil
+}

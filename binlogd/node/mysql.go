@@ -1,0 +1,252 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"phxgo/binlogd/binlog"
+	"phxgo/binlogd/mysqld"
+	"phxgo/binlogd/recovery"
+	"phxgo/binlogd/role"
+	"phxgo/masterlease"
+)
+
+// supervise keeps the node's mariadbd running; every start is preceded by
+// recovery, which cuts the binlog back to what the log holds.
+func (n *Node) supervise(ctx context.Context) {
+	backoff := time.Second
+	for ctx.Err() == nil {
+		err := n.startMySQL(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			n.log.Error("mariadbd not started; retrying", "err", err, "retry_in", backoff)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, 10*time.Second)
+			continue
+		}
+		backoff = time.Second
+		n.mysqlUp.Store(true)
+		n.m.mysqldStarts.Inc()
+		select {
+		case <-ctx.Done():
+			return // shutdown() stops it safely
+		case <-n.inst.Done():
+		}
+		n.mysqlUp.Store(false)
+		n.dbMu.Lock()
+		if n.db != nil {
+			n.db.Close()
+			n.db = nil
+		}
+		n.dbMu.Unlock()
+		n.log.Warn("mariadbd exited; recovering and restarting it")
+	}
+}
+
+func (n *Node) startMySQL(ctx context.Context) error {
+	if err := n.inst.Init(ctx); err != nil {
+		return err
+	}
+	adopted := n.inst.Adopt()
+	if !adopted {
+		if err := n.recoverBinlog(ctx); err != nil {
+			return fmt.Errorf("recovery: %w", err)
+		}
+		sctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+		err := n.inst.Start(sctx)
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
+	db, err := n.inst.DB("")
+	if err != nil {
+		return err
+	}
+	db.SetMaxOpenConns(8)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return err
+	}
+	if adopted {
+		// A mariadbd from before this binlogd's start. If commits wait for
+		// an ACK and this node does not hold the current term, nothing
+		// will ever ACK them legitimately: kill it and recover.
+		if w, err := role.WaitingCommits(ctx, db); err == nil && w > 0 {
+			n.log.Warn("adopted mariadbd has commits waiting for an ACK; killing it for recovery", "waiting", w)
+			db.Close()
+			_ = n.inst.Kill()
+			return errors.New("killed adopted mariadbd with waiting commits")
+		}
+		_ = role.SetReadOnly(ctx, db)
+	}
+	bctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	err = mysqld.Bootstrap(bctx, db, mysqld.Accounts{
+		CaptureUser: n.cred.CaptureUser, CapturePassword: n.cred.CapturePassword,
+		AppUser: n.cred.AppUser, AppPassword: n.cred.AppPassword,
+	})
+	cancel()
+	if err != nil {
+		db.Close()
+		return err
+	}
+	n.dbMu.Lock()
+	n.db = db
+	n.dbMu.Unlock()
+	return nil
+}
+
+// recoverBinlog cuts the local binlog at the first transaction that is
+// not chosen and valid in the log. It waits for the cluster (a majority)
+// to answer: starting mysqld without that answer could commit a
+// transaction the log never held.
+func (n *Node) recoverBinlog(ctx context.Context) error {
+	groups, err := recovery.Scan(n.inst.BinlogIndex())
+	if err != nil {
+		if strings.Contains(err.Error(), "no such file") {
+			return nil // fresh datadir: no binlog yet
+		}
+		return err
+	}
+	if len(groups) == 0 {
+		return nil
+	}
+	gtids := make([]binlog.GTID, len(groups))
+	for i, g := range groups {
+		gtids[i] = g.GTID
+	}
+	for {
+		valid, err := n.recoverPoint(ctx, n.cfg.ID, gtids)
+		if err == nil {
+			plan, err := recovery.MakePlan(groups, valid)
+			if err != nil {
+				return err
+			}
+			if plan, err = recovery.Apply(n.inst.BinlogIndex(), plan); err != nil {
+				return err
+			}
+			if len(plan.Cut) > 0 {
+				n.log.Warn("recovery cut the binlog", "plan", plan.String())
+				n.m.recoveryCuts.Add(float64(len(plan.Cut)))
+			} else {
+				n.log.Info("recovery: binlog matches the log", "plan", plan.String())
+			}
+			return nil
+		}
+		n.log.Warn("recovery waits for the cluster", "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// recoverPoint answers which of node id's GTIDs are chosen and valid. If id
+// holds the current term, a Fence for it is chosen first, so no batch of
+// id's can become valid later; the barrier makes the answer reflect every
+// entry chosen before the call.
+func (n *Node) recoverPoint(ctx context.Context, id uint32, gtids []binlog.GTID) ([]bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	st, err := n.lease.Sync(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if st.State.Master == id {
+		v, err := n.lease.FenceEpoch(ctx, st.State.Epoch)
+		if err != nil {
+			return nil, fmt.Errorf("fence epoch %d of node %d: %w", st.State.Epoch, id, err)
+		}
+		n.log.Info("fenced the term of a recovering master", "master", id, "epoch", st.State.Epoch, "valid", v.Valid)
+		if _, err := n.lease.Sync(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return n.validGTIDs(ctx, gtids)
+}
+
+// validGTIDs reports, for each GTID, whether it is a valid transaction of
+// the log as applied here.
+func (n *Node) validGTIDs(ctx context.Context, gtids []binlog.GTID) ([]bool, error) {
+	want := map[binlog.GTID]int{}
+	for i, g := range gtids {
+		want[g] = i
+	}
+	out := make([]bool, len(gtids))
+	c := &logCursor{src: newLogSource(n.px), next: 1, found: true}
+	end := n.px.Applied()
+	for c.next <= end {
+		k, err := c.fill()
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range c.queue {
+			if i, ok := want[t.GTID]; ok {
+				out[i] = true
+			}
+		}
+		c.queue = c.queue[:0]
+		if k == 0 {
+			break
+		}
+	}
+	return out, nil
+}
+
+// poll refreshes what binlogd knows of its MariaDB, keeps a replica
+// pointed at its own endpoint, and tells the lease when a new master has
+// caught up.
+func (n *Node) poll(ctx context.Context) {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	var lastRepoint time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		db := n.conn()
+		if db == nil {
+			continue
+		}
+		qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		g, err := role.Applied(qctx, db)
+		if err == nil {
+			n.applied.Store(&g)
+		}
+		st, err := role.ReplicaStatus(qctx, db)
+		if err == nil {
+			s := st.String()
+			n.replInfo.Store(&s)
+		}
+		ls := n.lease.Status()
+		if ls.Role == masterlease.RoleCandidate && g == binlog.GTID(ls.State.LastGTID) {
+			n.lease.MarkCaughtUp(ls.State.LastBatchIndex)
+		}
+		n.roleMu.Lock()
+		master := n.isMaster
+		n.roleMu.Unlock()
+		if !master && ls.Role != masterlease.RoleMaster && !n.stopping.Load() && time.Since(lastRepoint) > 2*time.Second {
+			lastRepoint = time.Now()
+			if err := role.BecomeReplica(qctx, db, n.upstream()); err != nil {
+				n.log.Warn("keeping MariaDB a replica failed", "err", err)
+			}
+		}
+		cancel()
+	}
+}
+
+func (n *Node) upstream() role.Upstream {
+	return role.Upstream{Addr: n.cfg.Self().ReplAddr, User: n.cred.CaptureUser, Password: n.cred.CapturePassword}
+}

@@ -1,0 +1,186 @@
+package node
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"phxgo/binlogd/binlog"
+	"phxgo/binlogd/config"
+	"phxgo/binlogd/mysqld"
+	"phxgo/binlogd/replserver"
+	"phxgo/masterlease"
+	"phxgo/paxos"
+	pb "phxgo/proto"
+)
+
+// Node is one running binlogd.
+type Node struct {
+	cfg  *config.Config
+	cred config.Credentials
+	log  *slog.Logger
+
+	inst  *mysqld.Instance
+	px    *paxos.Node
+	lease *masterlease.Lease
+	repl  *replserver.Server
+	gs    *grpc.Server
+	http  *http.Server
+	m     *metrics
+
+	dbMu sync.Mutex
+	db   *sql.DB // root over the unix socket; nil while mysqld is down
+
+	mysqlUp  atomic.Bool
+	applied  atomic.Pointer[binlog.GTID] // MariaDB's gtid_current_pos
+	replInfo atomic.Pointer[string]
+	unsafe   atomic.Pointer[string]
+
+	roleMu   sync.Mutex
+	isMaster bool
+	capStop  context.CancelFunc
+	capDone  chan struct{}
+	capStats func() string
+
+	stopping atomic.Bool
+}
+
+// New checks the config and credentials; Run starts everything.
+func New(cfg *config.Config, logger *slog.Logger) (*Node, error) {
+	cred, err := cfg.LoadCredentials()
+	if err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	logger = logger.With("node", cfg.ID)
+	self := cfg.Self()
+	_, portS, _ := net.SplitHostPort(self.MySQLAddr)
+	host, _, _ := net.SplitHostPort(self.MySQLAddr)
+	port := 0
+	fmt.Sscan(portS, &port)
+	inst, err := mysqld.New(mysqld.Options{
+		Dir: cfg.MySQLDir, Host: host, Port: port, ServerID: cfg.ID,
+		Extra: cfg.MySQLExtra, Logger: logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{cfg: cfg, cred: cred, log: logger, inst: inst}
+	zero := binlog.GTID{}
+	n.applied.Store(&zero)
+	return n, nil
+}
+
+// Run runs the node until ctx ends, then stops it safely.
+func (n *Node) Run(ctx context.Context) error {
+	self := n.cfg.Self()
+	mlcfg := masterlease.DefaultConfig()
+	mlcfg.LeaseDuration = n.cfg.LeaseDuration.Duration
+	mlcfg.DriftMargin = n.cfg.DriftMargin.Duration
+	mlcfg.RenewInterval = mlcfg.LeaseDuration / 3
+	mlcfg.RetryInterval = mlcfg.LeaseDuration / 20
+	lease, err := masterlease.New(mlcfg, n.cfg.ID, masterlease.SystemClock{}, n.log)
+	if err != nil {
+		return err
+	}
+	n.lease = lease
+
+	pcfg := paxos.DefaultConfig()
+	pcfg.ID, pcfg.Peers, pcfg.Dir, pcfg.Logger = n.cfg.ID, n.cfg.Peers(), filepath.Join(n.cfg.Dir, "paxos"), n.log
+	pcfg.MaxValueBytes = 8 << 20
+	px, err := paxos.Start(pcfg, lease)
+	if err != nil {
+		return fmt.Errorf("paxos: %w", err)
+	}
+	n.px = px
+	defer px.Stop()
+	lease.Attach(px)
+
+	gl, err := net.Listen("tcp", self.GRPCAddr)
+	if err != nil {
+		return fmt.Errorf("listen grpc_addr %s: %w", self.GRPCAddr, err)
+	}
+	n.gs = grpc.NewServer(grpc.MaxRecvMsgSize(64 << 20))
+	px.RegisterGRPC(n.gs)
+	pb.RegisterAdminServer(n.gs, &adminServer{n: n})
+	go func() { _ = n.gs.Serve(gl) }()
+	defer n.gs.Stop()
+
+	rcfg := replserver.DefaultConfig()
+	rcfg.Addr, rcfg.User, rcfg.Password = self.ReplAddr, n.cred.CaptureUser, n.cred.CapturePassword
+	rcfg.ServerID, rcfg.Logger = 2000+n.cfg.ID, n.log
+	rcfg.HeartbeatPeriod = time.Second
+	repl, err := replserver.New(rcfg, newLogSource(px))
+	if err != nil {
+		return err
+	}
+	rl, err := net.Listen("tcp", self.ReplAddr)
+	if err != nil {
+		return fmt.Errorf("listen repl_addr %s: %w", self.ReplAddr, err)
+	}
+	n.repl = repl
+	go func() { _ = repl.Serve(rl) }()
+	defer repl.Close()
+
+	n.m = newMetrics(n)
+	if n.cfg.HTTPAddr != "" {
+		if err := n.serveHTTP(n.cfg.HTTPAddr); err != nil {
+			return err
+		}
+		defer n.http.Close()
+	}
+
+	n.log.Info("binlogd started", "grpc", self.GRPCAddr, "repl", self.ReplAddr, "mysql", self.MySQLAddr, "members", len(n.cfg.Members))
+
+	var wg sync.WaitGroup
+	run := func(f func(context.Context)) {
+		wg.Add(1)
+		go func() { defer wg.Done(); f(ctx) }()
+	}
+	if n.cfg.SuperviseMySQL {
+		run(n.supervise)
+	}
+	run(n.poll)
+	run(func(ctx context.Context) { _ = lease.Run(ctx, n.canAcquire) })
+	run(n.roleLoop)
+	<-ctx.Done()
+	n.stopping.Store(true)
+	wg.Wait()
+	n.shutdown()
+	return nil
+}
+
+// canAcquire is the election condition: this node's MariaDB is up, safe,
+// and has applied the whole valid log.
+func (n *Node) canAcquire() bool {
+	if !n.mysqlUp.Load() || n.unsafe.Load() != nil || n.stopping.Load() {
+		return false
+	}
+	last, _ := n.lease.Position()
+	return *n.applied.Load() == binlog.GTID(last)
+}
+
+func (n *Node) conn() *sql.DB {
+	n.dbMu.Lock()
+	defer n.dbMu.Unlock()
+	return n.db
+}
+
+func (n *Node) setUnsafe(reason string) {
+	n.unsafe.Store(&reason)
+	n.log.Error("node marked unsafe; it gives up the lease and will not ask for it again until restarted", "reason", reason)
+}
+
+var errNoMySQL = errors.New("binlogd: MariaDB is not running")

@@ -1,0 +1,34 @@
+package node
+
+import (
+	"fmt"
+	"sync"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	pb "phxgo/proto"
+)
+
+var peerConns sync.Map // addr -> *grpc.ClientConn
+
+func (n *Node) peerAdmin(id uint32) (pb.AdminClient, error) {
+	for _, m := range n.cfg.Members {
+		if m.ID != id {
+			continue
+		}
+		if cc, ok := peerConns.Load(m.GRPCAddr); ok {
+			return pb.NewAdminClient(cc.(*grpc.ClientConn)), nil
+		}
+		cc, err := grpc.NewClient(m.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return nil, err
+		}
+		actual, loaded := peerConns.LoadOrStore(m.GRPCAddr, cc)
+		if loaded {
+			cc.Close()
+		}
+		return pb.NewAdminClient(actual.(*grpc.ClientConn)), nil
+	}
+	return nil, fmt.Errorf("node %d is not a member", id)
+}

@@ -1,0 +1,184 @@
+package node
+
+import (
+	"context"
+	"fmt"
+
+	"phxgo/binlogd/binlog"
+	"phxgo/binlogd/replserver"
+	"phxgo/masterlease"
+	"phxgo/paxos"
+)
+
+// logSource serves the valid binlog of the Paxos log to the replication
+// endpoint. Validity is recomputed by replaying masterlease.Step over the
+// log from its first index: Step is the same pure function every node's
+// Apply runs, so the reader ships exactly the batches Apply judged valid.
+// (Read may return a command twice after a leader change, where Apply saw
+// it once; every entry kind is idempotent under Step — a repeated grant
+// fails its version CAS, a repeated Fence or batch its epoch or chain — so
+// the replay agrees with Apply.)
+type logSource struct {
+	px       *paxos.Node
+	readSize int
+}
+
+func newLogSource(px *paxos.Node) *logSource {
+	return &logSource{px: px, readSize: 4 << 20}
+}
+
+// logCursor walks the log, replaying the state machine as it goes.
+type logCursor struct {
+	src     *logSource
+	next    uint64 // next log index to read
+	st      masterlease.State
+	queue   []binlog.Txn
+	partial []byte // fragments of a transaction split across entries
+	after   binlog.GTID
+	found   bool // after was seen (or is zero): ship from here on
+}
+
+func (s *logSource) Open(ctx context.Context, pos binlog.GTIDList) (replserver.Cursor, error) {
+	if len(pos) > 1 {
+		return nil, fmt.Errorf("%w: %s has several domains; phxgo uses one", replserver.ErrUnknownPosition, pos)
+	}
+	if first := s.px.Status().FirstIndex; first > 1 {
+		// Compaction keeps no replay state yet: everything below first is gone.
+		return nil, fmt.Errorf("%w: log starts at index %d", replserver.ErrPurged, first)
+	}
+	c := &logCursor{src: s, next: 1}
+	if len(pos) == 1 && !pos[0].IsZero() {
+		c.after = pos[0]
+	} else {
+		c.found = true
+	}
+	// Find the position now, so a forked or unknown one fails at once with
+	// error 1236 rather than a replica waiting forever.
+	if !c.found {
+		if err := c.seek(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// seek reads until c.after is found. It fails when the log's valid chain
+// has passed c.after's sequence number without containing it (a fork),
+// and waits when the replica is ahead of this node's log (it may catch up).
+func (c *logCursor) seek(ctx context.Context) error {
+	for !c.found {
+		n, err := c.fill()
+		if err != nil {
+			return err
+		}
+		if c.found {
+			return nil
+		}
+		last := c.st.LastGTID
+		if last.Domain == c.after.Domain && last.Seq >= c.after.Seq && !c.found {
+			return fmt.Errorf("%w: GTID %s is not in the log (its chain is at %s)", replserver.ErrUnknownPosition, c.after, binlog.GTID(last))
+		}
+		if c.after.Domain != 0 && last.IsZero() {
+			return fmt.Errorf("%w: domain %d; the log uses domain 0", replserver.ErrUnknownPosition, c.after.Domain)
+		}
+		if n == 0 {
+			if err := c.wait(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (c *logCursor) wait(ctx context.Context) error {
+	ch := c.src.px.AppliedCh()
+	if c.src.px.Applied() >= c.next {
+		return nil
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// fill reads one chunk of the log into c.queue; it returns how many
+// commands it read.
+func (c *logCursor) fill() (int, error) {
+	cmds, err := c.src.px.Read(c.next, c.src.readSize)
+	if err != nil {
+		return 0, err
+	}
+	for _, cmd := range cmds {
+		var v masterlease.Verdict
+		c.st, v = masterlease.Step(c.st, cmd.Index, cmd.Data)
+		if v.Valid && v.Entry.Kind == masterlease.KindBatch {
+			if err := c.takeBatch(v.Entry.Batch); err != nil {
+				return 0, fmt.Errorf("log index %d: %w", cmd.Index, err)
+			}
+		}
+		if v.Entry.Kind != masterlease.KindBatch && c.st.Partial.IsZero() {
+			c.partial = c.partial[:0] // a term change voided a split transaction
+		}
+		c.next = cmd.Index + 1
+	}
+	if len(cmds) == 0 {
+		if a := c.src.px.Applied(); a >= c.next {
+			c.next = a + 1 // only Noops up to a
+		}
+	}
+	return len(cmds), nil
+}
+
+func (c *logCursor) takeBatch(b masterlease.Batch) error {
+	if b.More || b.Continued {
+		if !b.Continued {
+			c.partial = c.partial[:0]
+		}
+		c.partial = append(c.partial, b.Events...)
+		if b.More {
+			return nil
+		}
+		whole := append([]byte(nil), c.partial...)
+		c.partial = c.partial[:0]
+		return c.push(whole)
+	}
+	return c.push(b.Events)
+}
+
+func (c *logCursor) push(events []byte) error {
+	txns, err := binlog.SplitTxns(events)
+	if err != nil {
+		return err
+	}
+	for _, t := range txns {
+		if !c.found {
+			if t.GTID == c.after {
+				c.found = true
+			}
+			continue
+		}
+		c.queue = append(c.queue, t)
+	}
+	return nil
+}
+
+func (c *logCursor) Next(ctx context.Context) (binlog.Txn, error) {
+	for len(c.queue) == 0 {
+		n, err := c.fill()
+		if err != nil {
+			return binlog.Txn{}, err
+		}
+		if n == 0 && len(c.queue) == 0 {
+			if err := c.wait(ctx); err != nil {
+				return binlog.Txn{}, err
+			}
+		}
+	}
+	t := c.queue[0]
+	c.queue = c.queue[1:]
+	return t, nil
+}
+
+func (c *logCursor) Close() error { return nil }

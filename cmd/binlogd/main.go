@@ -1,0 +1,239 @@
+// Command binlogd is phxgo's node daemon and its operator commands.
+//
+//	binlogd run -config FILE            run the node (supervises MariaDB)
+//	binlogd status -addr HOST:PORT      print a node's view (-json)
+//	binlogd recover -config FILE        cut the local binlog back to the log (before mysqld starts)
+//	binlogd switchover -addr MASTER -to N
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"phxgo/binlogd/config"
+	"phxgo/binlogd/node"
+	"phxgo/binlogd/recovery"
+	pb "phxgo/proto"
+)
+
+const usage = `usage: binlogd <command> [flags]
+
+commands:
+  run         run the node daemon (-config FILE)
+  status      print a node's status (-addr HOST:PORT [-json])
+  recover     cut the local binlog back to what the cluster's log holds (-config FILE)
+  switchover  hand the master lease to node N (-addr MASTER_GRPC -to N)
+
+Run 'binlogd <command> -h' for a command's flags.
+`
+
+func main() {
+	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
+		fmt.Fprint(os.Stderr, usage)
+		if len(os.Args) < 2 {
+			os.Exit(2)
+		}
+		return
+	}
+	var err error
+	switch os.Args[1] {
+	case "run":
+		err = cmdRun(os.Args[2:])
+	case "status":
+		err = cmdStatus(os.Args[2:])
+	case "recover":
+		err = cmdRecover(os.Args[2:])
+	case "switchover":
+		err = cmdSwitchover(os.Args[2:])
+	default:
+		fmt.Fprintf(os.Stderr, "binlogd: unknown command %q\n\n%s", os.Args[1], usage)
+		os.Exit(2)
+	}
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
+		fmt.Fprintln(os.Stderr, "binlogd:", err)
+		os.Exit(1)
+	}
+}
+
+func cmdRun(args []string) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	cfgPath := fs.String("config", "binlogd.json", "config file")
+	level := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(*level)); err != nil {
+		return fmt.Errorf("-log-level: %w", err)
+	}
+	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: lv}))
+	cfg, err := config.Load(*cfgPath)
+	if err != nil {
+		return err
+	}
+	n, err := node.New(cfg, logger)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	return n.Run(ctx)
+}
+
+func dial(addr string) (pb.AdminClient, func(), error) {
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, nil, err
+	}
+	return pb.NewAdminClient(cc), func() { cc.Close() }, nil
+}
+
+func cmdStatus(args []string) error {
+	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	addr := fs.String("addr", "127.0.0.1:17011", "binlogd gRPC address")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cl, closeFn, err := dial(*addr)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := cl.Status(ctx, &pb.StatusRequest{})
+	if err != nil {
+		return fmt.Errorf("status of %s: %w", *addr, err)
+	}
+	if *asJSON {
+		b, _ := protojson.MarshalOptions{Multiline: true, EmitUnpopulated: true}.Marshal(st)
+		fmt.Println(string(b))
+		return nil
+	}
+	role := strings.TrimPrefix(st.Role.String(), "ROLE_")
+	fmt.Printf("node            %d\nrole            %s\nmaster          %d (lease version %d, epoch %d)\n", st.NodeId, strings.ToLower(role), st.MasterId, st.LeaseVersion, st.Epoch)
+	fmt.Printf("lease remaining %v\nchosen/applied  %d / %d (paxos leader %d)\nlast valid GTID %s\nMariaDB GTID    %s\nreplication     %s\n",
+		time.Duration(st.LeaseRemainingNs).Round(time.Millisecond), st.ChosenIndex, st.AppliedIndex, st.PaxosLeader, orNone(st.LastValidGtid), orNone(st.MysqlGtidPos), st.ReplicationState)
+	if st.UnsafeReason != "" {
+		fmt.Printf("UNSAFE          %s\n", st.UnsafeReason)
+	}
+	return nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+// cmdRecover is the standalone recovery for a MariaDB that binlogd does not
+// supervise (systemd ExecStartPre): it asks a member of the cluster which
+// local GTIDs are valid and cuts the rest. With no member reachable it
+// changes nothing and fails, unless -unsafe-skip.
+func cmdRecover(args []string) error {
+	fs := flag.NewFlagSet("recover", flag.ContinueOnError)
+	cfgPath := fs.String("config", "binlogd.json", "config file")
+	dryRun := fs.Bool("dry-run", false, "print the plan, change nothing")
+	skip := fs.Bool("unsafe-skip", false, "with the cluster unreachable, start without cutting (may keep transactions the log does not hold)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := config.Load(*cfgPath)
+	if err != nil {
+		return err
+	}
+	index := filepath.Join(cfg.MySQLDir, "data", "binlog.index")
+	groups, err := recovery.Scan(index)
+	if err != nil {
+		if os.IsNotExist(errors.Unwrap(err)) || strings.Contains(err.Error(), "no such file") {
+			fmt.Println("no binlog yet: nothing to recover")
+			return nil
+		}
+		return err
+	}
+	req := &pb.RecoverPointRequest{NodeId: cfg.ID}
+	for _, g := range groups {
+		req.Gtids = append(req.Gtids, g.GTID.String())
+	}
+	var reply *pb.RecoverPointReply
+	var errs []error
+	for _, m := range cfg.SortedMembers() {
+		cl, closeFn, err := dial(m.GRPCAddr)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		reply, err = cl.RecoverPoint(ctx, req)
+		cancel()
+		closeFn()
+		if err == nil {
+			break
+		}
+		errs = append(errs, fmt.Errorf("node %d: %w", m.ID, err))
+	}
+	if reply == nil {
+		if *skip {
+			fmt.Fprintln(os.Stderr, "binlogd: cluster unreachable; -unsafe-skip given, binlog left as is")
+			return nil
+		}
+		return fmt.Errorf("%w: %v", recovery.ErrUnreachable, errors.Join(errs...))
+	}
+	plan, err := recovery.MakePlan(groups, reply.Valid)
+	if err != nil {
+		return err
+	}
+	if !*dryRun {
+		if plan, err = recovery.Apply(index, plan); err != nil {
+			return err
+		}
+	}
+	out, _ := json.Marshal(map[string]any{"kept": len(plan.Kept), "last_kept": plan.LastKept.String(), "cut": fmt.Sprint(plan.Cut), "file": plan.File, "offset": plan.Offset, "removed": plan.Removed, "dry_run": *dryRun})
+	fmt.Println(plan.String())
+	fmt.Println(string(out))
+	return nil
+}
+
+func cmdSwitchover(args []string) error {
+	fs := flag.NewFlagSet("switchover", flag.ContinueOnError)
+	addr := fs.String("addr", "127.0.0.1:17011", "the master's binlogd gRPC address")
+	to := fs.Uint("to", 0, "node id to hand the lease to")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *to == 0 {
+		return errors.New("-to is required")
+	}
+	cl, closeFn, err := dial(*addr)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := cl.Switchover(ctx, &pb.SwitchoverRequest{To: uint32(*to)})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("lease handed to node %d (version %d)\n", r.MasterId, r.LeaseVersion)
+	return nil
+}

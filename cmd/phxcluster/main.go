@@ -1,0 +1,130 @@
+// Command phxcluster starts and stops a local phxgo cluster (make cluster).
+//
+//	phxcluster up   [-dir .cluster] [-nodes 3] [-base-port 17000] [-bin bin]
+//	phxcluster down [-dir .cluster]
+//	phxcluster status [-dir .cluster]
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"time"
+
+	"phxgo/binlogd/localcluster"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: phxcluster up|down|status [flags]  (-h for flags)")
+		os.Exit(2)
+	}
+	fs := flag.NewFlagSet(os.Args[1], flag.ContinueOnError)
+	dir := fs.String("dir", ".cluster", "cluster directory")
+	nodes := fs.Int("nodes", 3, "number of nodes (odd)")
+	base := fs.Int("base-port", 17000, "base port; node N uses base+10N .. base+10N+6")
+	bin := fs.String("bin", "bin", "directory with binlogd and sqlproxy")
+	lease := fs.Duration("lease", 5*time.Second, "master lease duration")
+	proxy := fs.Bool("proxy", true, "start a sqlproxy per node")
+	wait := fs.Duration("wait", 5*time.Minute, "how long up waits for a healthy cluster")
+	if err := fs.Parse(os.Args[2:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
+		os.Exit(2)
+	}
+	spec := localcluster.Spec{Dir: *dir, Nodes: *nodes, BasePort: *base, BinDir: *bin, LeaseDuration: *lease, Proxy: *proxy}
+	if abs, err := filepath.Abs(*dir); err == nil {
+		spec.Dir = abs
+	}
+	// Keep the node count of an existing cluster.
+	if b, err := os.ReadFile(filepath.Join(spec.Dir, "cluster.json")); err == nil {
+		var info localcluster.Info
+		if json.Unmarshal(b, &info) == nil && len(info.Nodes) > 0 {
+			spec.Nodes = len(info.Nodes)
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	var err error
+	switch os.Args[1] {
+	case "up":
+		err = up(ctx, spec, *wait)
+	case "down":
+		err = localcluster.Open(spec).Stop()
+		if err == nil {
+			fmt.Println("cluster stopped; its data stays in", spec.Dir)
+		}
+	case "status":
+		err = status(ctx, spec)
+	default:
+		err = fmt.Errorf("unknown command %q", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "phxcluster:", err)
+		os.Exit(1)
+	}
+}
+
+func up(ctx context.Context, spec localcluster.Spec, wait time.Duration) error {
+	c, err := localcluster.Start(ctx, spec)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "started %d nodes in %s; waiting for a master and replication...\n", spec.Nodes, spec.Dir)
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	start := time.Now()
+	master, err := c.WaitHealthy(wctx, func(s string) {
+		fmt.Fprintf(os.Stderr, "  %4.0fs: %s\n", time.Since(start).Seconds(), s)
+	})
+	if err != nil {
+		return fmt.Errorf("%w\nlogs: %s/node*/binlogd.log, %s/node*/mysql/error.log", err, spec.Dir, spec.Dir)
+	}
+	_ = c.WriteInfo()
+	b, _ := os.ReadFile(filepath.Join(spec.Dir, "cluster.json"))
+	var info localcluster.Info
+	_ = json.Unmarshal(b, &info)
+	fmt.Printf("phxgo cluster is up: %d nodes, master is node %d (%.1fs)\n\n", spec.Nodes, master, time.Since(start).Seconds())
+	for _, n := range info.Nodes {
+		fmt.Printf("  node %d: proxy %-16s mariadb %-16s binlogd %s\n", n.ID, n.ProxyAddr, n.MySQLAddr, n.BinlogdAddr)
+	}
+	host, port := splitAddr(info.Nodes[0].ProxyAddr)
+	if host == "" {
+		for _, n := range info.Nodes {
+			if n.ID == master {
+				host, port = splitAddr(n.MySQLAddr)
+			}
+		}
+	}
+	fmt.Printf("\nconnect (any node's proxy; statements run on the master):\n  mariadb -h%s -P%s -u%s -p%s\n", host, port, info.AppUser, info.AppPass)
+	fmt.Printf("status:  bin/binlogd status -addr %s\nstop:    make cluster-down\n", info.Nodes[0].BinlogdAddr)
+	return nil
+}
+
+func status(ctx context.Context, spec localcluster.Spec) error {
+	c := localcluster.Open(spec)
+	for id := 1; id <= spec.Nodes; id++ {
+		st, err := c.Status(ctx, uint32(id))
+		if err != nil {
+			fmt.Printf("node %d: %v\n", id, err)
+			continue
+		}
+		fmt.Printf("node %d: role=%s master=%d version=%d applied=%d last_valid=%q mysql=%q %s\n", id, st.Role, st.MasterId, st.LeaseVersion, st.AppliedIndex, st.LastValidGtid, st.MysqlGtidPos, st.ReplicationState)
+	}
+	return nil
+}
+
+func splitAddr(a string) (string, string) {
+	for i := len(a) - 1; i >= 0; i-- {
+		if a[i] == ':' {
+			return a[:i], a[i+1:]
+		}
+	}
+	return "", ""
+}
