@@ -6,7 +6,7 @@ PROTOC_GEN_GO_GRPC = google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.5.1
 SEEDS     ?= 2000
 BASE_PORT ?= 17000
 
-.PHONY: all build test test-unit test-integration proto lint bench sim cluster cluster-down jepsen fuzz clean
+.PHONY: all build test proto lint bench sim cluster cluster-down cluster-status jepsen clean
 
 all: build
 
@@ -39,11 +39,15 @@ bench:
 	$(GO) run ./cmd/paxosbench -nodes 3 -clients 64 -seconds 10 -value 256
 	$(GO) run ./cmd/paxosbench -nodes 3 -clients 1 -seconds 5 -value 256
 
-cluster: build
+# Starts (or restarts, keeping its data) the local 3-node cluster in .cluster/.
+cluster:
 	BASE_PORT=$(BASE_PORT) scripts/cluster.sh up
 
 cluster-down:
-	scripts/cluster.sh down
+	BASE_PORT=$(BASE_PORT) scripts/cluster.sh down
+
+cluster-status:
+	BASE_PORT=$(BASE_PORT) scripts/cluster.sh status
 
 jepsen: build
 	scripts/jepsen-matrix.sh

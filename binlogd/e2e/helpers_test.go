@@ -1,0 +1,88 @@
+package e2e
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"testing"
+	"time"
+
+	"phxgo/binlogd/binlog"
+	"phxgo/binlogd/localcluster"
+)
+
+func gtidPos(ctx context.Context, db *sql.DB) (binlog.GTID, error) {
+	var s string
+	if err := db.QueryRowContext(ctx, "SELECT @@GLOBAL.gtid_current_pos").Scan(&s); err != nil {
+		return binlog.GTID{}, err
+	}
+	return binlog.ParseGTID(s)
+}
+
+// awaitSameData waits until every node's MariaDB is at the same GTID
+// position and then compares CHECKSUM TABLE of tables on all of them.
+func awaitSameData(t *testing.T, c *localcluster.Cluster, tables ...string) binlog.GTID {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dbs := map[uint32]*sql.DB{}
+	for id := uint32(1); id <= uint32(c.Spec.Nodes); id++ {
+		db, err := c.RootDB(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		dbs[id] = db
+	}
+	var pos binlog.GTID
+	for {
+		same, desc := true, ""
+		pos = binlog.GTID{}
+		for id, db := range dbs {
+			g, err := gtidPos(ctx, db)
+			if err != nil {
+				same = false
+				desc += fmt.Sprintf(" node%d:%v", id, err)
+				continue
+			}
+			desc += fmt.Sprintf(" node%d:%s", id, g)
+			if pos.IsZero() {
+				pos = g
+			} else if g != pos {
+				same = false
+			}
+		}
+		if same {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("nodes never reached one GTID position:%s", desc)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	for _, table := range tables {
+		sums := map[uint32]int64{}
+		for id, db := range dbs {
+			var name string
+			var sum sql.NullInt64
+			if err := db.QueryRowContext(ctx, "CHECKSUM TABLE "+table).Scan(&name, &sum); err != nil {
+				t.Fatalf("node %d: CHECKSUM TABLE %s: %v", id, table, err)
+			}
+			sums[id] = sum.Int64
+		}
+		for id, s := range sums {
+			if s != sums[1] {
+				t.Fatalf("CHECKSUM TABLE %s differs: %v (node %d)", table, sums, id)
+			}
+		}
+	}
+	return pos
+}
+
+func mustExec(t *testing.T, db *sql.DB, q string, args ...any) {
+	t.Helper()
+	if _, err := db.Exec(q, args...); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+}

@@ -1,0 +1,142 @@
+package localcluster
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math/rand"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// BuildBinaries builds binlogd and sqlproxy into dir (for tests).
+func BuildBinaries(dir string) error {
+	root, err := moduleRoot()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/binlogd", "./cmd/sqlproxy")
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("go build: %w\n%s", err, out)
+	}
+	return nil
+}
+
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("go.mod not found above %s", dir)
+		}
+		dir = parent
+	}
+}
+
+// FreeBasePort finds a base port whose node port ranges are free on host.
+func FreeBasePort(nodes int) int {
+	for {
+		base := 20000 + rand.Intn(400)*100
+		ok := true
+		for id := 1; id <= nodes && ok; id++ {
+			for off := 0; off <= offProxyRW; off++ {
+				l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(base+10*id+off)))
+				if err != nil {
+					ok = false
+					break
+				}
+				l.Close()
+			}
+		}
+		if ok {
+			return base
+		}
+	}
+}
+
+// StartForTest starts a cluster in t.TempDir() with binaries from binDir,
+// waits until it is healthy, and stops it when the test ends (leaving the
+// logs in the temp dir, printed on failure).
+func StartForTest(t testing.TB, binDir string, nodes int, lease time.Duration, proxy bool) (*Cluster, uint32) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a real cluster; skipped in -short")
+	}
+	spec := Spec{Dir: t.TempDir(), Nodes: nodes, BasePort: FreeBasePort(nodes), BinDir: binDir, LeaseDuration: lease, Proxy: proxy}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	c, err := Start(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			c.DumpLogs(t)
+		}
+		_ = c.Stop()
+	})
+	master, err := c.WaitHealthy(ctx, func(s string) { t.Log("waiting:", s) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, master
+}
+
+// DumpLogs prints the tail of every node's logs to the test log.
+func (c *Cluster) DumpLogs(t testing.TB) {
+	for id := 1; id <= c.Spec.Nodes; id++ {
+		for _, f := range []string{"binlogd.log", "sqlproxy.log", "mysql/error.log"} {
+			b, err := os.ReadFile(filepath.Join(c.Spec.NodeDir(id), f))
+			if err != nil {
+				continue
+			}
+			if len(b) > 6000 {
+				b = b[len(b)-6000:]
+			}
+			t.Logf("==== node %d %s ====\n%s", id, f, b)
+		}
+	}
+}
+
+// AppDB opens a connection pool as the application account to addr (a
+// node's MariaDB or sqlproxy).
+func (c *Cluster) AppDB(addr string) (*sql.DB, error) {
+	cr, err := loadCred(c.Spec.Dir)
+	if err != nil {
+		return nil, err
+	}
+	cfg := mysql.NewConfig()
+	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr = cr.AppUser, cr.AppPassword, "tcp", addr
+	cfg.Timeout = 5 * time.Second
+	cfg.InterpolateParams = true
+	return sql.Open("mysql", cfg.FormatDSN())
+}
+
+// RootDB opens root over node id's MariaDB unix socket.
+func (c *Cluster) RootDB(id uint32) (*sql.DB, error) {
+	cfg := mysql.NewConfig()
+	cfg.User, cfg.Net, cfg.Addr = "root", "unix", filepath.Join(c.Spec.NodeDir(int(id)), "mysql", "mysqld.sock")
+	cfg.Timeout = 5 * time.Second
+	return sql.Open("mysql", cfg.FormatDSN())
+}
+
+// MySQLAddr is node id's MariaDB address.
+func (c *Cluster) MySQLAddr(id uint32) string { return c.Spec.addr(int(id), offMySQL) }
+
+// ProxyAddr is node id's sqlproxy (linearizable) address.
+func (c *Cluster) ProxyAddr(id uint32) string { return c.Spec.addr(int(id), offProxy) }
