@@ -1,0 +1,230 @@
+package sqlproxy
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"phxgo/sqlproxy/topology"
+)
+
+// TestLeaseAndForwarding checks the linearizable rules with a static
+// topology: an expired lease refuses statements without sending them,
+// a non-master proxy forwards to the master's proxy, a master change moves
+// idle sessions and aborts open transactions.
+func TestLeaseAndForwarding(t *testing.T) {
+	insts := startInstances(t, 2)
+	a, b := insts[0], insts[1]
+	ctx := context.Background()
+	root, err := a.DB("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	if _, err := root.ExecContext(ctx, "CREATE DATABASE app; CREATE TABLE app.t (id INT PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	authAddrs := []string{a.Addr()}
+	pa := startProxy(t, 1, masterView(a), Linearizable, authAddrs, nil)
+
+	t.Run("expired_lease_refuses_without_sending", func(t *testing.T) {
+		db := appDB(t, pa.addr, "", false)
+		db.SetMaxOpenConns(1)
+		if id := serverID(t, db, "SELECT @@server_id"); id != 1 {
+			t.Fatalf("server_id %d", id)
+		}
+		v := masterView(a)
+		v.LeaseDeadline = time.Now().Add(-time.Millisecond)
+		pa.topo.Set(v)
+		_, err := db.ExecContext(ctx, "INSERT INTO app.t VALUES (1)")
+		me := mysqlErr(t, err)
+		if me.Number != 1290 || string(me.SQLState[:]) != "HY000" || me.Message != "phxgo: no master with a valid lease" {
+			t.Fatalf("got %v", me)
+		}
+		var n int
+		if err := root.QueryRowContext(ctx, "SELECT COUNT(*) FROM app.t").Scan(&n); err != nil || n != 0 {
+			t.Fatalf("the refused insert reached MariaDB: n=%d err=%v", n, err)
+		}
+		// A renewal while a statement waits lets it through.
+		done := make(chan error, 1)
+		go func() { _, err := db.ExecContext(ctx, "INSERT INTO app.t VALUES (2)"); done <- err }()
+		pa.topo.Set(masterView(a))
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	// Node 2's proxy: not master, forwards to node 1's proxy.
+	fwdView := topology.View{MasterID: 1, MasterProxyAddr: pa.addr, MasterMySQLAddr: a.Addr(), SelfMySQLAddr: b.Addr()}
+	pb := startProxy(t, 2, fwdView, Linearizable, authAddrs, nil)
+
+	t.Run("forward_to_master_proxy", func(t *testing.T) {
+		db := appDB(t, pb.addr, "app", false)
+		if id := serverID(t, db, "SELECT @@server_id"); id != 1 {
+			t.Fatalf("forwarded statement ran on %d", id)
+		}
+		st, err := db.PrepareContext(ctx, "SELECT COUNT(*) FROM t WHERE id > ?")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		var n int
+		if err := st.QueryRowContext(ctx, 0).Scan(&n); err != nil || n != 1 {
+			t.Fatalf("n=%d err=%v", n, err)
+		}
+		// The master's proxy serves hops only as master: it never forwards.
+		v := masterView(a)
+		v.IsMaster, v.LeaseDeadline = false, time.Time{}
+		v.MasterID, v.MasterProxyAddr = 2, pb.addr
+		pa.topo.Set(v)
+		defer pa.topo.Set(masterView(a))
+		_, err = db.ExecContext(ctx, "INSERT INTO t VALUES (3)")
+		if me := mysqlErr(t, err); me.Number != 1290 {
+			t.Fatalf("want 1290 from the hop, got %v", me)
+		}
+	})
+
+	t.Run("master_change", func(t *testing.T) {
+		pa.topo.Set(masterView(a))
+		db := appDB(t, pb.addr, "app", false)
+		db.SetMaxOpenConns(2)
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		idle, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer idle.Close()
+		if id := serverID(t, idle, "SELECT @@server_id"); id != 1 {
+			t.Fatal(id)
+		}
+		if _, err := conn.ExecContext(ctx, "BEGIN"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.ExecContext(ctx, "INSERT INTO t VALUES (10)"); err != nil {
+			t.Fatal(err)
+		}
+		// Node 2 becomes master (b is writable for the test).
+		if rb, err := b.DB(""); err == nil {
+			rb.ExecContext(ctx, "SET GLOBAL read_only=OFF; CREATE DATABASE IF NOT EXISTS app; CREATE TABLE IF NOT EXISTS app.t (id INT PRIMARY KEY)")
+			rb.Close()
+		}
+		nv := masterView(b)
+		nv.MasterID = 2
+		pb.topo.Set(nv)
+		v := nv
+		v.IsMaster, v.LeaseDeadline, v.MasterProxyAddr = false, time.Time{}, pb.addr
+		pa.topo.Set(v)
+
+		if id := serverID(t, idle, "SELECT @@server_id"); id != 2 {
+			t.Fatalf("idle session did not move: %d", id)
+		}
+		_, err = conn.ExecContext(ctx, "INSERT INTO t VALUES (11)")
+		if me := mysqlErr(t, err); me.Number != 1290 || string(me.SQLState[:]) != "40001" {
+			t.Fatalf("in-transaction statement: %v", me)
+		}
+		if _, err := conn.ExecContext(ctx, "INSERT INTO t VALUES (12)"); err == nil {
+			t.Fatal("statement after a lost transaction must fail until ROLLBACK")
+		}
+		if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		if err := root.QueryRowContext(ctx, "SELECT COUNT(*) FROM app.t WHERE id >= 10").Scan(&n); err != nil || n != 0 {
+			t.Fatalf("half-applied transaction on the old master: n=%d err=%v", n, err)
+		}
+		if id := serverID(t, conn, "SELECT @@server_id"); id != 2 {
+			t.Fatalf("after ROLLBACK: %d", id)
+		}
+	})
+}
+
+// TestRWSplit observes, via @@server_id, where each Cetus rule sends a
+// statement: master 1, replicas 2 and 3.
+func TestRWSplit(t *testing.T) {
+	insts := startInstances(t, 3)
+	m := insts[0]
+	view := masterView(m, insts[1], insts[2])
+	authAddrs := []string{m.Addr()}
+	ctx := context.Background()
+
+	p := startProxy(t, 1, view, RWSplit, authAddrs, func(c *Config) { c.Hold = 0 })
+	db := appDB(t, p.addr, "", false)
+	db.SetMaxOpenConns(1)
+
+	seen := map[uint32]int{}
+	for range 6 {
+		seen[serverID(t, db, "SELECT @@server_id")]++
+	}
+	if seen[2] != 3 || seen[3] != 3 {
+		t.Fatalf("round robin over replicas: %v", seen)
+	}
+	if id := serverID(t, db, "SELECT @@server_id FOR UPDATE"); id != 1 {
+		t.Fatalf("locking read on %d", id)
+	}
+	if id := serverID(t, db, "SELECT @@server_id LOCK IN SHARE MODE"); id != 1 {
+		t.Fatalf("share-locking read on %d", id)
+	}
+	if id := serverID(t, db, "/*#mode=readwrite*/ SELECT @@server_id"); id != 1 {
+		t.Fatalf("readwrite hint on %d", id)
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id := serverID(t, tx, "SELECT @@server_id"); id != 1 {
+		t.Fatalf("read in transaction on %d", id)
+	}
+	tx.Rollback()
+
+	t.Run("master_preferred", func(t *testing.T) {
+		p := startProxy(t, 1, view, RWSplit, authAddrs, func(c *Config) { c.MasterPreferred = true })
+		db := appDB(t, p.addr, "", false)
+		if id := serverID(t, db, "SELECT @@server_id"); id != 1 {
+			t.Fatalf("master-preferred read on %d", id)
+		}
+		if id := serverID(t, db, "/*#mode=readonly*/ SELECT @@server_id"); id == 1 {
+			t.Fatal("readonly hint must win over master-preferred")
+		}
+	})
+	t.Run("read_master_percentage_100", func(t *testing.T) {
+		p := startProxy(t, 1, view, RWSplit, authAddrs, func(c *Config) { c.ReadMasterPercentage = 100 })
+		db := appDB(t, p.addr, "", false)
+		if id := serverID(t, db, "SELECT @@server_id"); id != 1 {
+			t.Fatalf("read on %d", id)
+		}
+		if id := serverID(t, db, "/*#mode=readonly*/ SELECT @@server_id"); id == 1 {
+			t.Fatal("readonly hint must win over read-master-percentage")
+		}
+	})
+	t.Run("no_healthy_replica", func(t *testing.T) {
+		p := startProxy(t, 1, masterView(m), RWSplit, authAddrs, nil)
+		db := appDB(t, p.addr, "", false)
+		if id := serverID(t, db, "SELECT @@server_id"); id != 1 {
+			t.Fatalf("read on %d", id)
+		}
+		// Health checks on: standalone instances do not replicate, so
+		// none is healthy and reads go to the master.
+		p2 := startProxy(t, 1, view, RWSplit, authAddrs, func(c *Config) {
+			c.AdminUser, c.AdminPassword = adminUser, adminPass
+		})
+		db2 := appDB(t, p2.addr, "", false)
+		if id := serverID(t, db2, "SELECT @@server_id"); id != 1 {
+			t.Fatalf("read with no healthy replica on %d", id)
+		}
+	})
+	t.Run("hold_keeps_replica", func(t *testing.T) {
+		p := startProxy(t, 1, view, RWSplit, authAddrs, func(c *Config) { c.Hold = time.Hour })
+		db := appDB(t, p.addr, "", false)
+		db.SetMaxOpenConns(1)
+		first := serverID(t, db, "SELECT @@server_id")
+		for range 4 {
+			if id := serverID(t, db, "SELECT @@server_id"); id != first {
+				t.Fatalf("hold window: %d then %d", first, id)
+			}
+		}
+	})
+}
