@@ -254,6 +254,7 @@ func (l *Log) writeGroup(ops []*op) (HardState, uint64, error) {
 		if err := txn.Commit(); err != nil {
 			return fmt.Errorf("wal: commit: %w", err)
 		}
+		l.stats.txns.Add(1)
 		written, snapDirty = hs, false
 		txn = l.db.NewTransaction(true)
 		size, count = 0, 0

@@ -1,0 +1,149 @@
+package wal
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+// await polls cond until it holds or the deadline passes.
+func await(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestGroupCommitBatches: 64 concurrent Saves. The first group's sync is
+// held until every other Save is queued, so they must all share the
+// second sync: at most 2 syncs for 64 durable Saves.
+func TestGroupCommitBatches(t *testing.T) {
+	const n = 64
+	var l *Log
+	var once sync.Once
+	release := make(chan struct{})
+	opts := quietOptions()
+	opts.Knobs = &TestingKnobs{BeforeSync: func(ops int) error {
+		once.Do(func() {
+			await(t, "all saves queued", func() bool { return l.Stats().Queued == int64(n-ops) })
+			close(release)
+		})
+		return nil
+	}}
+	l = openTest(t, t.TempDir(), opts)
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := uint64(1); i <= n; i++ {
+		wg.Go(func() {
+			p := Ballot{Round: i, Node: 1}
+			errs <- l.Save(Update{Promised: &p, Accepted: []Accepted{acc(i, i)}, Chosen: i})
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := l.Stats()
+	t.Logf("%d saves, %d groups, %d syncs", st.Saves, st.Groups, st.Syncs)
+	if st.Saves != n || st.Syncs > 2 {
+		t.Fatalf("stats %+v: want %d saves in at most 2 syncs", st, n)
+	}
+	hs := l.HardState()
+	if hs.Promised.Round != n || hs.Chosen != n || l.LastIndex() != n {
+		t.Fatalf("HardState %+v LastIndex %d: want the maxima", hs, l.LastIndex())
+	}
+	rs, err := l.Range(1, n, 0)
+	if err != nil || len(rs) != n {
+		t.Fatalf("Range = %d records, %v", len(rs), err)
+	}
+}
+
+// TestGroupSplitsAcrossTransactions: a group bigger than one Badger
+// transaction is written as several, with one sync, and every Save stays
+// whole.
+func TestGroupSplitsAcrossTransactions(t *testing.T) {
+	const n = 32
+	var l *Log
+	var once sync.Once
+	opts := quietOptions()
+	opts.Knobs = &TestingKnobs{BeforeSync: func(ops int) error {
+		once.Do(func() {
+			await(t, "all saves queued", func() bool { return l.Stats().Queued == int64(n-ops) })
+		})
+		return nil
+	}}
+	l = openTest(t, t.TempDir(), opts)
+	// Each Save is ~1/8 of a transaction, so a group of 31 needs 4+.
+	per := int(l.maxTxnSize/8) / 1000
+	var wg sync.WaitGroup
+	for s := range n {
+		wg.Go(func() {
+			var as []Accepted
+			for j := range per {
+				i := uint64(s*per + j + 1)
+				as = append(as, Accepted{Index: i, Value: make([]byte, 900)})
+			}
+			if err := l.Save(Update{Accepted: as}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	st := l.Stats()
+	t.Logf("stats %+v", st)
+	if st.Syncs > 2 || st.Txns < 4 {
+		t.Fatalf("stats %+v: want at most 2 syncs over at least 4 transactions", st)
+	}
+	rs, err := l.Range(1, uint64(n*per), 0)
+	if err != nil || len(rs) != n*per {
+		t.Fatalf("Range = %d records, %v; want %d", len(rs), err, n*per)
+	}
+}
+
+func TestSyncFailurePoisons(t *testing.T) {
+	boom := errors.New("disk on fire")
+	opts := quietOptions()
+	fail := false
+	opts.Knobs = &TestingKnobs{BeforeSync: func(int) error {
+		if fail {
+			return boom
+		}
+		return nil
+	}}
+	l := openTest(t, t.TempDir(), opts)
+	mustSave(t, l, Update{Chosen: 1})
+	fail = true // only the commit goroutine reads it, after the next submit
+	err := l.Save(Update{Chosen: 2})
+	wantErr(t, err, ErrFailed)
+	if !errors.Is(err, boom) {
+		t.Fatalf("err = %v, want it to wrap the cause", err)
+	}
+	if l.HardState().Chosen != 1 {
+		t.Fatal("HardState moved on a failed sync")
+	}
+	wantErr(t, l.Save(Update{Chosen: 3}), ErrFailed)
+	_, _, err = l.Get(1)
+	wantErr(t, err, ErrFailed)
+}
+
+func TestTooLargeUpdate(t *testing.T) {
+	l := openTest(t, t.TempDir(), quietOptions())
+	var as []Accepted
+	for i := range l.maxTxnCount {
+		as = append(as, Accepted{Index: uint64(i + 1)})
+	}
+	wantErr(t, l.Save(Update{Accepted: as}), ErrInvalid)
+	// A value above the value-log threshold is fine: it is not inline.
+	mustSave(t, l, Update{Accepted: []Accepted{{Index: 1, Value: make([]byte, 3<<20)}}})
+	if a, ok, err := l.Get(1); err != nil || !ok || len(a.Value) != 3<<20 {
+		t.Fatalf("Get big value: %d bytes %v %v", len(a.Value), ok, err)
+	}
+}
