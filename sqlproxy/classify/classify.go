@@ -115,7 +115,7 @@ func Classify(sql string) Info {
 			}
 		case ":=":
 			info.Pins = true // user variable assigned in a query
-		case "AUTOCOMMIT":
+		case "AUTOCOMMIT", "@@AUTOCOMMIT", "@@SESSION.AUTOCOMMIT", "@@LOCAL.AUTOCOMMIT", "SESSION.AUTOCOMMIT", "LOCAL.AUTOCOMMIT":
 			if info.Kind == Set {
 				info.Autocommit = s.autocommitValue()
 			}

@@ -1,0 +1,73 @@
+package classify
+
+import (
+	"testing"
+)
+
+func TestClassify(t *testing.T) {
+	cases := []struct {
+		sql  string
+		want Info
+	}{
+		{"SELECT 1", Info{Kind: Read}},
+		{"  select * from t where a='for update'", Info{Kind: Read}},
+		{"SELECT * FROM t FOR UPDATE", Info{Kind: Read, Locking: true}},
+		{"SELECT * FROM t LOCK IN SHARE MODE", Info{Kind: Read, Locking: true}},
+		{"SELECT * FROM t FOR SHARE", Info{Kind: Read, Locking: true}},
+		{"/*#mode=readwrite*/ SELECT 1", Info{Kind: Read, Hint: ReadWrite}},
+		{"SELECT /* #mode=readonly */ 1", Info{Kind: Read, Hint: ReadOnly}},
+		{"-- c\nSHOW TABLES", Info{Kind: Read}},
+		{"# c\nINSERT INTO t VALUES (1)", Info{Kind: Write}},
+		{"SELECT a INTO @x FROM t", Info{Kind: Write}},
+		{"SELECT GET_LOCK('a', 1)", Info{Kind: Other, Pins: true}},
+		{"SELECT LAST_INSERT_ID()", Info{Kind: Other}},
+		{"SELECT @x := 1", Info{Kind: Read, Pins: true}},
+		{"BEGIN", Info{Kind: Begin}},
+		{"START TRANSACTION READ ONLY", Info{Kind: Begin}},
+		{"commit", Info{Kind: Commit}},
+		{"ROLLBACK", Info{Kind: Rollback}},
+		{"USE `my``db`", Info{Kind: Use, DB: "my`db"}},
+		{"USE app", Info{Kind: Use, DB: "app"}},
+		{"SET autocommit=0", Info{Kind: Set, Autocommit: -1}},
+		{"SET @@session.autocommit = ON", Info{Kind: Set, Autocommit: 1}},
+		{"SET NAMES utf8mb4", Info{Kind: Set}},
+		{"CREATE TEMPORARY TABLE x (a INT)", Info{Kind: Write, Pins: true}},
+		{"LOCK TABLES t WRITE", Info{Kind: Write, Pins: true}},
+		{"SELECT 1; SELECT 2", Info{Kind: Write, Multi: true, Pins: true}},
+		{"SELECT 1;", Info{Kind: Read}},
+		{"/*!40101 SET NAMES utf8 */", Info{Kind: Set}}, // executable comments are code
+		{"(SELECT 1) UNION (SELECT 2)", Info{Kind: Read}},
+		{"WITH a AS (SELECT 1) SELECT * FROM a", Info{Kind: Read}},
+		{"", Info{Kind: Other}},
+	}
+	for _, c := range cases {
+		if got := Classify(c.sql); got != c.want {
+			t.Errorf("Classify(%q) = %+v, want %+v", c.sql, got, c.want)
+		}
+	}
+}
+
+// FuzzClassify checks that the classifier never panics or loops, and that
+// its safety-relevant verdicts are stable: a locking or multi statement is
+// never a replica candidate, and adding a leading readwrite hint never
+// makes a statement more replica-eligible.
+func FuzzClassify(f *testing.F) {
+	for _, s := range []string{"SELECT 1", "SELECT * FROM t FOR UPDATE", "/*#mode=readonly*/ SELECT 1",
+		"INSERT INTO t VALUES ('a;b')", "SET autocommit=0", "USE `a`", "/*!50001 SELECT 1 */", "SELECT 'unterminated",
+		"/* unterminated", "SELECT 1; DROP TABLE t", "SELECT `a``b` FROM t -- x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, sql string) {
+		i := Classify(sql)
+		if (i.Locking || i.Multi) && i.IsReadOnlyCandidate() {
+			t.Fatalf("%q: locking/multi statement is a replica candidate: %+v", sql, i)
+		}
+		if i.Kind == Read && i.Multi {
+			t.Fatalf("%q: multi-statement classified Read", sql)
+		}
+		h := Classify("/*#mode=readwrite*/ " + sql)
+		if h.Hint != ReadWrite {
+			t.Fatalf("%q: readwrite hint lost: %+v", sql, h)
+		}
+	})
+}
