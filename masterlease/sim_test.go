@@ -184,7 +184,7 @@ func (s *sim) tick(nd *simNode) {
 			s.propose(nd, EncodeBatch(b), false)
 		}
 		nd.wPrev = last
-	case r < 51 && s.faulty == 0:
+	case r < 51 && s.faulty == 0 && !s.healed:
 		to := uint32(1 + s.rnd.IntN(len(s.nodes)))
 		if to != nd.id {
 			if cmd, err := nd.lease.prepareSwitchover(to); err == nil {
@@ -192,7 +192,7 @@ func (s *sim) tick(nd *simNode) {
 				s.propose(nd, cmd, false)
 			}
 		}
-	case r < 52:
+	case r < 52 && !s.healed:
 		s.stats.fences++
 		s.propose(nd, nd.lease.prepareFence(st.State.Epoch), false)
 	}
