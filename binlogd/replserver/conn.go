@@ -1,0 +1,113 @@
+package replserver
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/server"
+)
+
+const erUnknownCom = 1047
+
+// handle runs one client connection: handshake, command phase, and, on
+// COM_BINLOG_DUMP, the dump stream. It owns nc; the caller closes it.
+func (s *Server) handle(nc net.Conn) {
+	log := s.log.With("remote", nc.RemoteAddr().String())
+	defer func() {
+		// go-mysql's handshake code is not ours to fuzz: a panic on a
+		// hostile packet ends this connection, never the process.
+		if r := recover(); r != nil {
+			log.Error("connection handler panicked; connection closed", "panic", r, "stack", string(debug.Stack()))
+		}
+	}()
+	_ = nc.SetDeadline(time.Now().Add(handshakeTimeout))
+	auth := server.NewInMemoryAuthenticationHandler(mysql.AUTH_NATIVE_PASSWORD)
+	if err := auth.AddUser(s.cfg.User, s.cfg.Password, mysql.AUTH_NATIVE_PASSWORD); err != nil {
+		log.Error("auth setup", "err", err)
+		return
+	}
+	conn, err := s.mysql.NewCustomizedConn(nc, auth, server.EmptyHandler{})
+	if err != nil {
+		log.Info("handshake failed", "err", err)
+		return
+	}
+	_ = nc.SetDeadline(time.Time{})
+	s.count(func(st *Stats) { st.Connections++ })
+	log = log.With("user", conn.GetUser())
+	sess := newSession(s.sysvars, time.Now)
+	for {
+		_ = nc.SetReadDeadline(time.Now().Add(commandTimeout))
+		conn.ResetSequence()
+		p, err := conn.ReadPacket()
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				log.Debug("read command", "err", err)
+			}
+			return
+		}
+		cmd, err := decodeCommand(p)
+		if err != nil {
+			log.Warn("bad command packet; closing", "err", err)
+			_ = conn.WriteValue(mysql.NewError(mysql.ER_MALFORMED_PACKET, err.Error()))
+			return
+		}
+		_ = nc.SetReadDeadline(time.Time{})
+		if err := s.command(conn, nc, sess, cmd, log); err != nil {
+			if !errors.Is(err, errEndConn) {
+				log.Info("connection ended", "err", err)
+			}
+			return
+		}
+	}
+}
+
+// errEndConn ends a connection without it being a failure (COM_QUIT, the
+// end of a dump).
+var errEndConn = errors.New("end of connection")
+
+func (s *Server) command(conn *server.Conn, nc net.Conn, sess *session, cmd command, log *slog.Logger) error {
+	switch cmd.code {
+	case comQuit:
+		return errEndConn
+	case comPing, comInitDB:
+		return conn.WriteValue(nil)
+	case comQuery:
+		r, understood := sess.answer(cmd.query)
+		if !understood {
+			log.Info("query not recognized", "query", trunc(cmd.query), "error", r.err)
+		} else {
+			log.Debug("query", "query", trunc(cmd.query))
+		}
+		return writeReply(conn, r)
+	case comRegisterSlave:
+		log.Info("replica registered", "replica_server_id", cmd.register.serverID,
+			"report_host", cmd.register.host, "report_port", cmd.register.port)
+		return conn.WriteValue(nil)
+	case comBinlogDump:
+		s.dump(nc, conn.Sequence, sess, cmd.dump, log)
+		return errEndConn
+	default:
+		log.Info("unsupported command", "code", cmd.code)
+		return conn.WriteValue(mysql.NewError(erUnknownCom, fmt.Sprintf("binlogd replication endpoint: unsupported command 0x%02x", cmd.code)))
+	}
+}
+
+func writeReply(conn *server.Conn, r reply) error {
+	switch {
+	case r.err != nil:
+		return conn.WriteValue(r.err)
+	case r.names == nil:
+		return conn.WriteValue(nil)
+	}
+	rs, err := mysql.BuildSimpleTextResultset(r.names, r.rows)
+	if err != nil {
+		return conn.WriteValue(mysql.NewError(mysql.ER_UNKNOWN_ERROR, err.Error()))
+	}
+	return conn.WriteValue(&mysql.Result{Resultset: rs})
+}

@@ -1,0 +1,48 @@
+// Package replserver is binlogd's replication-master endpoint: real
+// MariaDB 10.11 replicas connect to it as to a master
+// (CHANGE MASTER TO MASTER_HOST=<binlogd>, MASTER_USE_GTID=slave_pos) and
+// receive the valid transactions of the Paxos log, never anything else.
+//
+//	replica IO thread                    replserver                      Source (Paxos log)
+//	  1 handshake, native password ──▶  go-mysql server handshake
+//	  2 SELECT UNIX_TIMESTAMP(), SHOW VARIABLES LIKE 'SERVER_ID',
+//	    SET @master_heartbeat_period, SET @master_binlog_checksum,
+//	    SET @mariadb_slave_capability, SELECT @@GLOBAL.gtid_domain_id,
+//	    SET @slave_connect_state='0-1-41', ... ──▶ session (queries.go)
+//	  3 COM_REGISTER_SLAVE ──────────▶  OK
+//	  4 COM_BINLOG_DUMP ─────────────▶  Open(@slave_connect_state) ─────▶ cursor after 0-1-41
+//	                                       │ ErrPurged / ErrUnknownPosition
+//	    ◀── ERR 1236 "<reason>" ───────────┘ (replica stops: Last_IO_Errno 1236)
+//	  5 ◀── fake ROTATE phxgo-bin.000001:4, FORMAT_DESCRIPTION (10.11, CRC32),
+//	        GTID_LIST [0-1-41]
+//	  6 ◀── each transaction's events ◀──── Next() (blocks)
+//	        log_pos rewritten to the virtual file, CRC32 recomputed
+//	  7 ◀── HEARTBEAT when idle for min(HeartbeatPeriod, replica's period)
+//
+// The virtual binlog. Every dump connection streams its own virtual file,
+// phxgo-bin.000001 from position 4: each event's log_pos is its end offset
+// there and its CRC32 is recomputed; the transaction bytes are otherwise
+// exactly the original master's (package binlog's wire shape). In GTID mode
+// a replica resumes from @@gtid_slave_pos, so positions are only display;
+// they are kept consistent (ROTATE, FDE, GTID_LIST, events, heartbeats
+// all agree) because the replica checks heartbeats against them. Past 1 GiB
+// a dump rotates to the next file name, since log_pos is 32 bits.
+//
+// FORMAT_DESCRIPTION's post-header table comes from a captured real 10.11
+// event (mariadb-10.11.19-fde.bin, TestCaptureFDE regenerates it); its
+// created timestamp is 0 so a reconnect is not taken for a master restart.
+// ANNOTATE_ROWS events are sent only to replicas that ask for them.
+//
+// Positions. Source.Open decides what a replica's GTID position means: a
+// position the log has purged is ErrPurged; one the log does not hold
+// (ahead of it, forked, another domain) is ErrUnknownPosition. Both reach
+// the replica as error 1236 with the error text, so a replica with extra
+// transactions is refused rather than silently skipped past.
+//
+// Failure handling. A malformed command packet closes that connection; a
+// panic in a connection handler (go-mysql's handshake) is recovered and
+// closes only that connection. A second dump from a replica server_id ends
+// the first (the replica reconnected; the old socket may be half-open), as
+// MariaDB does. A replica that stops reading is dropped after WriteTimeout.
+// The endpoint is asynchronous: semi-sync probes get an empty answer.
+package replserver

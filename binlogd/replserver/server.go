@@ -1,0 +1,306 @@
+package replserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/server"
+)
+
+// Config configures the endpoint. Use DefaultConfig and set the fields.
+type Config struct {
+	// Addr is where Listen binds, e.g. "127.0.0.1:3307" (Serve takes any
+	// listener and ignores it).
+	Addr string
+	// User and Password are the only account replicas may use
+	// (mysql_native_password).
+	User, Password string
+	// ServerID is the endpoint's server_id, reported to replicas. It must
+	// differ from every replica's server_id.
+	ServerID uint32
+	// Domain is the GTID domain reported as @@gtid_domain_id.
+	Domain uint32
+	// HeartbeatPeriod is the longest idle gap on a dump connection: the
+	// endpoint sends a heartbeat event when nothing else was sent for
+	// min(HeartbeatPeriod, the replica's MASTER_HEARTBEAT_PERIOD).
+	HeartbeatPeriod time.Duration
+	// WriteTimeout bounds one packet write to a replica; a replica that
+	// stops reading for longer is disconnected.
+	WriteTimeout time.Duration
+	Logger       *slog.Logger
+}
+
+// DefaultConfig returns a config with the given account and server id.
+func DefaultConfig() Config {
+	return Config{Addr: "127.0.0.1:0", HeartbeatPeriod: 2 * time.Second, WriteTimeout: time.Minute}
+}
+
+// Validate checks the config; the error names the bad field.
+func (c Config) Validate() error {
+	switch {
+	case c.User == "":
+		return fmt.Errorf("%w: User is empty", ErrBadConfig)
+	case c.ServerID == 0:
+		return fmt.Errorf("%w: ServerID must be > 0", ErrBadConfig)
+	case c.HeartbeatPeriod <= 0:
+		return fmt.Errorf("%w: HeartbeatPeriod must be > 0", ErrBadConfig)
+	case c.WriteTimeout <= 0:
+		return fmt.Errorf("%w: WriteTimeout must be > 0", ErrBadConfig)
+	}
+	return nil
+}
+
+// handshakeVersion is the version in the initial handshake. MariaDB 10.x
+// servers prefix "5.5.5-" for old clients; MariaDB's own client strips it.
+const handshakeVersion = "5.5.5-" + fdeServerVersion
+
+// defaultRotateAt is the virtual binlog file size after which a dump
+// rotates to the next file name. Every dump connection starts afresh at
+// phxgo-bin.000001 position 4: in GTID mode positions are only display.
+// Each dump numbers its files from phxgo-bin.000001.
+const defaultRotateAt = 1 << 30
+
+// Timeouts of the command phase (before COM_BINLOG_DUMP).
+const (
+	handshakeTimeout = 10 * time.Second
+	commandTimeout   = 5 * time.Minute
+)
+
+// Server is the replication-master endpoint.
+type Server struct {
+	cfg     Config
+	src     Source
+	log     *slog.Logger
+	mysql   *server.Server
+	sysvars map[string]string
+
+	mu     sync.Mutex
+	ln     net.Listener
+	closed bool
+	conns  map[net.Conn]struct{}
+	dumps  map[uint32]*dumpHandle // by replica server_id
+	wg     sync.WaitGroup
+
+	rotateAt uint32 // virtual file size that triggers a rotate (tests lower it)
+
+	// Stats, for tests and metrics.
+	statMu sync.Mutex
+	stats  Stats
+}
+
+// Stats counts what the endpoint did since New.
+type Stats struct {
+	Connections  int   // accepted connections that passed authentication
+	Dumps        int   // COM_BINLOG_DUMP streams started
+	Refused      int   // dumps answered with error 1236
+	Transactions int64 // transactions sent
+	Bytes        int64 // event bytes sent
+	Heartbeats   int64
+}
+
+type dumpHandle struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// New validates cfg and returns a server over src.
+func New(cfg Config, src Source) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if src == nil {
+		return nil, fmt.Errorf("%w: nil Source", ErrBadConfig)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Server{
+		cfg:   cfg,
+		src:   src,
+		log:   cfg.Logger.With("component", "replserver"),
+		mysql: server.NewServer(handshakeVersion, mysql.DEFAULT_COLLATION_ID, mysql.AUTH_NATIVE_PASSWORD, nil, nil),
+		conns: map[net.Conn]struct{}{},
+		dumps: map[uint32]*dumpHandle{},
+
+		rotateAt: defaultRotateAt,
+	}
+	s.sysvars = map[string]string{
+		"server_id":                    strconv.FormatUint(uint64(cfg.ServerID), 10),
+		"version":                      fdeServerVersion,
+		"version_comment":              "phxgo binlogd replication endpoint",
+		"gtid_domain_id":               strconv.FormatUint(uint64(cfg.Domain), 10),
+		"binlog_checksum":              "CRC32",
+		"master_verify_checksum":       "OFF",
+		"log_bin":                      "ON",
+		"binlog_format":                "ROW",
+		"gtid_strict_mode":             "ON",
+		"max_allowed_packet":           "1073741824",
+		"time_zone":                    "SYSTEM",
+		"system_time_zone":             "UTC",
+		"collation_server":             "utf8mb4_general_ci",
+		"character_set_server":         "utf8mb4",
+		"read_only":                    "ON",
+		"rpl_semi_sync_master_enabled": "OFF",
+		"lower_case_table_names":       "0",
+	}
+	return s, nil
+}
+
+// Listen binds cfg.Addr and serves on it in a goroutine; Addr reports the
+// bound address. It is a convenience over Serve.
+func (s *Server) Listen() error {
+	l, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("replserver: listen %s: %w", s.cfg.Addr, err)
+	}
+	s.mu.Lock()
+	s.ln = l
+	s.mu.Unlock()
+	go func() { _ = s.Serve(l) }()
+	return nil
+}
+
+// Addr is the listener's address, or cfg.Addr before Serve.
+func (s *Server) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln != nil {
+		return s.ln.Addr().String()
+	}
+	return s.cfg.Addr
+}
+
+// Stats returns a snapshot of the counters.
+func (s *Server) Stats() Stats {
+	s.statMu.Lock()
+	defer s.statMu.Unlock()
+	return s.stats
+}
+
+func (s *Server) count(f func(*Stats)) {
+	s.statMu.Lock()
+	f(&s.stats)
+	s.statMu.Unlock()
+}
+
+// Serve accepts replicas on l until Close; it returns ErrServerClosed then,
+// or the accept error. Serve owns l and closes it.
+func (s *Server) Serve(l net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		l.Close()
+		return ErrServerClosed
+	}
+	s.ln = l
+	s.mu.Unlock()
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if closed {
+				return ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return fmt.Errorf("replserver: accept: %w", err)
+		}
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			c.Close()
+			return ErrServerClosed
+		}
+		s.conns[c] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go func() {
+			defer s.wg.Done()
+			defer func() {
+				s.mu.Lock()
+				delete(s.conns, c)
+				s.mu.Unlock()
+				c.Close()
+			}()
+			s.handle(c)
+		}()
+	}
+}
+
+// Close stops accepting, closes every connection and waits for their
+// goroutines.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	var err error
+	if s.ln != nil {
+		err = s.ln.Close()
+	}
+	for c := range s.conns {
+		c.Close()
+	}
+	for _, d := range s.dumps {
+		d.cancel()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	if errors.Is(err, net.ErrClosed) {
+		err = nil
+	}
+	return err
+}
+
+// claimDump registers a dump for a replica server_id. Like MariaDB, a new
+// dump from a server_id that already has one ends the old one (the replica
+// reconnected; the old socket may be half-open).
+func (s *Server) claimDump(serverID uint32, cancel context.CancelFunc) (*dumpHandle, error) {
+	h := &dumpHandle{cancel: cancel, done: make(chan struct{})}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, ErrServerClosed
+	}
+	old := s.dumps[serverID]
+	s.dumps[serverID] = h
+	s.mu.Unlock()
+	if old != nil {
+		s.log.Info("replica reconnected; ending its previous dump", "replica_server_id", serverID)
+		old.cancel()
+		<-old.done
+	}
+	return h, nil
+}
+
+func (s *Server) releaseDump(serverID uint32, h *dumpHandle) {
+	s.mu.Lock()
+	if s.dumps[serverID] == h {
+		delete(s.dumps, serverID)
+	}
+	s.mu.Unlock()
+	close(h.done)
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
