@@ -1,0 +1,161 @@
+package capture
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/go-mysql-org/go-mysql/replication"
+
+	"phxgo/binlogd/binlog"
+)
+
+// unit is one whole transaction cut from the stream, with the binlog
+// position where its last event ends and whether the master asked for
+// an ACK on that event.
+type unit struct {
+	txn     binlog.Txn
+	end     Position
+	needAck bool
+}
+
+// grouper turns the event stream of one dump connection into whole
+// transactions. It is pure (no I/O) so it can be fuzzed.
+//
+// A MariaDB event group starts with a GTID event and ends with
+//   - an XID event (transactional engines),
+//   - a COMMIT or ROLLBACK query (non-transactional changes),
+//   - an XA_PREPARE event, or an XA COMMIT / XA ROLLBACK query,
+//   - the first query of a standalone group (FL_STANDALONE: DDL).
+//
+// Invariant: an event that carries the ACK request ends a transaction
+// (the master registers the transaction's end position as the one to
+// wait for); anything else is a grouping bug and fails the stream.
+type grouper struct {
+	parser *replication.BinlogParser
+	file   string    // binlog file of the last ROTATE; "" before the first
+	cur    *building // nil between transactions
+}
+
+type building struct {
+	gtid       binlog.GTID
+	standalone bool
+	buf        []byte
+}
+
+func newGrouper() *grouper {
+	p := replication.NewBinlogParser()
+	p.SetFlavor("mariadb")
+	p.SetVerifyChecksum(true)
+	// Rows are copied, never interpreted: skip their decoding.
+	p.SetRowsEventDecodeFunc(func(*replication.RowsEvent, []byte) error { return nil })
+	return &grouper{parser: p}
+}
+
+// parse decodes ev with go-mysql's parser, verifying its CRC32. A
+// malformed event is an error, never a crash.
+func (g *grouper) parse(ev []byte) (e *replication.BinlogEvent, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			e, err = nil, fmt.Errorf("%w: undecodable event: %v", ErrProtocol, r)
+		}
+	}()
+	e, err = g.parser.Parse(ev)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrProtocol, err)
+	}
+	return e, nil
+}
+
+// feed takes one event (as sent, CRC32 included). It returns a unit when
+// the event ends a transaction, nil otherwise.
+func (g *grouper) feed(ev []byte, needAck bool) (*unit, error) {
+	if len(ev) < binlog.HeaderLen {
+		return nil, fmt.Errorf("%w: %d-byte event", ErrProtocol, len(ev))
+	}
+	if size := binary.LittleEndian.Uint32(ev[9:]); int(size) != len(ev) {
+		return nil, fmt.Errorf("%w: event_size %d in a %d-byte event", ErrProtocol, size, len(ev))
+	}
+	typ := replication.EventType(ev[4])
+	logPos := uint64(binary.LittleEndian.Uint32(ev[13:]))
+	if typ == replication.HEARTBEAT_EVENT || typ == replication.HEARTBEAT_LOG_EVENT_V2 {
+		if needAck {
+			return nil, fmt.Errorf("%w: ACK requested on a heartbeat", ErrProtocol)
+		}
+		return nil, nil
+	}
+	e, err := g.parse(ev)
+	if err != nil {
+		return nil, err
+	}
+	ends := false
+	switch v := e.Event.(type) {
+	case *replication.RotateEvent:
+		if g.cur != nil {
+			return nil, fmt.Errorf("%w: ROTATE inside transaction %v", ErrProtocol, g.cur.gtid)
+		}
+		name := v.NextLogName
+		if i := bytes.IndexByte(name, 0); i >= 0 {
+			name = name[:i]
+		}
+		if len(name) == 0 {
+			return nil, fmt.Errorf("%w: ROTATE without a file name", ErrProtocol)
+		}
+		g.file = string(name)
+	case *replication.FormatDescriptionEvent:
+		if g.cur != nil {
+			return nil, fmt.Errorf("%w: FORMAT_DESCRIPTION inside transaction %v", ErrProtocol, g.cur.gtid)
+		}
+	case *replication.MariadbGTIDEvent:
+		if g.cur != nil {
+			return nil, fmt.Errorf("%w: GTID %d-%d-%d inside transaction %v", ErrProtocol,
+				v.GTID.DomainID, v.GTID.ServerID, v.GTID.SequenceNumber, g.cur.gtid)
+		}
+		g.cur = &building{
+			gtid:       binlog.GTID{Domain: v.GTID.DomainID, Server: v.GTID.ServerID, Seq: v.GTID.SequenceNumber},
+			standalone: v.IsStandalone(),
+			buf:        append([]byte(nil), ev...),
+		}
+	default:
+		if g.cur == nil {
+			break // GTID_LIST, BINLOG_CHECKPOINT, STOP...: not part of a transaction
+		}
+		g.cur.buf = append(g.cur.buf, ev...)
+		switch v := e.Event.(type) {
+		case *replication.XIDEvent:
+			ends = true
+		case *replication.QueryEvent:
+			ends = g.cur.standalone || endsGroup(v.Query)
+		case *replication.GenericEvent:
+			ends = typ == replication.XA_PREPARE_LOG_EVENT
+		}
+	}
+	if !ends {
+		if needAck {
+			return nil, fmt.Errorf("%w: ACK requested on a %v event at %s:%d that ends no transaction", ErrProtocol, typ, g.file, logPos)
+		}
+		return nil, nil
+	}
+	if g.file == "" {
+		return nil, fmt.Errorf("%w: transaction %v before any ROTATE", ErrProtocol, g.cur.gtid)
+	}
+	u := &unit{txn: binlog.Txn{GTID: g.cur.gtid, Events: g.cur.buf}, end: Position{File: g.file, Pos: logPos}, needAck: needAck}
+	g.cur = nil
+	return u, nil
+}
+
+// endsGroup reports whether a query event terminates a non-standalone
+// event group.
+func endsGroup(q []byte) bool {
+	q = bytes.TrimSpace(q)
+	for _, w := range [][]byte{[]byte("COMMIT"), []byte("ROLLBACK"), []byte("XA COMMIT"), []byte("XA ROLLBACK")} {
+		if len(q) >= len(w) && bytes.EqualFold(q[:len(w)], w) && (len(q) == len(w) || !isIdent(q[len(w)])) {
+			return true
+		}
+	}
+	return false
+}
+
+func isIdent(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}

@@ -1,0 +1,57 @@
+package capture
+
+import (
+	"sync"
+	"time"
+
+	"phxgo/binlogd/binlog"
+)
+
+// Stats is a snapshot of a capture's counters since New.
+type Stats struct {
+	Txns         uint64        // transactions made durable (duplicates excluded)
+	Bytes        uint64        // raw event bytes made durable
+	Batches      uint64        // batches accepted by the sink
+	MaxBatchTxns int           // largest batch, in transactions
+	Acks         uint64        // semi-sync ACK packets sent
+	AckedTxns    uint64        // transactions covered by those ACKs
+	Duplicates   uint64        // re-delivered transactions dropped after reconnects
+	Reconnects   uint64        // dump connections after the first
+	AckLatency   time.Duration // sum over ACKs: ACK request received -> ACK sent
+	AckLatencyMx time.Duration // worst single ACK latency
+	Durable      binlog.GTID   // last durable GTID
+	Acked        Position      // last position ACKed
+}
+
+// TxnsPerAck is the mean number of transactions one ACK released.
+func (s Stats) TxnsPerAck() float64 {
+	if s.Acks == 0 {
+		return 0
+	}
+	return float64(s.AckedTxns) / float64(s.Acks)
+}
+
+// MeanAckLatency is the mean time from an ACK request to its ACK.
+func (s Stats) MeanAckLatency() time.Duration {
+	if s.Acks == 0 {
+		return 0
+	}
+	return s.AckLatency / time.Duration(s.Acks)
+}
+
+type statsBox struct {
+	mu sync.Mutex
+	s  Stats
+}
+
+func (b *statsBox) update(f func(*Stats)) {
+	b.mu.Lock()
+	f(&b.s)
+	b.mu.Unlock()
+}
+
+func (b *statsBox) get() Stats {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.s
+}
