@@ -110,9 +110,9 @@ func registerSlave(cfg Config) []byte {
 	b = append(b, host...)
 	b = append(b, byte(len(user)))
 	b = append(b, user...)
-	b = append(b, 0)                               // password
-	b = binary.LittleEndian.AppendUint16(b, 0)     // port
-	b = binary.LittleEndian.AppendUint32(b, 0)     // replication rank
+	b = append(b, 0)                              // password
+	b = binary.LittleEndian.AppendUint16(b, 0)    // port
+	b = binary.LittleEndian.AppendUint32(b, 0)    // replication rank
 	return binary.LittleEndian.AppendUint32(b, 0) // master id
 }
 
