@@ -48,6 +48,9 @@ type Config struct {
 	BinDir      string
 	OpTimeout   time.Duration // per operation
 	Workloads   workload.Options
+	// Schedule, if set, replaces nemesis.DefaultSchedule (its Kinds are
+	// taken from Nemesis). A testing knob; no flag sets it.
+	Schedule *nemesis.Schedule
 }
 
 // DefaultConfig returns a 60 s register run against 3 nodes.

@@ -104,12 +104,17 @@ func Run(ctx context.Context, cfg Config, launch Launcher) (res *Results, err er
 		part = ns
 	}
 	nem := nemesis.New(c, part, cfg.Seed, cfg.Lease)
+	sched := nemesis.DefaultSchedule(kinds, cfg.Lease)
+	if cfg.Schedule != nil {
+		sched = *cfg.Schedule
+		sched.Kinds = kinds
+	}
 	phase, cancel := context.WithTimeout(ctx, cfg.Time)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		nem.Run(phase, nemesis.DefaultSchedule(kinds, cfg.Lease), rec)
+		nem.Run(phase, sched, rec)
 	}()
 	r.clients(phase)
 	cancel()

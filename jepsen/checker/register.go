@@ -147,6 +147,12 @@ func registerOps(h []history.Op) ([]porcupine.Operation, error) {
 			}
 			in.A = a
 		case history.FCAS:
+			// A failed CAS constrains the state only if it ran and matched
+			// nothing (Result [0] = matched rows); any other failure means it
+			// never ran and is dropped, as Knossos drops :fail ops.
+			if op.Outcome == history.Fail && !(len(op.Result) == 1 && op.Result[0] == 0) {
+				continue
+			}
 			a, err := arg(op, 0)
 			if err != nil {
 				return nil, err

@@ -26,7 +26,8 @@ func TestRegisterValid(t *testing.T) {
 						op(0, W, 1, 2, 5, ok, v(3), nil).
 						op(1, R, 1, 3, 4, ok, nil, v(3)). // concurrent with the write
 						op(1, C, 1, 6, 7, ok, v(3, 4), nil).
-						op(0, C, 1, 8, 9, fail, v(3, 5), nil). // fails: value is 4
+						op(0, C, 1, 8, 9, fail, v(3, 5), v(0)). // fails: value is 4
+						op(2, C, 1, 8, 9, fail, v(4, 5), nil).  // never ran (e.g. dial error): no constraint
 						op(1, R, 1, 10, 11, ok, nil, v(4)).
 						op(2, W, 2, 0, 20, ok, v(1), nil). // another key
 						op(2, R, 2, 21, 22, ok, nil, v(1))
@@ -84,7 +85,7 @@ func TestRegisterDoubleApplyCAS(t *testing.T) {
 func TestRegisterFailedCASMustNotApply(t *testing.T) {
 	var b hb
 	b.op(0, W, 1, 0, 1, ok, v(1), nil).
-		op(0, C, 1, 2, 3, fail, v(1, 9), nil). // claimed failed although it matched
+		op(0, C, 1, 2, 3, fail, v(1, 9), v(0)). // ran, claimed no match although it matched
 		op(1, R, 1, 4, 5, ok, nil, v(9))
 	wantKind(t, Register(b.ops, RegisterOptions{}), "nonlinearizable")
 }

@@ -51,7 +51,8 @@ type Op struct {
 	// [from, to, amount], add [v].
 	Arg []int64 `json:"arg,omitempty"`
 	// Result holds what an ok read returned: register [] (no row) or [v];
-	// bank the balances by account; set the elements.
+	// bank the balances by account; set the elements. A register CAS
+	// that ran but matched no row is fail with Result [0] (matched rows).
 	Result []int64 `json:"result,omitempty"`
 	Txn    []Micro `json:"txn,omitempty"`
 	// Final marks the reads taken after every fault was healed.

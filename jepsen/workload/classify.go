@@ -1,7 +1,9 @@
 package workload
 
 import (
+	"database/sql/driver"
 	"errors"
+	"net"
 
 	"github.com/go-sql-driver/mysql"
 
@@ -29,11 +31,26 @@ func stmtOutcome(err error) history.Outcome {
 	if err == nil {
 		return history.OK
 	}
+	if notSent(err) {
+		return history.Fail
+	}
 	var me *mysql.MySQLError
 	if errors.As(err, &me) && definiteCodes[me.Number] {
 		return history.Fail
 	}
 	return history.Info
+}
+
+// notSent reports errors that prove the statement never left the client:
+// the connection could not be made, or the driver said ErrBadConn (which
+// go-sql-driver returns only when nothing was written, so database/sql may
+// retry it).
+func notSent(err error) bool {
+	if errors.Is(err, driver.ErrBadConn) {
+		return true
+	}
+	var oe *net.OpError
+	return errors.As(err, &oe) && oe.Op == "dial"
 }
 
 // readOutcome classifies a read's error: fail, as a read has no effect.

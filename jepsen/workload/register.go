@@ -83,7 +83,7 @@ func (r *register) Execute(ctx context.Context, db *sql.DB, op *history.Op) {
 		case err != nil:
 			op.Outcome, op.Error = history.Info, err.Error()
 		case n == 0:
-			op.Outcome, op.Error = history.Fail, "cas mismatch"
+			op.Outcome, op.Error, op.Result = history.Fail, "cas mismatch", []int64{0}
 		default:
 			op.Outcome = history.OK
 		}
