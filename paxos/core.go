@@ -46,19 +46,37 @@ type logReader interface {
 	Range(from, to uint64, maxBytes int) ([]wal.Accepted, error)
 }
 
-// Ready is the core's output. The driver must, in this order:
-//  1. persist Update with ONE durable Storage.Save (skip if empty);
-//  2. only then send Messages (an acceptor answers only after its promise
-//     or accept is durable; a leader's own vote counts only after its accept is);
-//  3. apply Committed in order (every entry is chosen and durable).
+// Ready is the core's output. The driver may send Early at once; then, in
+// this order and after every earlier Ready's Update is durable:
+//  1. persist Update with ONE durable Storage.Save; several consecutive
+//     Readys may share one Save (group commit). An Update that only raises
+//     Chosen may be saved after step 3: Committed depends only on accepts
+//     made durable by earlier Saves;
+//  2. apply Committed in order (every entry is chosen and durable);
+//  3. send Messages only once Update is durable (an acceptor answers only
+//     after its promise or accept is durable; a chosen index is announced
+//     only once durable, so that knowledge is never lost by a restart);
+//  4. call compact(last Committed index) on the core.
+//
+// Early holds only the leader's proposals (Accept with Chosen = 0): a
+// follower may accept before the leader's own accept is durable. The
+// leader counts its own vote at once, but the resulting chosen index only
+// leaves through Messages or Committed of a later Ready, i.e. after its
+// own accept is durable. Prepares never go early: a ballot is durable
+// before anyone sees it, so a restarted node never reuses one.
 type Ready struct {
 	Update    wal.Update
+	Early     []Message
 	Messages  []Message
 	Committed []Entry
 }
 
+func (rd *Ready) needsPersist() bool {
+	return rd.Update.Promised != nil || len(rd.Update.Accepted) > 0
+}
+
 func (rd *Ready) empty() bool {
-	return rd.Update.Promised == nil && len(rd.Update.Accepted) == 0 && rd.Update.Chosen == 0 &&
+	return !rd.needsPersist() && rd.Update.Chosen == 0 && len(rd.Early) == 0 &&
 		len(rd.Messages) == 0 && len(rd.Committed) == 0
 }
 
@@ -94,7 +112,8 @@ type core struct {
 	promised Ballot
 	chosen   uint64
 	applied  uint64               // highest index handed out in Ready.Committed
-	log      map[uint64]*instance // Invariant: every key > applied
+	stable   uint64               // highest index applied and durable (compact)
+	log      map[uint64]*instance // Invariant: every key > stable
 	last     uint64               // highest key of log (or applied)
 	maxRound uint64               // highest round seen anywhere
 
@@ -113,6 +132,7 @@ type core struct {
 	queueBytes int
 	flush      bool
 	acceptBuf  []Entry
+	chosenSent uint64 // highest chosen index announced to followers
 
 	// timers (ticks)
 	tick             int64
@@ -134,6 +154,7 @@ type core struct {
 
 	// Ready being built
 	msgs   []Message
+	early  []Message
 	upd    wal.Update
 	accPos map[uint64]int
 }
@@ -152,6 +173,7 @@ func newCore(cfg coreConfig, hs wal.HardState, entries []wal.Accepted, reader lo
 		promised: hs.Promised,
 		chosen:   hs.Chosen,
 		applied:  hs.Applied,
+		stable:   hs.Applied,
 		log:      make(map[uint64]*instance),
 		maxRound: hs.Promised.Round,
 		seq:      cfg.SeqStart,
@@ -316,9 +338,16 @@ func (c *core) hasQuorum() bool {
 
 func (c *core) ready() Ready {
 	if len(c.acceptBuf) > 0 {
-		c.heartbeatElapsed = 0
-		c.broadcast(Message{Type: MsgAccept, Ballot: c.ballot, Chosen: c.chosen, Entries: c.acceptBuf})
+		for _, p := range c.peers {
+			if p != c.id {
+				c.early = append(c.early, Message{Type: MsgAccept, From: c.id, To: p, Ballot: c.ballot, Entries: c.acceptBuf})
+			}
+		}
 		c.acceptBuf = nil
+	}
+	if c.role == leader && c.chosen > c.chosenSent {
+		c.heartbeatElapsed = 0
+		c.broadcast(Message{Type: MsgAccept, Ballot: c.ballot, Chosen: c.chosen})
 	}
 	if len(c.forwardBuf) > 0 {
 		if c.leader != 0 && c.leader != c.id {
@@ -331,7 +360,6 @@ func (c *core) ready() Ready {
 		i := c.applied + 1
 		inst := c.log[i]
 		committed = append(committed, Entry{Index: i, Ballot: inst.ballot, Value: inst.value})
-		delete(c.log, i)
 		c.applied = i
 		if cmds, err := decodeValue(inst.value); err == nil {
 			for _, cmd := range cmds {
@@ -341,15 +369,28 @@ func (c *core) ready() Ready {
 			}
 		}
 	}
-	rd := Ready{Update: c.upd, Messages: c.msgs, Committed: committed}
+	rd := Ready{Update: c.upd, Early: c.early, Messages: c.msgs, Committed: committed}
 	c.upd = wal.Update{}
-	c.msgs = nil
+	c.msgs, c.early = nil, nil
 	clear(c.accPos)
 	return rd
 }
 
+// compact drops instances up to index from memory: the driver applied
+// them and they are durable, so Fetch answers read them from storage.
+func (c *core) compact(index uint64) {
+	index = min(index, c.applied)
+	for i := c.stable + 1; i <= index; i++ {
+		delete(c.log, i)
+	}
+	c.stable = max(c.stable, index)
+}
+
 func (c *core) send(m Message) {
 	m.From = c.id
+	if m.Type == MsgAccept && m.Chosen > c.chosenSent {
+		c.chosenSent = m.Chosen
+	}
 	c.msgs = append(c.msgs, m)
 }
 

@@ -77,14 +77,13 @@ func (c *core) maybeFetch(from uint32) {
 }
 
 // onFetch answers with chosen entries from m.Index on, up to FetchMaxBytes
-// (at least one): durable ones at or below applied from the reader, the
-// rest from memory.
+// (at least one): compacted ones from the reader, the rest from memory.
 func (c *core) onFetch(m Message) {
 	reply := Message{Type: MsgLearn, To: m.From, Chosen: c.chosen, Index: m.Index}
 	size := 0
 	i := m.Index
-	if i <= c.applied && c.reader != nil {
-		as, err := c.reader.Range(i, c.applied, c.cfg.FetchMaxBytes)
+	if i <= c.stable && c.reader != nil {
+		as, err := c.reader.Range(i, c.stable, c.cfg.FetchMaxBytes)
 		if err == nil {
 			for _, a := range as {
 				if a.Index != i {
@@ -95,7 +94,7 @@ func (c *core) onFetch(m Message) {
 				i++
 			}
 		}
-		if i <= c.applied {
+		if i <= c.stable {
 			c.send(reply)
 			return
 		}
@@ -133,5 +132,14 @@ func (c *core) onLearn(m Message) {
 	}
 	if progress && c.chosen < m.Chosen {
 		c.maybeFetch(m.From)
+	} else if !progress && m.Chosen < c.peerChosen && m.From == c.fetchFrom {
+		// That peer knows less than we were told: try the next one.
+		pos := c.peerPos[m.From]
+		for k := 1; k < len(c.peers); k++ {
+			if p := c.peers[(pos+k)%len(c.peers)]; p != c.id {
+				c.fetchFrom = p
+				break
+			}
+		}
 	}
 }

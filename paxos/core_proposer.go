@@ -1,6 +1,10 @@
 package paxos
 
-import "phxgo/wal"
+import (
+	"slices"
+
+	"phxgo/wal"
+)
 
 // Proposer side of the core: elections (phase 1), the stable leader's
 // pipelined and batched phase 2, and forwarding of local commands.
@@ -85,8 +89,8 @@ func (c *core) onPromise(m Message) {
 // or a Noop, re-proposed under our ballot.
 func (c *core) becomeLeader() {
 	maxChosen, from := c.chosen, c.id
-	for id, p := range c.promises {
-		if p.Chosen > maxChosen {
+	for _, id := range c.peers {
+		if p, ok := c.promises[id]; ok && p.Chosen > maxChosen {
 			maxChosen, from = p.Chosen, id
 		}
 	}
@@ -127,6 +131,16 @@ func (c *core) becomeLeader() {
 	c.broadcast(Message{Type: MsgAccept, Ballot: c.ballot, Chosen: c.chosen})
 	c.advanceChosen()
 	c.maybePropose()
+}
+
+// pendingSeqs lists pending seqs in order (determinism: map order is random).
+func (c *core) pendingSeqs() []uint64 {
+	seqs := make([]uint64, 0, len(c.pending))
+	for s := range c.pending {
+		seqs = append(seqs, s)
+	}
+	slices.Sort(seqs)
+	return seqs
 }
 
 func (c *core) inflight() int { return int(c.next - 1 - c.chosen) }
@@ -259,7 +273,8 @@ func (c *core) retryPending() {
 	if c.leader == 0 {
 		return
 	}
-	for _, p := range c.pending {
+	for _, seq := range c.pendingSeqs() {
+		p := c.pending[seq]
 		if !p.sent || p.sentTo != c.leader ||
 			(p.sentTo != c.id && c.tick-p.sentTick >= int64(c.cfg.RetryTicks)) {
 			c.sendPending(p)

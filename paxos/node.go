@@ -2,7 +2,6 @@ package paxos
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -13,32 +12,43 @@ import (
 )
 
 // Node is a running Multi-Paxos member: the driver around the pure core.
-// One goroutine (run) owns the core and the applier; gRPC handlers and
-// Propose callers talk to it through channels.
+// Three goroutines form a pipeline:
+//
+//	run (owns core) ──Ready──▶ persister (Save, send) ──entries──▶ applier (owns sm)
+//
+// run keeps stepping the core while earlier Readys are being made
+// durable; the persister merges all Readys waiting for it into one Save.
 type Node struct {
 	cfg     Config
 	log     *slog.Logger
 	storage Storage
 	tr      transport
 
-	core *core    // owned by run
-	app  *applier // owned by run
-	// waiters maps a local command's seq to its caller; owned by run.
-	waiters        map[uint64]*proposal
-	sinceSnapshot  int
-	lingerArmed    bool
-	lingerTimer    *time.Timer
-	recvc          chan []Message
-	propc          chan *proposal
-	abandonc       chan *proposal
-	stopc, donec   chan struct{}
-	stopOnce       sync.Once
-	applied        atomic.Uint64
-	mu             sync.Mutex // guards status, appliedCh
-	status         Status
-	appliedCh      chan struct{}
-	fatal          error // set by run before donec closes
-	storageFailure bool
+	core        *core    // owned by run
+	app         *applier // owned by the applier goroutine
+	lingerArmed bool
+	lingerTimer *time.Timer
+
+	wmu     sync.Mutex
+	waiters map[uint64]*proposal // a local command's seq -> its caller
+
+	recvc      chan []Message
+	propc      chan *proposal
+	abandonc   chan *proposal
+	persistQ   chan Ready
+	applyQ     chan []Entry
+	stableNote chan struct{}
+	stable     atomic.Uint64 // highest committed index made durable
+	failed     atomic.Bool
+
+	stopc, donec chan struct{}
+	stopOnce     sync.Once
+	applied      atomic.Uint64
+	mu           sync.Mutex // guards status, appliedCh, fatal
+	status       Status
+	appliedCh    chan struct{}
+	fatal        error
+	sinceSnap    int // applier goroutine
 }
 
 type proposal struct {
@@ -86,17 +96,20 @@ func Start(cfg Config, sm StateMachine, opts ...Option) (*Node, error) {
 		}
 	}
 	n := &Node{
-		cfg:       cfg,
-		log:       cfg.Logger.With("paxos_node", cfg.ID),
-		storage:   st,
-		app:       newApplier(sm),
-		waiters:   make(map[uint64]*proposal),
-		recvc:     make(chan []Message, 256),
-		propc:     make(chan *proposal, 1024),
-		abandonc:  make(chan *proposal, 1024),
-		stopc:     make(chan struct{}),
-		donec:     make(chan struct{}),
-		appliedCh: make(chan struct{}),
+		cfg:        cfg,
+		log:        cfg.Logger.With("paxos_node", cfg.ID),
+		storage:    st,
+		app:        newApplier(sm),
+		waiters:    make(map[uint64]*proposal),
+		recvc:      make(chan []Message, 256),
+		propc:      make(chan *proposal, 1024),
+		abandonc:   make(chan *proposal, 1024),
+		persistQ:   make(chan Ready, 256),
+		applyQ:     make(chan []Entry, 256),
+		stableNote: make(chan struct{}, 1),
+		stopc:      make(chan struct{}),
+		donec:      make(chan struct{}),
+		appliedCh:  make(chan struct{}),
 	}
 	core, err := restore(st, n.app, cfg.coreConfig(o.seed, uint64(time.Now().UnixNano())))
 	if err != nil {
@@ -112,8 +125,11 @@ func Start(cfg Config, sm StateMachine, opts ...Option) (*Node, error) {
 	}
 	n.lingerTimer = time.NewTimer(time.Hour)
 	n.lingerTimer.Stop()
-	n.publish()
+	n.publishCore()
+	n.status.Applied = n.app.applied
 	go n.run()
+	go n.persister()
+	go n.applyLoop()
 	return n, nil
 }
 
@@ -170,6 +186,8 @@ func (n *Node) submit(ctx context.Context, data []byte, flags byte) proposeResul
 
 func (n *Node) stoppedErr() error {
 	<-n.donec
+	n.mu.Lock()
+	defer n.mu.Unlock()
 	if n.fatal != nil {
 		return n.fatal
 	}
@@ -186,19 +204,17 @@ func (n *Node) deliver(ms []Message) error {
 	}
 }
 
+// run owns the core: it steps inputs and hands Readys to the persister.
 func (n *Node) run() {
-	defer close(n.donec)
+	defer close(n.persistQ)
 	ticker := time.NewTicker(n.cfg.HeartbeatInterval)
 	defer ticker.Stop()
+	defer n.lingerTimer.Stop()
 	// Entries chosen before a restart but not yet applied come out first.
-	if !n.process() {
-		n.shutdown()
-		return
-	}
+	n.emit()
 	for {
 		select {
 		case <-n.stopc:
-			n.shutdown()
 			return
 		case ms := <-n.recvc:
 			n.stepAll(ms)
@@ -211,17 +227,15 @@ func (n *Node) run() {
 		case <-n.lingerTimer.C:
 			n.lingerArmed = false
 			n.core.flushBatch()
+		case <-n.stableNote:
+			n.core.compact(n.stable.Load())
 		}
 		n.drain()
-		if !n.process() {
-			n.shutdown()
-			return
-		}
+		n.emit()
 	}
 }
 
-// drain takes whatever else is waiting, so one Ready (one wal.Save)
-// covers it all: this is the group commit.
+// drain takes whatever else is waiting, so one Ready covers it all.
 func (n *Node) drain() {
 	for i := 0; i < 4096; i++ {
 		select {
@@ -249,64 +263,150 @@ func (n *Node) propose(p *proposal) {
 		return
 	}
 	p.seq = n.core.propose(p.data, p.flags)
+	n.wmu.Lock()
 	n.waiters[p.seq] = p
+	n.wmu.Unlock()
 }
 
 func (n *Node) abandon(p *proposal) {
-	if n.waiters[p.seq] == p {
+	n.wmu.Lock()
+	mine := n.waiters[p.seq] == p
+	if mine {
 		delete(n.waiters, p.seq)
+	}
+	n.wmu.Unlock()
+	if mine {
 		n.core.abandon(p.seq)
 	}
 }
 
-// process runs one Ready: persist, then send, then apply. It returns false
-// after a fatal storage error.
-func (n *Node) process() bool {
+// emit takes the core's Ready: Early messages leave now, the rest goes
+// to the persister.
+func (n *Node) emit() {
 	c := n.core
 	rd := c.ready()
 	if c.role == leader && len(c.queue) > 0 && !n.lingerArmed {
 		n.lingerArmed = true
 		n.lingerTimer.Reset(n.cfg.BatchLinger)
 	}
-	if rd.empty() {
-		return true
+	if len(rd.Early) > 0 {
+		n.tr.send(rd.Early)
+		rd.Early = nil
 	}
-	u := rd.Update
-	if u.Promised != nil || len(u.Accepted) > 0 || u.Chosen != 0 {
-		if err := n.storage.Save(u); err != nil {
-			n.fail(fmt.Errorf("%w: save: %w", ErrStorage, err))
-			return false
+	if !rd.empty() {
+		select {
+		case n.persistQ <- rd:
+		case <-n.stopc:
 		}
 	}
-	if len(rd.Messages) > 0 {
-		n.tr.send(rd.Messages)
-	}
-	for _, e := range rd.Committed {
-		if err := n.app.applyEntry(e, n.onApplied); err != nil {
-			n.fail(fmt.Errorf("%w: apply: %w", ErrStorage, err))
-			return false
+	n.publishCore()
+}
+
+// persister makes Readys durable, in order, several per Save, then applies
+// (via the applier) and sends what depended on them.
+func (n *Node) persister() {
+	defer func() {
+		close(n.applyQ)
+		n.tr.close()
+	}()
+	for rd := range n.persistQ {
+		batch := []Ready{rd}
+	more:
+		for len(batch) < 256 {
+			select {
+			case r, ok := <-n.persistQ:
+				if !ok {
+					break more
+				}
+				batch = append(batch, r)
+			default:
+				break more
+			}
 		}
-		n.sinceSnapshot++
-	}
-	if len(rd.Committed) > 0 {
-		n.applied.Store(n.app.applied)
-		if n.sinceSnapshot >= n.cfg.SnapshotEvery {
-			if err := n.saveApplied(); err != nil {
-				n.fail(err)
-				return false
+		if n.failed.Load() {
+			continue
+		}
+		var u wal.Update
+		need := false
+		var last uint64
+		for i := range batch {
+			r := &batch[i]
+			if r.Update.Promised != nil {
+				u.Promised = r.Update.Promised
+			}
+			u.Accepted = append(u.Accepted, r.Update.Accepted...)
+			u.Chosen = max(u.Chosen, r.Update.Chosen)
+			need = need || r.needsPersist()
+			if k := len(r.Committed); k > 0 {
+				last = r.Committed[k-1].Index
+			}
+		}
+		if need {
+			if err := n.storage.Save(u); err != nil {
+				n.fail(fmt.Errorf("%w: save: %w", ErrStorage, err))
+				continue
+			}
+		}
+		for i := range batch {
+			if len(batch[i].Committed) > 0 {
+				n.applyQ <- batch[i].Committed
+			}
+		}
+		if !need && u.Chosen > 0 {
+			if err := n.storage.Save(u); err != nil {
+				n.fail(fmt.Errorf("%w: save: %w", ErrStorage, err))
+				continue
+			}
+		}
+		for i := range batch {
+			if len(batch[i].Messages) > 0 {
+				n.tr.send(batch[i].Messages)
+			}
+		}
+		if last > 0 {
+			n.stable.Store(last)
+			select {
+			case n.stableNote <- struct{}{}:
+			default:
 			}
 		}
 	}
-	n.publish()
-	return true
+}
+
+// applyLoop applies chosen entries in order and hands results to callers.
+func (n *Node) applyLoop() {
+	defer close(n.donec)
+	for es := range n.applyQ {
+		if n.failed.Load() {
+			continue
+		}
+		for _, e := range es {
+			if err := n.app.applyEntry(e, n.onApplied); err != nil {
+				n.fail(fmt.Errorf("%w: apply: %w", ErrStorage, err))
+				break
+			}
+			n.sinceSnap++
+		}
+		n.applied.Store(n.app.applied)
+		if n.sinceSnap >= n.cfg.SnapshotEvery && !n.failed.Load() {
+			if err := n.saveApplied(); err != nil {
+				n.fail(err)
+			}
+		}
+		n.publishApplied()
+	}
+	n.shutdown()
 }
 
 func (n *Node) onApplied(cmd command, result any) {
 	if cmd.Node != n.cfg.ID {
 		return
 	}
-	if p := n.waiters[cmd.Seq]; p != nil {
-		delete(n.waiters, cmd.Seq)
+	n.wmu.Lock()
+	p := n.waiters[cmd.Seq]
+	delete(n.waiters, cmd.Seq)
+	n.wmu.Unlock()
+	if p != nil {
 		p.done <- proposeResult{index: n.app.applied + 1, result: result}
 	}
 }
@@ -319,58 +419,67 @@ func (n *Node) saveApplied() error {
 	if err := n.storage.SaveApplied(n.app.applied, snap); err != nil {
 		return fmt.Errorf("%w: save applied %d: %w", ErrStorage, n.app.applied, err)
 	}
-	n.sinceSnapshot = 0
+	n.sinceSnap = 0
 	return nil
 }
 
-// publish refreshes Status and wakes AppliedCh waiters.
-func (n *Node) publish() {
+func (n *Node) publishCore() {
 	c := n.core
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	prev := n.status.Applied
-	n.status = Status{
-		ID: n.cfg.ID, Leader: c.leader, Role: c.role.String(),
-		Ballot: c.promised.Round, BallotNode: c.promised.Node,
-		Chosen: c.chosen, Applied: n.app.applied,
-		FirstIndex: n.storage.HardState().FirstIndex, Pending: len(c.pending),
-	}
-	if n.app.applied != prev {
+	n.status.ID, n.status.Leader, n.status.Role = n.cfg.ID, c.leader, c.role.String()
+	n.status.Ballot, n.status.BallotNode = c.promised.Round, c.promised.Node
+	n.status.Chosen, n.status.Pending = c.chosen, len(c.pending)
+}
+
+// publishApplied refreshes Status.Applied and wakes AppliedCh waiters.
+func (n *Node) publishApplied() {
+	first := n.storage.HardState().FirstIndex
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.status.FirstIndex = first
+	if n.app.applied != n.status.Applied {
+		n.status.Applied = n.app.applied
 		close(n.appliedCh)
 		n.appliedCh = make(chan struct{})
 	}
 }
 
+// fail records a fatal storage error and stops the node.
 func (n *Node) fail(err error) {
 	n.log.Error("paxos node stopping", "err", err)
-	n.fatal = err
-	n.storageFailure = true
+	n.mu.Lock()
+	if n.fatal == nil {
+		n.fatal = err
+	}
+	n.mu.Unlock()
+	n.failed.Store(true)
+	n.stopOnce.Do(func() { close(n.stopc) })
 }
 
-// shutdown runs on the loop goroutine: fail waiters, persist the applied
-// state, close transport and storage.
+// shutdown runs last, on the applier goroutine: persist the applied
+// state, close storage, fail the remaining waiters.
 func (n *Node) shutdown() {
-	err := ErrStopped
-	if n.fatal != nil {
-		err = n.fatal
-	}
-	for seq, p := range n.waiters {
-		p.done <- proposeResult{err: err}
-		delete(n.waiters, seq)
-	}
-	n.lingerTimer.Stop()
-	n.tr.close()
-	if !n.storageFailure && n.sinceSnapshot > 0 {
+	if !n.failed.Load() && n.sinceSnap > 0 {
 		if err := n.saveApplied(); err != nil {
 			n.log.Error("persist applied state at stop", "err", err)
 		}
 	}
-	if err := n.storage.Close(); err != nil && !errors.Is(err, ErrStopped) {
+	if err := n.storage.Close(); err != nil {
 		n.log.Error("close storage", "err", err)
 	}
 	n.mu.Lock()
+	err := n.fatal
 	close(n.appliedCh)
 	n.appliedCh = make(chan struct{})
 	n.mu.Unlock()
-	// Proposals still queued in propc get ErrStopped from submit via donec.
+	if err == nil {
+		err = ErrStopped
+	}
+	n.wmu.Lock()
+	for seq, p := range n.waiters {
+		p.done <- proposeResult{err: err}
+		delete(n.waiters, seq)
+	}
+	n.wmu.Unlock()
 }

@@ -75,7 +75,8 @@ type simNode struct {
 	up      bool
 	inc     uint64
 	waiting map[uint64]string
-	phase   int64 // tick offset
+	phase   int64   // tick offset
+	unsaved []Ready // handed out, not yet persisted (async pipeline)
 }
 
 type simMsg struct {
@@ -137,6 +138,7 @@ func (s *sim) start(n *simNode) {
 
 func (s *sim) crash(n *simNode) {
 	n.up = false
+	n.unsaved = nil
 	n.core = nil
 	if s.o.useWAL {
 		n.st.Close()
@@ -144,15 +146,65 @@ func (s *sim) crash(n *simNode) {
 	}
 }
 
+// process takes a Ready and sends its Early messages; like the driver's
+// pipeline, persisting it (and sending and applying what depends on that)
+// may lag behind, and a crash loses what was not persisted yet.
 func (s *sim) process(n *simNode) {
 	rd := n.core.ready()
-	if err := n.st.Save(rd.Update); err != nil {
-		s.fatalf("save: %v", err)
-	}
-	for _, m := range rd.Messages {
+	for _, m := range rd.Early {
 		s.sendMsg(m)
 	}
-	for _, e := range rd.Committed {
+	if !rd.empty() {
+		n.unsaved = append(n.unsaved, rd)
+	}
+	if s.rng.Intn(10) < 7 {
+		s.persist(n)
+	}
+}
+
+func (s *sim) persist(n *simNode) {
+	if len(n.unsaved) == 0 {
+		return
+	}
+	var u wal.Update
+	need := false
+	for _, rd := range n.unsaved {
+		if rd.Update.Promised != nil {
+			u.Promised = rd.Update.Promised
+		}
+		u.Accepted = append(u.Accepted, rd.Update.Accepted...)
+		u.Chosen = max(u.Chosen, rd.Update.Chosen)
+		need = need || rd.needsPersist()
+	}
+	batch := n.unsaved
+	n.unsaved = nil
+	if need {
+		if err := n.st.Save(u); err != nil {
+			s.fatalf("save: %v", err)
+		}
+	}
+	for _, rd := range batch {
+		s.apply(n, rd.Committed)
+	}
+	if !need && s.faulty && s.o.crashes && s.rng.Intn(50) == 0 {
+		// A crash between applying and saving the chosen index.
+		s.crash(n)
+		return
+	}
+	if !need {
+		if err := n.st.Save(u); err != nil {
+			s.fatalf("save: %v", err)
+		}
+	}
+	for _, rd := range batch {
+		for _, m := range rd.Messages {
+			s.sendMsg(m)
+		}
+	}
+}
+
+func (s *sim) apply(n *simNode, committed []Entry) {
+	for _, e := range committed {
 		if v, ok := s.chosen[e.Index]; ok && !bytes.Equal(v, e.Value) {
 			s.fatalf("node %d: index %d chosen twice: %x vs %x", n.id, e.Index, v, e.Value)
 		}
@@ -181,6 +233,9 @@ func (s *sim) process(n *simNode) {
 				s.fatalf("save applied: %v", err)
 			}
 		}
+	}
+	if len(committed) > 0 {
+		n.core.compact(committed[len(committed)-1].Index)
 	}
 }
 
@@ -258,6 +313,9 @@ func (s *sim) stepOnce() {
 			n.core.tickOnce()
 			s.process(n)
 		}
+		if n.up && s.rng.Intn(2) == 0 {
+			s.persist(n)
+		}
 	}
 }
 
@@ -320,10 +378,10 @@ func runSim(t *testing.T, seed int64, o simOpts) {
 		if s.rng.Intn(200) == 0 { // a caller gives up
 			n := s.nodes[s.ids[s.rng.Intn(len(s.ids))]]
 			if n.up {
-				for seq := range n.waiting {
+				if seqs := n.core.pendingSeqs(); len(seqs) > 0 {
+					seq := seqs[s.rng.Intn(len(seqs))]
 					n.core.abandon(seq)
 					delete(n.waiting, seq)
-					break
 				}
 			}
 		}
@@ -382,8 +440,11 @@ func (s *sim) describe() string {
 	for _, id := range s.ids {
 		n := s.nodes[id]
 		c := n.core
-		fmt.Fprintf(&b, "[n%d %s leader=%d promised=%v chosen=%d applied=%d pending=%d waiting=%d] ",
-			id, c.role, c.leader, c.promised, c.chosen, n.app.applied, len(c.pending), len(n.waiting))
+		fmt.Fprintf(&b, "[n%d %s leader=%d promised=%v chosen=%d applied=%d stable=%d next=%d peerChosen=%d/%d fetching=%v queue=%d pending=%d waiting=%d] ",
+			id, c.role, c.leader, c.promised, c.chosen, n.app.applied, c.stable, c.next, c.peerChosen, c.fetchFrom, c.fetching, len(c.queue), len(c.pending), len(n.waiting))
+		if in := c.log[c.chosen+1]; in != nil {
+			fmt.Fprintf(&b, "{next inst: ballot=%v chosen=%v proposed=%v votes=%b} ", in.ballot, in.chosen, in.proposed, in.votes)
+		}
 	}
 	return b.String()
 }

@@ -67,7 +67,11 @@ func (s *MemoryStorage) Save(u wal.Update) error {
 func (s *MemoryStorage) SaveApplied(applied uint64, snapshot []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if applied < s.hs.Applied {
+		return nil
+	}
 	s.hs.Applied = applied
+	s.hs.Chosen = max(s.hs.Chosen, applied)
 	s.hs.Snapshot = append([]byte(nil), snapshot...)
 	return nil
 }

@@ -51,6 +51,7 @@ func main() {
 	dir := flag.String("dir", "", "parent directory for the wal dirs (default: a fresh temp dir, removed after)")
 	window := flag.Int("window", 0, "Config.Window (0: default)")
 	linger := flag.Duration("linger", -1, "Config.BatchLinger (-1: default)")
+	mem := flag.Bool("mem", false, "use in-memory storage instead of the wal (isolates storage cost)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the measured phase")
 	flag.Parse()
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
@@ -84,7 +85,11 @@ func main() {
 		if *linger >= 0 {
 			cfg.BatchLinger = *linger
 		}
-		n, err := paxos.Start(cfg, &counterSM{})
+		var opts []paxos.Option
+		if *mem {
+			opts = append(opts, paxos.WithStorage(paxos.NewMemoryStorage()))
+		}
+		n, err := paxos.Start(cfg, &counterSM{}, opts...)
 		if err != nil {
 			log.Fatal(err)
 		}
