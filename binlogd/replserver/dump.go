@@ -167,12 +167,12 @@ type stream struct {
 	fileNo   int
 	pos      uint32 // offset of the next event in the virtual file
 	rotateAt uint32
-	annotate bool            // the replica asked for ANNOTATE_ROWS events
+	annotate bool // the replica asked for ANNOTATE_ROWS events
 	// artificialCRC: artificial events carry a CRC32 (the replica declared
 	// CRC32, not NONE).
 	artificialCRC bool
-	last     binlog.GTIDList // position after the last transaction sent
-	scratch  []byte
+	last          binlog.GTIDList // position after the last transaction sent
+	scratch       []byte
 }
 
 func (st *stream) file() string { return fmt.Sprintf("phxgo-bin.%06d", st.fileNo) }

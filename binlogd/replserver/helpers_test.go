@@ -4,8 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"os"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -215,7 +215,7 @@ func (r *replica) status(t *testing.T) map[string]string {
 func (r *replica) statusVar(t *testing.T, name string) string {
 	t.Helper()
 	var n, v string
-	if err := r.db.QueryRow("SHOW GLOBAL STATUS LIKE '" + name + "'").Scan(&n, &v); err != nil {
+	if err := r.db.QueryRow("SHOW GLOBAL STATUS LIKE '"+name+"'").Scan(&n, &v); err != nil {
 		t.Fatal(err)
 	}
 	return v
@@ -272,7 +272,7 @@ func checksums(t *testing.T, db *sql.DB, tables ...string) map[string]string {
 	for _, tb := range tables {
 		var name string
 		var sum sql.NullString
-		if err := db.QueryRow("CHECKSUM TABLE " + tb).Scan(&name, &sum); err != nil {
+		if err := db.QueryRow("CHECKSUM TABLE "+tb).Scan(&name, &sum); err != nil {
 			t.Fatal(err)
 		}
 		if !sum.Valid {

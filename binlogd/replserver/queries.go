@@ -69,7 +69,7 @@ func hiddenFromShow(name string) bool { return strings.HasPrefix(name, "rpl_semi
 func (s *session) answer(q string) (r reply, understood bool) {
 	q = strings.TrimSpace(q)
 	q = strings.TrimSpace(strings.TrimRight(q, ";"))
-	up := strings.ToUpper(q)
+	up := asciiUpper(q)
 	switch {
 	case q == "":
 		return errReply(erParse, "Query was empty"), false
@@ -124,7 +124,7 @@ func (s *session) set(rest string) (reply, bool) {
 // system variables, UNIX_TIMESTAMP(), VERSION() and friends.
 func (s *session) selectExprs(rest string) (reply, bool) {
 	rest = strings.TrimSpace(rest)
-	if i := strings.LastIndex(strings.ToUpper(rest), " LIMIT "); i >= 0 && !strings.ContainsAny(rest[i:], "'\"") {
+	if i := strings.LastIndex(asciiUpper(rest), " LIMIT "); i >= 0 && !strings.ContainsAny(rest[i:], "'\"") {
 		rest = rest[:i]
 	}
 	exprs := splitTopLevel(rest)
@@ -133,7 +133,7 @@ func (s *session) selectExprs(rest string) (reply, bool) {
 	for i, e := range exprs {
 		e = strings.TrimSpace(e)
 		r.names[i] = e
-		if j := strings.LastIndex(strings.ToUpper(e), " AS "); j > 0 && !strings.ContainsAny(e[j:], "'\"(") {
+		if j := strings.LastIndex(asciiUpper(e), " AS "); j > 0 && !strings.ContainsAny(e[j:], "'\"(") {
 			r.names[i] = unquoteIdent(strings.TrimSpace(e[j+4:]))
 			e = strings.TrimSpace(e[:j])
 		}
@@ -156,7 +156,7 @@ func (s *session) selectExprs(rest string) (reply, bool) {
 
 // eval evaluates a constant expression; known is false when it could not.
 func (s *session) eval(e string) (val string, isNull, known bool) {
-	up := strings.ToUpper(e)
+	up := asciiUpper(e)
 	switch {
 	case e == "":
 		return "", true, false
@@ -314,4 +314,16 @@ func likeMatch(p, s string) bool {
 		pi++
 	}
 	return pi == len(p)
+}
+
+// asciiUpper upper-cases ASCII letters only, so byte offsets found in the
+// result are valid in the input (strings.ToUpper rewrites invalid UTF-8).
+func asciiUpper(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'a' <= c && c <= 'z' {
+			b[i] = c - 'a' + 'A'
+		}
+	}
+	return string(b)
 }
