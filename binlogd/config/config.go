@@ -75,6 +75,10 @@ type Credentials struct {
 	CapturePassword string `json:"capture_password"`
 	AppUser         string `json:"app_user"`
 	AppPassword     string `json:"app_password"`
+	// proxy_user/proxy_password: sqlproxy's admin account (reads
+	// mysql.user, checks replicas). Optional.
+	ProxyUser     string `json:"proxy_user,omitempty"`
+	ProxyPassword string `json:"proxy_password,omitempty"`
 }
 
 // Load reads, defaults and validates a config file.

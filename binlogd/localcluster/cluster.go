@@ -125,7 +125,8 @@ func (c *Cluster) proxyArgs(id uint32) []string {
 		"-rwsplit-listen", s.addr(int(id), offProxyRW),
 		"-binlogd", s.addr(int(id), offGRPC),
 		"-http", s.addr(int(id), offProxyHTTP),
-		"-credentials-file", filepath.Join(s.Dir, "credentials.json"),
+		"-admin-user", "phxgo_proxy",
+		"-admin-password-file", filepath.Join(s.Dir, "proxy-password"),
 	}
 }
 
@@ -295,6 +296,9 @@ func (c *Cluster) Healthy(ctx context.Context) (master uint32, err error) {
 		}
 		if st.Role == pb.Role_ROLE_UNSAFE {
 			return 0, fmt.Errorf("node %d unsafe: %s", st.NodeId, st.UnsafeReason)
+		}
+		if st.NodeId != master && !strings.Contains(st.ReplicationState, "Slave_IO_Running=Yes Slave_SQL_Running=Yes") {
+			return 0, fmt.Errorf("node %d not replicating: %s", st.NodeId, st.ReplicationState)
 		}
 		if st.NodeId != master && (st.MysqlGtidPos != lastValid && st.MysqlGtidPos != st.LastValidGtid) {
 			return 0, fmt.Errorf("node %d MariaDB at %q, log at %q (%s)", st.NodeId, st.MysqlGtidPos, st.LastValidGtid, st.ReplicationState)

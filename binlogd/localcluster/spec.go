@@ -98,9 +98,17 @@ func (s Spec) writeConfigs() error {
 		if err := config.SaveCredentials(cred, config.Credentials{
 			CaptureUser: "phxgo_capture", CapturePassword: secret(),
 			AppUser: "app", AppPassword: "app",
+			ProxyUser: "phxgo_proxy", ProxyPassword: secret(),
 		}); err != nil {
 			return err
 		}
+	}
+	cr, err := config.LoadCredentials(cred)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(s.Dir, "proxy-password"), []byte(cr.ProxyPassword+"\n"), 0o600); err != nil {
+		return err
 	}
 	lease := s.LeaseDuration
 	if lease == 0 {

@@ -17,11 +17,15 @@ import (
 type Accounts struct {
 	CaptureUser, CapturePassword string
 	AppUser, AppPassword         string
+	// Proxy is sqlproxy's admin account: it reads mysql.user to verify
+	// clients and checks replicas' lag. Optional (empty: not created).
+	ProxyUser, ProxyPassword string
 }
 
 // DefaultAccounts are the names used by tests and `make cluster`.
 func DefaultAccounts() Accounts {
-	return Accounts{CaptureUser: "phxgo_capture", CapturePassword: "capture-secret", AppUser: "app", AppPassword: "app-secret"}
+	return Accounts{CaptureUser: "phxgo_capture", CapturePassword: "capture-secret", AppUser: "app", AppPassword: "app-secret",
+		ProxyUser: "phxgo_proxy", ProxyPassword: "proxy-secret"}
 }
 
 // appPrivileges is everything an application needs, and nothing that
@@ -48,8 +52,16 @@ func Bootstrap(ctx context.Context, db *sql.DB, a Accounts) error {
 		fmt.Sprintf("CREATE USER IF NOT EXISTS %s@'%%' IDENTIFIED BY %s", quote(a.AppUser), quote(a.AppPassword)),
 		fmt.Sprintf("ALTER USER %s@'%%' IDENTIFIED BY %s", quote(a.AppUser), quote(a.AppPassword)),
 		fmt.Sprintf("GRANT %s ON *.* TO %s@'%%'", appPrivileges, quote(a.AppUser)),
-		"SET SESSION sql_log_bin=1",
 	}
+	if a.ProxyUser != "" {
+		stmts = append(stmts,
+			fmt.Sprintf("CREATE USER IF NOT EXISTS %s@'%%' IDENTIFIED BY %s", quote(a.ProxyUser), quote(a.ProxyPassword)),
+			fmt.Sprintf("ALTER USER %s@'%%' IDENTIFIED BY %s", quote(a.ProxyUser), quote(a.ProxyPassword)),
+			fmt.Sprintf("GRANT SELECT ON mysql.* TO %s@'%%'", quote(a.ProxyUser)),
+			fmt.Sprintf("GRANT SLAVE MONITOR ON *.* TO %s@'%%'", quote(a.ProxyUser)),
+		)
+	}
+	stmts = append(stmts, "SET SESSION sql_log_bin=1")
 	for _, s := range stmts {
 		if _, err := conn.ExecContext(ctx, s); err != nil {
 			return fmt.Errorf("mysqld: bootstrap accounts: %s: %w", redact(s), err)

@@ -82,8 +82,10 @@ func (i *Instance) writeConfig() error {
 	fmt.Fprintf(&b, "[mysqld]\n")
 	fmt.Fprintf(&b, "datadir=%s\nsocket=%s\nport=%d\nbind-address=%s\nserver-id=%d\n",
 		i.DataDir(), i.Socket(), i.opts.Port, i.opts.Host, i.opts.ServerID)
-	fmt.Fprintf(&b, "pid-file=%s\nlog-error=%s\nuser=root\n",
-		filepath.Join(i.opts.Dir, "mysqld.pid"), i.ErrorLog())
+	// A private tmpdir: other programs cleaning /tmp must not delete the
+	// server's temporary tables under it.
+	fmt.Fprintf(&b, "pid-file=%s\nlog-error=%s\ntmpdir=%s\nuser=root\n",
+		filepath.Join(i.opts.Dir, "mysqld.pid"), i.ErrorLog(), i.TmpDir())
 	b.WriteString(`log-bin=binlog
 log-bin-index=binlog.index
 relay-log=relay
@@ -122,7 +124,7 @@ func (i *Instance) Init(ctx context.Context) error {
 	if _, err := exec.LookPath("mariadb-install-db"); err != nil {
 		return ErrNotInstalled
 	}
-	if err := os.MkdirAll(i.opts.Dir, 0o755); err != nil {
+	if err := os.MkdirAll(i.TmpDir(), 0o755); err != nil {
 		return err
 	}
 	if err := i.writeConfig(); err != nil {
@@ -305,3 +307,7 @@ func (i *Instance) open(db string) (*sql.DB, error) {
 
 // DB opens a root connection pool over the unix socket.
 func (i *Instance) DB(db string) (*sql.DB, error) { return i.open(db) }
+
+// TmpDir is the server's private tmpdir: other programs cleaning /tmp must
+// not delete the server's temporary tables.
+func (i *Instance) TmpDir() string { return filepath.Join(i.opts.Dir, "tmp") }

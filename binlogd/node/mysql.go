@@ -93,6 +93,7 @@ func (n *Node) startMySQL(ctx context.Context) error {
 	err = mysqld.Bootstrap(bctx, db, mysqld.Accounts{
 		CaptureUser: n.cred.CaptureUser, CapturePassword: n.cred.CapturePassword,
 		AppUser: n.cred.AppUser, AppPassword: n.cred.AppPassword,
+		ProxyUser: n.cred.ProxyUser, ProxyPassword: n.cred.ProxyPassword,
 	})
 	cancel()
 	if err != nil {

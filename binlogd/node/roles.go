@@ -67,7 +67,9 @@ func (n *Node) becomeMaster(ctx context.Context, st masterlease.Status) error {
 	}
 	if err := capture.CheckServer(qctx, db); err != nil {
 		_ = role.SetReadOnly(qctx, db)
-		n.setUnsafe(err.Error())
+		if errors.Is(err, capture.ErrBadSettings) {
+			n.setUnsafe(err.Error())
+		}
 		return err
 	}
 	ccfg := capture.DefaultConfig()

@@ -42,9 +42,10 @@ func (s *Server) dump(nc net.Conn, seq byte, sess *session, d binlogDump, log *s
 		return
 	}
 	// A replica that sets @master_binlog_checksum is checksum-aware and gets
-	// the log's events with their CRC32. Its value says whether our own
-	// artificial events (ROTATE, heartbeat) carry one: 'NONE' (mariadb-binlog,
-	// go-mysql) means no.
+	// the log's events with their CRC32. As in MariaDB, its value decides
+	// only whether the first fake ROTATE (sent before FORMAT_DESCRIPTION
+	// announces CRC32) carries one: 'NONE' (mariadb-binlog, go-mysql) means
+	// no. Everything after the FDE, heartbeats included, carries a CRC32.
 	cs, ok := sess.userVar("master_binlog_checksum")
 	if !ok {
 		refuse("binlogd sends CRC32 checksummed events; the replica did not announce checksum support (SET @master_binlog_checksum)")
@@ -168,8 +169,8 @@ type stream struct {
 	pos      uint32 // offset of the next event in the virtual file
 	rotateAt uint32
 	annotate bool // the replica asked for ANNOTATE_ROWS events
-	// artificialCRC: artificial events carry a CRC32 (the replica declared
-	// CRC32, not NONE).
+	// artificialCRC: the first fake ROTATE carries a CRC32 (the replica
+	// declared CRC32, not NONE).
 	artificialCRC bool
 	last          binlog.GTIDList // position after the last transaction sent
 	scratch       []byte
@@ -255,14 +256,14 @@ func (st *stream) txn(t binlog.Txn) error {
 }
 
 func (st *stream) heartbeat() error {
-	if err := st.send(st.artificial(heartbeat(st.serverID, st.file(), st.pos))); err != nil {
+	if err := st.send(heartbeat(st.serverID, st.file(), st.pos)); err != nil {
 		return err
 	}
 	return st.w.flush()
 }
 
-// artificial drops the CRC32 footer of an artificial event when the replica
-// asked for none.
+// artificial drops the CRC32 footer of the first fake ROTATE when the
+// replica asked for none.
 func (st *stream) artificial(ev []byte) []byte {
 	if st.artificialCRC {
 		return ev

@@ -79,6 +79,10 @@ func (s *session) answer(q string) (r reply, understood bool) {
 		return s.selectExprs(q[6:])
 	case hasWord(up, "SHOW"):
 		return s.show(q)
+	case hasWord(up, "KILL"):
+		// go-mysql's syncer kills its dump connection this way on Close; the
+		// dump notices the closed socket by itself.
+		return okReply(), true
 	}
 	return errReply(erNotSupportedYet, "binlogd replication endpoint does not support this statement: "+trunc(q)), false
 }
