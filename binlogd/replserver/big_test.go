@@ -36,7 +36,7 @@ func TestBigTransaction(t *testing.T) {
 		for left := mb; left > 0; left -= 17 {
 			id++
 			n := min(left, 17)
-			stmts = append(stmts, fmt.Sprintf("INSERT INTO app.big VALUES (%d, REPEAT(CONCAT('row', %d, '-'), %d))", id, id, n*1024*1024/6))
+			stmts = append(stmts, fmt.Sprintf("INSERT INTO app.big VALUES (%d, REPEAT(CHAR(64 + %d), %d))", id, id, n*1024*1024))
 		}
 		stmts = append(stmts, "COMMIT")
 		for _, s := range stmts {
