@@ -341,16 +341,43 @@ func (n *Node) persister() {
 				last = r.Committed[k-1].Index
 			}
 		}
+		// Committed entries whose accept an earlier Save made durable are
+		// applied before this Save; the rest after it.
+		var inBatch map[uint64]struct{}
+		if need {
+			inBatch = make(map[uint64]struct{}, len(u.Accepted))
+			for _, a := range u.Accepted {
+				inBatch[a.Index] = struct{}{}
+			}
+		}
+		var later [][]Entry
+		for i := range batch {
+			es := batch[i].Committed
+			if len(later) == 0 {
+				k := 0
+				for k < len(es) {
+					if _, ok := inBatch[es[k].Index]; ok {
+						break
+					}
+					k++
+				}
+				if k > 0 {
+					n.applyQ <- es[:k]
+				}
+				es = es[k:]
+			}
+			if len(es) > 0 {
+				later = append(later, es)
+			}
+		}
 		if need {
 			if err := n.storage.Save(u); err != nil {
 				n.fail(fmt.Errorf("%w: save: %w", ErrStorage, err))
 				continue
 			}
 		}
-		for i := range batch {
-			if len(batch[i].Committed) > 0 {
-				n.applyQ <- batch[i].Committed
-			}
+		for _, es := range later {
+			n.applyQ <- es
 		}
 		if !need && u.Chosen > 0 {
 			if err := n.storage.Save(u); err != nil {

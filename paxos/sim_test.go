@@ -22,7 +22,7 @@ import (
 // A failure names its seed; -seed=N replays it alone.
 
 var (
-	flagSeeds = flag.Int("seeds", 60, "simulation seeds to run (make sim SEEDS=N)")
+	flagSeeds = flag.Int("seeds", 200, "simulation seeds to run (make sim SEEDS=N)")
 	flagSeed  = flag.Int64("seed", -1, "replay only this simulation seed")
 )
 
