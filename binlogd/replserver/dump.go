@@ -58,7 +58,7 @@ func (s *Server) dump(nc net.Conn, seq byte, sess *session, d binlogDump, log *s
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	h, err := s.claimDump(d.serverID, cancel)
+	h, err := s.claimDump(d.serverID, nc, cancel)
 	if err != nil {
 		return
 	}

@@ -38,7 +38,7 @@ type Config struct {
 	Logger       *slog.Logger
 }
 
-// DefaultConfig returns a config with the given account and server id.
+// DefaultConfig returns defaults; set User, Password and ServerID.
 func DefaultConfig() Config {
 	return Config{Addr: "127.0.0.1:0", HeartbeatPeriod: 2 * time.Second, WriteTimeout: time.Minute}
 }
@@ -108,6 +108,7 @@ type Stats struct {
 
 type dumpHandle struct {
 	cancel context.CancelFunc
+	nc     net.Conn // closed to end a dump blocked writing to a dead peer
 	done   chan struct{}
 }
 
@@ -269,8 +270,8 @@ func (s *Server) Close() error {
 // claimDump registers a dump for a replica server_id. Like MariaDB, a new
 // dump from a server_id that already has one ends the old one (the replica
 // reconnected; the old socket may be half-open).
-func (s *Server) claimDump(serverID uint32, cancel context.CancelFunc) (*dumpHandle, error) {
-	h := &dumpHandle{cancel: cancel, done: make(chan struct{})}
+func (s *Server) claimDump(serverID uint32, nc net.Conn, cancel context.CancelFunc) (*dumpHandle, error) {
+	h := &dumpHandle{cancel: cancel, nc: nc, done: make(chan struct{})}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -282,6 +283,7 @@ func (s *Server) claimDump(serverID uint32, cancel context.CancelFunc) (*dumpHan
 	if old != nil {
 		s.log.Info("replica reconnected; ending its previous dump", "replica_server_id", serverID)
 		old.cancel()
+		old.nc.Close()
 		<-old.done
 	}
 	return h, nil
