@@ -104,6 +104,9 @@ func trunc(q string) string {
 // set handles SET a=b[, c=d]: user variables are stored, everything else
 // (NAMES, session system variables) is accepted and ignored.
 func (s *session) set(rest string) (reply, bool) {
+	if u := asciiUpper(strings.TrimSpace(rest)); strings.HasPrefix(u, "NAMES ") || strings.HasPrefix(u, "CHARACTER SET ") {
+		return okReply(), true // the replica's SET NAMES utf8mb4; events are bytes
+	}
 	understood := true
 	for _, item := range splitTopLevel(rest) {
 		name, expr, ok := strings.Cut(item, "=")
