@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 
 	"github.com/go-mysql-org/go-mysql/replication"
 
@@ -84,27 +85,29 @@ func (g *grouper) feed(ev []byte, needAck bool) (*unit, error) {
 		}
 		return nil, nil
 	}
+	if typ == replication.ROTATE_EVENT {
+		if g.cur != nil {
+			return nil, fmt.Errorf("%w: ROTATE inside transaction %v", ErrProtocol, g.cur.gtid)
+		}
+		name, err := rotateName(ev)
+		if err != nil {
+			return nil, err
+		}
+		g.file = name
+		return nil, nil
+	}
 	e, err := g.parse(ev)
 	if err != nil {
 		return nil, err
 	}
 	ends := false
 	switch v := e.Event.(type) {
-	case *replication.RotateEvent:
-		if g.cur != nil {
-			return nil, fmt.Errorf("%w: ROTATE inside transaction %v", ErrProtocol, g.cur.gtid)
-		}
-		name := v.NextLogName
-		if i := bytes.IndexByte(name, 0); i >= 0 {
-			name = name[:i]
-		}
-		if len(name) == 0 {
-			return nil, fmt.Errorf("%w: ROTATE without a file name", ErrProtocol)
-		}
-		g.file = string(name)
 	case *replication.FormatDescriptionEvent:
 		if g.cur != nil {
 			return nil, fmt.Errorf("%w: FORMAT_DESCRIPTION inside transaction %v", ErrProtocol, g.cur.gtid)
+		}
+		if v.ChecksumAlgorithm != replication.BINLOG_CHECKSUM_ALG_CRC32 {
+			return nil, fmt.Errorf("%w: binlog file %q is not checksummed with CRC32 (binlog_checksum must be CRC32)", ErrProtocol, g.file)
 		}
 	case *replication.MariadbGTIDEvent:
 		if g.cur != nil {
@@ -158,4 +161,29 @@ func endsGroup(q []byte) bool {
 
 func isIdent(c byte) bool {
 	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+// rotateName decodes a ROTATE event itself: the fake ROTATE that opens
+// the stream comes before any FORMAT_DESCRIPTION, so go-mysql's parser
+// would not know to strip its CRC32 and would return the checksum bytes
+// as part of the name, and an ACK naming a wrong file could release
+// commits that are not durable. With @master_binlog_checksum='CRC32'
+// every ROTATE carries a CRC32, which is verified here.
+func rotateName(ev []byte) (string, error) {
+	const body = binlog.HeaderLen + 8
+	if len(ev) < body+1+4 {
+		return "", fmt.Errorf("%w: %d-byte ROTATE", ErrProtocol, len(ev))
+	}
+	n := len(ev) - 4
+	if crc32.ChecksumIEEE(ev[:n]) != binary.LittleEndian.Uint32(ev[n:]) {
+		return "", fmt.Errorf("%w: ROTATE checksum mismatch (binlog_checksum must be CRC32)", ErrProtocol)
+	}
+	name := ev[body:n]
+	if i := bytes.IndexByte(name, 0); i >= 0 {
+		name = name[:i]
+	}
+	if len(name) == 0 {
+		return "", fmt.Errorf("%w: ROTATE without a file name", ErrProtocol)
+	}
+	return string(name), nil
 }

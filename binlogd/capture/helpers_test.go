@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/pprof"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -61,18 +63,20 @@ func (m *master) config() Config {
 }
 
 // recSink records what it made "durable" and can delay, block or fail.
+// Concurrent Commit calls finish in any order; snapshot puts batches back
+// in dispatch order (BatchInfo.Seq) and checks their Prev chain.
 type recSink struct {
 	mu      sync.Mutex
-	txns    []binlog.Txn
-	batches []int
-	infos   []BatchInfo
+	batches map[uint64][]binlog.Txn
+	infos   map[uint64]BatchInfo
 	delay   time.Duration
 	gate    chan struct{} // when non-nil, Commit waits for it to be closed
 	fail    error
-	changed chan struct{}
 }
 
-func newRecSink() *recSink { return &recSink{changed: make(chan struct{}, 1)} }
+func newRecSink() *recSink {
+	return &recSink{batches: map[uint64][]binlog.Txn{}, infos: map[uint64]BatchInfo{}}
+}
 
 func (s *recSink) Commit(ctx context.Context, txns []binlog.Txn) error {
 	s.mu.Lock()
@@ -91,53 +95,98 @@ func (s *recSink) Commit(ctx context.Context, txns []binlog.Txn) error {
 	if fail != nil {
 		return fail
 	}
-	info, _ := BatchFrom(ctx)
-	s.mu.Lock()
-	s.txns = append(s.txns, txns...)
-	s.batches = append(s.batches, len(txns))
-	s.infos = append(s.infos, info)
-	s.mu.Unlock()
-	select {
-	case s.changed <- struct{}{}:
-	default:
+	info, ok := BatchFrom(ctx)
+	if !ok {
+		return errors.New("recSink: Commit without BatchInfo")
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, dup := s.batches[info.Seq]; dup {
+		return fmt.Errorf("recSink: batch %d twice", info.Seq)
+	}
+	s.batches[info.Seq] = append([]binlog.Txn(nil), txns...)
+	s.infos[info.Seq] = info
 	return nil
 }
 
 func (s *recSink) setGate(g chan struct{}) { s.mu.Lock(); s.gate = g; s.mu.Unlock() }
 
-func (s *recSink) snapshot() []binlog.Txn {
+func (s *recSink) has(g binlog.GTID) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]binlog.Txn(nil), s.txns...)
+	for _, b := range s.batches {
+		for _, tx := range b {
+			if tx.GTID == g {
+				return true
+			}
+		}
+	}
+	return false
 }
 
-// runCapture starts Run in the background; the returned func cancels it
-// and returns Run's error.
-func runCapture(t *testing.T, cfg Config, sink Sink) (*Capture, <-chan error, func() error) {
+func (s *recSink) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, b := range s.batches {
+		n += len(b)
+	}
+	return n
+}
+
+// snapshot returns the txns of the contiguous prefix of batches 1..k in
+// dispatch order, checking each batch chains on the previous one.
+func (s *recSink) snapshot(t *testing.T) []binlog.Txn {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []binlog.Txn
+	var prev binlog.GTID
+	for seq := uint64(1); ; seq++ {
+		b, ok := s.batches[seq]
+		if !ok {
+			return out
+		}
+		if s.infos[seq].Prev != prev {
+			t.Fatalf("batch %d: Prev=%v, previous batch ended at %v", seq, s.infos[seq].Prev, prev)
+		}
+		out = append(out, b...)
+		prev = b[len(b)-1].GTID
+	}
+}
+
+// runCapture starts Run in the background. done is closed when Run
+// returns; stop cancels it and returns Run's error.
+func runCapture(t *testing.T, cfg Config, sink Sink) (c *Capture, done <-chan struct{}, stop func() error) {
 	t.Helper()
 	c, err := New(cfg, sink)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-	var once sync.Once
+	finished := make(chan struct{})
 	var res error
-	stop := func() error {
-		once.Do(func() {
-			cancel()
-			select {
-			case res = <-done:
-			case <-time.After(30 * time.Second):
-				res = errors.New("Run did not return within 30s of cancel")
-			}
-		})
-		return res
+	go func() {
+		res = c.Run(ctx)
+		close(finished)
+	}()
+	stop = func() error {
+		cancel()
+		select {
+		case <-finished:
+			return res
+		case <-time.After(30 * time.Second):
+			var b strings.Builder
+			_ = pprof.Lookup("goroutine").WriteTo(&b, 2)
+			return fmt.Errorf("Run did not return within 30s of cancel:\n%s", b.String())
+		}
 	}
-	t.Cleanup(func() { _ = stop() })
-	return c, done, stop
+	t.Cleanup(func() {
+		if err := stop(); err != nil && !errors.Is(err, context.Canceled) {
+			t.Logf("Run: %v", err)
+		}
+	})
+	return c, finished, stop
 }
 
 // await polls cond until it holds or the deadline passes.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/client"
@@ -37,7 +38,19 @@ type stream struct {
 func dialStream(ctx context.Context, cfg Config, after binlog.GTID) (*stream, error) {
 	dctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
 	defer cancel()
-	c, err := client.ConnectWithContext(dctx, cfg.Addr, cfg.User, cfg.Password, "", cfg.ConnectTimeout)
+	// The deadline covers the handshake too, which go-mysql reads without one.
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := (&net.Dialer{Timeout: cfg.ConnectTimeout}).DialContext(ctx, network, addr)
+		if err == nil {
+			_ = conn.SetDeadline(time.Now().Add(cfg.ConnectTimeout))
+		}
+		return conn, err
+	}
+	network := "tcp"
+	if strings.Contains(cfg.Addr, "/") {
+		network = "unix"
+	}
+	c, err := client.ConnectWithDialer(dctx, network, cfg.Addr, cfg.User, cfg.Password, "", dial)
 	if err != nil {
 		return nil, fmt.Errorf("capture: connect %s: %w", cfg.Addr, unwrapMy(err))
 	}
