@@ -79,7 +79,7 @@ func (n *Node) becomeMaster(ctx context.Context, st masterlease.Status) error {
 	ccfg.After = after
 	ccfg.Logger = n.log
 	ccfg.BatchMaxBytes = 1 << 20
-	sink := newLeaseSink(n.lease, st.State.Epoch, after, 1<<20)
+	sink := newLeaseSink(n.lease, st.State.Epoch, 1<<20)
 	c, err := capture.New(ccfg, sink)
 	if err != nil {
 		return err
@@ -101,12 +101,16 @@ func (n *Node) becomeMaster(ctx context.Context, st masterlease.Status) error {
 		} else {
 			n.log.Error("capture stopped; stepping down", "err", err)
 		}
+		// End the term: Fence drops this node's own deadline before it
+		// proposes, so the role loop cannot make it master again meanwhile.
+		go func() {
+			fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if _, err := n.lease.Fence(fctx); err != nil {
+				n.log.Warn("fence after capture failure", "err", err)
+			}
+		}()
 		n.stepDown(context.Background(), "capture stopped: "+fmt.Sprint(err))
-		fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if _, err := n.lease.Fence(fctx); err != nil {
-			n.log.Warn("fence after capture failure", "err", err)
-		}
 	}()
 	n.log.Info("serving writes as master", "epoch", st.State.Epoch, "after", after.String())
 	n.m.becameMaster.Inc()
