@@ -14,7 +14,104 @@
 //	(*Log).LastIndex() uint64                   // highest index with an accepted value
 //	(*Log).TruncateBelow(index uint64) error     // drop instances < index, by range
 //	(*Log).Close() error
+//	(*Log).Stats() Stats                        // counters: saves, groups, syncs
 //
-// Every record carries a CRC32C; a torn or corrupted record is reported as
-// an error (ErrCorrupt) naming the instance, never returned as data.
+// # Write path
+//
+//	RPC handler ─ Save(u) ─┐  encode records + CRC32C in the caller
+//	RPC handler ─ Save(u) ─┼─▶ queue ─▶ commit goroutine:
+//	RPC handler ─ Save(u) ─┘     1. take queued ops (≤ MaxGroupOps) that fit ONE Badger txn
+//	                             2. txn: accepted records + max(promised), max(chosen), applied
+//	                             3. txn.Commit()   (Badger: SyncWrites=false, memtable WAL)
+//	                             4. db.Sync()      (one fsync for the whole group)
+//	                             5. publish HardState, answer every op of the group
+//
+// A Save returns only after step 4, so a caller may answer its RPC
+// ("persist before send"). Sixty-four concurrent Saves take two syncs in
+// the test (one in flight while the rest queue); BenchmarkSaveConcurrent
+// reports saves per sync. A group is exactly one Badger transaction
+// because Badger's Sync covers only the current memtable's WAL: a second
+// transaction that rotated the memtable would leave the first one's WAL
+// unsynced until the background flush. One transaction also makes every
+// Save atomic: Badger replays a transaction whole or not at all. A queue
+// that does not fit one transaction becomes several groups.
+//
+// Monotonic guards: Save never lowers Promised or Chosen and SaveApplied
+// never lowers Applied; a lower value is IGNORED (HardState keeps the
+// maximum) rather than rejected, because reordered and duplicated
+// messages make stale values normal, and the rest of the update is still
+// written. SaveApplied raises Chosen to the applied index (applied implies
+// chosen), keeping the invariant Applied <= Chosen. Accepted records below
+// FirstIndex are ignored: those instances are chosen and compacted, and
+// storing them would resurrect truncated data. Whether an accepted ballot
+// may replace the stored one is the acceptor's decision, not the log's.
+//
+// If a commit or sync fails, what is on disk is unknown (the records may
+// be in the memtable, visible to reads, yet not durable), so the Log
+// turns sticky-failed: that group and every later call get ErrFailed.
+// Reopening recovers whatever Badger made durable.
+//
+// # Key layout
+//
+//	'a' | bucket(8) | index(8)   accepted record; bucket = index >> 12 (4096 instances)
+//	'm/format'                   "phxgo-wal"; written when the directory is created
+//	'm/promised'                 ballot
+//	'm/chosen'                   index
+//	'm/applied'                  index + snapshot
+//	'm/first'                    FirstIndex (1 on a fresh log)
+//
+// Integers are big-endian so Badger's byte order is numeric order: Range is
+// one forward iterator from the key of `from` (values prefetched), and
+// LastIndex comes from one reverse seek at Open.
+//
+// # Record format and corruption
+//
+// Every value is
+//
+//	version(1)=1 | kind(1) | payload | crc32c(4, big-endian)
+//
+// and the CRC32C covers the key as well as version, kind and payload, so a
+// torn write, a flipped bit, or a record stored under the wrong key fails
+// the check; version, kind and the payload's inner length fields are
+// checked too. A failed check is an error wrapping ErrCorrupt that names
+// the instance ("instance 5") or metadata key ("m/chosen"); the data is
+// never returned. Get and Range report it per read; a corrupt metadata
+// record, a missing format record in a non-empty database, or broken
+// invariants (Applied > Chosen, FirstIndex-1 > Applied) make Open fail,
+// since HardState() has no error to carry. Badger's own block checksums
+// sit below this; ours also catch what a bug or a copy tool writes.
+//
+// # Truncation
+//
+// TruncateBelow(i) requires i <= Applied+1 (the snapshot must cover what is
+// dropped). It runs in the commit goroutine between groups: it first
+// writes and syncs m/first = i, so from then on Get/Range below i return
+// ErrCompacted and a crash at any later point is harmless; then it drops
+// every non-empty bucket wholly below i with Badger's DropPrefix, up to 64
+// prefixes per call, finding them by seeking bucket to bucket, so empty
+// stretches cost one seek. Why DropPrefix and not deletes: a delete per
+// instance writes one tombstone per instance into the WAL, memtable and
+// every LSM level until compaction meets them, and makes iterators skip
+// them; DropPrefix removes the memtable entries while flushing and drops
+// or rewrites only the tables holding the prefix, with no tombstones. It
+// blocks Badger writes while it runs, which is why it runs in the commit
+// goroutine (queued Saves wait; truncation is rare). Instances of the
+// bucket holding i that lie below i stay on disk, invisible, until a later
+// truncation passes their whole bucket; if a drop fails it is logged and
+// retried by the next truncation, since FirstIndex is already durable.
+//
+// # Reads and lifetime
+//
+// Get and Range read Badger directly and concurrently with writes. They
+// may see a Save's records before that Save returns (they are durable once
+// it does); HardState only ever shows durable state. Open takes an
+// exclusive flock on dir/wal.lock before opening Badger, so a second Log
+// on the same directory, in this or another process, fails with ErrLocked.
+// Close lets queued writes finish, then closes Badger; later calls get
+// ErrClosed.
+//
+// Badger settings: SyncWrites=false (we sync per group),
+// NumVersionsToKeep=1, no conflict detection (one writer), 16 MiB
+// memtables (one transaction may hold 15% of one), values of 64 KiB and
+// more in the value log, Badger's log routed to slog at warning level.
 package wal

@@ -8,14 +8,19 @@ import (
 
 // Group commit. Callers encode their records (and CRCs) in their own
 // goroutine, append an op to l.queue and wait on op.done. One commit
-// goroutine takes everything queued (up to MaxGroupOps), writes it in as
-// few Badger transactions as Badger's size limit allows (each op whole in
-// one transaction, so each op is atomic), then syncs once and answers
-// every op of the group:
+// goroutine takes what is queued (up to MaxGroupOps), writes as many ops
+// as fit in ONE Badger transaction, syncs once and answers them; ops that
+// did not fit start the next group:
 //
-//	Save ─┐                        ┌─ txn 1 (ops 1..k, meta) ─┐
-//	Save ─┼─▶ queue ─▶ commit loop ┤                          ├─▶ db.Sync() ─▶ answer all
-//	Save ─┘                        └─ txn 2 (ops k+1..n, meta)┘
+//	Save ─┐                           ┌──────────────────────────────────┐
+//	Save ─┼─▶ queue ─▶ commit loop ──▶│ txn: ops 1..k + promised, chosen │─▶ db.Sync() ─▶ answer 1..k
+//	Save ─┘                           └──────────────────────────────────┘
+//
+// Why one transaction per sync: Badger's Sync only syncs the current
+// memtable's WAL. If a group's second transaction rotated the memtable,
+// the first one's WAL would sit unsynced until its background flush, so
+// a crash could lose a Save we had answered. A transaction is written to
+// one memtable, so "one transaction, then Sync" is durable.
 //
 // The HardState seen by HardState() moves only after the sync, so it is
 // always durable. Reads (Get, Range) may see a Save's records before that
@@ -118,7 +123,7 @@ func (l *Log) submit(o *op) error {
 		return err
 	}
 	l.queue = append(l.queue, o)
-	l.stats.queued.Add(1)
+	l.stats.pending.Add(1)
 	l.mu.Unlock()
 	l.signal()
 	return <-o.done
@@ -148,40 +153,46 @@ func (l *Log) run() {
 				}
 				break
 			}
-			l.stats.queued.Add(-int64(n))
 			l.process(batch)
 		}
 	}
 }
 
-// process runs a batch in order: runs of saves become one group each;
-// a truncation is a barrier between groups.
+// process runs a batch in order: runs of saves become groups; a
+// truncation is a barrier between groups.
 func (l *Log) process(batch []*op) {
 	start := 0
 	for i, o := range batch {
 		if o.truncate == 0 {
 			continue
 		}
-		l.commitGroup(batch[start:i])
-		o.done <- l.truncate(o.truncate)
+		l.commitRun(batch[start:i])
+		err := l.truncate(o.truncate)
+		l.stats.pending.Add(-1)
+		o.done <- err
 		start = i + 1
 	}
-	l.commitGroup(batch[start:])
+	l.commitRun(batch[start:])
 }
 
-// commitGroup writes ops in as few transactions as fit, syncs once and
-// answers them all.
-func (l *Log) commitGroup(ops []*op) {
-	if len(ops) == 0 {
-		return
+// commitRun commits ops as consecutive groups.
+func (l *Log) commitRun(ops []*op) {
+	for len(ops) > 0 {
+		ops = ops[l.commitGroup(ops):]
 	}
+}
+
+// commitGroup writes the longest prefix of ops that fits one transaction,
+// syncs, answers those ops and returns how many it took (at least 1).
+func (l *Log) commitGroup(ops []*op) int {
+	n := len(ops)
 	err := l.failure()
 	hs, last := l.hs, l.last
 	if err == nil {
-		hs, last, err = l.writeGroup(ops)
+		n, hs, last, err = l.writeGroup(ops)
 	}
 	if err == nil && l.opts.Knobs != nil && l.opts.Knobs.BeforeSync != nil {
-		err = l.opts.Knobs.BeforeSync(len(ops))
+		err = l.opts.Knobs.BeforeSync(n)
 	}
 	if err == nil {
 		err = l.sync()
@@ -197,15 +208,17 @@ func (l *Log) commitGroup(ops []*op) {
 	l.mu.Unlock()
 	l.stats.groups.Add(1)
 	if err == nil {
-		l.stats.saves.Add(int64(len(ops)))
+		l.stats.saves.Add(int64(n))
 	}
-	for _, o := range ops {
+	l.stats.pending.Add(-int64(n))
+	for _, o := range ops[:n] {
 		if err != nil {
 			o.done <- fmt.Errorf("%w: %w", ErrFailed, err)
 		} else {
 			o.done <- nil
 		}
 	}
+	return n
 }
 
 func (l *Log) failure() error {
@@ -225,54 +238,29 @@ func (l *Log) sync() error {
 	return nil
 }
 
-// writeGroup commits ops to Badger (not yet synced) and returns the
-// HardState and last index they produce.
-func (l *Log) writeGroup(ops []*op) (HardState, uint64, error) {
+// writeGroup commits the longest prefix of ops that fits one Badger
+// transaction (not yet synced), with the metadata records it changes,
+// and returns its length and the HardState and last index it produces.
+func (l *Log) writeGroup(ops []*op) (int, HardState, uint64, error) {
 	hs, last := l.hs, l.last
-	written := hs // what the meta records on disk say
-	snapDirty := false
 	txn := l.db.NewTransaction(true)
-	defer func() { txn.Discard() }()
+	defer txn.Discard()
 	var size, count int64
-
-	flush := func() error {
-		var es []*badger.Entry
-		if hs.Promised != written.Promised {
-			es = append(es, badger.NewEntry(keyPromised, encodeBallot(keyPromised, hs.Promised)))
-		}
-		if hs.Chosen != written.Chosen {
-			es = append(es, badger.NewEntry(keyChosen, encodeUint(keyChosen, kindChosen, hs.Chosen)))
-		}
-		if snapDirty {
-			es = append(es, badger.NewEntry(keyApplied, encodeApplied(hs.Applied, hs.Snapshot)))
-		}
-		for _, e := range es {
-			if err := txn.SetEntry(e); err != nil {
-				return fmt.Errorf("wal: write %s: %w", e.Key, err)
-			}
-		}
-		if err := txn.Commit(); err != nil {
-			return fmt.Errorf("wal: commit: %w", err)
-		}
-		l.stats.txns.Add(1)
-		written, snapDirty = hs, false
-		txn = l.db.NewTransaction(true)
-		size, count = 0, 0
-		return nil
-	}
-
+	snapDirty := false
+	n := 0
 	for _, o := range ops {
-		if count > 0 && (size+o.size+metaReserveSize > l.maxTxnSize || count+o.count+metaReserveCount > l.maxTxnCount) {
-			if err := flush(); err != nil {
-				return hs, last, err
-			}
+		if n > 0 && (size+o.size+metaReserveSize > l.maxTxnSize || count+o.count+metaReserveCount > l.maxTxnCount) {
+			break
 		}
+		n++
+		size += o.size
+		count += o.count
 		for _, r := range o.accepted {
 			if r.index < hs.FirstIndex {
 				continue
 			}
 			if err := txn.Set(r.key, r.val); err != nil {
-				return hs, last, fmt.Errorf("wal: write instance %d: %w", r.index, err)
+				return n, hs, last, fmt.Errorf("wal: write instance %d: %w", r.index, err)
 			}
 			last = max(last, r.index)
 		}
@@ -284,8 +272,25 @@ func (l *Log) writeGroup(ops []*op) (HardState, uint64, error) {
 			hs.Applied, hs.Snapshot, snapDirty = a.index, a.snapshot, true
 			hs.Chosen = max(hs.Chosen, a.index)
 		}
-		size += o.size
-		count += o.count
 	}
-	return hs, last, flush()
+	var es []*badger.Entry
+	if hs.Promised != l.hs.Promised {
+		es = append(es, badger.NewEntry(keyPromised, encodeBallot(keyPromised, hs.Promised)))
+	}
+	if hs.Chosen != l.hs.Chosen {
+		es = append(es, badger.NewEntry(keyChosen, encodeUint(keyChosen, kindChosen, hs.Chosen)))
+	}
+	if snapDirty {
+		es = append(es, badger.NewEntry(keyApplied, encodeApplied(hs.Applied, hs.Snapshot)))
+	}
+	for _, e := range es {
+		if err := txn.SetEntry(e); err != nil {
+			return n, hs, last, fmt.Errorf("wal: write %s: %w", e.Key, err)
+		}
+	}
+	if err := txn.Commit(); err != nil {
+		return n, hs, last, fmt.Errorf("wal: commit: %w", err)
+	}
+	l.stats.txns.Add(1)
+	return n, hs, last, nil
 }

@@ -40,16 +40,16 @@ type Log struct {
 	kick chan struct{} // capacity 1: "queue is non-empty"
 	done chan struct{} // closed when the commit goroutine exits
 
-	stats struct{ saves, groups, txns, syncs, queued atomic.Int64 }
+	stats struct{ saves, groups, txns, syncs, pending atomic.Int64 }
 }
 
 // Stats are counters since Open.
 type Stats struct {
-	Saves  int64 // Save and SaveApplied calls committed
-	Groups int64 // commit groups, each ended by one sync
-	Txns   int64 // Badger transactions the groups were written in
-	Syncs  int64 // fsyncs issued (groups plus truncations; 0 with NoSync)
-	Queued int64 // calls waiting for the commit goroutine right now
+	Saves   int64 // Save and SaveApplied calls committed
+	Groups  int64 // commit groups, each ended by one sync
+	Txns    int64 // Badger transactions the groups were written in
+	Syncs   int64 // fsyncs issued (groups plus truncations; 0 with NoSync)
+	Pending int64 // write calls submitted and not yet answered
 }
 
 // Open opens or creates the log in dir. On an existing dir it restores
@@ -249,11 +249,11 @@ func (l *Log) LastIndex() uint64 {
 // Stats returns the counters.
 func (l *Log) Stats() Stats {
 	return Stats{
-		Saves:  l.stats.saves.Load(),
-		Groups: l.stats.groups.Load(),
-		Txns:   l.stats.txns.Load(),
-		Syncs:  l.stats.syncs.Load(),
-		Queued: l.stats.queued.Load(),
+		Saves:   l.stats.saves.Load(),
+		Groups:  l.stats.groups.Load(),
+		Txns:    l.stats.txns.Load(),
+		Syncs:   l.stats.syncs.Load(),
+		Pending: l.stats.pending.Load(),
 	}
 }
 
