@@ -112,6 +112,12 @@
 //
 // Badger settings: SyncWrites=false (we sync per group),
 // NumVersionsToKeep=1, no conflict detection (one writer), 16 MiB
-// memtables (one transaction may hold 15% of one), values of 64 KiB and
-// more in the value log, Badger's log routed to slog at warning level.
+// memtables (one transaction may hold 15% of one), Badger's log routed to
+// slog at warning level. Values stay inline in the LSM tree up to the
+// largest threshold Badger allows (600 KiB with 16 MiB memtables), so
+// truncation and compaction reclaim them. Larger values and snapshots go
+// to Badger's value log, which this package does not garbage-collect:
+// Badger's value-log GC rewrites live values with unsynced writes and then
+// deletes the old file, which with SyncWrites=false could lose them in a
+// machine crash. Keep values below the threshold.
 package wal

@@ -56,9 +56,9 @@ const (
 
 // entrySize mirrors Badger's Txn size estimate (key, value or value
 // pointer, two meta bytes, version).
-func entrySize(keyLen, valLen int) int64 {
+func (l *Log) entrySize(keyLen, valLen int) int64 {
 	v := int64(valLen)
-	if v >= valueThreshold {
+	if v >= l.valueThreshold {
 		v = 12
 	}
 	return int64(keyLen) + v + 2 + 10
@@ -89,7 +89,7 @@ func (l *Log) Save(u Update) error {
 		}
 		r := record{index: a.Index, key: acceptedKey(a.Index), val: encodeAccepted(a)}
 		o.accepted = append(o.accepted, r)
-		o.size += entrySize(len(r.key), len(r.val))
+		o.size += l.entrySize(len(r.key), len(r.val))
 		o.count++
 	}
 	return l.submit(o)
@@ -105,7 +105,7 @@ func (l *Log) SaveApplied(applied uint64, snapshot []byte) error {
 	}
 	snap := append([]byte{}, snapshot...)
 	o := &op{applied: &appliedState{index: applied, snapshot: snap}}
-	o.size = entrySize(len(keyApplied), recordMin+12+len(snap))
+	o.size = l.entrySize(len(keyApplied), recordMin+12+len(snap))
 	o.count = 1
 	return l.submit(o)
 }

@@ -21,6 +21,7 @@ type Log struct {
 
 	// maxTxnSize and maxTxnCount are Badger's per-transaction limits.
 	maxTxnSize, maxTxnCount int64
+	valueThreshold          int64
 
 	// rw: readers hold it shared while they use db; Close takes it
 	// exclusively to close db.
@@ -77,10 +78,11 @@ func Open(dir string, opts Options) (*Log, error) {
 	}
 	l := &Log{
 		dir: dir, opts: opts, db: db, lock: lk,
-		maxTxnSize:  db.MaxBatchSize(),
-		maxTxnCount: db.MaxBatchCount(),
-		kick:        make(chan struct{}, 1),
-		done:        make(chan struct{}),
+		maxTxnSize:     db.MaxBatchSize(),
+		maxTxnCount:    db.MaxBatchCount(),
+		valueThreshold: db.Opts().ValueThreshold,
+		kick:           make(chan struct{}, 1),
+		done:           make(chan struct{}),
 	}
 	if err := l.load(); err != nil {
 		db.Close()
@@ -101,8 +103,8 @@ func (l *Log) load() error {
 			return err
 		}
 		if !ok {
-			if any, err := anyKey(txn); err != nil || any {
-				return errors.Join(err, corruptMeta(keyFormat, fmt.Errorf("%w: missing in a non-empty database", errBadRecord)))
+			if anyKey(txn) {
+				return corruptMeta(keyFormat, fmt.Errorf("%w: missing in a non-empty database", errBadRecord))
 			}
 			fresh = true
 			return nil
@@ -202,11 +204,11 @@ func getValue(txn *badger.Txn, key []byte) ([]byte, bool, error) {
 	return v, true, nil
 }
 
-func anyKey(txn *badger.Txn) (bool, error) {
+func anyKey(txn *badger.Txn) bool {
 	it := txn.NewIterator(badger.IteratorOptions{})
 	defer it.Close()
 	it.Rewind()
-	return it.Valid(), nil
+	return it.Valid()
 }
 
 // lastAccepted returns the highest stored instance index, 0 if none.

@@ -40,9 +40,6 @@ const (
 	defaultMemTableSize = 16 << 20
 	minMemTableSize     = 4 << 20
 	defaultMaxGroupOps  = 1024
-	// valueThreshold: values at least this large live in Badger's value
-	// log rather than inline in the LSM tree.
-	valueThreshold = 64 << 10
 )
 
 func (o Options) withDefaults() (Options, error) {
@@ -64,6 +61,15 @@ func (o Options) withDefaults() (Options, error) {
 	return o, nil
 }
 
+// valueThreshold: values at least this large live in Badger's value log
+// rather than inline in the LSM tree. As large as Badger allows (1 MiB,
+// and a quarter of a transaction), because only inline values are
+// reclaimed by DropPrefix and compaction: the value log needs its own GC,
+// which this package does not run (see doc.go).
+func (o Options) valueThreshold() int64 {
+	return min(1<<20, o.MemTableSize*15/100/4)
+}
+
 func (o Options) badger(dir string) badger.Options {
 	return badger.DefaultOptions(dir).
 		WithSyncWrites(false). // one explicit Sync per group instead
@@ -75,7 +81,7 @@ func (o Options) badger(dir string) badger.Options {
 		WithNumMemtables(3).
 		WithNumLevelZeroTables(4).
 		WithNumLevelZeroTablesStall(12).
-		WithValueThreshold(valueThreshold).
+		WithValueThreshold(o.valueThreshold()).
 		WithValueLogFileSize(64 << 20).
 		WithBlockCacheSize(16 << 20).
 		WithNumCompactors(2).
