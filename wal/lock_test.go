@@ -9,11 +9,17 @@ import (
 	"testing"
 )
 
-const lockChildEnv = "WAL_TEST_LOCK_CHILD"
+const (
+	lockChildEnv  = "WAL_TEST_LOCK_CHILD"
+	crashChildEnv = "WAL_TEST_CRASH_CHILD"
+)
 
-// TestMain doubles as the child of TestLockedByOtherProcess: with
-// lockChildEnv set it only tries to Open that directory.
+// TestMain doubles as the child process of TestLockedByOtherProcess and
+// TestKillNineKeepsAckedSaves, selected by environment variable.
 func TestMain(m *testing.M) {
+	if dir := os.Getenv(crashChildEnv); dir != "" {
+		crashChild(dir)
+	}
 	if dir := os.Getenv(lockChildEnv); dir != "" {
 		_, err := Open(dir, quietOptions())
 		fmt.Print(err)
