@@ -281,10 +281,11 @@ func TestUnsafeWhenSemiSyncTurnedOff(t *testing.T) {
 func TestUnsafeWhenWaitingCommitKilled(t *testing.T) {
 	m := newMaster(t)
 	sink := newRecSink()
+	_, done, stop := runCapture(t, m.config(), sink)
+	mustExec(t, m.db, "INSERT INTO t.x VALUES (6, 'a')") // capture is streaming
 	gate := make(chan struct{})
 	defer close(gate)
 	sink.setGate(gate)
-	_, done, stop := runCapture(t, m.config(), sink)
 	go func() { _, _ = m.db.Exec("INSERT INTO t.x VALUES (7, 'a')") }()
 	var id int64
 	await(t, 30*time.Second, "the insert to wait for the ACK", func() bool {

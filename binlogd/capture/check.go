@@ -15,17 +15,17 @@ import (
 // wrong variable, or a query error.
 func CheckServer(ctx context.Context, db *sql.DB) error {
 	var (
-		syncBinlog, flushAtCommit, ssEnabled, ssNoSlave, strict, slaveUpd, logBin int64
-		waitPoint, format, checksum, binlogPos                                    string
-		timeout, domainID                                                         uint64
+		syncBinlog, flushAtCommit, ssEnabled, ssNoSlave, strict, slaveUpd, logBin, compress int64
+		waitPoint, format, checksum, binlogPos                                              string
+		timeout, domainID                                                                   uint64
 	)
 	err := db.QueryRowContext(ctx, `SELECT @@sync_binlog, @@innodb_flush_log_at_trx_commit,
 		@@rpl_semi_sync_master_enabled, @@rpl_semi_sync_master_wait_no_slave,
 		@@gtid_strict_mode, @@log_slave_updates, @@log_bin,
 		@@rpl_semi_sync_master_wait_point, @@binlog_format, @@binlog_checksum,
-		@@gtid_binlog_pos, @@rpl_semi_sync_master_timeout, @@gtid_domain_id`).Scan(
+		@@gtid_binlog_pos, @@rpl_semi_sync_master_timeout, @@gtid_domain_id, @@log_bin_compress`).Scan(
 		&syncBinlog, &flushAtCommit, &ssEnabled, &ssNoSlave, &strict, &slaveUpd, &logBin,
-		&waitPoint, &format, &checksum, &binlogPos, &timeout, &domainID)
+		&waitPoint, &format, &checksum, &binlogPos, &timeout, &domainID, &compress)
 	if err != nil {
 		return fmt.Errorf("capture: read server settings: %w", err)
 	}
@@ -63,6 +63,8 @@ func CheckServer(ctx context.Context, db *sql.DB) error {
 	want(slaveUpd == 1, "log_slave_updates", onOff(slaveUpd), "ON")
 	want(strings.EqualFold(format, "ROW"), "binlog_format", format, "ROW")
 	want(strings.EqualFold(checksum, "CRC32"), "binlog_checksum", checksum, "CRC32")
+	want(compress == 0, "log_bin_compress", onOff(compress), "OFF")
+	want(status.noTx == 0, "Rpl_semi_sync_master_no_tx", status.noTx, "0 (a commit already finished without an ACK since mariadbd started)")
 	if ssEnabled == 1 {
 		want(status.on, "Rpl_semi_sync_master_status", onOff(b2i(status.on)), "ON (it went OFF: a commit may have skipped the ACK)")
 	}

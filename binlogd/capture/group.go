@@ -35,6 +35,7 @@ type unit struct {
 type grouper struct {
 	parser *replication.BinlogParser
 	file   string    // binlog file of the last ROTATE; "" before the first
+	fdSeen bool      // a CRC32 FORMAT_DESCRIPTION arrived: the parser verifies every CRC
 	cur    *building // nil between transactions
 }
 
@@ -96,6 +97,16 @@ func (g *grouper) feed(ev []byte, needAck bool) (*unit, error) {
 		g.file = name
 		return nil, nil
 	}
+	switch typ {
+	case replication.MARIADB_QUERY_COMPRESSED_EVENT,
+		replication.MARIADB_WRITE_ROWS_COMPRESSED_EVENT_V1, replication.MARIADB_UPDATE_ROWS_COMPRESSED_EVENT_V1,
+		replication.MARIADB_DELETE_ROWS_COMPRESSED_EVENT_V1:
+		return nil, fmt.Errorf("%w: compressed %v event (log_bin_compress must be OFF)", ErrProtocol, typ)
+	}
+	if typ != replication.FORMAT_DESCRIPTION_EVENT && !g.fdSeen {
+		// Without a FORMAT_DESCRIPTION the parser verifies no checksum.
+		return nil, fmt.Errorf("%w: %v event before FORMAT_DESCRIPTION", ErrProtocol, typ)
+	}
 	e, err := g.parse(ev)
 	if err != nil {
 		return nil, err
@@ -109,6 +120,7 @@ func (g *grouper) feed(ev []byte, needAck bool) (*unit, error) {
 		if v.ChecksumAlgorithm != replication.BINLOG_CHECKSUM_ALG_CRC32 {
 			return nil, fmt.Errorf("%w: binlog file %q is not checksummed with CRC32 (binlog_checksum must be CRC32)", ErrProtocol, g.file)
 		}
+		g.fdSeen = true
 	case *replication.MariadbGTIDEvent:
 		if g.cur != nil {
 			return nil, fmt.Errorf("%w: GTID %d-%d-%d inside transaction %v", ErrProtocol,
