@@ -44,7 +44,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		BatchMaxBytes:   4 << 20,
-		MaxInFlight:     4,
+		MaxInFlight:     16,
 		HeartbeatPeriod: time.Second,
 		ReadTimeout:     5 * time.Second,
 		ConnectTimeout:  5 * time.Second,
