@@ -52,6 +52,7 @@ type Capture struct {
 
 	// Owned by Run's goroutine.
 	durable    binlog.GTID // Invariant: every txn up to durable is durable in the sink.
+	durablePos Position    // where the durable transaction ends; "" file before the first
 	dispatched binlog.GTID // last GTID handed to the sink; durable <= dispatched
 	batchSeq   uint64
 	sessions   int

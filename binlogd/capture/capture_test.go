@@ -360,3 +360,42 @@ func TestBigTxnAndDDL(t *testing.T) {
 		t.Fatalf("big txn seen=%v, standalone DDL txns=%d (want >= 5)", sawBig, ddl)
 	}
 }
+
+// TestReconnectAcksDurable: a transaction that becomes durable while the
+// connection is down is not re-sent after the reconnect; its COMMIT must
+// still be released.
+func TestReconnectAcksDurable(t *testing.T) {
+	m := newMaster(t)
+	sink := newRecSink()
+	c, _, _ := runCapture(t, m.config(), sink)
+	mustExec(t, m.db, "INSERT INTO t.x VALUES (1, 'a')") // streaming
+	gate := make(chan struct{})
+	sink.setGate(gate)
+	committed := make(chan error, 1)
+	go func() {
+		_, err := m.db.Exec("INSERT INTO t.x VALUES (2, 'b')")
+		committed <- err
+	}()
+	await(t, 30*time.Second, "the insert to wait for the ACK", func() bool {
+		var n int
+		return m.db.QueryRow(`SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE STATE LIKE '%semi-sync ACK%'`).Scan(&n) == nil && n == 1
+	})
+	var id int64
+	if err := m.db.QueryRow("SELECT ID FROM information_schema.PROCESSLIST WHERE COMMAND LIKE 'Binlog Dump%'").Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, m.db, fmt.Sprintf("KILL CONNECTION %d", id))
+	sink.setGate(nil)
+	close(gate) // the batch becomes durable while the stream is down
+	select {
+	case err := <-committed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("COMMIT of a durable transaction stayed blocked after the reconnect: %+v", c.Stats())
+	}
+	if c.Stats().Reconnects == 0 {
+		t.Fatal("no reconnect happened")
+	}
+}

@@ -46,6 +46,15 @@ func (c *Capture) session(ctx context.Context, db *sql.DB) (progressed bool, err
 		c.stats.update(func(st *Stats) { st.Reconnects++ })
 	}
 	c.log.Info("capture: streaming", "addr", c.cfg.Addr, "after", c.durable.String(), "conn_id", s.id)
+	if c.durablePos.File != "" {
+		// The stream resumes after the durable GTID, so the master never
+		// re-sends (nor re-flags) a transaction that became durable while
+		// the old connection died: its waiting COMMIT needs this ACK.
+		if err := s.sendAck(c.durablePos); err != nil {
+			s.close()
+			return false, fmt.Errorf("capture: send ACK %v: %w", c.durablePos, err)
+		}
+	}
 
 	sctx, stop := context.WithCancel(ctx)
 	units := make(chan *unit, 256)
@@ -222,7 +231,7 @@ func (p *pipeline) retire() error {
 			return fmt.Errorf("%w: batch %d (%v..%v, %d txns): %w", ErrRejected, b.info.Seq,
 				b.txns[0].GTID, b.txns[len(b.txns)-1].GTID, len(b.txns), b.err)
 		}
-		c.durable = b.txns[len(b.txns)-1].GTID
+		c.durable, c.durablePos = b.txns[len(b.txns)-1].GTID, b.end
 		pos = b.end
 		txns += len(b.txns)
 		if b.needAck {
@@ -280,7 +289,7 @@ func (p *pipeline) drain() error {
 				continue
 			}
 			if firstErr == nil {
-				p.c.durable = b.txns[len(b.txns)-1].GTID
+				p.c.durable, p.c.durablePos = b.txns[len(b.txns)-1].GTID, b.end
 				p.c.stats.update(func(st *Stats) {
 					st.Txns += uint64(len(b.txns))
 					st.Bytes += uint64(b.bytes)
