@@ -44,7 +44,13 @@
 //   - The sink sees each GTID once per Capture, in increasing order; a
 //     reconnect first waits for every in-flight batch's outcome, then
 //     resumes right after the last durable GTID (never the master's
-//     @@gtid_binlog_pos).
+//     @@gtid_binlog_pos). The master does not re-send that GTID, so each
+//     new connection first ACKs the durable position: a commit that became
+//     durable while the old connection died is released.
+//   - The fake ROTATE that opens the stream precedes any
+//     FORMAT_DESCRIPTION; capture decodes it itself and checks its CRC32
+//     (go-mysql's parser would leave the CRC in the file name, and an ACK
+//     naming a wrong file releases commits that are not durable).
 //   - Before each registration capture kills and awaits its account's old
 //     dump connections: two live registrations with one server_id froze
 //     MariaDB 10.11.
