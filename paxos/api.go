@@ -108,30 +108,40 @@ func (n *Node) Barrier(ctx context.Context) (index uint64, err error) {
 // so a reader that needs exactly-once must deduplicate or validate (binlog
 // batches do, by their GTID chain).
 func (n *Node) Read(from uint64, maxBytes int) ([]Command, error) {
+	cmds, _, err := n.ReadNext(from, maxBytes)
+	return cmds, err
+}
+
+// ReadNext is Read that also returns the index to read from next: one
+// past the last index it examined. A reader that advances by it never
+// skips an index, even when a range held only Noops (which Read leaves
+// out) and Applied moved on meanwhile.
+func (n *Node) ReadNext(from uint64, maxBytes int) (cmds []Command, next uint64, err error) {
 	applied := n.Applied()
 	if from == 0 {
 		from = 1
 	}
 	if from > applied {
-		return nil, nil
+		return nil, from, nil
 	}
 	as, err := n.storage.Range(from, applied, maxBytes)
 	if err != nil {
-		return nil, fmt.Errorf("%w: read from %d: %w", ErrStorage, from, err)
+		return nil, from, fmt.Errorf("%w: read from %d: %w", ErrStorage, from, err)
 	}
-	var out []Command
+	next = from
 	for _, a := range as {
-		cmds, err := decodeValue(a.Value)
+		vals, err := decodeValue(a.Value)
 		if err != nil {
-			return out, fmt.Errorf("index %d: %w", a.Index, err)
+			return cmds, next, fmt.Errorf("index %d: %w", a.Index, err)
 		}
-		for _, c := range cmds {
+		for _, c := range vals {
 			if !c.barrier() {
-				out = append(out, Command{Index: a.Index, Data: c.Data})
+				cmds = append(cmds, Command{Index: a.Index, Data: c.Data})
 			}
 		}
+		next = a.Index + 1
 	}
-	return out, nil
+	return cmds, next, nil
 }
 
 // Applied returns the highest index applied on this node.

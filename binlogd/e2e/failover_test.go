@@ -37,10 +37,12 @@ func finish(t *testing.T, c *localcluster.Cluster, w *writers, fault time.Time, 
 	if !last.IsZero() && !first.IsZero() {
 		t.Logf("%s: failover time %.2fs (last ack before the fault to first after; lease %v)", what, first.Sub(last).Seconds(), failoverLease)
 	}
+	// Stop writing first: under a steady load replicas trail the master by
+	// a few transactions, and "healthy" means caught up.
+	w.stop()
 	if _, err := c.WaitHealthy(ctx, func(s string) { t.Log("waiting:", s) }); err != nil {
 		t.Fatal(err)
 	}
-	w.stop()
 	t.Logf("%s: %s", what, w)
 	awaitSameData(t, c, "e2e.w")
 	w.checkAcked(t)

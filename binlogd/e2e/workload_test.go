@@ -63,7 +63,7 @@ func (w *writers) loop(ctx context.Context) {
 			master = m
 		}
 		id := w.id()
-		qctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		qctx, cancel := context.WithTimeout(ctx, failoverLease)
 		_, err := db.ExecContext(qctx, "INSERT INTO e2e.w VALUES (?, ?)", id, master)
 		cancel()
 		w.mu.Lock()

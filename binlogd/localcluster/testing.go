@@ -77,7 +77,13 @@ func StartForTest(t testing.TB, binDir string, nodes int, lease time.Duration, p
 	if testing.Short() {
 		t.Skip("starts a real cluster; skipped in -short")
 	}
-	spec := Spec{Dir: t.TempDir(), Nodes: nodes, BasePort: FreeBasePort(nodes), BinDir: binDir, LeaseDuration: lease, Proxy: proxy}
+	dir := t.TempDir()
+	if keep := os.Getenv("PHXGO_KEEP_CLUSTER"); keep != "" {
+		// Debugging: keep the cluster's files after the test.
+		dir, _ = os.MkdirTemp(keep, "cluster-")
+		t.Logf("cluster files kept in %s", dir)
+	}
+	spec := Spec{Dir: dir, Nodes: nodes, BasePort: FreeBasePort(nodes), BinDir: binDir, LeaseDuration: lease, Proxy: proxy}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	c, err := Start(ctx, spec)

@@ -187,7 +187,7 @@ func (n *Node) validGTIDs(ctx context.Context, gtids []binlog.GTID) ([]bool, err
 	c := &logCursor{src: newLogSource(n.px), next: 1, found: true}
 	end := n.px.Applied()
 	for c.next <= end {
-		k, err := c.fill()
+		moved, err := c.fill()
 		if err != nil {
 			return nil, err
 		}
@@ -197,7 +197,7 @@ func (n *Node) validGTIDs(ctx context.Context, gtids []binlog.GTID) ([]bool, err
 			}
 		}
 		c.queue = c.queue[:0]
-		if k == 0 {
+		if !moved {
 			break
 		}
 	}

@@ -67,7 +67,7 @@ func (s *logSource) Open(ctx context.Context, pos binlog.GTIDList) (replserver.C
 // and waits when the replica is ahead of this node's log (it may catch up).
 func (c *logCursor) seek(ctx context.Context) error {
 	for !c.found {
-		n, err := c.fill()
+		moved, err := c.fill()
 		if err != nil {
 			return err
 		}
@@ -81,7 +81,7 @@ func (c *logCursor) seek(ctx context.Context) error {
 		if c.after.Domain != 0 && last.IsZero() {
 			return fmt.Errorf("%w: domain %d; the log uses domain 0", replserver.ErrUnknownPosition, c.after.Domain)
 		}
-		if n == 0 {
+		if !moved {
 			if err := c.wait(ctx); err != nil {
 				return err
 			}
@@ -103,32 +103,28 @@ func (c *logCursor) wait(ctx context.Context) error {
 	}
 }
 
-// fill reads one chunk of the log into c.queue; it returns how many
-// commands it read.
-func (c *logCursor) fill() (int, error) {
-	cmds, err := c.src.px.Read(c.next, c.src.readSize)
+// fill reads one chunk of the log into c.queue; it reports whether the
+// cursor moved (false: nothing new is applied yet, wait).
+func (c *logCursor) fill() (moved bool, err error) {
+	cmds, next, err := c.src.px.ReadNext(c.next, c.src.readSize)
 	if err != nil {
-		return 0, err
+		return false, err
 	}
 	for _, cmd := range cmds {
 		var v masterlease.Verdict
 		c.st, v = masterlease.Step(c.st, cmd.Index, cmd.Data)
 		if v.Valid && v.Entry.Kind == masterlease.KindBatch {
 			if err := c.takeBatch(v.Entry.Batch); err != nil {
-				return 0, fmt.Errorf("log index %d: %w", cmd.Index, err)
+				return false, fmt.Errorf("log index %d: %w", cmd.Index, err)
 			}
 		}
 		if v.Entry.Kind != masterlease.KindBatch && c.st.Partial.IsZero() {
 			c.partial = c.partial[:0] // a term change voided a split transaction
 		}
-		c.next = cmd.Index + 1
 	}
-	if len(cmds) == 0 {
-		if a := c.src.px.Applied(); a >= c.next {
-			c.next = a + 1 // only Noops up to a
-		}
-	}
-	return len(cmds), nil
+	moved = next > c.next
+	c.next = next
+	return moved, nil
 }
 
 func (c *logCursor) takeBatch(b masterlease.Batch) error {
@@ -166,11 +162,11 @@ func (c *logCursor) push(events []byte) error {
 
 func (c *logCursor) Next(ctx context.Context) (binlog.Txn, error) {
 	for len(c.queue) == 0 {
-		n, err := c.fill()
+		moved, err := c.fill()
 		if err != nil {
 			return binlog.Txn{}, err
 		}
-		if n == 0 && len(c.queue) == 0 {
+		if !moved && len(c.queue) == 0 {
 			if err := c.wait(ctx); err != nil {
 				return binlog.Txn{}, err
 			}

@@ -37,6 +37,7 @@ commands:
   status      print a node's status (-addr HOST:PORT [-json])
   recover     cut the local binlog back to what the cluster's log holds (-config FILE)
   switchover  hand the master lease to node N (-addr MASTER_GRPC -to N)
+  log         print a stopped node's Paxos log with every entry's verdict (-config FILE)
 
 Run 'binlogd <command> -h' for a command's flags.
 `
@@ -59,6 +60,8 @@ func main() {
 		err = cmdRecover(os.Args[2:])
 	case "switchover":
 		err = cmdSwitchover(os.Args[2:])
+	case "log":
+		err = cmdLog(os.Args[2:])
 	default:
 		fmt.Fprintf(os.Stderr, "binlogd: unknown command %q\n\n%s", os.Args[1], usage)
 		os.Exit(2)
