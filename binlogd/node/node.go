@@ -100,7 +100,7 @@ func (n *Node) Run(ctx context.Context) error {
 	pcfg := paxos.DefaultConfig()
 	pcfg.ID, pcfg.Peers, pcfg.Dir, pcfg.Logger = n.cfg.ID, n.cfg.Peers(), filepath.Join(n.cfg.Dir, "paxos"), n.log
 	pcfg.MaxValueBytes = 8 << 20
-	px, err := paxos.Start(pcfg, lease)
+	px, err := paxos.Start(pcfg, lease, paxos.WithDialOptions(grpc.WithContextDialer(n.dialFromSelf)))
 	if err != nil {
 		return fmt.Errorf("paxos: %w", err)
 	}
@@ -184,3 +184,16 @@ func (n *Node) setUnsafe(reason string) {
 }
 
 var errNoMySQL = errors.New("binlogd: MariaDB is not running")
+
+// dialFromSelf dials peers from this node's own gRPC address, so a node's
+// traffic carries its address (partitions cut by address pairs, and
+// firewalls see the member, not whatever the kernel picks).
+func (n *Node) dialFromSelf(ctx context.Context, addr string) (net.Conn, error) {
+	d := net.Dialer{KeepAlive: 15 * time.Second}
+	if host, _, err := net.SplitHostPort(n.cfg.Self().GRPCAddr); err == nil {
+		if ip := net.ParseIP(host); ip != nil && !ip.IsUnspecified() {
+			d.LocalAddr = &net.TCPAddr{IP: ip}
+		}
+	}
+	return d.DialContext(ctx, "tcp", addr)
+}

@@ -20,7 +20,7 @@ func (n *Node) peerAdmin(id uint32) (pb.AdminClient, error) {
 		if cc, ok := peerConns.Load(m.GRPCAddr); ok {
 			return pb.NewAdminClient(cc.(*grpc.ClientConn)), nil
 		}
-		cc, err := grpc.NewClient(m.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		cc, err := grpc.NewClient(m.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithContextDialer(n.dialFromSelf))
 		if err != nil {
 			return nil, err
 		}
