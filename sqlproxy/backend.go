@@ -43,9 +43,8 @@ func (b *backend) close() { _ = b.c.Close() }
 // answering mysql_native_password with SHA1(pw). A *wire.Error is
 // MariaDB's own refusal (pass it to the client); error is a network or
 // protocol failure.
-func dial(ctx context.Context, key poolKey, kind routeKind, db string, timeout time.Duration) (*backend, *wire.Error, error) {
-	d := net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
-	nc, err := d.DialContext(ctx, "tcp", key.addr)
+func dial(ctx context.Context, dialer DialFunc, key poolKey, kind routeKind, db string, timeout time.Duration) (*backend, *wire.Error, error) {
+	nc, err := dialer(ctx, "tcp", key.addr)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -3,6 +3,7 @@ package sqlproxy
 import (
 	"fmt"
 	"log/slog"
+	"net"
 	"time"
 )
 
@@ -70,8 +71,12 @@ type Config struct {
 	IdleTimeout time.Duration
 	// DialTimeout for backend connections.
 	DialTimeout time.Duration
-	Logger      *slog.Logger
-	Metrics     *Metrics // nil: a private registry
+	// SourceIP, when set, is the local address of every outgoing
+	// connection: backend MariaDBs, the master's proxy, health checks
+	// (see DialFrom). nil: the kernel chooses.
+	SourceIP net.IP
+	Logger   *slog.Logger
+	Metrics  *Metrics // nil: a private registry
 }
 
 // DefaultConfig returns the defaults.
@@ -105,6 +110,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: server-version is empty", ErrConfig)
 	case c.DialTimeout <= 0:
 		return fmt.Errorf("%w: dial-timeout %v must be > 0", ErrConfig, c.DialTimeout)
+	case c.SourceIP != nil && len(c.SourceIP) != net.IPv4len && len(c.SourceIP) != net.IPv6len:
+		return fmt.Errorf("%w: source-ip %v is not an IP address", ErrConfig, c.SourceIP)
 	}
 	return nil
 }

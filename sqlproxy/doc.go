@@ -53,6 +53,12 @@
 // good. A pooled connection handed to a different session is reset with
 // COM_RESET_CONNECTION and gets that session's state replayed.
 //
+// Source address. With Config.SourceIP (flag -source-ip, default the host
+// of -listen when it is a specific IP) every outgoing connection — backend
+// MariaDBs, the master's proxy, health checks, mysql.user reads — binds
+// its local address to that IP (DialFrom), so a partition cut by address
+// pairs (the Jepsen harness) cuts the proxy's traffic too.
+//
 // Invariant: a backend connection is owned by one session or by the pool,
 // never both; a connection whose transaction outcome is in doubt is closed,
 // never pooled.

@@ -165,6 +165,19 @@ func TestLinearizable(t *testing.T) {
 		}
 	})
 
+	t.Run("source_ip", func(t *testing.T) {
+		src := net.ParseIP("127.0.0.2")
+		p2 := startProxy(t, 1, masterView(m), Linearizable, []string{m.Addr()}, func(c *Config) { c.SourceIP = src })
+		var host string
+		q := "SELECT SUBSTRING_INDEX(host, ':', 1) FROM information_schema.processlist WHERE id = CONNECTION_ID()"
+		if err := appDB(t, p2.addr, "", false).QueryRowContext(ctx, q).Scan(&host); err != nil {
+			t.Fatal(err)
+		}
+		if host != src.String() {
+			t.Fatalf("backend sees the proxy at %q, want %s", host, src)
+		}
+	})
+
 	t.Run("malformed_packet_closes_only_that_client", func(t *testing.T) {
 		nc, err := net.Dial("tcp", p.addr)
 		if err != nil {

@@ -31,6 +31,7 @@ type Server struct {
 	metrics *Metrics
 	pool    *pool
 	health  *health
+	dial    DialFunc // every outgoing connection (Config.SourceIP)
 
 	connID atomic.Uint32
 	rr     atomic.Uint64
@@ -62,6 +63,7 @@ func New(cfg Config, topo topology.Topology, a Authenticator) (*Server, error) {
 	s := &Server{cfg: cfg, topo: topo, auth: a, log: cfg.Logger, metrics: cfg.Metrics,
 		pool: newPool(256, cfg.IdleTimeout), ctx: ctx, cancel: cancel,
 		lns: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}}
+	s.dial = DialFrom(cfg.SourceIP, cfg.DialTimeout)
 	s.health = newHealth(s)
 	s.wg.Add(2)
 	go func() { defer s.wg.Done(); s.health.run(ctx) }()

@@ -49,6 +49,7 @@ func run(args []string) error {
 	masterWait := fs.Duration("master-wait", def.MasterWait, "wait this long for a master with a valid lease before failing a statement")
 	maxLag := fs.Duration("max-replica-lag", def.MaxReplicaLag, "replicas further behind get no reads")
 	httpAddr := fs.String("http", "127.0.0.1:9307", "admin HTTP (/metrics, /backends); empty disables")
+	sourceIP := fs.String("source-ip", "", "local address of every outgoing connection (MariaDBs, the master's proxy); default: the host of -listen when it is a specific IP")
 	poll := fs.Duration("poll", 50*time.Millisecond, "binlogd status poll interval")
 	verbose := fs.Bool("v", false, "debug logging")
 	if err := fs.Parse(args); err != nil {
@@ -71,7 +72,14 @@ func run(args []string) error {
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 
+	src := sqlproxy.ListenSourceIP(*listen)
+	if *sourceIP != "" {
+		if src = net.ParseIP(*sourceIP); src == nil {
+			return fmt.Errorf("-source-ip %q is not an IP address", *sourceIP)
+		}
+	}
 	cfg := def
+	cfg.SourceIP = src
 	cfg.Hold, cfg.ReadMasterPercentage, cfg.MasterPreferred = *hold, *pct, *masterPref
 	cfg.MasterWait, cfg.MaxReplicaLag = *masterWait, *maxLag
 	cfg.AdminUser, cfg.AdminPassword, cfg.Logger = *adminUser, pw, log
@@ -87,7 +95,7 @@ func run(args []string) error {
 	}
 	defer cc.Close()
 	topo := topology.NewAdmin(ctx, pb.NewAdminClient(cc), *poll, log)
-	store := auth.New(auth.Config{User: *adminUser, Password: pw, Addrs: func() []string {
+	store := auth.New(auth.Config{User: *adminUser, Password: pw, Dial: sqlproxy.DialFrom(src, 2*time.Second), Addrs: func() []string {
 		v := topo.View()
 		var out []string
 		for _, a := range []string{v.MasterMySQLAddr, v.SelfMySQLAddr} {
@@ -108,7 +116,7 @@ func run(args []string) error {
 		if err != nil {
 			return err
 		}
-		log.Info("sqlproxy listening", "addr", ln.Addr().String(), "mode", m.String())
+		log.Info("sqlproxy listening", "addr", ln.Addr().String(), "mode", m.String(), "source_ip", src)
 		go func() { errc <- srv.Serve(ln, m) }()
 		return nil
 	}

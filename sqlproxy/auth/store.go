@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"time"
@@ -34,6 +35,9 @@ type Config struct {
 	// (default 10s). A failed check re-reads at most once per MinRefresh
 	// (default 500ms), so a new password works at once.
 	TTL, MinRefresh time.Duration
+	// Dial, when set, opens the connections to Addrs (e.g. bound to the
+	// node's source address); nil: the driver's default dialer.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 type entry struct {
@@ -171,6 +175,7 @@ func (s *Store) db(addr string) (*sql.DB, error) {
 	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr = s.cfg.User, s.cfg.Password, "tcp", addr
 	cfg.Timeout = 2 * time.Second
 	cfg.ReadTimeout = 5 * time.Second
+	cfg.DialFunc = s.cfg.Dial
 	c, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return nil, err
