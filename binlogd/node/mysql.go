@@ -132,6 +132,15 @@ func (n *Node) recoverBinlog(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
+			clean, err := recovery.ClosedCleanly(n.inst.BinlogIndex())
+			if err != nil {
+				return err
+			}
+			if err := recovery.CutAfterCleanShutdown(plan, clean); err != nil {
+				n.setUnsafe(err.Error())
+				<-ctx.Done() // never start this mysqld: it must be reseeded
+				return err
+			}
 			if plan, err = recovery.Apply(n.inst.BinlogIndex(), plan); err != nil {
 				return err
 			}

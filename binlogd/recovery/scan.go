@@ -18,6 +18,9 @@ var (
 	ErrNotBinlog = errors.New("recovery: not a binlog file")
 	// ErrUnreachable means the cluster could not say what is valid; nothing was changed.
 	ErrUnreachable = errors.New("recovery: cluster unreachable; binlog left unchanged")
+	// ErrCommittedPastCut means InnoDB committed transactions the log does
+	// not hold; the node must be reseeded.
+	ErrCommittedPastCut = errors.New("recovery: InnoDB committed past the cut")
 )
 
 var magic = []byte{0xfe, 'b', 'i', 'n'}

@@ -205,6 +205,13 @@ func cmdRecover(args []string) error {
 	if err != nil {
 		return err
 	}
+	clean, err := recovery.ClosedCleanly(index)
+	if err != nil {
+		return err
+	}
+	if err := recovery.CutAfterCleanShutdown(plan, clean); err != nil {
+		return err
+	}
 	if !*dryRun {
 		if plan, err = recovery.Apply(index, plan); err != nil {
 			return err
