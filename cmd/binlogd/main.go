@@ -38,6 +38,7 @@ commands:
   recover     cut the local binlog back to what the cluster's log holds (-config FILE)
   switchover  hand the master lease to node N (-addr MASTER_GRPC -to N)
   log         print a stopped node's Paxos log with every entry's verdict (-config FILE)
+  stop-mysql  stop the node's MariaDB safely: never gracefully while commits wait (-config FILE)
 
 Run 'binlogd <command> -h' for a command's flags.
 `
@@ -62,6 +63,8 @@ func main() {
 		err = cmdSwitchover(os.Args[2:])
 	case "log":
 		err = cmdLog(os.Args[2:])
+	case "stop-mysql":
+		err = cmdStopMySQL(os.Args[2:])
 	default:
 		fmt.Fprintf(os.Stderr, "binlogd: unknown command %q\n\n%s", os.Args[1], usage)
 		os.Exit(2)
