@@ -2,15 +2,19 @@ package main
 
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 
 	"phxgo/binlogd/config"
 	"phxgo/binlogd/mysqld"
@@ -107,7 +111,7 @@ func kill(pid int) error {
 	return nil
 }
 
+// isConnGone: SHUTDOWN closes the connection before it can answer.
 func isConnGone(err error) bool {
-	s := err.Error()
-	return strings.Contains(s, "invalid connection") || strings.Contains(s, "EOF") || strings.Contains(s, "broken pipe")
+	return errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, io.EOF) || errors.Is(err, syscall.EPIPE)
 }
