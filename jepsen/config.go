@@ -48,6 +48,9 @@ type Config struct {
 	BinDir      string
 	OpTimeout   time.Duration // per operation
 	Workloads   workload.Options
+	// KeepData keeps the cluster's scratch directory (data, Paxos logs)
+	// after a run that is not valid, for debugging.
+	KeepData bool
 	// Schedule, if set, replaces nemesis.DefaultSchedule (its Kinds are
 	// taken from Nemesis). A testing knob; no flag sets it.
 	Schedule *nemesis.Schedule

@@ -63,7 +63,13 @@ func Run(ctx context.Context, cfg Config, launch Launcher) (res *Results, err er
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(scratch)
+	defer func() {
+		if cfg.KeepData && (res == nil || res.Valid != checker.Valid) {
+			slog.Info("jepsen: kept the cluster's data", "dir", scratch)
+			return
+		}
+		os.RemoveAll(scratch)
+	}()
 	logDir := filepath.Join(cfg.OutDir, "logs")
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, err

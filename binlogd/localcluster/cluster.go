@@ -1,6 +1,7 @@
 package localcluster
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -30,6 +31,9 @@ type Cluster struct {
 
 	mu    sync.Mutex
 	conns map[uint32]*grpc.ClientConn
+
+	sourceIPOnce sync.Once
+	sourceIPOK   bool // the sqlproxy binary has -source-ip
 }
 
 // NodeInfo is one node's entry in cluster.json.
@@ -120,7 +124,7 @@ func (c *Cluster) StartNode(id uint32) error {
 
 func (c *Cluster) proxyArgs(id uint32) []string {
 	s := c.Spec
-	return []string{
+	args := []string{
 		"-listen", s.addr(int(id), offProxy),
 		"-rwsplit-listen", s.addr(int(id), offProxyRW),
 		"-binlogd", s.addr(int(id), offGRPC),
@@ -128,6 +132,22 @@ func (c *Cluster) proxyArgs(id uint32) []string {
 		"-admin-user", "phxgo_proxy",
 		"-admin-password-file", filepath.Join(s.Dir, "proxy-password"),
 	}
+	// Node-to-node traffic carries the node's own address, so partitions
+	// cut by address pairs also cut a proxy's forwarding to the master's.
+	if len(s.Hosts) > 0 && c.proxyHasSourceIP() {
+		args = append(args, "-source-ip", s.host(int(id)))
+	}
+	return args
+}
+
+// proxyHasSourceIP reports whether the sqlproxy binary knows -source-ip
+// (read from its -h output once), so older binaries still start.
+func (c *Cluster) proxyHasSourceIP() bool {
+	c.sourceIPOnce.Do(func() {
+		out, _ := exec.Command(filepath.Join(c.Spec.BinDir, "sqlproxy"), "-h").CombinedOutput()
+		c.sourceIPOK = bytes.Contains(out, []byte("-source-ip"))
+	})
+	return c.sourceIPOK
 }
 
 func (c *Cluster) spawn(id uint32, proc string, args ...string) error {

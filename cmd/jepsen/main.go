@@ -18,11 +18,12 @@ import (
 	"syscall"
 
 	"phxgo/jepsen"
+	"phxgo/jepsen/phxcluster"
 )
 
-// launcher starts the cluster. The integrator wires binlogd's local-cluster
-// launcher here; until then the command fails with jepsen.ErrNoLauncher.
-var launcher jepsen.Launcher
+// launcher starts a real phxgo cluster (binlogd + mariadbd + sqlproxy per
+// node) from the -bin binaries inside the run's namespace.
+var launcher jepsen.Launcher = phxcluster.Launcher(phxcluster.Options{})
 
 func main() {
 	cfg := jepsen.DefaultConfig()
@@ -39,6 +40,7 @@ func main() {
 	flag.DurationVar(&cfg.OpTimeout, "op-timeout", cfg.OpTimeout, "timeout of one client operation")
 	flag.IntVar(&cfg.Workloads.Keys, "keys", cfg.Workloads.Keys, "register: concurrent keys; append: keys")
 	flag.IntVar(&cfg.Workloads.Accounts, "accounts", cfg.Workloads.Accounts, "bank: accounts")
+	flag.BoolVar(&cfg.KeepData, "keep", false, "keep the cluster's data directory after a run that is not valid")
 	flag.Parse()
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, nil)))
 	os.Exit(run(cfg))

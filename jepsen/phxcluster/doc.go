@@ -1,0 +1,40 @@
+// Package phxcluster is the Jepsen harness's Launcher for a real phxgo
+// cluster: it adapts binlogd/localcluster (per node a `binlogd run`, which
+// supervises its mariadbd, and a sqlproxy) to the jepsen/cluster contract.
+//
+//	harness (127.0.0.1, outside the namespace, dials in with setns)
+//	   │ MySQL to sqlproxy        │ gRPC Status to binlogd
+//	   ▼                          ▼
+//	┌─ namespace phxjepsen-<pid> ───────────────────────────────────────┐
+//	│ node1 127.0.0.2   node2 127.0.0.3   node3 127.0.0.4   ...         │
+//	│  sqlproxy ──(-source-ip own host)──▶ master node's sqlproxy       │
+//	│  binlogd  ──(dials from own host)──▶ peers' binlogd (Paxos)       │
+//	│  mariadbd (bind-address = own host) ◀── local binlogd (repl)      │
+//	└───────────────────────────────────────────────────────────────────┘
+//
+// Every inter-node socket carries its node's address, so the harness's
+// iptables rules (by source and destination address) cut exactly the
+// links they name; a node's talk to its own processes is never cut, and
+// neither is the harness's (source 127.0.0.1).
+//
+// Mapping of the contract:
+//
+//   - KillMysqld / KillBinlogd / KillNode: SIGKILL, wait until gone.
+//     binlogd restarts a dead mariadbd by itself (recovery first); a
+//     killed binlogd adopts its still-running mariadbd when Restart starts
+//     it again.
+//   - Restart: localcluster.StartNode (starts binlogd and sqlproxy when
+//     down), then waits until both run.
+//   - Pause / Resume: SIGSTOP / SIGCONT of binlogd (or all three); the
+//     stopped pids are remembered, so Resume continues exactly those.
+//   - Master: the node that reports itself ready master, preferring the
+//     claim most nodes agree with.
+//   - WaitHealthy: localcluster.Healthy (one ready master in every view,
+//     every replica caught up with the log) AND every node's sqlproxy
+//     answers a query; the first time it also creates the "jepsen"
+//     database. Recovery time as the harness measures it therefore
+//     includes the client path.
+//   - Stop: SIGKILL of everything (the data is scratch), then each node's
+//     binlogd.log, sqlproxy.log, MariaDB error.log and its Paxos log with
+//     verdicts (`binlogd log -rejected`) are copied to LaunchSpec.LogDir.
+package phxcluster

@@ -1,0 +1,112 @@
+package phxcluster
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	pb "phxgo/proto"
+)
+
+// Master returns the node that reports itself the ready master. When
+// several do (a deposed master that has not heard yet), the one most
+// nodes name wins. It polls until one is found or ctx ends.
+func (c *Cluster) Master(ctx context.Context) (uint32, error) {
+	for {
+		if m, err := c.master(ctx); err == nil {
+			return m, nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("%w: %w", ErrNoMaster, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (c *Cluster) master(ctx context.Context) (uint32, error) {
+	claims := map[uint32]int{} // ready masters -> how many nodes name them
+	named := map[uint32]int{}
+	for _, n := range c.nodes {
+		st, err := c.lc.Status(ctx, n.ID)
+		if err != nil {
+			continue
+		}
+		if st.Role == pb.Role_ROLE_MASTER && st.Ready {
+			claims[st.NodeId] = 0
+		}
+		if st.MasterId != 0 {
+			named[st.MasterId]++
+		}
+	}
+	best, votes := uint32(0), -1
+	for m := range claims {
+		if named[m] > votes || (named[m] == votes && m < best) {
+			best, votes = m, named[m]
+		}
+	}
+	if best == 0 {
+		return 0, ErrNoMaster
+	}
+	return best, nil
+}
+
+// WaitHealthy returns once localcluster.Healthy holds (one ready master
+// in every node's view, every replica applied the whole valid log) and
+// every node's sqlproxy answers a query, or ctx ends.
+func (c *Cluster) WaitHealthy(ctx context.Context) error {
+	var last error
+	report := time.Now()
+	for {
+		last = c.healthy(ctx)
+		if last == nil {
+			return nil
+		}
+		if time.Since(report) > 5*time.Second {
+			slog.Info("phxcluster: waiting for health", "why", last)
+			report = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last: %w)", ctx.Err(), last)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func (c *Cluster) healthy(ctx context.Context) error {
+	master, err := c.lc.Healthy(ctx)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	dbReady := c.dbReady
+	c.mu.Unlock()
+	if !dbReady {
+		if err := c.exec(ctx, c.nodes[master-1].ProxyAddr, "", "CREATE DATABASE IF NOT EXISTS "+Database); err != nil {
+			return fmt.Errorf("create database via n%d's proxy: %w", master, err)
+		}
+		c.mu.Lock()
+		c.dbReady = true
+		c.mu.Unlock()
+	}
+	for _, n := range c.nodes {
+		if err := c.exec(ctx, n.ProxyAddr, Database, "SELECT 1"); err != nil {
+			return fmt.Errorf("n%d's proxy: %w", n.ID, err)
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) exec(ctx context.Context, addr, db, stmt string) error {
+	d, err := c.openDB(addr, db)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, err = d.ExecContext(ctx, stmt)
+	return err
+}

@@ -1,0 +1,129 @@
+package phxcluster
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"phxgo/binlogd/config"
+	"phxgo/binlogd/localcluster"
+	"phxgo/jepsen/cluster"
+)
+
+// Errors.
+var (
+	// ErrNoMaster: no node claims to be the ready master right now.
+	ErrNoMaster = errors.New("phxcluster: no ready master")
+	// ErrNotRunning: a process Restart started did not come up.
+	ErrNotRunning = errors.New("phxcluster: process not running")
+)
+
+// Options tune the launcher; the zero value is valid.
+type Options struct {
+	// BasePort of node 1's port range (node N uses BasePort+10N..+6).
+	// The namespace has its own port space, so a fixed default is safe.
+	BasePort int
+	// MySQLExtra are extra my.cnf lines for every node.
+	MySQLExtra []string
+}
+
+// Database is the schema the workloads use; WaitHealthy creates it.
+const Database = "jepsen"
+
+// Launcher returns a cluster.Launcher that starts a phxgo cluster with
+// localcluster inside the harness's namespace.
+func Launcher(o Options) cluster.Launcher {
+	if o.BasePort == 0 {
+		o.BasePort = 17000
+	}
+	return func(ctx context.Context, spec cluster.LaunchSpec) (cluster.Cluster, error) {
+		return launch(ctx, o, spec)
+	}
+}
+
+func launch(ctx context.Context, o Options, spec cluster.LaunchSpec) (*Cluster, error) {
+	if spec.Dial == nil {
+		return nil, errors.New("phxcluster: LaunchSpec.Dial is required")
+	}
+	ls := localcluster.Spec{
+		Dir: spec.Dir, Nodes: spec.Nodes, Hosts: spec.Hosts, BasePort: o.BasePort,
+		BinDir: spec.BinDir, NetNS: spec.NetNS, LeaseDuration: spec.LeaseDuration,
+		Proxy: true, MySQLExtra: o.MySQLExtra,
+	}
+	c := &Cluster{spec: spec, paused: map[uint32][]int{}}
+	// The Dial field is set before the first Admin call (Start makes none).
+	lc, err := localcluster.Start(ctx, ls)
+	if err != nil {
+		if lc != nil {
+			_ = lc.Stop()
+		}
+		return nil, fmt.Errorf("phxcluster: start: %w", err)
+	}
+	c.lc = lc
+	lc.Dial = func(ctx context.Context, addr string) (net.Conn, error) { return spec.Dial(ctx, "tcp", addr) }
+	cr, err := config.LoadCredentials(filepath.Join(spec.Dir, "credentials.json"))
+	if err != nil {
+		_ = c.Stop()
+		return nil, fmt.Errorf("phxcluster: %w", err)
+	}
+	c.dialNet = "phxcluster-" + spec.NetNS
+	mysql.RegisterDialContext(c.dialNet, func(ctx context.Context, addr string) (net.Conn, error) {
+		return spec.Dial(ctx, "tcp", addr)
+	})
+	for i := 1; i <= spec.Nodes; i++ {
+		id := uint32(i)
+		c.nodes = append(c.nodes, cluster.Node{
+			ID: id, Host: spec.Hosts[i-1], ProxyAddr: lc.ProxyAddr(id), MySQLAddr: lc.MySQLAddr(id),
+			User: cr.AppUser, Password: cr.AppPassword,
+		})
+	}
+	slog.Info("phxcluster: started", "nodes", spec.Nodes, "dir", spec.Dir, "netns", spec.NetNS)
+	return c, nil
+}
+
+// Cluster implements cluster.Cluster over a localcluster.Cluster.
+type Cluster struct {
+	spec    cluster.LaunchSpec
+	lc      *localcluster.Cluster
+	nodes   []cluster.Node
+	dialNet string // go-sql-driver network that dials into the namespace
+
+	mu       sync.Mutex
+	paused   map[uint32][]int // pids SIGSTOPped by Pause, per node
+	dbReady  bool             // the jepsen database exists
+	stopOnce sync.Once
+	stopErr  error
+}
+
+var _ cluster.Cluster = (*Cluster)(nil)
+
+// Nodes lists the members in ID order.
+func (c *Cluster) Nodes() []cluster.Node { return append([]cluster.Node(nil), c.nodes...) }
+
+// Local is the underlying localcluster (for tests and debugging).
+func (c *Cluster) Local() *localcluster.Cluster { return c.lc }
+
+// openDB opens a one-connection pool through the namespace to addr.
+func (c *Cluster) openDB(addr, db string) (*sql.DB, error) {
+	cfg := mysql.NewConfig()
+	cfg.User, cfg.Passwd = c.nodes[0].User, c.nodes[0].Password
+	cfg.Net, cfg.Addr, cfg.DBName = c.dialNet, addr, db
+	cfg.Timeout, cfg.ReadTimeout, cfg.WriteTimeout = 2*time.Second, 5*time.Second, 5*time.Second
+	d, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		return nil, err
+	}
+	d.SetMaxOpenConns(1)
+	return d, nil
+}
+
+func itoa(id uint32) string { return strconv.FormatUint(uint64(id), 10) }
