@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 
 	"phxgo/jepsen/checker"
 	"phxgo/jepsen/history"
@@ -56,4 +57,54 @@ func (r *Results) write(path string) error {
 func (r *Results) Line() string {
 	return fmt.Sprintf("valid=%s ops=%d ok=%d fail=%d info=%d workload=%s nemesis=%s",
 		r.Valid, r.Ops, r.OK, r.Fail, r.Info, r.Workload, r.Nemesis)
+}
+
+// Summary is a human-readable account of the run for stderr: each
+// checker's verdict and anomalies, each fault window's availability,
+// outage and recovery, and the recovery after the final heal.
+func (r *Results) Summary() string {
+	var b strings.Builder
+	for _, c := range r.Checks {
+		fmt.Fprintf(&b, "check %-22s %s\n", c.Checker, c.Valid)
+		for _, a := range c.Anomalies {
+			fmt.Fprintf(&b, "  anomaly %+v\n", a)
+		}
+		if ws, ok := c.Info["windows"].([]checker.Window); ok {
+			if q, ok := c.Info["quiet-avail"].(float64); ok {
+				fmt.Fprintf(&b, "  no fault: %d ops, %.0f%% served\n", c.Info["quiet-ops"], 100*q)
+			}
+			for _, w := range ws {
+				fmt.Fprintf(&b, "  %6.1fs-%6.1fs %-45s %4d ops %3.0f%% served, outage %5.1fs, recovery %5.2fs\n",
+					w.Start, w.Heal, w.Fault, w.Ops, 100*w.Avail, w.OutageSeconds, w.RecoverySeconds)
+			}
+		}
+	}
+	if r.NotRecovered != "" {
+		fmt.Fprintf(&b, "NOT RECOVERED after the final heal: %s\n", r.NotRecovered)
+	} else if !r.Interrupted {
+		fmt.Fprintf(&b, "healthy %.1fs after the final heal\n", r.RecoverySeconds)
+	}
+	return b.String()
+}
+
+// Stats is one line of figures for tables (scripts/jepsen-matrix.sh):
+// faults, the worst fault window's served share and outage, the slowest
+// recovery after a fault, and the recovery after the final heal (-1: did
+// not recover).
+func (r *Results) Stats() string {
+	minAvail, maxOutage, maxRec := 1.0, 0.0, 0.0
+	for _, c := range r.Checks {
+		ws, _ := c.Info["windows"].([]checker.Window)
+		for _, w := range ws {
+			minAvail = min(minAvail, w.Avail)
+			maxOutage = max(maxOutage, w.OutageSeconds)
+			maxRec = max(maxRec, w.RecoverySeconds)
+		}
+	}
+	final := r.RecoverySeconds
+	if r.NotRecovered != "" {
+		final = -1
+	}
+	return fmt.Sprintf("stats faults=%d min_avail=%.2f max_outage_s=%.1f max_recovery_s=%.1f final_recovery_s=%.1f",
+		r.Faults, minAvail, maxOutage, maxRec, final)
 }

@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
-# Runs every Jepsen workload under every nemesis and prints a summary table.
+# Runs every Jepsen workload under every nemesis against a real 3-node
+# phxgo cluster (cmd/jepsen, one cell at a time) and prints a summary table.
 # Usage: scripts/jepsen-matrix.sh [extra cmd/jepsen flags, e.g. -time 30s -nodes 5]
-# Env: WORKLOADS, NEMESES (space lists) narrow the matrix; OUT (results root).
+# Env: WORKLOADS, NEMESES (space lists) narrow the matrix; OUT (results root);
+#      TIME (per cell, default 180s; a -time flag overrides it).
 # Exit status: 0 only if every cell is valid=true.
 set -u
 cd "$(dirname "$0")/.."
 WORKLOADS=${WORKLOADS:-"register bank set append"}
 NEMESES=${NEMESES:-"kill pause partition restart all"}
+TIME=${TIME:-180s}
 OUT=${OUT:-jepsen-results/matrix-$(date +%Y%m%dT%H%M%S)}
 mkdir -p "$OUT"
 
 bin=bin/jepsen
-if [ ! -x "$bin" ]; then
-	bin="$OUT/jepsen"
-	go build -o "$bin" ./cmd/jepsen || exit 2
+if [ ! -x "$bin" ] || [ ! -x bin/binlogd ] || [ ! -x bin/sqlproxy ]; then
+	echo "bin/jepsen, bin/binlogd or bin/sqlproxy missing: run make build (make jepsen does)" >&2
+	exit 2
 fi
 
 status=0
@@ -23,22 +26,26 @@ for w in $WORKLOADS; do
 		dir="$OUT/$w-$n"
 		mkdir -p "$dir"
 		echo "=== $w / $n -> $dir" >&2
-		"$bin" -workload "$w" -nemesis "$n" -out "$dir" "$@" >"$dir/stdout.txt" 2>"$dir/stderr.txt"
+		start=$(date +%s)
+		"$bin" -workload "$w" -nemesis "$n" -time "$TIME" -out "$dir" -keep "$@" >"$dir/stdout.txt" 2>"$dir/stderr.txt"
 		rc=$?
 		line=$(grep '^valid=' "$dir/stdout.txt" | tail -1)
 		[ -n "$line" ] || line="valid=unknown ops=0 ok=0 fail=0 info=0"
+		stats=$(grep '^stats ' "$dir/stderr.txt" | tail -1)
 		[ "$rc" -eq 0 ] || status=1
-		rows+=("$w $n $rc $line")
-		echo "$line" >&2
+		rows+=("$w $n $rc $(($(date +%s) - start)) $line $stats")
+		echo "$line  $stats" >&2
 	done
 done
 
 field() { sed -n "s/.*\b$1=\([^ ]*\).*/\1/p" <<<"$2"; }
-printf '\n%-9s %-10s %-8s %7s %7s %6s %6s %s\n' workload nemesis valid ops ok fail info exit
+printf '\n%-9s %-10s %-8s %6s %6s %5s %5s %6s %6s %7s %7s %7s %5s %5s\n' workload nemesis valid ops ok fail info faults minav outage_s recov_s final_s wall exit
 for r in "${rows[@]}"; do
-	read -r w n rc line <<<"$r"
-	printf '%-9s %-10s %-8s %7s %7s %6s %6s %s\n' "$w" "$n" "$(field valid "$line")" \
-		"$(field ops "$line")" "$(field ok "$line")" "$(field fail "$line")" "$(field info "$line")" "$rc"
+	read -r w n rc wall line <<<"$r"
+	printf '%-9s %-10s %-8s %6s %6s %5s %5s %6s %6s %7s %7s %7s %5s %5s\n' "$w" "$n" "$(field valid "$line")" \
+		"$(field ops "$line")" "$(field ok "$line")" "$(field fail "$line")" "$(field info "$line")" \
+		"$(field faults "$line")" "$(field min_avail "$line")" "$(field max_outage_s "$line")" \
+		"$(field max_recovery_s "$line")" "$(field final_recovery_s "$line")" "$wall" "$rc"
 done
-echo "results: $OUT"
+echo "results: $OUT (per cell: results.json, history.jsonl, stderr.txt, logs/)"
 exit $status

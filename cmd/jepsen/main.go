@@ -12,10 +12,14 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
+	"log"
 	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/go-sql-driver/mysql"
 
 	"phxgo/jepsen"
 	"phxgo/jepsen/phxcluster"
@@ -43,6 +47,8 @@ func main() {
 	flag.BoolVar(&cfg.KeepData, "keep", false, "keep the cluster's data directory after a run that is not valid")
 	flag.Parse()
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, nil)))
+	// go-sql-driver logs every dropped connection; the history has them.
+	_ = mysql.SetLogger(log.New(io.Discard, "", 0))
 	os.Exit(run(cfg))
 }
 
@@ -66,6 +72,8 @@ func run(cfg jepsen.Config) int {
 		fmt.Printf("valid=unknown ops=0 ok=0 fail=0 info=0 workload=%s nemesis=%s\n", cfg.Workload, cfg.Nemesis)
 		return 2
 	}
+	fmt.Fprint(os.Stderr, res.Summary())
+	fmt.Fprintln(os.Stderr, res.Stats())
 	fmt.Fprintf(os.Stderr, "results in %s\n", res.OutDir)
 	fmt.Println(res.Line())
 	switch res.Valid {

@@ -15,6 +15,9 @@ type Schedule struct {
 	HoldMin time.Duration // a fault is held for a uniform time in [HoldMin, HoldMax]
 	HoldMax time.Duration // (never less than the fault's MinHold)
 	HealTO  time.Duration // bound on one heal
+	// RoundRobin takes Kinds in turn instead of at random (short runs
+	// that must see every kind).
+	RoundRobin bool
 }
 
 // DefaultSchedule scales the cycle by the lease: faults outlive a lease.
@@ -35,11 +38,14 @@ func (n *Nemesis) Run(ctx context.Context, s Schedule, rec *history.Recorder) {
 		<-ctx.Done()
 		return
 	}
-	for {
+	for i := 0; ; i++ {
 		if !sleep(ctx, s.Quiet) {
 			return
 		}
-		kind := s.Kinds[n.rng.IntN(len(s.Kinds))]
+		kind := s.Kinds[i%len(s.Kinds)]
+		if !s.RoundRobin {
+			kind = s.Kinds[n.rng.IntN(len(s.Kinds))]
+		}
 		start := rec.Now()
 		act, err := n.Inject(ctx, kind)
 		if err != nil {
