@@ -17,9 +17,17 @@
 // network "phxjepsen" dials on a thread switched into the namespace with
 // setns(2) (netns.DialContext). Processes start with "ip netns exec".
 //
-// Sub-packages: cluster (the contract the integrator implements), history
-// (operations and the recorder), workload (register, bank, set, append),
-// nemesis (faults and schedule), netns (namespace and iptables), checker.
+// Sub-packages: cluster (the contract a launcher implements), phxcluster
+// (the launcher of a real phxgo cluster, over binlogd/localcluster; what
+// cmd/jepsen uses), history (operations and the recorder), workload
+// (register, bank, set, append), nemesis (faults and schedule), netns
+// (namespace and iptables), checker.
+//
+// Tests: TestRunEndToEndSoloMariaDB runs the harness against one bare
+// MariaDB (the harness's own plumbing); TestJepsenShort is the CI run
+// against a real 3-node cluster built from the tree (register, kill and
+// partition in turn, 45 s). scripts/jepsen-matrix.sh (make jepsen) runs
+// every workload under every nemesis and prints a table.
 //
 // Validity of a run: the checkers' verdicts combined (any false is false,
 // else any unknown is unknown), plus false if the cluster did not become

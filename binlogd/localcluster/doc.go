@@ -15,5 +15,9 @@
 // that started them (`make cluster` returns) and a Ctrl-C to a test does
 // not reach them; Stop and the tests' cleanup stop them explicitly. A
 // network namespace (Spec.NetNS) runs every process under
-// `ip netns exec`, so the Jepsen harness can cut links between nodes.
+// `ip netns exec`, so the Jepsen harness can cut links between nodes;
+// with Spec.Hosts every node has its own address and all its node-to-node
+// traffic carries it: MariaDB binds its host, binlogd dials peers from its
+// gRPC host, and sqlproxy gets -source-ip <host> (when the binary has the
+// flag) for its connections to other nodes' MariaDB and the master's proxy.
 package localcluster

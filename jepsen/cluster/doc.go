@@ -4,7 +4,8 @@
 // namespace, one 127.0.0.x address per node, a scratch directory, the bin/
 // directory of `make build`), and drives the returned Cluster: it kills,
 // pauses and restarts processes through it, asks it who the master is, and
-// waits on it for health after every fault is healed.
+// waits on it for health after every fault is healed. jepsen/phxcluster is
+// the implementation for a real phxgo cluster.
 //
 // What an implementation must guarantee, beyond the method docs:
 //
