@@ -15,6 +15,14 @@ type Metrics struct {
 	statements *prometheus.CounterVec
 	errors     *prometheus.CounterVec
 	latency    *prometheus.HistogramVec
+
+	// Resolved children per route, so a statement does no label lookup.
+	byRoute [3]routeMetrics
+}
+
+type routeMetrics struct {
+	ok, failed prometheus.Counter
+	latency    prometheus.Observer
 }
 
 // NewMetrics registers the collectors on reg (a new registry when nil).
@@ -35,16 +43,22 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18)}, []string{"route"}),
 	}
 	reg.MustRegister(m.conns, m.statements, m.errors, m.latency)
+	for k := range m.byRoute {
+		name := routeKind(k).String()
+		m.byRoute[k] = routeMetrics{ok: m.statements.WithLabelValues(name, "ok"),
+			failed: m.statements.WithLabelValues(name, "error"), latency: m.latency.WithLabelValues(name)}
+	}
 	return m
 }
 
 func (m *Metrics) observe(k routeKind, start time.Time, err *wire.Error) {
-	outcome := "ok"
+	r := &m.byRoute[k]
 	if err != nil {
-		outcome = "error"
+		r.failed.Inc()
+	} else {
+		r.ok.Inc()
 	}
-	m.statements.WithLabelValues(k.String(), outcome).Inc()
-	m.latency.WithLabelValues(k.String()).Observe(time.Since(start).Seconds())
+	r.latency.Observe(time.Since(start).Seconds())
 }
 
 func errLabel(e *wire.Error) string {

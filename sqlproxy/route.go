@@ -267,10 +267,7 @@ func (s *session) takeHeld() *backend {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	b := s.held
-	s.held, s.armed = nil, false
-	if s.holdTimer != nil {
-		s.holdTimer.Stop()
-	}
+	s.held, s.armed = nil, false // a pending timer finds nothing armed
 	return b
 }
 
@@ -306,27 +303,40 @@ func (s *session) release(b *backend) {
 		s.srv.pool.put(b)
 		return
 	}
+	now := time.Now()
 	s.mu.Lock()
 	s.held, s.armed = b, true
-	s.holdUntil = time.Now().Add(s.srv.cfg.Hold)
-	if s.holdTimer == nil {
-		s.holdTimer = time.AfterFunc(s.srv.cfg.Hold, s.holdExpired)
-	} else {
-		s.holdTimer.Reset(s.srv.cfg.Hold)
+	s.holdUntil = now.Add(s.srv.cfg.Hold)
+	// One timer per session, not one reset per statement: a pending
+	// timer that fires early re-arms itself for the rest of the hold.
+	if !s.timerPending {
+		s.timerPending = true
+		if s.holdTimer == nil {
+			s.holdTimer = time.AfterFunc(s.srv.cfg.Hold, s.holdExpired)
+		} else {
+			s.holdTimer.Reset(s.srv.cfg.Hold)
+		}
 	}
 	s.mu.Unlock()
 }
 
-// holdExpired runs on the timer. A stale firing (the session took,
-// kept or re-armed the backend since) finds armed false or a later
-// holdUntil and does nothing.
+// holdExpired runs on the timer. If the session took or kept the
+// backend since, nothing is armed; if the hold was extended, the timer
+// re-arms for the remainder; otherwise the backend goes to the pool.
 func (s *session) holdExpired() {
 	s.mu.Lock()
-	b := s.held
-	if !s.armed || time.Now().Before(s.holdUntil) {
+	s.timerPending = false
+	if !s.armed {
 		s.mu.Unlock()
 		return
 	}
+	if left := time.Until(s.holdUntil); left > 0 {
+		s.timerPending = true
+		s.holdTimer.Reset(left)
+		s.mu.Unlock()
+		return
+	}
+	b := s.held
 	s.held, s.armed = nil, false
 	s.mu.Unlock()
 	if b != nil {

@@ -47,17 +47,18 @@ type session struct {
 	aborted       bool // a transaction was lost: fail until ROLLBACK
 	pinned        bool // unreplayable state: keep the master connection
 
-	mu        sync.Mutex
-	held      *backend
-	armed     bool      // held is on the hold timer (else kept)
-	holdUntil time.Time // when the armed hold ends
-	holdTimer *time.Timer
+	mu           sync.Mutex
+	held         *backend
+	armed        bool      // held is on the hold timer (else kept)
+	holdUntil    time.Time // when the armed hold ends
+	holdTimer    *time.Timer
+	timerPending bool // holdTimer will fire (it re-arms itself while holdUntil moves on)
 }
 
 func (s *session) serve() error {
 	for {
 		s.cl.Seq = 0
-		pkt, err := s.cl.ReadPacket()
+		pkt, err := s.cl.ReadPacketReuse() // valid until the next read: command copies what it keeps
 		if err != nil {
 			return err
 		}
@@ -331,6 +332,7 @@ func (s *session) finish() {
 	s.held, s.armed = nil, false
 	if s.holdTimer != nil {
 		s.holdTimer.Stop()
+		s.timerPending = false
 	}
 	s.mu.Unlock()
 	if b == nil {

@@ -5,20 +5,55 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
 
-var throughput = flag.Bool("throughput", false, "measure point-select QPS through the proxy vs direct (a figure, not an assertion)")
+var (
+	throughput = flag.Bool("throughput", false, "measure point-select QPS through the proxy vs direct (a figure, not an assertion)")
+	tpDur      = flag.Duration("throughput.time", 10*time.Second, "duration of each throughput run")
+	tpProfile  = flag.String("throughput.profile", "", "directory for CPU and allocation profiles of the proxy under sysbench")
+	tpRounds   = flag.Int("throughput.rounds", 2, "direct/proxy rounds per client")
+	tpProcs    = flag.String("throughput.procs", "0", "comma-separated GOMAXPROCS values for the proxy under sysbench (0: unchanged)")
+)
+
+// cpuClock reads this process's CPU time (user+system).
+func cpuClock() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// procCPU reads a process's CPU time from /proc (user+system).
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
+}
 
 // TestThroughput prints point-select QPS direct vs through the proxy, with
-// go-sql-driver and with sysbench oltp_point_select. Run:
+// go-sql-driver and with sysbench oltp_point_select, and CPU per query of
+// the proxy and MariaDB (2 shared cores: the ratio is partly CPU sharing,
+// so compare ratios within one run). Run:
 //
-//	go test ./sqlproxy -run TestThroughput -throughput -v
+//	go test ./sqlproxy -run TestThroughput -throughput -v [-throughput.profile DIR]
 func TestThroughput(t *testing.T) {
 	if !*throughput {
 		t.Skip("pass -throughput")
@@ -31,7 +66,8 @@ func TestThroughput(t *testing.T) {
 	if _, err := setup.ExecContext(ctx, "CREATE DATABASE sbtest"); err != nil {
 		t.Fatal(err)
 	}
-	const threads, dur = 8, 10 * time.Second
+	const threads = 8
+	dur := *tpDur
 	goQPS := func(addr string) float64 {
 		db := appDB(t, addr, "sbtest", false)
 		db.SetMaxOpenConns(threads)
@@ -64,33 +100,87 @@ func TestThroughput(t *testing.T) {
 		wg.Wait()
 		return float64(n.Load()) / dur.Seconds()
 	}
-	d, pr := goQPS(m.Addr()), goQPS(p.addr)
-	t.Logf("go-sql-driver point select, %d clients: direct %.0f qps, proxy %.0f qps, ratio %.3f", threads, d, pr, pr/d)
-	fmt.Printf("THROUGHPUT go-sql-driver direct=%.0f proxy=%.0f ratio=%.3f\n", d, pr, pr/d)
+	for r := range *tpRounds {
+		d, pr := goQPS(m.Addr()), goQPS(p.addr)
+		t.Logf("round %d go-sql-driver point select, %d clients: direct %.0f qps, proxy %.0f qps, ratio %.3f", r, threads, d, pr, pr/d)
+		fmt.Printf("THROUGHPUT go-sql-driver direct=%.0f proxy=%.0f ratio=%.3f\n", d, pr, pr/d)
+	}
 
 	if _, err := exec.LookPath("sysbench"); err != nil {
 		t.Log("sysbench not installed")
 		return
 	}
-	sb := func(addr, cmd string) float64 {
+	type sbRun struct {
+		qps, proxyUS, dbUS float64 // queries/s; CPU µs per query of the proxy and MariaDB
+	}
+	sb := func(addr, cmd string, profile bool) sbRun {
 		host, port, _ := net.SplitHostPort(addr)
 		args := []string{"oltp_point_select", "--db-driver=mysql", "--mysql-host=" + host, "--mysql-port=" + port,
 			"--mysql-user=app", "--mysql-password=app-secret", "--mysql-db=sbtest", "--tables=1", "--table-size=10000",
 			fmt.Sprintf("--threads=%d", threads), fmt.Sprintf("--time=%d", int(dur.Seconds())), cmd}
+		if profile {
+			f, err := os.Create(filepath.Join(*tpProfile, "cpu.pprof"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			runtime.MemProfileRate = 64 << 10
+			pprof.StartCPUProfile(f)
+			defer func() {
+				pprof.StopCPUProfile()
+				af, _ := os.Create(filepath.Join(*tpProfile, "allocs.pprof"))
+				pprof.Lookup("allocs").WriteTo(af, 0)
+				af.Close()
+			}()
+		}
+		c0, d0 := cpuClock(), procCPU(m.Pid())
 		out, err := exec.Command("sysbench", args...).CombinedOutput()
+		c1, d1 := cpuClock(), procCPU(m.Pid())
 		if err != nil {
 			t.Fatalf("sysbench %s: %v\n%s", cmd, err, out)
 		}
-		mm := regexp.MustCompile(`queries:\s+\d+\s+\(([\d.]+) per sec`).FindSubmatch(out)
+		mm := regexp.MustCompile(`queries:\s+(\d+)\s+\(([\d.]+) per sec`).FindSubmatch(out)
 		if mm == nil {
-			return 0
+			return sbRun{}
 		}
-		var q float64
-		fmt.Sscan(string(mm[1]), &q)
-		return q
+		var n, q float64
+		fmt.Sscan(string(mm[1]), &n)
+		fmt.Sscan(string(mm[2]), &q)
+		return sbRun{qps: q, proxyUS: float64((c1 - c0).Microseconds()) / n, dbUS: float64((d1 - d0).Microseconds()) / n}
 	}
-	sb(m.Addr(), "prepare")
-	sd, sp := sb(m.Addr(), "run"), sb(p.addr, "run")
-	t.Logf("sysbench oltp_point_select, %d threads: direct %.0f qps, proxy %.0f qps, ratio %.3f", threads, sd, sp, sp/sd)
-	fmt.Printf("THROUGHPUT sysbench direct=%.0f proxy=%.0f ratio=%.3f\n", sd, sp, sp/sd)
+	sb(m.Addr(), "prepare", false)
+	for r := range *tpRounds {
+		for i, ps := range strings.Split(*tpProcs, ",") {
+			procs, err := strconv.Atoi(ps)
+			if err != nil {
+				t.Fatalf("-throughput.procs: %v", err)
+			}
+			prev := runtime.GOMAXPROCS(procs)
+			sd, sp := sb(m.Addr(), "run", false), sb(p.addr, "run", *tpProfile != "" && r == 0 && i == 0)
+			runtime.GOMAXPROCS(prev)
+			t.Logf("round %d sysbench oltp_point_select, %d threads, proxy GOMAXPROCS=%d: direct %.0f qps, proxy %.0f qps, ratio %.3f; proxy CPU %.1f µs/query; MariaDB CPU %.1f µs/query direct, %.1f via proxy",
+				r, threads, procs, sd.qps, sp.qps, sp.qps/sd.qps, sp.proxyUS, sd.dbUS, sp.dbUS)
+			fmt.Printf("THROUGHPUT sysbench procs=%d direct=%.0f proxy=%.0f ratio=%.3f proxy_cpu_us_per_query=%.1f\n", procs, sd.qps, sp.qps, sp.qps/sd.qps, sp.proxyUS)
+		}
+	}
+}
+
+var tpServe = flag.Duration("throughput.serve", 0, "TestServeForBench: serve a MariaDB and a proxy this long for manual benchmarking")
+
+// TestServeForBench starts one MariaDB and a linearizable proxy in front
+// of it, prints both addresses and the pids, and serves for
+// -throughput.serve (profiling and syscall counting by hand).
+func TestServeForBench(t *testing.T) {
+	if *tpServe <= 0 {
+		t.Skip("pass -throughput.serve=DURATION")
+	}
+	insts := startInstances(t, 1)
+	m := insts[0]
+	p := startProxy(t, 1, masterView(m), Linearizable, []string{m.Addr()}, nil)
+	db := appDB(t, m.Addr(), "", false)
+	if _, err := db.ExecContext(context.Background(), "CREATE DATABASE sbtest"); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("SERVE mariadb=%s proxy=%s mariadb_pid=%d proxy_pid=%d\n", m.Addr(), p.addr, m.Pid(), os.Getpid())
+	time.Sleep(*tpServe)
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -51,6 +52,7 @@ func run(args []string) error {
 	httpAddr := fs.String("http", "127.0.0.1:9307", "admin HTTP (/metrics, /backends); empty disables")
 	sourceIP := fs.String("source-ip", "", "local address of every outgoing connection (MariaDBs, the master's proxy); default: the host of -listen when it is a specific IP")
 	poll := fs.Duration("poll", 50*time.Millisecond, "binlogd status poll interval")
+	procs := fs.Int("procs", 0, "GOMAXPROCS; 0: half the CPUs (at least 1) unless $GOMAXPROCS is set")
 	verbose := fs.Bool("v", false, "debug logging")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -58,6 +60,7 @@ func run(args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	setProcs(*procs)
 	mode, err := sqlproxy.ParseMode(*modeS)
 	if err != nil {
 		return err
@@ -150,6 +153,21 @@ func run(args []string) error {
 	}
 	srv.Close()
 	return err
+}
+
+// setProcs sets GOMAXPROCS. The proxy shares its host with MariaDB and
+// does little work per statement (four socket operations); with fewer Ps
+// the Go scheduler hands goroutines between threads less often, and each
+// such wakeup costs more than the relay itself. Measured on 2 vCPUs under
+// sysbench oltp_point_select: 84 µs of proxy CPU per query with 2 Ps, 46
+// with 1 (throughput 6.5k -> 11k qps).
+func setProcs(n int) {
+	switch {
+	case n > 0:
+		runtime.GOMAXPROCS(n)
+	case os.Getenv("GOMAXPROCS") == "":
+		runtime.GOMAXPROCS(max(1, runtime.GOMAXPROCS(0)/2))
+	}
 }
 
 // readSecret reads a password file that only its owner may read.

@@ -2,6 +2,7 @@ package topology
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -42,41 +43,45 @@ type Topology interface {
 
 // Notifier holds a View and wakes waiters when it changes. Static and
 // Admin are built on it; tests use Static.Set to change the cluster.
+// View and Changed are lock-free (one atomic load): the proxy calls them
+// for every statement.
 type Notifier struct {
-	mu      sync.Mutex
+	mu  sync.Mutex // serializes Set
+	cur atomic.Pointer[snapshot]
+}
+
+// snapshot is one published view and the channel closed when it is replaced.
+type snapshot struct {
 	view    View
 	changed chan struct{}
 }
 
-func (n *Notifier) init() {
-	if n.changed == nil {
-		n.changed = make(chan struct{})
+func (n *Notifier) load() *snapshot {
+	if sn := n.cur.Load(); sn != nil {
+		return sn
 	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cur.Load() == nil {
+		n.cur.Store(&snapshot{changed: make(chan struct{})})
+	}
+	return n.cur.Load()
 }
 
 // View returns the current view.
-func (n *Notifier) View() View {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.view
-}
+func (n *Notifier) View() View { return n.load().view }
 
 // Changed returns a channel closed at the next Set.
-func (n *Notifier) Changed() <-chan struct{} {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.init()
-	return n.changed
-}
+func (n *Notifier) Changed() <-chan struct{} { return n.load().changed }
 
 // Set replaces the view and wakes waiters.
 func (n *Notifier) Set(v View) {
+	n.load() // initialized
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.init()
-	n.view = v
-	close(n.changed)
-	n.changed = make(chan struct{})
+	old := n.cur.Load()
+	n.cur.Store(&snapshot{view: v, changed: make(chan struct{})})
+	close(old.changed)
 }
 
 // Static is a Topology set by hand (tests, or a fixed single node).

@@ -20,6 +20,8 @@ type Conn struct {
 	R   *bufio.Reader
 	W   *bufio.Writer
 	Seq uint8 // sequence number of the next packet written
+
+	scratch []byte // ReadPacketReuse's buffer
 }
 
 // NewConn wraps c with 64 KiB read and write buffers.
@@ -48,6 +50,47 @@ func (c *Conn) ReadPacket() ([]byte, error) {
 			return out, nil
 		}
 	}
+}
+
+// ReadPacketReuse is ReadPacket into a buffer the Conn keeps: the slice
+// is valid only until the next read on c (no allocation per command).
+func (c *Conn) ReadPacketReuse() ([]byte, error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(c.R, hdr[:]); err != nil {
+		return nil, err
+	}
+	n := int(uint32(hdr[0]) | uint32(hdr[1])<<8 | uint32(hdr[2])<<16)
+	c.Seq = hdr[3] + 1
+	if n == MaxPayload || n > 64<<10 {
+		// Rare big packets: allocate, and do not keep a huge buffer.
+		rest, err := c.readRest(n)
+		return rest, err
+	}
+	if cap(c.scratch) < n {
+		c.scratch = make([]byte, n, max(n, 256))
+	}
+	p := c.scratch[:n]
+	if _, err := io.ReadFull(c.R, p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// readRest reads the payload of a frame whose header announced n bytes
+// and any continuation frames, into a new slice.
+func (c *Conn) readRest(n int) ([]byte, error) {
+	out := make([]byte, n)
+	if _, err := io.ReadFull(c.R, out); err != nil {
+		return nil, err
+	}
+	if n < MaxPayload {
+		return out, nil
+	}
+	more, err := c.ReadPacket()
+	if err != nil {
+		return nil, err
+	}
+	return append(out, more...), nil
 }
 
 // WritePacket buffers payload as one logical packet starting at Seq,
