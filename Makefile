@@ -39,6 +39,13 @@ bench:
 	$(GO) run ./cmd/paxosbench -nodes 3 -clients 64 -seconds 10 -value 256
 	$(GO) run ./cmd/paxosbench -nodes 3 -clients 1 -seconds 5 -value 256
 
+# Side-by-side sysbench of phxgo (through its proxy and directly) against
+# plain MariaDB semi-sync replication (issue 8). BENCH_QUICK=1 for 10 s runs;
+# see scripts/bench.sh for the other BENCH_* knobs.
+.PHONY: bench-sql
+bench-sql:
+	scripts/bench.sh
+
 # Starts (or restarts, keeping its data) the local 3-node cluster in .cluster/.
 cluster:
 	BASE_PORT=$(BASE_PORT) scripts/cluster.sh up

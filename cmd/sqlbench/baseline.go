@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"phxgo/binlogd/mysqld"
+)
+
+// baselineNodes is the baseline's size: one master, two semi-sync replicas.
+const baselineNodes = 3
+
+var (
+	errNoSemiSync = errors.New("baseline: semi-sync did not come up")
+	errBadFlags   = errors.New("bad flags")
+)
+
+// Baseline accounts: repl may register as a replica; app is what sysbench
+// uses (same privileges as a phxgo app account, no SUPER).
+var baselineAccounts = mysqld.Accounts{
+	CaptureUser: "repl", CapturePassword: "repl",
+	AppUser: "app", AppPassword: "app",
+}
+
+func instances(dir string, base int) ([]*mysqld.Instance, error) {
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	var out []*mysqld.Instance
+	for id := 1; id <= baselineNodes; id++ {
+		in, err := mysqld.New(mysqld.Options{
+			Dir:      filepath.Join(dir, "node"+strconv.Itoa(id)),
+			Port:     base + id,
+			ServerID: uint32(id),
+			Logger:   logger,
+		})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, in)
+	}
+	return out, nil
+}
+
+func cmdBaselineUp(args []string) error {
+	fs := flag.NewFlagSet("baseline-up", flag.ContinueOnError)
+	dir := fs.String("dir", "", "baseline directory (created)")
+	base := fs.Int("base-port", 0, "node N listens on base-port+N")
+	wait := fs.Duration("wait", 3*time.Minute, "how long to wait for semi-sync to come up")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *dir == "" || *base <= 0 {
+		return fmt.Errorf("%w: -dir and -base-port are required", errBadFlags)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *wait)
+	defer cancel()
+	ins, err := instances(*dir, *base)
+	if err != nil {
+		return err
+	}
+	dbs := make([]*sql.DB, len(ins))
+	for k, in := range ins {
+		if err := in.Init(ctx); err != nil {
+			return err
+		}
+		if err := in.Start(ctx); err != nil {
+			return err
+		}
+		db, err := in.DB("")
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		if err := mysqld.Bootstrap(ctx, db, baselineAccounts); err != nil {
+			return err
+		}
+		dbs[k] = db
+	}
+	// The master enables semi-sync before any replica connects: a MariaDB
+	// replica whose master has it off at connect time stays asynchronous.
+	master := dbs[0]
+	if err := execAll(ctx, master,
+		"SET GLOBAL read_only=OFF",
+		"SET GLOBAL rpl_semi_sync_master_wait_point=AFTER_SYNC",
+		"SET GLOBAL rpl_semi_sync_master_wait_no_slave=ON",
+		"SET GLOBAL rpl_semi_sync_master_enabled=ON",
+	); err != nil {
+		return err
+	}
+	for _, db := range dbs[1:] {
+		if err := execAll(ctx, db,
+			"STOP SLAVE",
+			"SET GLOBAL rpl_semi_sync_slave_enabled=ON",
+			fmt.Sprintf("CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=%d, MASTER_USER='%s', MASTER_PASSWORD='%s', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1",
+				ins[0].Port(), baselineAccounts.CaptureUser, baselineAccounts.CapturePassword),
+			"START SLAVE",
+		); err != nil {
+			return err
+		}
+	}
+	if err := awaitSemiSync(ctx, master, baselineNodes-1); err != nil {
+		return err
+	}
+	// A write through semi-sync proves the ACK path before the benchmark.
+	if err := execAll(ctx, master, "CREATE DATABASE IF NOT EXISTS sbtest"); err != nil {
+		return err
+	}
+	fmt.Println(ins[0].Addr())
+	return nil
+}
+
+func execAll(ctx context.Context, db *sql.DB, stmts ...string) error {
+	for _, s := range stmts {
+		if _, err := db.ExecContext(ctx, s); err != nil {
+			return fmt.Errorf("%s: %w", s, err)
+		}
+	}
+	return nil
+}
+
+// awaitSemiSync waits until the master reports semi-sync ON with n
+// semi-sync clients.
+func awaitSemiSync(ctx context.Context, db *sql.DB, n int) error {
+	var last string
+	for {
+		st := map[string]string{}
+		rows, err := db.QueryContext(ctx, "SHOW GLOBAL STATUS LIKE 'Rpl_semi_sync_master_%'")
+		if err == nil {
+			for rows.Next() {
+				var k, v string
+				if rows.Scan(&k, &v) == nil {
+					st[k] = v
+				}
+			}
+			rows.Close()
+		}
+		c, _ := strconv.Atoi(st["Rpl_semi_sync_master_clients"])
+		if st["Rpl_semi_sync_master_status"] == "ON" && c >= n {
+			return nil
+		}
+		last = fmt.Sprintf("status=%q clients=%q err=%v", st["Rpl_semi_sync_master_status"], st["Rpl_semi_sync_master_clients"], err)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %s", errNoSemiSync, last)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func cmdBaselineDown(args []string) error {
+	fs := flag.NewFlagSet("baseline-down", flag.ContinueOnError)
+	dir := fs.String("dir", "", "baseline directory")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *dir == "" {
+		return fmt.Errorf("%w: -dir is required", errBadFlags)
+	}
+	ins, err := instances(*dir, 1) // ports are not needed to stop
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, in := range ins {
+		if in.Adopt() {
+			errs = append(errs, in.Shutdown(60*time.Second))
+		}
+	}
+	return errors.Join(errs...)
+}
