@@ -100,6 +100,30 @@ func (n *Node) Barrier(ctx context.Context) (index uint64, err error) {
 	return r.index, r.err
 }
 
+// Campaign makes this node the leader: it runs phase 1 at once with a
+// ballot above every one it has seen (skipping the probe that a timed-out
+// follower runs first, so it preempts a working leader), and returns nil
+// once it leads. If it loses phase 1 to another ballot it retries after a
+// randomized backoff of 1..E ticks (E = ElectionTimeout/HeartbeatInterval),
+// so two nodes campaigning at once settle within a few rounds rather than
+// dueling. Returns nil at once if this node already leads.
+//
+// nil means this node led at some moment after the call; by the time the
+// caller looks, another Campaign may have taken over (check IsLeader).
+// Once this node leads, followers that hear its heartbeats refuse the
+// probes of others, so only another Campaign, or a majority losing
+// contact with it, moves leadership away.
+//
+// Errors: ErrNoQuorum if no majority was heard within 2 x ElectionTimeout
+// (at the call, or while campaigning); ctx.Err(); ErrStopped. After an
+// error this node may still have raised its ballot, so the old leader may
+// have stepped down and a new election may follow.
+func (n *Node) Campaign(ctx context.Context) error { return n.campaign(ctx) }
+
+// IsLeader reports whether this node leads now (a snapshot: it may stop
+// at any moment). A leader proposes its own commands without forwarding.
+func (n *Node) IsLeader() bool { return n.leading.Load() }
+
 // Read returns chosen commands (no Noops, no Barriers) with index >= from,
 // in log order, from the local durable log, stopping after about maxBytes
 // of values or at the applied index. It returns no commands when from is

@@ -126,6 +126,14 @@ type core struct {
 	prepareFrom uint64
 	prepareTick int64
 
+	// probe (follower) and campaign (see core_election.go)
+	probing      bool
+	probeBallot  Ballot
+	probeVotes   uint64 // peers (by position) that granted the probe
+	campaigning  bool
+	campaignWait int    // ticks until a campaigning follower retries (0 = none)
+	terms        uint64 // leaderships won by this core
+
 	// leader
 	next       uint64 // next index to propose
 	queue      [][]byte
@@ -220,9 +228,15 @@ func (c *core) step(m Message) {
 	c.maxRound = max(c.maxRound, m.Ballot.Round, m.Promised.Round)
 	switch m.Type {
 	case MsgPrepare:
-		c.onPrepare(m)
+		if m.Probe {
+			c.onProbe(m)
+		} else {
+			c.onPrepare(m)
+		}
 	case MsgPromise:
-		if c.role == candidate && m.Ballot == c.ballot {
+		if m.Probe {
+			c.onProbeReply(m)
+		} else if c.role == candidate && m.Ballot == c.ballot {
 			c.onPromise(m)
 		}
 	case MsgAccept:
@@ -251,13 +265,21 @@ func (c *core) tickOnce() {
 	switch c.role {
 	case follower:
 		c.electionElapsed++
+		if c.campaignWait > 0 {
+			// A campaigning node's backoff runs even while it hears a
+			// leader (that leader is the one it wants to replace).
+			if c.campaignWait--; c.campaignWait == 0 && c.campaigning {
+				c.startElection()
+				break
+			}
+		}
 		if c.electionElapsed >= c.electionTimeout {
-			c.startElection()
+			c.electionTimedOut()
 		}
 	case candidate:
 		c.electionElapsed++
 		if c.electionElapsed >= c.electionTimeout {
-			c.startElection()
+			c.electionTimedOut()
 		} else if c.tick-c.prepareTick >= int64(c.cfg.RetransmitTicks) {
 			c.sendPrepares()
 		}

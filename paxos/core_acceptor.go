@@ -29,6 +29,7 @@ func (c *core) onAccept(m Message) {
 		c.becomeFollower(m.From)
 	}
 	c.electionElapsed = 0
+	c.probing = false
 	reply := Message{Type: MsgAccepted, To: m.From, Ballot: m.Ballot}
 	if len(m.Entries) > 0 {
 		reply.Indexes = make([]uint64, 0, len(m.Entries))

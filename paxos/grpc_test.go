@@ -294,3 +294,116 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatal("ElectionTimeout < 3 heartbeats accepted")
 	}
 }
+
+func TestGRPCCampaign(t *testing.T) {
+	c := newTestCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	await(t, 10*time.Second, "a leader", func() bool { return c.leader() != 0 })
+	old := c.leader()
+	var target uint32
+	for id := range c.nodes {
+		if id != old {
+			target = id
+			break
+		}
+	}
+
+	// Proposers on every node run across the move.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	done := map[string]bool{}
+	for id, n := range c.nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				cmd := fmt.Sprintf("p-%d-%d", id, i)
+				if _, err := propose(ctx, n, cmd); err != nil {
+					t.Errorf("propose %s: %v", cmd, err)
+					return
+				}
+				mu.Lock()
+				done[cmd] = true
+				mu.Unlock()
+			}
+		}()
+	}
+	count := func() int { mu.Lock(); defer mu.Unlock(); return len(done) }
+	await(t, 10*time.Second, "proposals before the campaign", func() bool { return count() >= 20 })
+
+	if err := c.nodes[target].Campaign(ctx); err != nil {
+		t.Fatalf("campaign: %v", err)
+	}
+	if !c.nodes[target].IsLeader() {
+		t.Fatalf("node %d not leader right after Campaign", target)
+	}
+	if c.nodes[old].IsLeader() && c.nodes[old].Status().Ballot >= c.nodes[target].Status().Ballot {
+		t.Fatalf("old leader %d still leads with a ballot not below the new one", old)
+	}
+	before := count()
+	await(t, 10*time.Second, "proposals after the campaign", func() bool { return count() >= before+30 })
+	if l := c.leader(); l != target {
+		t.Fatalf("leader %d after Campaign by %d", l, target)
+	}
+	// Campaign on the leader returns at once.
+	if err := c.nodes[target].Campaign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	close(stop)
+	wg.Wait()
+
+	final, err := c.nodes[old].Barrier(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, n := range c.nodes {
+		if err := n.WaitApplied(ctx, final); err != nil {
+			t.Fatalf("node %d: %v", id, err)
+		}
+	}
+	ref := c.sms[target].copyList()
+	seen := map[string]int{}
+	for _, cmd := range ref {
+		seen[string(cmd)]++
+	}
+	for cmd := range done {
+		if seen[cmd] != 1 {
+			t.Errorf("acknowledged %q applied %d times", cmd, seen[cmd])
+		}
+	}
+	for id := range c.nodes {
+		if l := c.sms[id].copyList(); len(l) != len(ref) {
+			t.Errorf("node %d applied %d commands, node %d %d", id, len(l), target, len(ref))
+		} else {
+			for i := range l {
+				if !bytes.Equal(l[i], ref[i]) {
+					t.Fatalf("node %d diverges at %d", id, i)
+				}
+			}
+		}
+	}
+}
+
+func TestCampaignNoQuorum(t *testing.T) {
+	peers := map[uint32]string{1: "127.0.0.1:1", 2: "127.0.0.1:2", 3: "127.0.0.1:3"}
+	n, err := Start(testConfig(1, peers, ""), &listSM{}, WithStorage(NewMemoryStorage()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := n.Campaign(ctx); !errors.Is(err, ErrNoQuorum) {
+		t.Fatalf("lone node's Campaign: %v, want ErrNoQuorum", err)
+	}
+	if n.IsLeader() {
+		t.Fatal("lone node leads")
+	}
+}

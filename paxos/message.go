@@ -15,11 +15,13 @@ type MsgType uint8
 
 const (
 	// MsgPrepare (phase 1a): From asks for a promise for Ballot on every
-	// instance from Index on.
+	// instance from Index on. With Probe set it only asks whether the
+	// receiver would vote (see core_election.go); nothing is promised.
 	MsgPrepare MsgType = iota + 1
 	// MsgPromise (phase 1b): the acceptor promised Ballot; Chosen is its
 	// chosen index and Entries its accepted instances above
 	// max(Index-1, Chosen). Reject: it had promised Promised instead.
+	// With Probe set it answers a probe: Reject means it hears a leader.
 	MsgPromise
 	// MsgAccept (phase 2a): accept Entries under Ballot. Chosen is the
 	// leader's chosen index. Without entries it is the leader's heartbeat.
@@ -63,6 +65,7 @@ type Message struct {
 	Index    uint64
 	Chosen   uint64
 	Reject   bool
+	Probe    bool
 	Promised Ballot
 	Entries  []Entry
 	Indexes  []uint64
@@ -70,7 +73,7 @@ type Message struct {
 }
 
 func (m Message) String() string {
-	return fmt.Sprintf("%s %d->%d b=%d.%d idx=%d chosen=%d rej=%v n=%d/%d/%d",
-		m.Type, m.From, m.To, m.Ballot.Round, m.Ballot.Node, m.Index, m.Chosen, m.Reject,
+	return fmt.Sprintf("%s %d->%d b=%d.%d idx=%d chosen=%d rej=%v probe=%v n=%d/%d/%d",
+		m.Type, m.From, m.To, m.Ballot.Round, m.Ballot.Node, m.Index, m.Chosen, m.Reject, m.Probe,
 		len(m.Entries), len(m.Indexes), len(m.Cmds))
 }

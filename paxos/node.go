@@ -34,6 +34,8 @@ type Node struct {
 
 	recvc      chan []Message
 	propc      chan *proposal
+	campc      chan campaignOp
+	campaigns  map[*campaignReq]struct{} // owned by run
 	abandonc   chan *proposal
 	persistQ   chan Ready
 	applyQ     chan []Entry
@@ -44,6 +46,7 @@ type Node struct {
 	stopc, donec chan struct{}
 	stopOnce     sync.Once
 	applied      atomic.Uint64
+	leading      atomic.Bool
 	mu           sync.Mutex // guards status, appliedCh, fatal
 	status       Status
 	appliedCh    chan struct{}
@@ -103,6 +106,8 @@ func Start(cfg Config, sm StateMachine, opts ...Option) (*Node, error) {
 		waiters:    make(map[uint64]*proposal),
 		recvc:      make(chan []Message, 256),
 		propc:      make(chan *proposal, 1024),
+		campc:      make(chan campaignOp, 16),
+		campaigns:  make(map[*campaignReq]struct{}),
 		abandonc:   make(chan *proposal, 1024),
 		persistQ:   make(chan Ready, 256),
 		applyQ:     make(chan []Entry, 256),
@@ -222,6 +227,8 @@ func (n *Node) run() {
 			n.propose(p)
 		case p := <-n.abandonc:
 			n.abandon(p)
+		case op := <-n.campc:
+			n.onCampaign(op)
 		case <-ticker.C:
 			n.core.tickOnce()
 		case <-n.lingerTimer.C:
@@ -299,6 +306,7 @@ func (n *Node) emit() {
 		case <-n.stopc:
 		}
 	}
+	n.checkCampaigns()
 	n.publishCore()
 }
 
@@ -457,6 +465,7 @@ func (n *Node) publishCore() {
 	n.status.ID, n.status.Leader, n.status.Role = n.cfg.ID, c.leader, c.role.String()
 	n.status.Ballot, n.status.BallotNode = c.promised.Round, c.promised.Node
 	n.status.Chosen, n.status.Pending = c.chosen, len(c.pending)
+	n.leading.Store(c.role == leader)
 }
 
 // publishApplied refreshes Status.Applied and wakes AppliedCh waiters.

@@ -62,6 +62,7 @@ type simOpts struct {
 	drop, dup  float64
 	partitions bool
 	crashes    bool
+	campaigns  bool // Campaign on random nodes, sometimes two at once
 	useWAL     bool
 }
 
@@ -330,6 +331,14 @@ func (s *sim) pending() int {
 }
 
 func runSim(t *testing.T, seed int64, o simOpts) {
+	s := newSim(t, seed, o)
+	defer s.close()
+	s.faulty = true
+	s.faults()
+	s.heal()
+}
+
+func newSim(t *testing.T, seed int64, o simOpts) *sim {
 	s := &sim{t: t, seed: seed, o: o, rng: rand.New(rand.NewSource(seed)), nodes: map[uint32]*simNode{},
 		cut: map[[2]uint32]bool{}, chosen: map[uint64][]byte{}, ok: map[string]uint64{}}
 	for i := 1; i <= o.nodes; i++ {
@@ -343,14 +352,20 @@ func runSim(t *testing.T, seed int64, o simOpts) {
 		s.nodes[id] = n
 		s.start(n)
 	}
-	defer func() {
-		for _, n := range s.nodes {
-			if n.st != nil {
-				n.st.Close()
-			}
+	return s
+}
+
+func (s *sim) close() {
+	for _, n := range s.nodes {
+		if n.st != nil {
+			n.st.Close()
 		}
-	}()
-	s.faulty = true
+	}
+}
+
+// faults runs o.steps virtual ms of load with the configured faults.
+func (s *sim) faults() {
+	o := s.o
 	for s.now < int64(o.steps) {
 		if s.rng.Intn(3) == 0 {
 			s.proposeRandom()
@@ -375,6 +390,14 @@ func runSim(t *testing.T, seed int64, o simOpts) {
 				s.start(n)
 			}
 		}
+		if o.campaigns && s.rng.Intn(400) == 0 {
+			for k := 1 + s.rng.Intn(2); k > 0; k-- {
+				if n := s.nodes[s.ids[s.rng.Intn(len(s.ids))]]; n.up {
+					n.core.campaign()
+					s.process(n)
+				}
+			}
+		}
 		if s.rng.Intn(200) == 0 { // a caller gives up
 			n := s.nodes[s.ids[s.rng.Intn(len(s.ids))]]
 			if n.up {
@@ -387,8 +410,11 @@ func runSim(t *testing.T, seed int64, o simOpts) {
 		}
 		s.stepOnce()
 	}
-	// Heal: everyone up, no faults; pending proposals must complete and
-	// all nodes converge.
+}
+
+// heal ends the faults (everyone up, no loss); pending proposals must
+// complete and all nodes converge, then the invariants are checked.
+func (s *sim) heal() {
 	s.faulty = false
 	for _, id := range s.ids {
 		if n := s.nodes[id]; !n.up {
@@ -511,7 +537,7 @@ func TestSimReliable(t *testing.T) {
 }
 
 func TestSimFaults(t *testing.T) {
-	o := simOpts{nodes: 3, steps: 4000, drop: 0.1, dup: 0.05, partitions: true, crashes: true}
+	o := simOpts{nodes: 3, steps: 4000, drop: 0.1, dup: 0.05, partitions: true, crashes: true, campaigns: true}
 	simSeeds(t, "3nodes", o, *flagSeeds)
 	o.nodes = 5
 	simSeeds(t, "5nodes", o, *flagSeeds)
@@ -521,6 +547,120 @@ func TestSimWAL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("wal simulation skipped in -short")
 	}
-	o := simOpts{nodes: 3, steps: 2000, drop: 0.1, dup: 0.05, partitions: true, crashes: true, useWAL: true}
+	o := simOpts{nodes: 3, steps: 2000, drop: 0.1, dup: 0.05, partitions: true, crashes: true, campaigns: true, useWAL: true}
 	simSeeds(t, "3nodes", o, max(*flagSeeds/50, 2))
+}
+
+// leaderID returns the node whose core leads, 0 if none or several.
+func (s *sim) leaderID() uint32 {
+	var l uint32
+	for _, id := range s.ids {
+		if n := s.nodes[id]; n.up && n.core.role == leader {
+			if l != 0 {
+				return 0
+			}
+			l = id
+		}
+	}
+	return l
+}
+
+// runCampaign: on a reliable network under load, one node (or two at
+// once, dueling) campaigns; each must lead within a bounded time, and
+// afterwards the leader stays put: no ballot moves while it heartbeats.
+func runCampaign(t *testing.T, seed int64, nodes, campaigners int) {
+	s := newSim(t, seed, simOpts{nodes: nodes})
+	defer s.close()
+	run := func(steps int, until func() bool) bool {
+		for end := s.now + int64(steps); s.now < end; {
+			if until != nil && until() {
+				return true
+			}
+			if s.rng.Intn(3) == 0 {
+				s.proposeRandom()
+			}
+			s.stepOnce()
+		}
+		return until == nil
+	}
+	if !run(5000, func() bool { return s.leaderID() != 0 }) {
+		s.fatalf("no leader; %s", s.describe())
+	}
+	run(300, nil)
+	old := s.leaderID()
+	var cs []*simNode
+	terms := map[uint32]uint64{}
+	for _, k := range s.rng.Perm(len(s.ids)) {
+		if id := s.ids[k]; id != old && len(cs) < campaigners {
+			n := s.nodes[id]
+			cs = append(cs, n)
+			terms[id] = n.core.terms
+		}
+	}
+	for _, n := range cs {
+		n.core.campaign()
+		s.process(n)
+	}
+	// Two duelling campaigners each lead once, within a few backoffs.
+	if !run(20000, func() bool {
+		for _, n := range cs {
+			if n.core.terms == terms[n.id] {
+				return false
+			}
+		}
+		return true
+	}) {
+		s.fatalf("campaign did not end; %s", s.describe())
+	}
+	for _, n := range cs {
+		if n.core.campaigning {
+			s.fatalf("node %d still campaigning after leading", n.id)
+		}
+	}
+	if !run(3000, func() bool { return s.leaderID() != 0 }) {
+		s.fatalf("no single leader after the campaign; %s", s.describe())
+	}
+	run(300, nil)
+	// Stable: the same leader, the same promised ballots, for 200 ticks.
+	l := s.leaderID()
+	if len(cs) == 1 && l != cs[0].id {
+		s.fatalf("node %d campaigned, but %d leads", cs[0].id, l)
+	}
+	promised := map[uint32]Ballot{}
+	for _, id := range s.ids {
+		promised[id] = s.nodes[id].core.promised
+	}
+	run(2000, func() bool {
+		for _, id := range s.ids {
+			if p := s.nodes[id].core.promised; p != promised[id] {
+				s.fatalf("node %d promised %v after the campaign settled (was %v); leader %d", id, p, promised[id], l)
+			}
+		}
+		if s.leaderID() != l {
+			s.fatalf("leader moved from %d to %d after the campaign settled", l, s.leaderID())
+		}
+		return false
+	})
+	s.heal()
+}
+
+func TestSimCampaign(t *testing.T) {
+	n := max(*flagSeeds/20, 3)
+	for _, tc := range []struct {
+		name               string
+		nodes, campaigners int
+	}{{"3nodes", 3, 1}, {"5nodes", 5, 1}, {"3nodes-duel", 3, 2}, {"5nodes-duel", 5, 2}} {
+		t.Run(tc.name, func(t *testing.T) {
+			if *flagSeed >= 0 {
+				runCampaign(t, *flagSeed, tc.nodes, tc.campaigners)
+				return
+			}
+			for seed := int64(1); seed <= int64(n); seed++ {
+				runCampaign(t, seed, tc.nodes, tc.campaigners)
+				if t.Failed() {
+					return
+				}
+			}
+		})
+	}
 }

@@ -218,18 +218,20 @@ func (x *PaxosEntry) GetValue() []byte {
 // PaxosMessage mirrors paxos.Message; see paxos/message.go for the
 // meaning of each field per type.
 type PaxosMessage struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Type          uint32                 `protobuf:"varint,1,opt,name=type,proto3" json:"type,omitempty"`
-	From          uint32                 `protobuf:"varint,2,opt,name=from,proto3" json:"from,omitempty"`
-	To            uint32                 `protobuf:"varint,3,opt,name=to,proto3" json:"to,omitempty"`
-	Ballot        *PaxosBallot           `protobuf:"bytes,4,opt,name=ballot,proto3" json:"ballot,omitempty"`
-	Index         uint64                 `protobuf:"varint,5,opt,name=index,proto3" json:"index,omitempty"`
-	Chosen        uint64                 `protobuf:"varint,6,opt,name=chosen,proto3" json:"chosen,omitempty"`
-	Reject        bool                   `protobuf:"varint,7,opt,name=reject,proto3" json:"reject,omitempty"`
-	Promised      *PaxosBallot           `protobuf:"bytes,8,opt,name=promised,proto3" json:"promised,omitempty"`
-	Entries       []*PaxosEntry          `protobuf:"bytes,9,rep,name=entries,proto3" json:"entries,omitempty"`
-	Indexes       []uint64               `protobuf:"varint,10,rep,packed,name=indexes,proto3" json:"indexes,omitempty"`
-	Cmds          [][]byte               `protobuf:"bytes,11,rep,name=cmds,proto3" json:"cmds,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Type     uint32                 `protobuf:"varint,1,opt,name=type,proto3" json:"type,omitempty"`
+	From     uint32                 `protobuf:"varint,2,opt,name=from,proto3" json:"from,omitempty"`
+	To       uint32                 `protobuf:"varint,3,opt,name=to,proto3" json:"to,omitempty"`
+	Ballot   *PaxosBallot           `protobuf:"bytes,4,opt,name=ballot,proto3" json:"ballot,omitempty"`
+	Index    uint64                 `protobuf:"varint,5,opt,name=index,proto3" json:"index,omitempty"`
+	Chosen   uint64                 `protobuf:"varint,6,opt,name=chosen,proto3" json:"chosen,omitempty"`
+	Reject   bool                   `protobuf:"varint,7,opt,name=reject,proto3" json:"reject,omitempty"`
+	Promised *PaxosBallot           `protobuf:"bytes,8,opt,name=promised,proto3" json:"promised,omitempty"`
+	Entries  []*PaxosEntry          `protobuf:"bytes,9,rep,name=entries,proto3" json:"entries,omitempty"`
+	Indexes  []uint64               `protobuf:"varint,10,rep,packed,name=indexes,proto3" json:"indexes,omitempty"`
+	Cmds     [][]byte               `protobuf:"bytes,11,rep,name=cmds,proto3" json:"cmds,omitempty"`
+	// probe marks a Prepare/Promise of the pre-vote (see paxos/core_election.go).
+	Probe         bool `protobuf:"varint,12,opt,name=probe,proto3" json:"probe,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -341,6 +343,13 @@ func (x *PaxosMessage) GetCmds() [][]byte {
 	return nil
 }
 
+func (x *PaxosMessage) GetProbe() bool {
+	if x != nil {
+		return x.Probe
+	}
+	return false
+}
+
 var File_paxos_proto protoreflect.FileDescriptor
 
 const file_paxos_proto_rawDesc = "" +
@@ -358,7 +367,7 @@ const file_paxos_proto_rawDesc = "" +
 	"PaxosEntry\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x120\n" +
 	"\x06ballot\x18\x02 \x01(\v2\x18.phxgo.paxos.PaxosBallotR\x06ballot\x12\x14\n" +
-	"\x05value\x18\x03 \x01(\fR\x05value\"\xd5\x02\n" +
+	"\x05value\x18\x03 \x01(\fR\x05value\"\xeb\x02\n" +
 	"\fPaxosMessage\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\rR\x04type\x12\x12\n" +
 	"\x04from\x18\x02 \x01(\rR\x04from\x12\x0e\n" +
@@ -371,7 +380,8 @@ const file_paxos_proto_rawDesc = "" +
 	"\aentries\x18\t \x03(\v2\x17.phxgo.paxos.PaxosEntryR\aentries\x12\x18\n" +
 	"\aindexes\x18\n" +
 	" \x03(\x04R\aindexes\x12\x12\n" +
-	"\x04cmds\x18\v \x03(\fR\x04cmds2G\n" +
+	"\x04cmds\x18\v \x03(\fR\x04cmds\x12\x14\n" +
+	"\x05probe\x18\f \x01(\bR\x05probe2G\n" +
 	"\tPaxosPeer\x12:\n" +
 	"\x04Send\x12\x17.phxgo.paxos.PaxosBatch\x1a\x17.phxgo.paxos.PaxosEmpty(\x01B\x13Z\x11phxgo/proto;protob\x06proto3"
 

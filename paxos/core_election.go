@@ -1,0 +1,239 @@
+package paxos
+
+// Elections: the probe (pre-vote), phase 1, and Campaign.
+//
+//	follower ──timeout──▶ probe (Prepare{Probe}, nothing persisted)
+//	   ▲                    │ a majority heard no leader for E ticks
+//	   │                    ▼
+//	   └──reject/timeout── candidate (phase 1: Prepare, durable ballot) ──quorum──▶ leader
+//	                        ▲
+//	Campaign ───────────────┘ skips the probe; retried after a randomized
+//	                          backoff until this node has led once
+//
+// Why the probe: a node cut off from the leader would otherwise raise its
+// ballot on every timeout, and when it rejoined its ballot would make the
+// working leader's accepts fail and the leader step down. An acceptor
+// grants a probe only if it has not heard a leader for ElectionTicks (a
+// leader grants none while it has a quorum), so a node raises its ballot
+// only when a majority agrees the leader is gone, or when its owner asked
+// with Campaign. Granting or refusing a probe changes no acceptor state,
+// so it cannot affect safety; it only decides who may disturb a leader.
+
+func (c *core) becomeFollower(leaderID uint32) {
+	if c.role == leader {
+		// Queued commands die with the leadership; our own go to the next
+		// leader (pending), forwarded ones are retried by their proposers.
+		c.queue, c.queueBytes, c.acceptBuf = nil, 0, nil
+		for _, p := range c.pending {
+			if p.sentTo == c.id {
+				p.sent = false
+			}
+		}
+		for _, in := range c.log {
+			in.proposed, in.votes = false, 0
+		}
+	}
+	c.role = follower
+	c.leader = leaderID
+	c.promises = nil
+	c.probing = false
+	c.electionElapsed = 0
+	c.electionTimeout = c.randomTimeout()
+	if c.campaigning && c.campaignWait == 0 {
+		c.campaignBackoff()
+	}
+}
+
+// electionTimedOut runs when a follower or candidate heard no leader for
+// its randomized timeout.
+func (c *core) electionTimedOut() {
+	if c.role == candidate {
+		c.becomeFollower(0)
+	}
+	c.leader = 0 // no longer believed; probes from others are granted
+	if c.campaigning {
+		c.startElection()
+		return
+	}
+	c.startProbe()
+}
+
+// startProbe asks every peer whether it, too, has lost the leader. The
+// probe's ballot is the one phase 1 would use; nothing is persisted.
+func (c *core) startProbe() {
+	c.probing = true
+	c.probeBallot = Ballot{Round: max(c.maxRound, c.promised.Round) + 1, Node: c.id}
+	c.probeVotes = 1 << c.peerPos[c.id]
+	c.electionElapsed = 0
+	c.electionTimeout = c.randomTimeout()
+	if popcount(c.probeVotes) >= c.quorum {
+		c.probing = false
+		c.startElection()
+		return
+	}
+	for _, p := range c.peers {
+		if p != c.id {
+			c.send(Message{Type: MsgPrepare, To: p, Ballot: c.probeBallot, Index: c.chosen + 1, Probe: true})
+		}
+	}
+}
+
+// heardLeader reports whether this node believes in a live leader: it is
+// one (with a quorum), or it follows one it heard within ElectionTicks.
+// Such a node refuses probes.
+func (c *core) heardLeader() bool {
+	switch c.role {
+	case leader:
+		return c.hasQuorum()
+	case follower:
+		return c.leader != 0 && c.electionElapsed < c.cfg.ElectionTicks
+	}
+	return false
+}
+
+// onProbe answers a probe; it changes nothing here.
+func (c *core) onProbe(m Message) {
+	c.send(Message{Type: MsgPromise, To: m.From, Ballot: m.Ballot, Probe: true, Reject: c.heardLeader(), Promised: c.promised})
+}
+
+func (c *core) onProbeReply(m Message) {
+	if !c.probing || c.role != follower || m.Ballot != c.probeBallot || m.Reject {
+		return
+	}
+	c.probeVotes |= 1 << c.peerPos[m.From]
+	if popcount(c.probeVotes) >= c.quorum {
+		c.probing = false
+		c.startElection()
+	}
+}
+
+// campaign makes this node run phase 1 now, skipping the probe, and
+// again after a randomized backoff whenever it loses, until it has led
+// once (becomeLeader clears campaigning) or stopCampaign is called.
+func (c *core) campaign() {
+	if c.role == leader {
+		return
+	}
+	c.campaigning = true
+	if c.role != candidate {
+		c.startElection()
+	}
+}
+
+// stopCampaign ends a campaign; an election already running continues.
+func (c *core) stopCampaign() { c.campaigning, c.campaignWait = false, 0 }
+
+// campaignBackoff is the randomized pause before a campaigning node that
+// lost phase 1 tries again: two campaigning nodes pick different ticks
+// with probability >= 1-1/E each round, and a phase 1 takes far less than
+// a tick, so one of them wins.
+func (c *core) campaignBackoff() {
+	c.campaignWait = 1 + c.rng.Intn(c.cfg.ElectionTicks)
+}
+
+// startElection runs phase 1 with a ballot above every round seen, for all
+// instances above our chosen index.
+func (c *core) startElection() {
+	if c.role == leader {
+		c.becomeFollower(0)
+	}
+	c.role = candidate
+	c.leader = 0
+	c.probing = false
+	c.campaignWait = 0
+	c.maxRound = max(c.maxRound, c.promised.Round) + 1
+	c.ballot = Ballot{Round: c.maxRound, Node: c.id}
+	c.electionElapsed = 0
+	c.electionTimeout = c.randomTimeout()
+	c.prepareFrom = c.chosen + 1
+	c.persistPromise(c.ballot)
+	c.promises = map[uint32]Message{c.id: c.promiseFor(c.ballot, c.prepareFrom)}
+	c.sendPrepares()
+	if len(c.promises) >= c.quorum {
+		c.becomeLeader()
+	}
+}
+
+func (c *core) sendPrepares() {
+	c.prepareTick = c.tick
+	for _, p := range c.peers {
+		if _, ok := c.promises[p]; !ok {
+			c.send(Message{Type: MsgPrepare, To: p, Ballot: c.ballot, Index: c.prepareFrom})
+		}
+	}
+}
+
+// promiseFor is this acceptor's phase-1b answer for b (already promised).
+func (c *core) promiseFor(b Ballot, from uint64) Message {
+	m := Message{Type: MsgPromise, From: c.id, Ballot: b, Chosen: c.chosen}
+	for i := max(from, c.chosen+1); i <= c.last; i++ {
+		if in := c.log[i]; in != nil && !in.ballot.IsZero() {
+			m.Entries = append(m.Entries, Entry{Index: i, Ballot: in.ballot, Value: in.value})
+		}
+	}
+	return m
+}
+
+func (c *core) onPromise(m Message) {
+	if m.Reject {
+		if !m.Promised.Less(c.ballot) {
+			c.becomeFollower(0) // back off; randomized timeouts avoid duels
+		}
+		return
+	}
+	c.promises[m.From] = m
+	if len(c.promises) >= c.quorum {
+		c.becomeLeader()
+	}
+}
+
+// becomeLeader finishes phase 1: every instance above the highest chosen
+// index any promiser knows gets the highest-ballot value reported for it,
+// or a Noop, re-proposed under our ballot.
+func (c *core) becomeLeader() {
+	maxChosen, from := c.chosen, c.id
+	for _, id := range c.peers {
+		if p, ok := c.promises[id]; ok && p.Chosen > maxChosen {
+			maxChosen, from = p.Chosen, id
+		}
+	}
+	start := maxChosen + 1
+	end := start - 1
+	best := make(map[uint64]Entry)
+	for _, p := range c.promises {
+		for _, e := range p.Entries {
+			if e.Index < start {
+				continue
+			}
+			if b, ok := best[e.Index]; !ok || b.Ballot.Less(e.Ballot) {
+				best[e.Index] = e
+			}
+			end = max(end, e.Index)
+		}
+	}
+	c.role = leader
+	c.leader = c.id
+	c.terms++
+	c.stopCampaign()
+	c.promises = nil
+	c.heartbeatElapsed = 0
+	c.queue, c.queueBytes, c.flush = nil, 0, false
+	for i := start; i <= end; i++ {
+		c.proposeAt(i, best[i].Value)
+	}
+	c.next = end + 1
+	if maxChosen > c.chosen {
+		if maxChosen > c.peerChosen {
+			c.peerChosen, c.fetchFrom = maxChosen, from
+		}
+		c.maybeFetch(from)
+	}
+	// Our own commands go into our queue now, in seq order.
+	for _, p := range c.pending {
+		p.sent = false
+	}
+	c.retryPending()
+	c.broadcast(Message{Type: MsgAccept, Ballot: c.ballot, Chosen: c.chosen})
+	c.advanceChosen()
+	c.maybePropose()
+}
