@@ -54,8 +54,13 @@ type Config struct {
 	ReadMasterPercentage int
 	// MasterPreferred sends everything to the master unless a hint says otherwise.
 	MasterPreferred bool
-	// MaxReplicaLag: a replica further behind gets no reads.
+	// MaxReplicaLag: a replica further behind (Seconds_Behind_Master)
+	// gets no reads.
 	MaxReplicaLag time.Duration
+	// MaxReplicaBehind: a replica lacking more transactions than this
+	// (its GTID position against the master's binlog position) gets no
+	// reads.
+	MaxReplicaBehind int64
 	// HealthInterval between replica checks.
 	HealthInterval time.Duration
 	// CausalWait bounds MASTER_GTID_WAIT on a replica before the read
@@ -82,14 +87,15 @@ type Config struct {
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
 	return Config{
-		Hold:           256 * time.Millisecond,
-		MasterWait:     2 * time.Second,
-		MaxReplicaLag:  10 * time.Second,
-		HealthInterval: 500 * time.Millisecond,
-		CausalWait:     time.Second,
-		ServerVersion:  "5.5.5-10.11.0-MariaDB-phxgo",
-		IdleTimeout:    5 * time.Minute,
-		DialTimeout:    3 * time.Second,
+		Hold:             256 * time.Millisecond,
+		MasterWait:       2 * time.Second,
+		MaxReplicaLag:    10 * time.Second,
+		MaxReplicaBehind: 10000,
+		HealthInterval:   500 * time.Millisecond,
+		CausalWait:       time.Second,
+		ServerVersion:    "5.5.5-10.11.0-MariaDB-phxgo",
+		IdleTimeout:      5 * time.Minute,
+		DialTimeout:      3 * time.Second,
 	}
 }
 
@@ -104,6 +110,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: read-master-percentage %d not in 0..100", ErrConfig, c.ReadMasterPercentage)
 	case c.MaxReplicaLag <= 0:
 		return fmt.Errorf("%w: max-replica-lag %v must be > 0", ErrConfig, c.MaxReplicaLag)
+	case c.CausalWait < 0:
+		return fmt.Errorf("%w: causal-wait %v < 0", ErrConfig, c.CausalWait)
+	case c.MaxReplicaBehind < 0:
+		return fmt.Errorf("%w: max-replica-behind %d < 0", ErrConfig, c.MaxReplicaBehind)
 	case c.HealthInterval <= 0:
 		return fmt.Errorf("%w: health-interval %v must be > 0", ErrConfig, c.HealthInterval)
 	case c.ServerVersion == "":

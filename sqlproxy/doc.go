@@ -53,7 +53,16 @@
 // /*#mode=readonly*/ hints, then MasterPreferred, then
 // ReadMasterPercentage; reads need no FOR UPDATE / LOCK IN SHARE MODE; no
 // healthy replica means the master. Replicas are checked by health.go
-// (replication running, Seconds_Behind_Master <= MaxReplicaLag).
+// (replication running, Seconds_Behind_Master <= MaxReplicaLag, and at
+// most MaxReplicaBehind transactions behind the master's
+// @@gtid_binlog_pos).
+//
+// Causal mode (causal.go) adds read-your-writes: after a session's write
+// commits on the master the proxy reads @@last_gtid on that connection
+// (@@gtid_binlog_pos through a forwarding hop); a replica then serves the
+// session's reads only once it is known to cover that position (an
+// earlier wait, a health check) or SELECT MASTER_GTID_WAIT(pos,
+// CausalWait) returns 0 there; otherwise the read runs on the master.
 //
 // Pooling. Backend connections are pooled per (address, user, login
 // secret, capabilities, charset). After a statement a session keeps its

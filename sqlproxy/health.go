@@ -3,6 +3,7 @@ package sqlproxy
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"sync"
 	"time"
 
@@ -13,17 +14,31 @@ import (
 
 // replicaState is the last health check of one replica.
 type replicaState struct {
-	ID        uint32        `json:"id"`
-	Addr      string        `json:"addr"`
-	Healthy   bool          `json:"healthy"`
-	Lag       time.Duration `json:"lag_ns"`
-	GTIDPos   string        `json:"gtid_current_pos"`
-	Error     string        `json:"error,omitempty"`
-	CheckedAt time.Time     `json:"checked_at"`
+	ID      uint32        `json:"id"`
+	Addr    string        `json:"addr"`
+	Healthy bool          `json:"healthy"`
+	Lag     time.Duration `json:"lag_ns"`
+	GTIDPos string        `json:"gtid_current_pos"`
+	// Behind is how many transactions the replica lacked, per GTID
+	// sequence numbers, against the master's @@gtid_binlog_pos read just
+	// before (MasterPos); -1 when the master's position is unknown.
+	Behind    int64     `json:"behind_tx"`
+	MasterPos string    `json:"master_gtid_binlog_pos,omitempty"`
+	Error     string    `json:"error,omitempty"`
+	CheckedAt time.Time `json:"checked_at"`
+
+	pos gtidPos // GTIDPos parsed
 }
 
-// health checks replicas with the admin account: replication running and
-// Seconds_Behind_Master within MaxReplicaLag. Without an admin account
+// health checks replicas with the admin account: replication running,
+// Seconds_Behind_Master within MaxReplicaLag, and GTID position at most
+// MaxReplicaBehind transactions behind the master's binlog position
+// (Seconds_Behind_Master alone misses a replica whose I/O thread is
+// stalled: it reads 0 while nothing arrives). Each round reads the
+// master's position first, then the replicas', so Behind can only
+// understate by what the replica applied meanwhile, never overstate a
+// healthy replica's lag by more than the master committed meanwhile.
+// Without an admin account
 // every replica counts as healthy (an unreachable one still falls back to
 // the master at connect time).
 type health struct {
@@ -79,13 +94,17 @@ func (h *health) run(ctx context.Context) {
 	defer t.Stop()
 	for {
 		v := h.srv.topo.View()
+		var master gtidPos
+		if v.MasterMySQLAddr != "" {
+			master = h.masterPos(ctx, h.db(v.MasterMySQLAddr))
+		}
 		var wg sync.WaitGroup
 		for _, r := range v.Replicas {
 			db := h.db(r.MySQLAddr)
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				st := h.check(ctx, db, r)
+				st := h.check(ctx, db, r, master)
 				h.mu.Lock()
 				h.st[r.MySQLAddr] = st
 				h.mu.Unlock()
@@ -115,8 +134,32 @@ func (h *health) db(addr string) *sql.DB {
 	return db
 }
 
-func (h *health) check(ctx context.Context, db *sql.DB, r topology.Replica) *replicaState {
-	st := &replicaState{ID: r.ID, Addr: r.MySQLAddr, CheckedAt: time.Now()}
+// covers reports whether the last check of the replica at addr saw it
+// at or past pos (positions only grow, so a stale check is still true).
+func (h *health) covers(addr string, pos gtidPos) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	st := h.st[addr]
+	return st != nil && st.pos != nil && st.pos.covers(pos)
+}
+
+// masterPos reads the master's binlog position; nil when unknown.
+func (h *health) masterPos(ctx context.Context, db *sql.DB) gtidPos {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	var s string
+	if err := db.QueryRowContext(ctx, "SELECT @@gtid_binlog_pos").Scan(&s); err != nil {
+		return nil
+	}
+	pos, err := parseGTIDPos(s)
+	if err != nil {
+		return nil
+	}
+	return pos
+}
+
+func (h *health) check(ctx context.Context, db *sql.DB, r topology.Replica, master gtidPos) *replicaState {
+	st := &replicaState{ID: r.ID, Addr: r.MySQLAddr, CheckedAt: time.Now(), Behind: -1}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	lag, pos, err := replicaLag(ctx, db)
@@ -125,9 +168,23 @@ func (h *health) check(ctx context.Context, db *sql.DB, r topology.Replica) *rep
 		return st
 	}
 	st.Lag, st.GTIDPos = lag, pos
-	st.Healthy = lag >= 0 && lag <= h.srv.cfg.MaxReplicaLag
-	if lag < 0 {
+	if st.pos, err = parseGTIDPos(pos); err != nil {
+		st.Error = err.Error()
+		return st
+	}
+	if master != nil {
+		st.MasterPos = master.String()
+		st.Behind = int64(st.pos.behind(master))
+	}
+	switch {
+	case lag < 0:
 		st.Error = "replication not running"
+	case lag > h.srv.cfg.MaxReplicaLag:
+		st.Error = fmt.Sprintf("Seconds_Behind_Master %v > max-replica-lag %v", lag, h.srv.cfg.MaxReplicaLag)
+	case st.Behind > h.srv.cfg.MaxReplicaBehind:
+		st.Error = fmt.Sprintf("%d transactions behind the master > max-replica-behind %d", st.Behind, h.srv.cfg.MaxReplicaBehind)
+	default:
+		st.Healthy = true
 	}
 	return st
 }

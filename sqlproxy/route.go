@@ -31,7 +31,7 @@ type decision struct {
 // the master (linearizable, and any hop from another proxy).
 func (s *session) route(info classify.Info) decision {
 	m := decision{master: true}
-	if s.mode == Linearizable || s.hop || s.inTx || s.pinned || s.autocommitOff {
+	if s.mode == Linearizable || s.hop || s.inTx || s.pinned || s.autocommitOff || s.causalUnknown {
 		return m
 	}
 	switch info.Hint {
@@ -154,6 +154,18 @@ func (s *session) acquire(d decision) (*backend, routeKind, *wire.Error) {
 					continue
 				}
 				return nil, 0, werr
+			}
+		}
+		if kind == routeReplica {
+			ok, err := s.causalReady(b)
+			if err != nil {
+				b.close()
+			} else if !ok {
+				s.srv.pool.put(b)
+			}
+			if err != nil || !ok {
+				d = decision{master: true} // the replica lags the session's writes
+				continue
 			}
 		}
 		if kind == routeMaster && !s.srv.topo.View().LeaseValid(time.Now()) {

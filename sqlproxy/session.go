@@ -47,6 +47,13 @@ type session struct {
 	aborted       bool // a transaction was lost: fail until ROLLBACK
 	pinned        bool // unreplayable state: keep the master connection
 
+	// Causal mode (causal.go): the newest write position, the replicas
+	// known to have applied it, and whether a write's position is
+	// unknown (its GTID could not be read: reads go to the master).
+	written       gtidPos
+	causalOK      map[string]struct{}
+	causalUnknown bool
+
 	mu           sync.Mutex
 	held         *backend
 	armed        bool      // held is on the hold timer (else kept)
@@ -140,9 +147,30 @@ func (s *session) query(pkt []byte, info classify.Info) error {
 	s.srv.metrics.observe(kind, start, res.Err)
 	if res.Err == nil {
 		s.track(b, pkt, info)
+		if mayWrite(info) && !s.afterWrite(b, kind) {
+			return nil
+		}
 	}
 	s.release(b)
 	return nil
+}
+
+// afterWrite records the write position in causal mode. false: b broke
+// and was closed (the write itself succeeded; reads go to the master
+// until a later write's position is known).
+func (s *session) afterWrite(b *backend, kind routeKind) bool {
+	if s.mode != Causal || kind == routeReplica || s.inTx {
+		return true
+	}
+	recorded, err := s.noteWrite(b, kind)
+	if err != nil {
+		s.causalUnknown = true
+		b.close()
+		s.dropHeld(b)
+		return false
+	}
+	s.causalUnknown = !recorded
+	return true
 }
 
 // roundTrip sends pkt on b and relays the answer. A backend failure
@@ -317,6 +345,9 @@ func (s *session) stmtCommand(pkt []byte) error {
 		return err
 	}
 	s.srv.metrics.observe(kind, start, res.Err)
+	if res.Err == nil && !st.readOnly && !s.afterWrite(b, kind) {
+		return nil
+	}
 	if res.HasStatus && res.Status&wire.StatusCursorExists != 0 {
 		s.keep(b) // a cursor lives on this connection
 		return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -142,3 +143,42 @@ func mysqlErr(t *testing.T, err error) *mysql.MySQLError {
 }
 
 func sqlOpen(dsn string) (*sql.DB, error) { return sql.Open("mysql", dsn) }
+
+// replicate makes replica a plain MariaDB replica of master (GTID,
+// capture account) and waits until its threads run. phxgo replicas pull
+// from binlogd, not from the master; for the proxy's tests any real
+// replication will do.
+func replicate(t *testing.T, master, replica *mysqld.Instance) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	db, err := replica.DB("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	a := mysqld.DefaultAccounts()
+	q := fmt.Sprintf("CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=%d, MASTER_USER='%s', MASTER_PASSWORD='%s', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1",
+		master.Port(), a.CaptureUser, a.CapturePassword)
+	for _, s := range []string{q, "START SLAVE"} {
+		if _, err := db.ExecContext(ctx, s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	await(t, ctx, "replica threads running", func() bool {
+		lag, _, err := replicaLag(ctx, db)
+		return err == nil && lag >= 0
+	})
+}
+
+// await polls cond until it holds or ctx ends (then the test fails).
+func await(t *testing.T, ctx context.Context, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("timed out waiting for %s", what)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}

@@ -49,6 +49,8 @@ func run(args []string) error {
 	masterPref := fs.Bool("master-preferred", false, "send everything to the master unless a hint says otherwise")
 	masterWait := fs.Duration("master-wait", def.MasterWait, "wait this long for a master with a valid lease before failing a statement")
 	maxLag := fs.Duration("max-replica-lag", def.MaxReplicaLag, "replicas further behind get no reads")
+	maxBehind := fs.Int64("max-replica-behind", def.MaxReplicaBehind, "replicas lacking more transactions than this (GTID position vs the master's) get no reads")
+	causalWait := fs.Duration("causal-wait", def.CausalWait, "causal mode: how long a replica may take to apply a session's last write before the read goes to the master")
 	httpAddr := fs.String("http", "127.0.0.1:9307", "admin HTTP (/metrics, /backends); empty disables")
 	sourceIP := fs.String("source-ip", "", "local address of every outgoing connection (MariaDBs, the master's proxy); default: the host of -listen when it is a specific IP")
 	poll := fs.Duration("poll", 50*time.Millisecond, "binlogd status poll interval")
@@ -85,6 +87,7 @@ func run(args []string) error {
 	cfg.SourceIP = src
 	cfg.Hold, cfg.ReadMasterPercentage, cfg.MasterPreferred = *hold, *pct, *masterPref
 	cfg.MasterWait, cfg.MaxReplicaLag = *masterWait, *maxLag
+	cfg.MaxReplicaBehind, cfg.CausalWait = *maxBehind, *causalWait
 	cfg.AdminUser, cfg.AdminPassword, cfg.Logger = *adminUser, pw, log
 	if err := cfg.Validate(); err != nil {
 		return err
