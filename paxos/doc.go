@@ -17,6 +17,10 @@
 //	                      │ 5. apply rd.Committed (after 3)    │──▶ StateMachine.Apply,
 //	                      └────────────────────────────────────┘    Propose results
 //
+// Steps 3-5 run on their own goroutines (persist.go): the persister
+// merges waiting Readys into one save and submits it without waiting, so
+// several saves can be syncing at once; a completer takes them in order
+// and does 4 and 5 for each once it and every earlier one is durable.
 // Because step 4 follows step 3, an acceptor answers only after its
 // promise or accept is durable, and a leader's own vote (counted at once)
 // is durable before any peer can complete a quorum with it.

@@ -12,12 +12,15 @@ import (
 )
 
 // Node is a running Multi-Paxos member: the driver around the pure core.
-// Three goroutines form a pipeline:
+// Four goroutines form a pipeline:
 //
-//	run (owns core) ──Ready──▶ persister (Save, send) ──entries──▶ applier (owns sm)
+//	run (owns core) ──Ready──▶ persister ──saves──▶ completer ──entries──▶ applier (owns sm)
+//	                           (merge, SaveAsync)   (in order: wait, send)
 //
 // run keeps stepping the core while earlier Readys are being made
-// durable; the persister merges all Readys waiting for it into one Save.
+// durable; the persister merges all Readys waiting for it into one Save
+// and submits it without waiting, so several Saves can be syncing at once
+// (persist.go).
 type Node struct {
 	cfg     Config
 	log     *slog.Logger
@@ -38,6 +41,7 @@ type Node struct {
 	campaigns  map[*campaignReq]struct{} // owned by run
 	abandonc   chan *proposal
 	persistQ   chan Ready
+	completeQ  chan *saveJob
 	applyQ     chan []Entry
 	stableNote chan struct{}
 	stable     atomic.Uint64 // highest committed index made durable
@@ -110,6 +114,7 @@ func Start(cfg Config, sm StateMachine, opts ...Option) (*Node, error) {
 		campaigns:  make(map[*campaignReq]struct{}),
 		abandonc:   make(chan *proposal, 1024),
 		persistQ:   make(chan Ready, 256),
+		completeQ:  make(chan *saveJob, maxSavesInFlight),
 		applyQ:     make(chan []Entry, 256),
 		stableNote: make(chan struct{}, 1),
 		stopc:      make(chan struct{}),
@@ -134,6 +139,7 @@ func Start(cfg Config, sm StateMachine, opts ...Option) (*Node, error) {
 	n.status.Applied = n.app.applied
 	go n.run()
 	go n.persister()
+	go n.completer()
 	go n.applyLoop()
 	return n, nil
 }
@@ -308,104 +314,6 @@ func (n *Node) emit() {
 	}
 	n.checkCampaigns()
 	n.publishCore()
-}
-
-// persister makes Readys durable, in order, several per Save, then applies
-// (via the applier) and sends what depended on them.
-func (n *Node) persister() {
-	defer func() {
-		close(n.applyQ)
-		n.tr.close()
-	}()
-	for rd := range n.persistQ {
-		batch := []Ready{rd}
-	more:
-		for len(batch) < 256 {
-			select {
-			case r, ok := <-n.persistQ:
-				if !ok {
-					break more
-				}
-				batch = append(batch, r)
-			default:
-				break more
-			}
-		}
-		if n.failed.Load() {
-			continue
-		}
-		var u wal.Update
-		need := false
-		var last uint64
-		for i := range batch {
-			r := &batch[i]
-			if r.Update.Promised != nil {
-				u.Promised = r.Update.Promised
-			}
-			u.Accepted = append(u.Accepted, r.Update.Accepted...)
-			u.Chosen = max(u.Chosen, r.Update.Chosen)
-			need = need || r.needsPersist()
-			if k := len(r.Committed); k > 0 {
-				last = r.Committed[k-1].Index
-			}
-		}
-		// Committed entries whose accept an earlier Save made durable are
-		// applied before this Save; the rest after it.
-		var inBatch map[uint64]struct{}
-		if need {
-			inBatch = make(map[uint64]struct{}, len(u.Accepted))
-			for _, a := range u.Accepted {
-				inBatch[a.Index] = struct{}{}
-			}
-		}
-		var later [][]Entry
-		for i := range batch {
-			es := batch[i].Committed
-			if len(later) == 0 {
-				k := 0
-				for k < len(es) {
-					if _, ok := inBatch[es[k].Index]; ok {
-						break
-					}
-					k++
-				}
-				if k > 0 {
-					n.applyQ <- es[:k]
-				}
-				es = es[k:]
-			}
-			if len(es) > 0 {
-				later = append(later, es)
-			}
-		}
-		if need {
-			if err := n.storage.Save(u); err != nil {
-				n.fail(fmt.Errorf("%w: save: %w", ErrStorage, err))
-				continue
-			}
-		}
-		for _, es := range later {
-			n.applyQ <- es
-		}
-		if !need && u.Chosen > 0 {
-			if err := n.storage.Save(u); err != nil {
-				n.fail(fmt.Errorf("%w: save: %w", ErrStorage, err))
-				continue
-			}
-		}
-		for i := range batch {
-			if len(batch[i].Messages) > 0 {
-				n.tr.send(batch[i].Messages)
-			}
-		}
-		if last > 0 {
-			n.stable.Store(last)
-			select {
-			case n.stableNote <- struct{}{}:
-			default:
-			}
-		}
-	}
 }
 
 // applyLoop applies chosen entries in order and hands results to callers.

@@ -1,15 +1,25 @@
 package wal
 
 import (
+	"fmt"
 	"sync/atomic"
 	"testing"
 )
 
 // BenchmarkSaveConcurrent: many goroutines each Save one accepted
 // 256-byte value and wait for durability, like concurrent accept RPCs.
-// Reports saves/s and how many Saves shared each sync.
+// Reports saves/s and how many Saves shared each sync, with one group in
+// flight (the old scheme) and with overlapping syncs.
 func BenchmarkSaveConcurrent(b *testing.B) {
-	l := openTest(b, b.TempDir(), quietOptions())
+	for _, n := range []int{1, 4} {
+		b.Run(fmt.Sprintf("inflight=%d", n), func(b *testing.B) { benchSaveConcurrent(b, n) })
+	}
+}
+
+func benchSaveConcurrent(b *testing.B, inflight int) {
+	opts := quietOptions()
+	opts.MaxSyncsInFlight = inflight
+	l := openTest(b, b.TempDir(), opts)
 	var next atomic.Uint64
 	value := make([]byte, 256)
 	b.SetParallelism(32)

@@ -6,25 +6,33 @@ import (
 	"github.com/dgraph-io/badger/v4"
 )
 
-// Group commit. Callers encode their records (and CRCs) in their own
-// goroutine, append an op to l.queue and wait on op.done. One commit
-// goroutine takes what is queued (up to MaxGroupOps), writes as many ops
-// as fit in ONE Badger transaction, syncs once and answers them; ops that
-// did not fit start the next group:
+// Group commit, pipelined. Callers encode their records (and CRCs) in
+// their own goroutine, append an op to l.queue and wait on op.done. The
+// commit goroutine takes what is queued (up to MaxGroupOps), writes as
+// many ops as fit in ONE Badger transaction and hands the group to a sync
+// goroutine; it then writes the next group while that one syncs, up to
+// MaxSyncsInFlight groups. The completer answers groups strictly in order:
 //
-//	Save ─┐                           ┌──────────────────────────────────┐
-//	Save ─┼─▶ queue ─▶ commit loop ──▶│ txn: ops 1..k + promised, chosen │─▶ db.Sync() ─▶ answer 1..k
-//	Save ─┘                           └──────────────────────────────────┘
+//	Save ─┐                      ┌─ write txn 1 ─▶ sync 1 ─────────┐
+//	Save ─┼─▶ queue ─▶ commit ───┼─ write txn 2 ─▶ sync 2 ──────┐  │
+//	Save ─┘     goroutine        └─ write txn 3 ─▶ sync 3 ─┐    │  │
+//	                              completer: answer 1, then 2, then 3
 //
-// Why one transaction per sync: Badger's Sync only syncs the current
-// memtable's WAL. If a group's second transaction rotated the memtable,
-// the first one's WAL would sit unsynced until its background flush, so
-// a crash could lose a Save we had answered. A transaction is written to
-// one memtable, so "one transaction, then Sync" is durable.
+// Why one transaction per group: a transaction is written whole into one
+// memtable file and replayed whole or not at all. Why it is safe to write
+// group k+1 before group k is synced (see doc.go for the full argument):
+// k+1 is written only if it cannot rotate the memtable (fillBound), so
+// both groups sit in the same memtable file, k before k+1; each group's
+// sync is an fdatasync of the file it was written to (not Badger's Sync,
+// which syncs whatever memtable is current and blocks writes meanwhile);
+// and Badger's replay of a file stops at the first torn transaction, so
+// after a crash a later group never survives without an earlier one.
+// A write that might rotate, or that puts values in the value log, first
+// waits until every earlier group is answered.
 //
-// The HardState seen by HardState() moves only after the sync, so it is
-// always durable. Reads (Get, Range) may see a Save's records before that
-// Save returns; they are durable once it does.
+// The HardState seen by HardState() moves only when a group is answered,
+// so it is always durable. Reads (Get, Range) may see a Save's records
+// before that Save returns; they are durable once it does.
 
 // op is one queued write.
 type op struct {
@@ -35,7 +43,19 @@ type op struct {
 	truncate uint64 // >0: a TruncateBelow; nothing else is set
 
 	size, count int64 // Badger's estimate of what this op adds to a txn
+	vlog        bool  // some value goes to Badger's value log
 	done        chan error
+}
+
+// group is one transaction on its way to disk.
+type group struct {
+	ops    []*op
+	hs     HardState // after this group
+	last   uint64
+	vlog   bool
+	mem    uint64 // memtable file the transaction went to
+	err    error  // write or sync error, set before synced is closed
+	synced chan struct{}
 }
 
 type record struct {
@@ -64,6 +84,8 @@ func (l *Log) entrySize(keyLen, valLen int) int64 {
 	return int64(keyLen) + v + 2 + 10
 }
 
+func (l *Log) toValueLog(valLen int) bool { return int64(valLen) >= l.valueThreshold }
+
 // Save writes u atomically and durably and returns once it is synced.
 // Safe for concurrent callers; concurrent Saves share one sync.
 //
@@ -90,9 +112,43 @@ func (l *Log) Save(u Update) error {
 		r := record{index: a.Index, key: acceptedKey(a.Index), val: encodeAccepted(a)}
 		o.accepted = append(o.accepted, r)
 		o.size += l.entrySize(len(r.key), len(r.val))
+		o.vlog = o.vlog || l.toValueLog(len(r.val))
 		o.count++
 	}
 	return l.submit(o)
+}
+
+// SaveAsync is Save without the wait: it queues u and returns a channel
+// that receives Save's result. Updates are committed and answered in the
+// order their SaveAsync or Save calls returned, so a caller can keep
+// several in flight (the paxos driver does) and still see them durable in
+// order: when one is answered, every earlier one has been.
+func (l *Log) SaveAsync(u Update) <-chan error {
+	ch := make(chan error, 1)
+	if u.Promised == nil && len(u.Accepted) == 0 && u.Chosen == 0 {
+		ch <- nil
+		return ch
+	}
+	o := &op{promised: u.Promised, chosen: u.Chosen, done: ch}
+	for _, a := range u.Accepted {
+		if a.Index == 0 {
+			ch <- fmt.Errorf("%w: accepted instance index 0", ErrInvalid)
+			return ch
+		}
+		if len(a.Value) > maxValueLen {
+			ch <- fmt.Errorf("%w: instance %d: value of %d bytes", ErrInvalid, a.Index, len(a.Value))
+			return ch
+		}
+		r := record{index: a.Index, key: acceptedKey(a.Index), val: encodeAccepted(a)}
+		o.accepted = append(o.accepted, r)
+		o.size += l.entrySize(len(r.key), len(r.val))
+		o.vlog = o.vlog || l.toValueLog(len(r.val))
+		o.count++
+	}
+	if err := l.enqueue(o); err != nil {
+		ch <- err
+	}
+	return ch
 }
 
 // SaveApplied durably records that the state machine applied every
@@ -106,17 +162,26 @@ func (l *Log) SaveApplied(applied uint64, snapshot []byte) error {
 	snap := append([]byte{}, snapshot...)
 	o := &op{applied: &appliedState{index: applied, snapshot: snap}}
 	o.size = l.entrySize(len(keyApplied), recordMin+12+len(snap))
+	o.vlog = l.toValueLog(recordMin + 12 + len(snap))
 	o.count = 1
 	return l.submit(o)
 }
 
 // submit queues o and waits for its outcome.
 func (l *Log) submit(o *op) error {
+	o.done = make(chan error, 1)
+	if err := l.enqueue(o); err != nil {
+		return err
+	}
+	return <-o.done
+}
+
+// enqueue checks o and appends it to the queue; o.done receives the outcome.
+func (l *Log) enqueue(o *op) error {
 	if o.size+metaReserveSize > l.maxTxnSize || o.count+metaReserveCount > l.maxTxnCount {
 		return fmt.Errorf("%w: update of %d records / ~%d bytes exceeds one Badger transaction (%d / %d)",
 			ErrInvalid, o.count, o.size, l.maxTxnCount, l.maxTxnSize)
 	}
-	o.done = make(chan error, 1)
 	l.mu.Lock()
 	if err := l.usableLocked(); err != nil {
 		l.mu.Unlock()
@@ -126,7 +191,7 @@ func (l *Log) submit(o *op) error {
 	l.stats.pending.Add(1)
 	l.mu.Unlock()
 	l.signal()
-	return <-o.done
+	return nil
 }
 
 func (l *Log) signal() {
@@ -136,30 +201,42 @@ func (l *Log) signal() {
 	}
 }
 
-// run is the commit goroutine. After Close it drains the queue and exits.
+// run is the commit goroutine. After Close it drains the queue, waits for
+// the groups in flight, and exits; the completer then closes l.done.
 func (l *Log) run() {
-	defer close(l.done)
+	defer close(l.groups)
 	for range l.kick {
 		for {
+			// Take a slot before the queue, so ops that arrive while every
+			// slot is busy join one group.
+			l.slots <- struct{}{}
+			l.held = true
 			l.mu.Lock()
 			n := min(len(l.queue), l.opts.MaxGroupOps)
 			batch := l.queue[:n:n]
 			l.queue = l.queue[n:]
 			closed := l.closed
 			l.mu.Unlock()
+			if n > 0 {
+				l.process(batch)
+			}
+			if l.held {
+				<-l.slots
+				l.held = false
+			}
 			if n == 0 {
 				if closed {
+					l.inflight.Wait()
 					return
 				}
 				break
 			}
-			l.process(batch)
 		}
 	}
 }
 
 // process runs a batch in order: runs of saves become groups; a
-// truncation is a barrier between groups.
+// truncation is a barrier: it waits for every group in flight.
 func (l *Log) process(batch []*op) {
 	start := 0
 	for i, o := range batch {
@@ -167,7 +244,12 @@ func (l *Log) process(batch []*op) {
 			continue
 		}
 		l.commitRun(batch[start:i])
+		l.inflight.Wait()
 		err := l.truncate(o.truncate)
+		if l.followRotation() {
+			l.fill = fillBase
+		}
+		l.fill += fillTruncate
 		l.stats.pending.Add(-1)
 		o.done <- err
 		start = i + 1
@@ -183,42 +265,126 @@ func (l *Log) commitRun(ops []*op) {
 }
 
 // commitGroup writes the longest prefix of ops that fits one transaction,
-// syncs, answers those ops and returns how many it took (at least 1).
+// hands it to a sync goroutine and returns how many ops it took (>= 1).
 func (l *Log) commitGroup(ops []*op) int {
-	n := len(ops)
-	err := l.failure()
-	hs, last := l.hs, l.last
-	if err == nil {
-		n, hs, last, err = l.writeGroup(ops)
+	if !l.held {
+		l.slots <- struct{}{}
 	}
-	if err == nil && l.opts.Knobs != nil && l.opts.Knobs.BeforeSync != nil {
-		err = l.opts.Knobs.BeforeSync(n)
+	l.held = false
+	n := l.fit(ops)
+	g := &group{ops: ops[:n], synced: make(chan struct{})}
+	cost := groupCost(g.ops)
+	for _, o := range g.ops {
+		g.vlog = g.vlog || o.vlog
 	}
-	if err == nil {
-		err = l.sync()
+	// Overlap with the groups in flight only if this write cannot rotate
+	// the memtable and stays out of the value log; else wait for them.
+	if g.vlog || l.fill >= l.opts.MemTableSize {
+		l.inflight.Wait()
 	}
-	l.mu.Lock()
-	if err != nil && l.failed == nil {
-		l.failed = err
-		l.opts.Logger.Error("wal: write failed; log unusable until reopened", "dir", l.dir, "err", err)
+	inflight := len(l.slots) > 1
+	l.inflight.Add(1)
+	l.groups <- g
+	g.hs, g.last = l.whs, l.wlast
+	if err := l.failure(); err != nil {
+		g.err = err
+		close(g.synced)
+		return n
 	}
-	if err == nil {
-		l.hs, l.last = hs, last
+	hs, last, err := l.writeGroup(g.ops)
+	if err != nil {
+		g.err = err
+		close(g.synced)
+		return n
 	}
-	l.mu.Unlock()
-	l.stats.groups.Add(1)
-	if err == nil {
-		l.stats.saves.Add(int64(n))
+	g.hs, g.last = hs, last
+	l.whs, l.wlast = hs, last
+	if l.followRotation() {
+		l.stats.rotations.Add(1)
+		if l.fill < l.opts.MemTableSize {
+			// The model in memtable.go is wrong (a Badger change?): a
+			// group in flight may sit in the previous file.
+			l.stats.boundMisses.Add(1)
+			l.opts.Logger.Error("wal: Badger rotated its memtable below the fill bound",
+				"dir", l.dir, "bound", l.fill, "memtable", l.opts.MemTableSize, "groups_in_flight", inflight)
+		}
+		l.fill = fillBase
 	}
-	l.stats.pending.Add(-int64(n))
-	for _, o := range ops[:n] {
-		if err != nil {
-			o.done <- fmt.Errorf("%w: %w", ErrFailed, err)
-		} else {
-			o.done <- nil
+	l.fill += cost
+	g.mem = l.memFid
+	go l.syncGroup(g)
+	return n
+}
+
+// fit returns how many ops (at least 1) fit one transaction.
+func (l *Log) fit(ops []*op) int {
+	var size, count int64
+	for n, o := range ops {
+		if n > 0 && (size+o.size+metaReserveSize > l.maxTxnSize || count+o.count+metaReserveCount > l.maxTxnCount) {
+			return n
+		}
+		size += o.size
+		count += o.count
+	}
+	return len(ops)
+}
+
+// syncGroup makes g durable (sync goroutine).
+func (l *Log) syncGroup(g *group) {
+	defer close(g.synced)
+	if l.opts.Knobs != nil && l.opts.Knobs.BeforeSync != nil {
+		if g.err = l.opts.Knobs.BeforeSync(len(g.ops)); g.err != nil {
+			return
 		}
 	}
-	return n
+	if l.opts.NoSync {
+		return
+	}
+	l.stats.syncs.Add(1)
+	if g.vlog {
+		// Written with nothing in flight; Badger's Sync covers the value
+		// log and the current memtable, which is g's.
+		if err := l.db.Sync(); err != nil {
+			g.err = fmt.Errorf("wal: sync: %w", err)
+		}
+		return
+	}
+	g.err = l.syncMemFile(g.mem)
+}
+
+// complete answers groups in order (the completer goroutine).
+func (l *Log) complete() {
+	defer close(l.done)
+	for g := range l.groups {
+		<-g.synced
+		err := g.err
+		l.mu.Lock()
+		if err == nil && l.failed != nil {
+			err = l.failed // an earlier group failed: this one is unknown too
+		}
+		if err != nil && l.failed == nil {
+			l.failed = err
+			l.opts.Logger.Error("wal: write failed; log unusable until reopened", "dir", l.dir, "err", err)
+		}
+		if err == nil {
+			l.hs, l.last = g.hs, g.last
+		}
+		l.mu.Unlock()
+		l.stats.groups.Add(1)
+		if err == nil {
+			l.stats.saves.Add(int64(len(g.ops)))
+		}
+		l.stats.pending.Add(-int64(len(g.ops)))
+		for _, o := range g.ops {
+			if err != nil {
+				o.done <- fmt.Errorf("%w: %w", ErrFailed, err)
+			} else {
+				o.done <- nil
+			}
+		}
+		<-l.slots
+		l.inflight.Done()
+	}
 }
 
 func (l *Log) failure() error {
@@ -238,29 +404,21 @@ func (l *Log) sync() error {
 	return nil
 }
 
-// writeGroup commits the longest prefix of ops that fits one Badger
-// transaction (not yet synced), with the metadata records it changes,
-// and returns its length and the HardState and last index it produces.
-func (l *Log) writeGroup(ops []*op) (int, HardState, uint64, error) {
-	hs, last := l.hs, l.last
+// writeGroup commits ops (which fit one transaction) in one Badger
+// transaction, not yet synced, with the metadata records they change,
+// and returns the HardState and last index they produce.
+func (l *Log) writeGroup(ops []*op) (HardState, uint64, error) {
+	hs, last := l.whs, l.wlast
 	txn := l.db.NewTransaction(true)
 	defer txn.Discard()
-	var size, count int64
 	snapDirty := false
-	n := 0
 	for _, o := range ops {
-		if n > 0 && (size+o.size+metaReserveSize > l.maxTxnSize || count+o.count+metaReserveCount > l.maxTxnCount) {
-			break
-		}
-		n++
-		size += o.size
-		count += o.count
 		for _, r := range o.accepted {
 			if r.index < hs.FirstIndex {
 				continue
 			}
 			if err := txn.Set(r.key, r.val); err != nil {
-				return n, hs, last, fmt.Errorf("wal: write instance %d: %w", r.index, err)
+				return hs, last, fmt.Errorf("wal: write instance %d: %w", r.index, err)
 			}
 			last = max(last, r.index)
 		}
@@ -274,10 +432,10 @@ func (l *Log) writeGroup(ops []*op) (int, HardState, uint64, error) {
 		}
 	}
 	var es []*badger.Entry
-	if hs.Promised != l.hs.Promised {
+	if hs.Promised != l.whs.Promised {
 		es = append(es, badger.NewEntry(keyPromised, encodeBallot(keyPromised, hs.Promised)))
 	}
-	if hs.Chosen != l.hs.Chosen {
+	if hs.Chosen != l.whs.Chosen {
 		es = append(es, badger.NewEntry(keyChosen, encodeUint(keyChosen, kindChosen, hs.Chosen)))
 	}
 	if snapDirty {
@@ -285,12 +443,12 @@ func (l *Log) writeGroup(ops []*op) (int, HardState, uint64, error) {
 	}
 	for _, e := range es {
 		if err := txn.SetEntry(e); err != nil {
-			return n, hs, last, fmt.Errorf("wal: write %s: %w", e.Key, err)
+			return hs, last, fmt.Errorf("wal: write %s: %w", e.Key, err)
 		}
 	}
 	if err := txn.Commit(); err != nil {
-		return n, hs, last, fmt.Errorf("wal: commit: %w", err)
+		return hs, last, fmt.Errorf("wal: commit: %w", err)
 	}
 	l.stats.txns.Add(1)
-	return n, hs, last, nil
+	return hs, last, nil
 }

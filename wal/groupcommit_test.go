@@ -22,14 +22,16 @@ func await(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// TestGroupCommitBatches: 64 concurrent Saves. The first group's sync is
-// held until every Save is submitted, so all the others must share the
-// second sync: at most 2 syncs for 64 durable Saves.
+// TestGroupCommitBatches: 64 concurrent Saves, one group in flight at a
+// time. The first group's sync is held until every Save is submitted, so
+// all the others must share the second sync: at most 2 syncs for 64
+// durable Saves.
 func TestGroupCommitBatches(t *testing.T) {
 	const n = 64
 	var l *Log
 	var once sync.Once
 	opts := quietOptions()
+	opts.MaxSyncsInFlight = 1
 	opts.Knobs = &TestingKnobs{BeforeSync: func(ops int) error {
 		once.Do(func() {
 			await(t, "all saves submitted", func() bool { return l.Stats().Pending == n })
@@ -146,5 +148,124 @@ func TestTooLargeUpdate(t *testing.T) {
 	mustSave(t, l, Update{Accepted: []Accepted{{Index: 1, Value: make([]byte, 3<<20)}}})
 	if a, ok, err := l.Get(1); err != nil || !ok || len(a.Value) != 3<<20 {
 		t.Fatalf("Get big value: %d bytes %v %v", len(a.Value), ok, err)
+	}
+}
+
+// TestSyncsOverlap: with several groups allowed in flight, a second
+// group is written and syncing while the first group's sync is held; the
+// answers still come in submission order.
+func TestSyncsOverlap(t *testing.T) {
+	var peak sync.WaitGroup
+	peak.Add(2)
+	firstIn := make(chan struct{})
+	var mu sync.Mutex
+	entered := 0
+	opts := quietOptions()
+	opts.MaxSyncsInFlight = 4
+	opts.Knobs = &TestingKnobs{BeforeSync: func(int) error {
+		mu.Lock()
+		entered++
+		k := entered
+		mu.Unlock()
+		if k == 1 {
+			close(firstIn)
+		}
+		if k <= 2 {
+			peak.Done()
+			peak.Wait() // the first two syncs are in flight together
+		}
+		return nil
+	}}
+	l := openTest(t, t.TempDir(), opts)
+	chs := []<-chan error{l.SaveAsync(Update{Accepted: []Accepted{acc(1, 1)}, Chosen: 1})}
+	<-firstIn // group 1 is written and its sync is held
+	for i := uint64(2); i <= 8; i++ {
+		chs = append(chs, l.SaveAsync(Update{Accepted: []Accepted{acc(i, i)}, Chosen: i}))
+	}
+	for i, ch := range chs {
+		if err := <-ch; err != nil {
+			t.Fatalf("save %d: %v", i+1, err)
+		}
+	}
+	if hs := l.HardState(); hs.Chosen != 8 || l.LastIndex() != 8 {
+		t.Fatalf("HardState %+v LastIndex %d", hs, l.LastIndex())
+	}
+	if st := l.Stats(); st.Syncs < 2 {
+		t.Fatalf("stats %+v: want at least 2 syncs", st)
+	}
+}
+
+// TestSaveAsyncOrder: when a SaveAsync is answered, every earlier one has
+// been (answers are sent in order, each channel buffered).
+func TestSaveAsyncOrder(t *testing.T) {
+	l := openTest(t, t.TempDir(), quietOptions())
+	const n = 200
+	chs := make([]<-chan error, n)
+	for i := range chs {
+		idx := uint64(i + 1)
+		chs[i] = l.SaveAsync(Update{Accepted: []Accepted{acc(idx, idx)}, Chosen: idx})
+	}
+	for i := n - 1; i >= 0; i-- {
+		if err := <-chs[i]; err != nil {
+			t.Fatal(err)
+		}
+		if i == n-1 {
+			for j := 0; j < n-1; j++ {
+				select {
+				case err := <-chs[j]:
+					if err != nil {
+						t.Fatal(err)
+					}
+					chs[j] = closedNil()
+				default:
+					t.Fatalf("save %d answered before save %d", n, j+1)
+				}
+			}
+		}
+	}
+	if hs := l.HardState(); hs.Chosen != n {
+		t.Fatalf("chosen %d", hs.Chosen)
+	}
+}
+
+func closedNil() <-chan error {
+	ch := make(chan error, 1)
+	ch <- nil
+	return ch
+}
+
+// TestFillBoundHolds: the memtable fill bound (memtable.go) is an upper
+// bound: Badger never rotates its memtable while the bound is below
+// MemTableSize. Several rotations of a 4 MiB memtable, with groups of
+// mixed sizes in flight.
+func TestFillBoundHolds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes ~20 MiB")
+	}
+	opts := quietOptions()
+	opts.MemTableSize = 4 << 20
+	opts.NoSync = true
+	l := openTest(t, t.TempDir(), opts)
+	var idx uint64
+	sizes := []int{10, 256, 1000, 4000, 20000}
+	for l.stats.rotations.Load() < 4 {
+		var chs []<-chan error
+		for k := range 16 {
+			var as []Accepted
+			for j := range 1 + k%5 {
+				idx++
+				as = append(as, Accepted{Index: idx, Value: make([]byte, sizes[(int(idx)+j)%len(sizes)])})
+			}
+			p := Ballot{Round: idx, Node: 1}
+			chs = append(chs, l.SaveAsync(Update{Promised: &p, Accepted: as, Chosen: idx}))
+		}
+		for _, ch := range chs {
+			if err := <-ch; err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if m := l.stats.boundMisses.Load(); m != 0 {
+		t.Fatalf("%d of %d rotations happened below the fill bound", m, l.stats.rotations.Load())
 	}
 }

@@ -38,10 +38,26 @@ type Log struct {
 	last  uint64
 	queue []*op
 
-	kick chan struct{} // capacity 1: "queue is non-empty"
-	done chan struct{} // closed when the commit goroutine exits
+	// Owned by the commit goroutine: the state as last WRITTEN (not yet
+	// durable while groups are in flight), Badger's current memtable file
+	// and an upper bound on its fill (memtable.go).
+	whs    HardState
+	wlast  uint64
+	memFid uint64
+	fill   int64
+	held   bool // the commit goroutine holds a slot for its next group
 
-	stats struct{ saves, groups, txns, syncs, pending atomic.Int64 }
+	slots    chan struct{}  // one per group written and not yet answered
+	inflight sync.WaitGroup // groups written and not yet answered
+	groups   chan *group    // to the completer, in write order
+
+	kick chan struct{} // capacity 1: "queue is non-empty"
+	done chan struct{} // closed when the completer exits (after the commit goroutine)
+
+	stats struct {
+		saves, groups, txns, syncs, pending atomic.Int64
+		rotations, boundMisses              atomic.Int64 // memtable.go; for tests
+	}
 }
 
 // Stats are counters since Open.
@@ -83,13 +99,22 @@ func Open(dir string, opts Options) (*Log, error) {
 		valueThreshold: db.Opts().ValueThreshold,
 		kick:           make(chan struct{}, 1),
 		done:           make(chan struct{}),
+		slots:          make(chan struct{}, opts.MaxSyncsInFlight),
+		groups:         make(chan *group, opts.MaxSyncsInFlight),
 	}
 	if err := l.load(); err != nil {
 		db.Close()
 		unlockDir(lk)
 		return nil, fmt.Errorf("wal: open %s: %w", dir, err)
 	}
+	if l.memFid, err = newestMemFid(dir); err != nil {
+		db.Close()
+		unlockDir(lk)
+		return nil, err
+	}
+	l.whs, l.wlast, l.fill = l.hs, l.last, fillBase
 	go l.run()
+	go l.complete()
 	return l, nil
 }
 

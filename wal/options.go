@@ -20,6 +20,9 @@ type Options struct {
 	// MaxGroupOps bounds how many Save/SaveApplied calls share one sync
 	// (0: 1024).
 	MaxGroupOps int
+	// MaxSyncsInFlight bounds how many groups may be written and syncing
+	// at once (0: 4; 1: each group is synced before the next is written).
+	MaxSyncsInFlight int
 	// NoSync skips the fsync of each group: a Save is then durable against
 	// a process crash but not a machine crash. For simulations and
 	// benchmarks only.
@@ -30,9 +33,10 @@ type Options struct {
 
 // TestingKnobs are hooks for tests, all nil by default.
 type TestingKnobs struct {
-	// BeforeSync runs in the commit goroutine after a group's Badger
-	// transactions committed and before its sync; ops is the number of
-	// calls in the group. A non-nil error acts as a failed sync.
+	// BeforeSync runs in a group's sync goroutine after its Badger
+	// transaction committed and before its sync; ops is the number of
+	// calls in the group. A non-nil error acts as a failed sync. Several
+	// may run at once (Options.MaxSyncsInFlight).
 	BeforeSync func(ops int) error
 }
 
@@ -40,6 +44,7 @@ const (
 	defaultMemTableSize = 16 << 20
 	minMemTableSize     = 4 << 20
 	defaultMaxGroupOps  = 1024
+	defaultMaxSyncs     = 4
 )
 
 func (o Options) withDefaults() (Options, error) {
@@ -54,6 +59,12 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.MaxGroupOps == 0 {
 		o.MaxGroupOps = defaultMaxGroupOps
+	}
+	if o.MaxSyncsInFlight == 0 {
+		o.MaxSyncsInFlight = defaultMaxSyncs
+	}
+	if o.MaxSyncsInFlight < 0 {
+		return o, fmt.Errorf("%w: Options.MaxSyncsInFlight %d negative", ErrInvalid, o.MaxSyncsInFlight)
 	}
 	if o.MaxGroupOps < 0 {
 		return o, fmt.Errorf("%w: Options.MaxGroupOps %d negative", ErrInvalid, o.MaxGroupOps)

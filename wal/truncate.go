@@ -51,6 +51,7 @@ func (l *Log) truncate(index uint64) error {
 	l.mu.Lock()
 	l.hs.FirstIndex = index
 	l.mu.Unlock()
+	l.whs.FirstIndex = index
 	// The new FirstIndex is durable, so what follows only reclaims space;
 	// if it fails or we crash, the next truncation retries it.
 	if err := l.dropBuckets(index >> bucketShift); err != nil {

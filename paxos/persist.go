@@ -1,0 +1,161 @@
+package paxos
+
+import (
+	"fmt"
+
+	"phxgo/wal"
+)
+
+// Persistence pipeline. The persister merges every Ready waiting for it
+// into one wal.Update and submits it with SaveAsync, without waiting; the
+// completer takes the submitted saves in order and, for each,
+//
+//  1. applies the committed entries whose accepts earlier saves made
+//     durable (all earlier saves are complete: the completer is in order),
+//  2. waits for this save,
+//  3. applies the rest, sends the messages, and lets the core compact.
+//
+// So several saves can sync at once (the wal overlaps them, see wal's
+// doc.go), while every Ready's messages still leave only after its Update
+// and every earlier one is durable, as Ready requires: a save is answered
+// only after every earlier one, and the completer handles them in order.
+
+// maxSavesInFlight bounds the saves submitted and not yet completed.
+const maxSavesInFlight = 8
+
+// asyncStorage is a Storage that queues saves (wal.Log): results arrive
+// in submission order.
+type asyncStorage interface {
+	SaveAsync(wal.Update) <-chan error
+}
+
+// saveJob is one merged save and what depends on it.
+type saveJob struct {
+	done     <-chan error // nil: nothing to save
+	before   []Entry      // committed, durable before this save
+	after    [][]Entry    // committed, durable with this save
+	messages [][]Message
+	last     uint64 // last committed index, 0 if none
+}
+
+func (n *Node) saveAsync(u wal.Update) <-chan error {
+	if a, ok := n.storage.(asyncStorage); ok {
+		return a.SaveAsync(u)
+	}
+	ch := make(chan error, 1)
+	ch <- n.storage.Save(u)
+	return ch
+}
+
+// persister merges Readys into saves and submits them.
+func (n *Node) persister() {
+	defer close(n.completeQ)
+	for rd := range n.persistQ {
+		batch := []Ready{rd}
+	more:
+		for len(batch) < 256 {
+			select {
+			case r, ok := <-n.persistQ:
+				if !ok {
+					break more
+				}
+				batch = append(batch, r)
+			default:
+				break more
+			}
+		}
+		if n.failed.Load() {
+			continue
+		}
+		n.completeQ <- n.submitSave(batch)
+	}
+}
+
+func (n *Node) submitSave(batch []Ready) *saveJob {
+	var u wal.Update
+	need := false
+	job := &saveJob{}
+	for i := range batch {
+		r := &batch[i]
+		if r.Update.Promised != nil {
+			u.Promised = r.Update.Promised
+		}
+		u.Accepted = append(u.Accepted, r.Update.Accepted...)
+		u.Chosen = max(u.Chosen, r.Update.Chosen)
+		need = need || r.needsPersist()
+		if k := len(r.Committed); k > 0 {
+			job.last = r.Committed[k-1].Index
+		}
+		if len(r.Messages) > 0 {
+			job.messages = append(job.messages, r.Messages)
+		}
+	}
+	// Committed entries up to the first whose accept is in this save are
+	// durable already; the rest wait for it.
+	var inBatch map[uint64]struct{}
+	if need {
+		inBatch = make(map[uint64]struct{}, len(u.Accepted))
+		for _, a := range u.Accepted {
+			inBatch[a.Index] = struct{}{}
+		}
+	}
+	for i := range batch {
+		es := batch[i].Committed
+		if len(job.after) == 0 {
+			k := 0
+			for k < len(es) {
+				if _, ok := inBatch[es[k].Index]; ok {
+					break
+				}
+				k++
+			}
+			job.before = append(job.before, es[:k]...)
+			es = es[k:]
+		}
+		if len(es) > 0 {
+			job.after = append(job.after, es)
+		}
+	}
+	if need || u.Chosen > 0 {
+		job.done = n.saveAsync(u)
+	}
+	return job
+}
+
+// completer finishes saves in order: apply, wait, apply, send.
+func (n *Node) completer() {
+	defer func() {
+		close(n.applyQ)
+		n.tr.close()
+	}()
+	for job := range n.completeQ {
+		if n.failed.Load() {
+			if job.done != nil {
+				<-job.done
+			}
+			continue
+		}
+		if len(job.before) > 0 {
+			n.applyQ <- job.before
+		}
+		if job.done != nil {
+			if err := <-job.done; err != nil {
+				n.fail(fmt.Errorf("%w: save: %w", ErrStorage, err))
+				continue
+			}
+		}
+		for _, es := range job.after {
+			n.applyQ <- es
+		}
+		for _, ms := range job.messages {
+			n.tr.send(ms)
+		}
+		if job.last > 0 {
+			n.stable.Store(job.last)
+			select {
+			case n.stableNote <- struct{}{}:
+			default:
+			}
+		}
+	}
+}

@@ -1,0 +1,128 @@
+package wal
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// Tracking Badger's mutable memtable, so that several groups can be in
+// flight (see doc.go, "Pipelined syncs").
+//
+// Badger writes a transaction into the write-ahead file of its current
+// memtable, <fid>.mem, through a shared mapping, and replaces the memtable
+// ("rotation": a new <fid+1>.mem) at the START of a write when the
+// current one is full: its arena (skiplist) or its file reached
+// MemTableSize. fillBound is an upper bound on both, counted from the
+// rotation: if it is below MemTableSize before a write, that write cannot
+// rotate. The bound per entry follows Badger v4's layout:
+//
+//	skiplist: node <= 96+7 bytes, key+8 (version), value+2+1 (meta, user meta, expiry)
+//	file:     header <= 2+5+5+1, key+8, value, crc 4; one txn-end entry per txn
+//
+// TestFillBoundHolds checks that every rotation happens where the bound
+// says it may, so a Badger upgrade that changes the layout fails a test.
+const (
+	fillPerEntry = 128      // >= max(114, 34) bytes of overhead per entry
+	fillPerTxn   = 128      // txn-end entry: "!badger!txn"+8, decimal ts, header, crc
+	fillBase     = 64 << 10 // arena head node, file header, Badger's own writes at Open
+	fillTruncate = 16 << 10 // a truncation's m/first record (and slack)
+	memFileExt   = ".mem"
+)
+
+func (l *Log) memPath(fid uint64) string {
+	return filepath.Join(l.dir, fmt.Sprintf("%05d%s", fid, memFileExt))
+}
+
+// newestMemFid returns the highest <fid>.mem in dir: Badger's current
+// memtable right after Open (Open always starts a fresh one).
+func newestMemFid(dir string) (uint64, error) {
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, fmt.Errorf("wal: list %s: %w", dir, err)
+	}
+	var fid uint64
+	found := false
+	for _, e := range es {
+		name, ok := strings.CutSuffix(e.Name(), memFileExt)
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseUint(name, 10, 64)
+		if err != nil {
+			continue
+		}
+		fid, found = max(fid, v), true
+	}
+	if !found {
+		return 0, fmt.Errorf("wal: no memtable file in %s", dir)
+	}
+	return fid, nil
+}
+
+// followRotation advances l.memFid past memtables Badger created since
+// the last look; it reports whether there were any. Commit goroutine only.
+func (l *Log) followRotation() bool {
+	rotated := false
+	for {
+		if _, err := os.Stat(l.memPath(l.memFid + 1)); err != nil {
+			return rotated
+		}
+		l.memFid++
+		rotated = true
+	}
+}
+
+// opCost is o's share of fillBound.
+func opCost(o *op) int64 {
+	var c int64
+	for _, r := range o.accepted {
+		c += int64(len(r.key)+len(r.val)) + fillPerEntry
+	}
+	if o.applied != nil {
+		c += int64(len(keyApplied)+len(o.applied.snapshot)) + recordMin + 12 + fillPerEntry
+	}
+	return c
+}
+
+// groupCost bounds what a group's transaction adds: its ops, the meta
+// records (promised, chosen) and the txn-end entry.
+func groupCost(ops []*op) int64 {
+	c := int64(fillPerTxn + 2*(64+fillPerEntry))
+	for _, o := range ops {
+		c += opCost(o)
+	}
+	return c
+}
+
+// syncMemFile makes memtable file fid durable: fdatasync, as Badger's own
+// msync(MS_SYNC) does on Linux (msync is vfs_fsync_range with datasync).
+// A missing file was flushed to a synced table and deleted: durable.
+func (l *Log) syncMemFile(fid uint64) error {
+	f, err := os.Open(l.memPath(fid))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("wal: open memtable file for sync: %w", err)
+	}
+	defer f.Close()
+	if err := fdatasync(f); err != nil {
+		return fmt.Errorf("wal: sync memtable file %d: %w", fid, err)
+	}
+	return nil
+}
+
+func fdatasync(f *os.File) error {
+	for {
+		err := syscall.Fdatasync(int(f.Fd()))
+		if err != syscall.EINTR {
+			return err
+		}
+	}
+}
