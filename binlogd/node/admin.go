@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"phxgo/binlogd/binlog"
+	"phxgo/binlogd/role"
 	"phxgo/masterlease"
 	pb "phxgo/proto"
 )
@@ -109,11 +110,31 @@ func (a *adminServer) Switchover(ctx context.Context, req *pb.SwitchoverRequest)
 	if !n.lease.Ready() {
 		return nil, status.Errorf(codes.FailedPrecondition, "node %d is not the master; ask the master (node %d)", n.cfg.ID, n.lease.State().Master)
 	}
+	// Quiesce: refuse new writes and let waiting commits be acknowledged,
+	// so the target can catch up and nothing is left waiting (and killed).
+	db := n.conn()
+	if db == nil {
+		return nil, status.Error(codes.Unavailable, "MariaDB is down")
+	}
+	if err := role.SetReadOnly(ctx, db); err != nil {
+		return nil, status.Errorf(codes.Unavailable, "read_only: %v", err)
+	}
+	resume := func() {
+		if n.lease.Ready() {
+			_, _ = db.ExecContext(context.Background(), "SET GLOBAL read_only=OFF")
+		}
+	}
+	if err := n.waitNoWaitingCommits(ctx, 5*time.Second); err != nil {
+		resume()
+		return nil, status.Errorf(codes.Unavailable, "commits still waiting: %v", err)
+	}
 	if err := n.waitCaughtUp(ctx, req.To); err != nil {
+		resume()
 		return nil, status.Errorf(codes.FailedPrecondition, "node %d has not caught up: %v", req.To, err)
 	}
-	n.stepDown(ctx, fmt.Sprintf("switchover to node %d", req.To))
+	// Switchover drops this node's own deadline before it proposes.
 	v, err := n.lease.Switchover(ctx, req.To)
+	n.stepDown(ctx, fmt.Sprintf("switchover to node %d", req.To))
 	if err != nil {
 		return nil, status.Errorf(codes.Unavailable, "switchover: %v", err)
 	}
@@ -121,6 +142,26 @@ func (a *adminServer) Switchover(ctx context.Context, req *pb.SwitchoverRequest)
 		return nil, status.Errorf(codes.Aborted, "switchover rejected: %v", v.Err())
 	}
 	return &pb.SwitchoverReply{LeaseVersion: v.State.Version, MasterId: v.State.Master}, nil
+}
+
+func (n *Node) waitNoWaitingCommits(ctx context.Context, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	for {
+		db := n.conn()
+		if db == nil {
+			return errNoMySQL
+		}
+		w, err := role.WaitingCommits(ctx, db)
+		if err == nil && w == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d waiting (%v)", w, err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // waitCaughtUp waits until node to's MariaDB has applied the whole valid
