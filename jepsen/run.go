@@ -8,7 +8,10 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"phxgo/jepsen/checker"
@@ -59,13 +62,15 @@ func Run(ctx context.Context, cfg Config, launch Launcher) (res *Results, err er
 		}
 	}()
 	registerDialer(ns)
-	scratch, err := os.MkdirTemp("", "phxjepsen-")
+	removeStaleScratch()
+	scratch, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", NSPrefix, os.Getpid()))
 	if err != nil {
 		return nil, err
 	}
 	defer func() {
 		if cfg.KeepData && (res == nil || res.Valid != checker.Valid) {
 			slog.Info("jepsen: kept the cluster's data", "dir", scratch)
+			_ = os.WriteFile(filepath.Join(scratch, keepMarker), nil, 0o644)
 			return
 		}
 		os.RemoveAll(scratch)
@@ -270,3 +275,25 @@ type Results struct {
 	Interrupted     bool             `json:"interrupted,omitempty"`
 	Checks          []checker.Result `json:"checks"`
 }
+
+// removeStaleScratch deletes scratch directories (TMPDIR/phxjepsen-<pid>-*)
+// left by runs whose process is gone (killed before its cleanup ran).
+// Directories kept on purpose (-keep) carry a keep marker and stay.
+func removeStaleScratch() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), NSPrefix+"*-*"))
+	for _, d := range dirs {
+		rest := strings.TrimPrefix(filepath.Base(d), NSPrefix)
+		pid, err := strconv.Atoi(rest[:strings.IndexByte(rest, '-')])
+		if err != nil || pid == os.Getpid() || syscall.Kill(pid, 0) == nil {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(d, keepMarker)); err == nil {
+			continue
+		}
+		slog.Info("jepsen: removing stale scratch directory", "dir", d)
+		os.RemoveAll(d)
+	}
+}
+
+// keepMarker marks a scratch directory kept by -keep.
+const keepMarker = "KEPT-BY-JEPSEN"

@@ -36,5 +36,5 @@
 //     includes the client path.
 //   - Stop: SIGKILL of everything (the data is scratch), then each node's
 //     binlogd.log, sqlproxy.log, MariaDB error.log and its Paxos log with
-//     verdicts (`binlogd log -rejected`) are copied to LaunchSpec.LogDir.
+//     verdicts (`binlogd log`, and `-rejected`) are copied to LaunchSpec.LogDir.
 package phxcluster

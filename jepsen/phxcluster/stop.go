@@ -36,7 +36,8 @@ func (c *Cluster) Stop() error {
 }
 
 // saveLogs copies every node's logs to dir and writes, per node, its Paxos
-// log with verdicts (binlogd log -rejected: the rejected entries only).
+// log with every entry's verdict (binlogd log) and the rejected entries
+// alone (binlogd log -rejected).
 func (c *Cluster) saveLogs(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -50,15 +51,17 @@ func (c *Cluster) saveLogs(dir string) error {
 				errs = append(errs, err)
 			}
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		out, err := exec.CommandContext(ctx, filepath.Join(c.spec.BinDir, "binlogd"), "log",
-			"-config", filepath.Join(nd, "binlogd.json"), "-rejected").CombinedOutput()
-		cancel()
-		if err != nil {
-			out = append(out, []byte("\nbinlogd log: "+err.Error()+"\n")...)
-		}
-		if werr := os.WriteFile(filepath.Join(dir, fmt.Sprintf("n%d-paxos-rejected.txt", n.ID)), out, 0o644); werr != nil {
-			errs = append(errs, werr)
+		for name, args := range map[string][]string{"paxos-rejected.txt": {"-rejected"}, "paxos-log.txt": nil} {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			out, err := exec.CommandContext(ctx, filepath.Join(c.spec.BinDir, "binlogd"),
+				append([]string{"log", "-config", filepath.Join(nd, "binlogd.json")}, args...)...).CombinedOutput()
+			cancel()
+			if err != nil {
+				out = append(out, []byte("\nbinlogd log: "+err.Error()+"\n")...)
+			}
+			if werr := os.WriteFile(filepath.Join(dir, fmt.Sprintf("n%d-%s", n.ID, name)), out, 0o644); werr != nil {
+				errs = append(errs, werr)
+			}
 		}
 	}
 	if err := copyFile(filepath.Join(c.lc.Spec.Dir, "cluster.json"), filepath.Join(dir, "cluster.json")); err != nil {

@@ -86,6 +86,11 @@ func txn(ctx context.Context, db *sql.DB, opts *sql.TxOptions, op *history.Op, b
 	tx, err := db.BeginTx(ctx, opts)
 	if err != nil {
 		op.Outcome, op.Error = history.Fail, "begin: "+err.Error()
+		// A BEGIN whose backend was lost leaves sqlproxy's session in an
+		// aborted transaction that refuses every statement until the
+		// client says ROLLBACK (a no-op outside a transaction). The pool
+		// has one connection, so this reaches the same session.
+		_, _ = db.ExecContext(ctx, "ROLLBACK")
 		return
 	}
 	if err := body(tx); err != nil {
