@@ -78,7 +78,9 @@ func WithDialOptions(opts ...grpc.DialOption) Option {
 // Propose submits cmd and returns once it is chosen AND applied on this
 // node, with its log index and the StateMachine.Apply result. A follower
 // forwards cmd to the leader; commands are retried across leader changes
-// and applied exactly once.
+// and applied exactly once. Concurrent Proposes are ordered as they reach
+// the node; to fix the order of pipelined commands use ProposeAsync
+// (which documents the order guarantee).
 //
 // Errors: ErrValueTooLarge and ErrNoQuorum (known failed); ErrStopped,
 // ErrStorage and ctx.Err() (outcome unknown: the command may be chosen
@@ -89,6 +91,65 @@ func (n *Node) Propose(ctx context.Context, cmd []byte) (index uint64, result an
 	}
 	r := n.submit(ctx, cmd, 0)
 	return r.index, r.result, r.err
+}
+
+// Proposal is a command submitted with ProposeAsync.
+type Proposal struct {
+	n    *Node
+	p    *proposal
+	stop func() bool
+	r    *proposeResult
+}
+
+// ProposeAsync submits cmd like Propose but returns as soon as the node
+// has queued it; Wait returns the outcome. ctx bounds the command's life:
+// if it ends before the outcome, the command is abandoned as a cancelled
+// Propose is, and Wait returns ctx.Err(). Errors from ProposeAsync itself
+// (known failed): ErrValueTooLarge, ctx.Err() before queueing, ErrStopped.
+//
+// Order. The node fixes a command's place when ProposeAsync (or Propose)
+// queues it; calls made one after another (ProposeAsync returned before
+// the next call) are queued in call order. Guarantee: let a then b be
+// queued in that order on node N. If N is the leader, under one ballot,
+// from before a is queued until b is chosen, and neither a's nor b's ctx
+// ended, then a is chosen at a lower index than b, or at the same index
+// before it, so every StateMachine applies a before b. (N cannot refuse
+// a command with ErrNoQuorum meanwhile: a leader that loses its quorum
+// steps down.) When N follows a leader L, the order also holds
+// if L leads under one ballot throughout and no Forward from N to L is
+// lost (peer streams are FIFO; a lost one is re-sent after 2 x
+// ElectionTimeout, and then may land after later commands). After a
+// leader change, commands re-sent to the new leader keep their relative
+// order, but ones the old leader had already proposed may be chosen
+// anywhere before them. Any command may be chosen twice (a re-send); the
+// applier applies only its first copy, so the order above is the apply
+// order.
+func (n *Node) ProposeAsync(ctx context.Context, cmd []byte) (*Proposal, error) {
+	if len(cmd) > n.cfg.MaxValueBytes {
+		return nil, fmt.Errorf("%w: %d bytes > MaxValueBytes %d", ErrValueTooLarge, len(cmd), n.cfg.MaxValueBytes)
+	}
+	p, err := n.enqueue(ctx, cmd, 0)
+	if err != nil {
+		return nil, err
+	}
+	stop := context.AfterFunc(ctx, func() { n.giveUp(p, ctx.Err()) })
+	return &Proposal{n: n, p: p, stop: stop}, nil
+}
+
+// Wait returns the outcome of the proposal, as Propose would: its index
+// and Apply's result, or an error (see Propose). If ctx ends first, Wait
+// returns ctx.Err() and the command goes on; Wait may be called again.
+// Not safe for concurrent use by several goroutines.
+func (pr *Proposal) Wait(ctx context.Context) (index uint64, result any, err error) {
+	if pr.r == nil {
+		r := pr.n.wait(ctx, pr.p, false)
+		if r.err != nil && r.err == ctx.Err() {
+			return 0, nil, r.err
+		}
+		pr.stop()
+		pr.r = &r
+	}
+	return pr.r.index, pr.r.result, pr.r.err
 }
 
 // Barrier returns a linearizable read point: a Noop it proposed is chosen

@@ -407,3 +407,94 @@ func TestCampaignNoQuorum(t *testing.T) {
 		t.Fatal("lone node leads")
 	}
 }
+
+// TestGRPCProposeAsyncOrder: pipelined ProposeAsync calls from one
+// goroutine, on the leader and on a follower (forwarded), are applied in
+// call order while the leader stays put.
+func TestGRPCProposeAsyncOrder(t *testing.T) {
+	c := newTestCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	await(t, 10*time.Second, "a leader", func() bool { return c.leader() != 0 })
+	if _, err := c.nodes[c.leader()].Barrier(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ld := c.leader()
+	var fl uint32
+	for id := range c.nodes {
+		if id != ld {
+			fl = id
+		}
+	}
+	const n = 300
+	var wg sync.WaitGroup
+	for _, id := range []uint32{ld, fl} {
+		node := c.nodes[id]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var ps []*Proposal
+			for i := 0; i < n; i++ {
+				p, err := node.ProposeAsync(ctx, []byte(fmt.Sprintf("q-%d-%04d", id, i)))
+				if err != nil {
+					t.Errorf("node %d: %v", id, err)
+					return
+				}
+				ps = append(ps, p)
+			}
+			for i, p := range ps {
+				if _, _, err := p.Wait(ctx); err != nil {
+					t.Errorf("node %d command %d: %v", id, i, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if c.leader() != ld {
+		t.Skip("leader changed during the run; the order guarantee does not apply")
+	}
+	list := c.sms[ld].copyList()
+	for _, id := range []uint32{ld, fl} {
+		prefix := fmt.Sprintf("q-%d-", id)
+		var got []string
+		for _, cmd := range list {
+			if s := string(cmd); len(s) > len(prefix) && s[:len(prefix)] == prefix {
+				got = append(got, s)
+			}
+		}
+		if len(got) != n {
+			t.Fatalf("node %d: %d of %d commands applied", id, len(got), n)
+		}
+		for i, s := range got {
+			if want := fmt.Sprintf("%s%04d", prefix, i); s != want {
+				t.Fatalf("node %d (leader=%v): applied %s at position %d, want %s", id, id == ld, s, i, want)
+			}
+		}
+	}
+}
+
+func TestProposeAsyncCancel(t *testing.T) {
+	// A lone member never reaches quorum: cancelling the ctx given to
+	// ProposeAsync abandons the command and Wait reports it.
+	peers := map[uint32]string{1: "127.0.0.1:1", 2: "127.0.0.1:2", 3: "127.0.0.1:3"}
+	n, err := Start(testConfig(1, peers, ""), &listSM{}, WithStorage(NewMemoryStorage()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	p, err := n.ProposeAsync(ctx, []byte("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, cancelShort := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancelShort()
+	if _, _, err := p.Wait(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Wait with a short ctx: %v", err)
+	}
+	cancel()
+	if _, _, err := p.Wait(context.Background()); !errors.Is(err, context.Canceled) && !errors.Is(err, ErrNoQuorum) {
+		t.Fatalf("Wait after cancel: %v", err)
+	}
+	await(t, 5*time.Second, "no pending command", func() bool { return n.Status().Pending == 0 })
+}

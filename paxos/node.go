@@ -62,7 +62,8 @@ type proposal struct {
 	data  []byte
 	flags byte
 	seq   uint64
-	done  chan proposeResult // buffered 1
+	cause error              // why its caller gave up (set before abandonc)
+	done  chan proposeResult // buffered 1; written once
 }
 
 type proposeResult struct {
@@ -168,14 +169,30 @@ func restore(st Storage, app *applier, cc coreConfig) (*core, error) {
 
 // submit hands a command to the run loop and waits for its outcome.
 func (n *Node) submit(ctx context.Context, data []byte, flags byte) proposeResult {
+	p, err := n.enqueue(ctx, data, flags)
+	if err != nil {
+		return proposeResult{err: err}
+	}
+	return n.wait(ctx, p, true)
+}
+
+// enqueue hands a command to the run loop; commands enqueued by one
+// goroutine reach the core in that order (propc is FIFO).
+func (n *Node) enqueue(ctx context.Context, data []byte, flags byte) (*proposal, error) {
 	p := &proposal{data: data, flags: flags, done: make(chan proposeResult, 1)}
 	select {
 	case n.propc <- p:
+		return p, nil
 	case <-ctx.Done():
-		return proposeResult{err: ctx.Err()}
+		return nil, ctx.Err()
 	case <-n.donec:
-		return proposeResult{err: n.stoppedErr()}
+		return nil, n.stoppedErr()
 	}
+}
+
+// wait waits for p's outcome; when ctx ends first it returns ctx.Err()
+// and, if giveUp, abandons the command.
+func (n *Node) wait(ctx context.Context, p *proposal, giveUp bool) proposeResult {
 	select {
 	case r := <-p.done:
 		return r
@@ -187,11 +204,20 @@ func (n *Node) submit(ctx context.Context, data []byte, flags byte) proposeResul
 			return proposeResult{err: n.stoppedErr()}
 		}
 	case <-ctx.Done():
-		select {
-		case n.abandonc <- p:
-		case <-n.donec:
+		if giveUp {
+			n.giveUp(p, ctx.Err())
 		}
 		return proposeResult{err: ctx.Err()}
+	}
+}
+
+// giveUp asks the run loop to abandon p; if it was still pending, p.done
+// receives cause.
+func (n *Node) giveUp(p *proposal, cause error) {
+	p.cause = cause
+	select {
+	case n.abandonc <- p:
+	case <-n.donec:
 	}
 }
 
@@ -290,6 +316,7 @@ func (n *Node) abandon(p *proposal) {
 	n.wmu.Unlock()
 	if mine {
 		n.core.abandon(p.seq)
+		p.done <- proposeResult{err: p.cause}
 	}
 }
 

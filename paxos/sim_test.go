@@ -664,3 +664,57 @@ func TestSimCampaign(t *testing.T) {
 		})
 	}
 }
+
+// TestSimOrder: commands one node proposes while it leads under one
+// ballot are applied in the order it proposed them (ProposeAsync's
+// guarantee), with several per step, a small window and small batches,
+// other nodes proposing too, and a network that delays and reorders.
+func TestSimOrder(t *testing.T) {
+	for seed := int64(1); seed <= int64(max(*flagSeeds/100, 2)); seed++ {
+		if *flagSeed >= 0 {
+			seed = *flagSeed
+		}
+		s := newSim(t, seed, simOpts{nodes: 3})
+		for s.leaderID() == 0 {
+			s.stepOnce()
+		}
+		ld := s.nodes[s.leaderID()]
+		ballot := ld.core.ballot
+		var mine []string
+		for k := 0; k < 800; k++ {
+			for j := s.rng.Intn(4); j > 0; j-- {
+				d := fmt.Sprintf("o%d", len(mine))
+				seq := ld.core.propose([]byte(d), 0)
+				ld.waiting[seq] = d
+				mine = append(mine, d)
+			}
+			s.process(ld)
+			if s.rng.Intn(3) == 0 {
+				s.proposeRandom()
+			}
+			s.stepOnce()
+		}
+		if ld.core.role != leader || ld.core.ballot != ballot {
+			s.fatalf("leadership changed during the run; %s", s.describe())
+		}
+		s.heal()
+		var got []string
+		for _, c := range ld.sm.list {
+			if c[0] == 'o' {
+				got = append(got, string(c))
+			}
+		}
+		if len(got) != len(mine) {
+			s.fatalf("applied %d of the leader's %d commands", len(got), len(mine))
+		}
+		for i := range got {
+			if got[i] != mine[i] {
+				s.fatalf("leader's commands applied out of order at %d: %s, want %s", i, got[i], mine[i])
+			}
+		}
+		s.close()
+		if *flagSeed >= 0 {
+			break
+		}
+	}
+}
