@@ -63,6 +63,7 @@ type Batch struct {
 	TxnCount  uint32 // transactions completed by this entry
 	More      bool   // ends inside transaction Last
 	Continued bool   // starts inside the partial transaction Last
+	Offset    uint64 // byte offset of Events within a split transaction
 }
 
 // Entry is a decoded log entry; exactly the field of its Kind is set.
@@ -114,7 +115,7 @@ func EncodeBatch(b Batch) []byte {
 	}
 	return marshal(&pb.LogEntry{Kind: &pb.LogEntry_BinlogBatch{BinlogBatch: &pb.EntryBinlogBatch{
 		Epoch: b.Epoch, PrevGtid: b.Prev.toPB(), LastGtid: b.Last.toPB(), Events: b.Events,
-		Checksum: sum, TxnCount: b.TxnCount, More: b.More, Continued: b.Continued,
+		Checksum: sum, TxnCount: b.TxnCount, More: b.More, Continued: b.Continued, Offset: b.Offset,
 	}}})
 }
 
@@ -150,7 +151,7 @@ func Decode(cmd []byte) (Entry, error) {
 		return Entry{Kind: KindBatch, Batch: Batch{
 			Epoch: b.GetEpoch(), Prev: gtidFromPB(b.GetPrevGtid()), Last: gtidFromPB(b.GetLastGtid()),
 			Events: b.GetEvents(), Checksum: b.GetChecksum(), TxnCount: b.GetTxnCount(),
-			More: b.GetMore(), Continued: b.GetContinued(),
+			More: b.GetMore(), Continued: b.GetContinued(), Offset: b.GetOffset(),
 		}}, nil
 	}
 	return Entry{}, fmt.Errorf("%w: entry of no known kind", ErrMalformed)

@@ -197,7 +197,7 @@ func EncodeState(st State) []byte {
 	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(&pb.LeaseSnapshot{
 		Version: EncodingVersion, LeaseVersion: st.Version, Epoch: st.Epoch, Master: st.Master,
 		LastGtid: st.LastGTID.toPB(), Partial: st.Partial.toPB(), Applied: st.Applied,
-		LastBatchIndex: st.LastBatchIndex, TermIndex: st.TermIndex,
+		LastBatchIndex: st.LastBatchIndex, TermIndex: st.TermIndex, PartialBytes: st.PartialBytes,
 	})
 	if err != nil {
 		panic(fmt.Sprintf("masterlease: marshal snapshot: %v", err))
@@ -217,5 +217,5 @@ func DecodeState(b []byte) (State, error) {
 	}
 	return State{Version: m.LeaseVersion, Epoch: m.Epoch, Master: m.Master,
 		LastGTID: gtidFromPB(m.LastGtid), Partial: gtidFromPB(m.Partial), Applied: m.Applied,
-		LastBatchIndex: m.LastBatchIndex, TermIndex: m.TermIndex}, nil
+		LastBatchIndex: m.LastBatchIndex, TermIndex: m.TermIndex, PartialBytes: m.PartialBytes}, nil
 }

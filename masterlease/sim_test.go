@@ -177,7 +177,7 @@ func (s *sim) tick(nd *simNode) {
 		last := GTID{Server: nd.id, Seq: nd.wSeq}
 		for i := 0; i < 3; i++ {
 			b := Batch{Epoch: nd.wEpoch, Prev: nd.wPrev, Last: last, Events: []byte{byte(i), 1},
-				More: i < 2, Continued: i > 0}
+				More: i < 2, Continued: i > 0, Offset: uint64(2 * i)}
 			if i == 2 {
 				b.TxnCount = 1
 			}

@@ -23,6 +23,9 @@ type State struct {
 	// and whose last fragment is still to come; zero when none. A term
 	// change voids it. Invariant: Partial.IsZero() || Partial != LastGTID.
 	Partial GTID
+	// PartialBytes is how many bytes of Partial's events are valid so far;
+	// the next fragment must start at this offset.
+	PartialBytes uint64
 	// Applied is the log index of the last applied entry.
 	Applied uint64
 	// LastBatchIndex is the log index of the last valid BinlogBatch.
@@ -135,7 +138,7 @@ func applyLease(st *State, index uint64, r LeaseRequest) reject {
 	st.Version++
 	st.Epoch++
 	st.Master = r.Candidate
-	st.Partial = GTID{}
+	st.Partial, st.PartialBytes = GTID{}, 0
 	st.TermIndex = index
 	return ok
 }
@@ -150,7 +153,7 @@ func applyFence(st *State, index uint64, f Fence) reject {
 	st.Version++
 	st.Epoch++
 	st.Master = 0
-	st.Partial = GTID{}
+	st.Partial, st.PartialBytes = GTID{}, 0
 	st.TermIndex = index
 	return ok
 }
@@ -188,10 +191,14 @@ func applyBatch(st *State, index uint64, b *Batch) reject {
 		return rj
 	}
 	if b.More {
+		if !b.Continued {
+			st.PartialBytes = 0
+		}
 		st.Partial = b.Last
+		st.PartialBytes += uint64(len(b.Events))
 	} else {
 		st.LastGTID = b.Last
-		st.Partial = GTID{}
+		st.Partial, st.PartialBytes = GTID{}, 0
 	}
 	st.LastBatchIndex = index
 	return ok
@@ -202,6 +209,9 @@ func checkFragment(st *State, b *Batch) reject {
 		return rejectf(ReasonBadFragment, "fragment of %s claims %d complete transactions; a split transaction travels alone", b.Last, b.TxnCount)
 	}
 	if !b.Continued {
+		if b.Offset != 0 {
+			return rejectf(ReasonBadFragment, "first fragment of %s at offset %d, want 0", b.Last, b.Offset)
+		}
 		if !st.Partial.IsZero() {
 			return rejectf(ReasonBadFragment, "expected the continuation of partial transaction %s, got a new start %s", st.Partial, b.Last).with(st.Partial, b.Last)
 		}
@@ -212,6 +222,8 @@ func checkFragment(st *State, b *Batch) reject {
 		return rejectf(ReasonBadFragment, "continuation of %s, but no transaction is in progress", b.Last).with(GTID{}, b.Last)
 	case b.Last != st.Partial:
 		return rejectf(ReasonBadFragment, "continuation of %s, expected of partial transaction %s", b.Last, st.Partial).with(st.Partial, b.Last)
+	case b.Offset != st.PartialBytes:
+		return rejectf(ReasonBadFragment, "fragment of %s at offset %d, expected %d (a repeated or missing fragment)", b.Last, b.Offset, st.PartialBytes).with(st.Partial, b.Last)
 	case !b.More && b.TxnCount != 1:
 		return rejectf(ReasonBadFragment, "last fragment of %s claims %d complete transactions, expected 1", b.Last, b.TxnCount)
 	}

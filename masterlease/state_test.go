@@ -28,7 +28,7 @@ func TestStep(t *testing.T) {
 	fenced := base
 	fenced.Master, fenced.Epoch, fenced.Version = 0, 4, 6
 	partial := base
-	partial.Partial = g(11)
+	partial.Partial, partial.PartialBytes = g(11), 6 // one 6-byte fragment so far
 	v99 := marshalRaw(&pb.LogEntry{Version: 99, Kind: &pb.LogEntry_Noop{Noop: &pb.EntryNoop{}}})
 	noVersion := marshalRaw(&pb.LogEntry{Kind: &pb.LogEntry_Noop{Noop: &pb.EntryNoop{}}})
 	noKind := marshalRaw(&pb.LogEntry{Version: 1})
@@ -48,7 +48,7 @@ func TestStep(t *testing.T) {
 			func(s State) State { s.Version, s.Epoch, s.TermIndex = 6, 4, 41; return s }},
 		{"grant voids partial", partial, EncodeLeaseRequest(LeaseRequest{Candidate: 2, SeenVersion: 5}), ReasonNone,
 			func(s State) State {
-				s.Version, s.Epoch, s.Master, s.TermIndex, s.Partial = 6, 4, 2, 41, GTID{}
+				s.Version, s.Epoch, s.Master, s.TermIndex, s.Partial, s.PartialBytes = 6, 4, 2, 41, GTID{}, 0
 				return s
 			}},
 		{"renew keeps epoch and partial", partial, EncodeLeaseRequest(LeaseRequest{Candidate: 1, SeenVersion: 5, Renew: true}), ReasonNone,
@@ -62,7 +62,7 @@ func TestStep(t *testing.T) {
 		{"lease without candidate", base, EncodeLeaseRequest(LeaseRequest{SeenVersion: 5}), ReasonMalformed, nil},
 		{"fence current term", partial, EncodeFence(Fence{Epoch: 3, From: 1}), ReasonNone,
 			func(s State) State {
-				s.Version, s.Epoch, s.Master, s.TermIndex, s.Partial = 6, 4, 0, 41, GTID{}
+				s.Version, s.Epoch, s.Master, s.TermIndex, s.Partial, s.PartialBytes = 6, 4, 0, 41, GTID{}, 0
 				return s
 			}},
 		{"stale fence", base, EncodeFence(Fence{Epoch: 2}), ReasonStaleEpoch, nil},
@@ -85,11 +85,13 @@ func TestStep(t *testing.T) {
 		{"batch without last", base, batch(g(10), GTID{}, nil), ReasonMalformed, nil},
 		{"batch completing nothing", base, batch(g(10), g(11), func(b *Batch) { b.TxnCount = 0 }), ReasonMalformed, nil},
 		{"first fragment", base, batch(g(10), g(11), func(b *Batch) { b.TxnCount, b.More = 0, true }), ReasonNone,
-			func(s State) State { s.Partial, s.LastBatchIndex = g(11), 41; return s }},
-		{"middle fragment", partial, batch(g(10), g(11), func(b *Batch) { b.TxnCount, b.More, b.Continued = 0, true, true }), ReasonNone,
-			func(s State) State { s.LastBatchIndex = 41; return s }},
-		{"last fragment", partial, batch(g(10), g(11), func(b *Batch) { b.Continued = true }), ReasonNone,
-			func(s State) State { s.LastGTID, s.Partial, s.LastBatchIndex = g(11), GTID{}, 41; return s }},
+			func(s State) State { s.Partial, s.PartialBytes, s.LastBatchIndex = g(11), 6, 41; return s }},
+		{"middle fragment", partial, batch(g(10), g(11), func(b *Batch) { b.TxnCount, b.More, b.Continued, b.Offset = 0, true, true, 6 }), ReasonNone,
+			func(s State) State { s.PartialBytes, s.LastBatchIndex = 12, 41; return s }},
+		{"repeated fragment", partial, batch(g(10), g(11), func(b *Batch) { b.TxnCount, b.More, b.Continued, b.Offset = 0, true, true, 0 }), ReasonBadFragment, nil},
+		{"first fragment at an offset", base, batch(g(10), g(11), func(b *Batch) { b.TxnCount, b.More, b.Offset = 0, true, 6 }), ReasonBadFragment, nil},
+		{"last fragment", partial, batch(g(10), g(11), func(b *Batch) { b.Continued, b.Offset = true, 6 }), ReasonNone,
+			func(s State) State { s.LastGTID, s.Partial, s.PartialBytes, s.LastBatchIndex = g(11), GTID{}, 0, 41; return s }},
 		{"fragment carrying other transactions", base, batch(g(10), g(12), func(b *Batch) { b.TxnCount, b.More = 1, true }), ReasonBadFragment, nil},
 		{"new start while partial", partial, batch(g(10), g(12), nil), ReasonBadFragment, nil},
 		{"continuation without partial", base, batch(g(10), g(11), func(b *Batch) { b.Continued = true }), ReasonBadFragment, nil},
@@ -181,7 +183,7 @@ func TestDecodeRoundTrip(t *testing.T) {
 	if !errors.Is(err, ErrUnknownVersion) {
 		t.Fatalf("version 2: %v", err)
 	}
-	st := State{Version: 1, Epoch: 2, Master: 3, LastGTID: g(4), Partial: g(5), Applied: 6, LastBatchIndex: 7, TermIndex: 8}
+	st := State{Version: 1, Epoch: 2, Master: 3, LastGTID: g(4), Partial: g(5), PartialBytes: 9, Applied: 6, LastBatchIndex: 7, TermIndex: 8}
 	if got, err := DecodeState(EncodeState(st)); err != nil || got != st {
 		t.Fatalf("state round trip: %v %v", got, err)
 	}

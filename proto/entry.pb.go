@@ -375,15 +375,20 @@ func (x *Gtid) GetSeq() uint64 {
 // fragments are the state's partial transaction), `more` = it ends inside
 // it (txn_count = 0); the final fragment has more = false, txn_count = 1.
 type EntryBinlogBatch struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Epoch         uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
-	PrevGtid      *Gtid                  `protobuf:"bytes,2,opt,name=prev_gtid,json=prevGtid,proto3" json:"prev_gtid,omitempty"`
-	LastGtid      *Gtid                  `protobuf:"bytes,3,opt,name=last_gtid,json=lastGtid,proto3" json:"last_gtid,omitempty"`
-	Events        []byte                 `protobuf:"bytes,4,opt,name=events,proto3" json:"events,omitempty"`
-	Checksum      uint32                 `protobuf:"fixed32,5,opt,name=checksum,proto3" json:"checksum,omitempty"`                // CRC32C (Castagnoli) of events
-	TxnCount      uint32                 `protobuf:"varint,6,opt,name=txn_count,json=txnCount,proto3" json:"txn_count,omitempty"` // transactions this entry completes
-	More          bool                   `protobuf:"varint,7,opt,name=more,proto3" json:"more,omitempty"`                         // ends inside a transaction
-	Continued     bool                   `protobuf:"varint,8,opt,name=continued,proto3" json:"continued,omitempty"`               // starts inside the partial transaction
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Epoch     uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	PrevGtid  *Gtid                  `protobuf:"bytes,2,opt,name=prev_gtid,json=prevGtid,proto3" json:"prev_gtid,omitempty"`
+	LastGtid  *Gtid                  `protobuf:"bytes,3,opt,name=last_gtid,json=lastGtid,proto3" json:"last_gtid,omitempty"`
+	Events    []byte                 `protobuf:"bytes,4,opt,name=events,proto3" json:"events,omitempty"`
+	Checksum  uint32                 `protobuf:"fixed32,5,opt,name=checksum,proto3" json:"checksum,omitempty"`                // CRC32C (Castagnoli) of events
+	TxnCount  uint32                 `protobuf:"varint,6,opt,name=txn_count,json=txnCount,proto3" json:"txn_count,omitempty"` // transactions this entry completes
+	More      bool                   `protobuf:"varint,7,opt,name=more,proto3" json:"more,omitempty"`                         // ends inside a transaction
+	Continued bool                   `protobuf:"varint,8,opt,name=continued,proto3" json:"continued,omitempty"`               // starts inside the partial transaction
+	// Byte offset of these events within the split transaction: a fragment
+	// is valid only at the offset the partial transaction has reached, so a
+	// fragment that appears twice in the log (a re-sent proposal) is
+	// rejected the second time, by Apply and by any reader replaying the log.
+	Offset        uint64 `protobuf:"varint,9,opt,name=offset,proto3" json:"offset,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -474,6 +479,13 @@ func (x *EntryBinlogBatch) GetContinued() bool {
 	return false
 }
 
+func (x *EntryBinlogBatch) GetOffset() uint64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
 // LeaseSnapshot is masterlease's state machine snapshot (versioned like
 // LogEntry).
 type LeaseSnapshot struct {
@@ -487,6 +499,7 @@ type LeaseSnapshot struct {
 	Applied        uint64                 `protobuf:"varint,7,opt,name=applied,proto3" json:"applied,omitempty"`
 	LastBatchIndex uint64                 `protobuf:"varint,8,opt,name=last_batch_index,json=lastBatchIndex,proto3" json:"last_batch_index,omitempty"`
 	TermIndex      uint64                 `protobuf:"varint,9,opt,name=term_index,json=termIndex,proto3" json:"term_index,omitempty"`
+	PartialBytes   uint64                 `protobuf:"varint,10,opt,name=partial_bytes,json=partialBytes,proto3" json:"partial_bytes,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -584,6 +597,13 @@ func (x *LeaseSnapshot) GetTermIndex() uint64 {
 	return 0
 }
 
+func (x *LeaseSnapshot) GetPartialBytes() uint64 {
+	if x != nil {
+		return x.PartialBytes
+	}
+	return 0
+}
+
 var File_entry_proto protoreflect.FileDescriptor
 
 const file_entry_proto_rawDesc = "" +
@@ -608,7 +628,7 @@ const file_entry_proto_rawDesc = "" +
 	"\x04Gtid\x12\x16\n" +
 	"\x06domain\x18\x01 \x01(\rR\x06domain\x12\x1b\n" +
 	"\tserver_id\x18\x02 \x01(\rR\bserverId\x12\x10\n" +
-	"\x03seq\x18\x03 \x01(\x04R\x03seq\"\x8b\x02\n" +
+	"\x03seq\x18\x03 \x01(\x04R\x03seq\"\xa3\x02\n" +
 	"\x10EntryBinlogBatch\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12.\n" +
 	"\tprev_gtid\x18\x02 \x01(\v2\x11.phxgo.entry.GtidR\bprevGtid\x12.\n" +
@@ -617,7 +637,8 @@ const file_entry_proto_rawDesc = "" +
 	"\bchecksum\x18\x05 \x01(\aR\bchecksum\x12\x1b\n" +
 	"\ttxn_count\x18\x06 \x01(\rR\btxnCount\x12\x12\n" +
 	"\x04more\x18\a \x01(\bR\x04more\x12\x1c\n" +
-	"\tcontinued\x18\b \x01(\bR\tcontinued\"\xbc\x02\n" +
+	"\tcontinued\x18\b \x01(\bR\tcontinued\x12\x16\n" +
+	"\x06offset\x18\t \x01(\x04R\x06offset\"\xe1\x02\n" +
 	"\rLeaseSnapshot\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12#\n" +
 	"\rlease_version\x18\x02 \x01(\x04R\fleaseVersion\x12\x14\n" +
@@ -628,7 +649,9 @@ const file_entry_proto_rawDesc = "" +
 	"\aapplied\x18\a \x01(\x04R\aapplied\x12(\n" +
 	"\x10last_batch_index\x18\b \x01(\x04R\x0elastBatchIndex\x12\x1d\n" +
 	"\n" +
-	"term_index\x18\t \x01(\x04R\ttermIndexB\x13Z\x11phxgo/proto;protob\x06proto3"
+	"term_index\x18\t \x01(\x04R\ttermIndex\x12#\n" +
+	"\rpartial_bytes\x18\n" +
+	" \x01(\x04R\fpartialBytesB\x13Z\x11phxgo/proto;protob\x06proto3"
 
 var (
 	file_entry_proto_rawDescOnce sync.Once

@@ -161,7 +161,7 @@ func (s *leaseSink) entries(prev binlog.GTID, txns []binlog.Txn) []masterlease.B
 			for off := 0; off < len(t.Events); off += s.maxFrag {
 				end := min(off+s.maxFrag, len(t.Events))
 				b := masterlease.Batch{Epoch: s.epoch, Prev: masterlease.GTID(prev), Last: masterlease.GTID(t.GTID),
-					Events: t.Events[off:end], More: end < len(t.Events), Continued: off > 0}
+					Events: t.Events[off:end], More: end < len(t.Events), Continued: off > 0, Offset: uint64(off)}
 				if !b.More {
 					b.TxnCount = 1
 				}
