@@ -91,7 +91,10 @@ func TestStep(t *testing.T) {
 		{"repeated fragment", partial, batch(g(10), g(11), func(b *Batch) { b.TxnCount, b.More, b.Continued, b.Offset = 0, true, true, 0 }), ReasonBadFragment, nil},
 		{"first fragment at an offset", base, batch(g(10), g(11), func(b *Batch) { b.TxnCount, b.More, b.Offset = 0, true, 6 }), ReasonBadFragment, nil},
 		{"last fragment", partial, batch(g(10), g(11), func(b *Batch) { b.Continued, b.Offset = true, 6 }), ReasonNone,
-			func(s State) State { s.LastGTID, s.Partial, s.PartialBytes, s.LastBatchIndex = g(11), GTID{}, 0, 41; return s }},
+			func(s State) State {
+				s.LastGTID, s.Partial, s.PartialBytes, s.LastBatchIndex = g(11), GTID{}, 0, 41
+				return s
+			}},
 		{"fragment carrying other transactions", base, batch(g(10), g(12), func(b *Batch) { b.TxnCount, b.More = 1, true }), ReasonBadFragment, nil},
 		{"new start while partial", partial, batch(g(10), g(12), nil), ReasonBadFragment, nil},
 		{"continuation without partial", base, batch(g(10), g(11), func(b *Batch) { b.Continued = true }), ReasonBadFragment, nil},
