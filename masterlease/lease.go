@@ -112,7 +112,13 @@ func (l *Lease) Apply(index uint64, cmd []byte) any {
 	if v.Valid {
 		l.observeLocked(prev, v)
 	} else if v.Entry.Kind == KindBatch && v.Entry.Batch.Epoch == prev.Epoch && prev.Master == l.id {
-		l.log.Warn("own batch rejected", "index", index, "reason", v.Reason, "detail", v.Detail)
+		// A pipelined batch chosen ahead of its predecessor breaks the
+		// chain and is proposed again by binlogd: routine, not alarming.
+		lvl := slog.LevelWarn
+		if v.Reason == ReasonChain {
+			lvl = slog.LevelDebug
+		}
+		l.log.Log(context.Background(), lvl, "own batch rejected", "index", index, "reason", v.Reason, "detail", v.Detail)
 	}
 	l.publishLocked()
 	l.mu.Unlock()
