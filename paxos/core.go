@@ -58,8 +58,9 @@ type logReader interface {
 //     only once durable, so that knowledge is never lost by a restart);
 //  4. call compact(last Committed index) on the core.
 //
-// Early holds only the leader's proposals (Accept with Chosen = 0): a
-// follower may accept before the leader's own accept is durable. The
+// Early holds only messages that claim nothing about durable state: the
+// leader's proposals (Accept with Chosen = 0: a follower may accept
+// before the leader's own accept is durable) and a follower's Forwards. The
 // leader counts its own vote at once, but the resulting chosen index only
 // leaves through Messages or Committed of a later Ready, i.e. after its
 // own accept is durable. Prepares never go early: a ballot is durable
@@ -156,9 +157,15 @@ type core struct {
 	fetchFrom  uint32 // the peer that reported it
 
 	// own proposals
-	seq        uint64
-	pending    map[uint64]*pendingCmd
-	forwardBuf [][]byte
+	seq     uint64
+	pending map[uint64]*pendingCmd
+	// Forward batching (follower): forwardBuf leaves at once if fwdIdle
+	// (no Forward sent since the last linger or tick), else when the
+	// linger ends (flushBatch) or it reaches BatchMaxBytes, so a busy
+	// follower sends one Forward per linger, like the leader's batches.
+	forwardBuf   [][]byte
+	forwardBytes int
+	fwdIdle      bool
 
 	// Ready being built
 	msgs   []Message
@@ -187,6 +194,7 @@ func newCore(cfg coreConfig, hs wal.HardState, entries []wal.Accepted, reader lo
 		seq:      cfg.SeqStart,
 		pending:  make(map[uint64]*pendingCmd),
 		accPos:   make(map[uint64]int),
+		fwdIdle:  true,
 	}
 	for i, p := range peers {
 		c.peerPos[p] = i
@@ -262,6 +270,7 @@ func (c *core) step(m Message) {
 // tickOnce advances logical time by one tick.
 func (c *core) tickOnce() {
 	c.tick++
+	c.fwdIdle = true
 	switch c.role {
 	case follower:
 		c.electionElapsed++
@@ -328,13 +337,24 @@ func (c *core) propose(data []byte, flags byte) uint64 {
 // chosen (and applied, or dropped as finished by the dedup rule).
 func (c *core) abandon(seq uint64) { delete(c.pending, seq) }
 
-// flushBatch ends the batch linger: queued commands go out now.
+// flushBatch ends the batch linger: queued commands go out now, and
+// held forwards with the next Ready.
 func (c *core) flushBatch() {
+	c.fwdIdle = true
 	if c.role == leader && len(c.queue) > 0 {
 		c.flush = true
 		c.maybePropose()
 	}
 }
+
+// lingering reports whether the driver should run the linger timer: the
+// leader has queued commands, or a follower sent a Forward since the
+// last linger (it holds further ones until then).
+func (c *core) lingering() bool {
+	return (c.role == leader && len(c.queue) > 0) || !c.fwdIdle
+}
+
+func (c *core) dropForwards() { c.forwardBuf, c.forwardBytes = nil, 0 }
 
 // canPropose reports whether this node heard from a quorum (itself
 // included) recently, or a leader it follows; if not, a new command is
@@ -372,10 +392,15 @@ func (c *core) ready() Ready {
 		c.broadcast(Message{Type: MsgAccept, Ballot: c.ballot, Chosen: c.chosen})
 	}
 	if len(c.forwardBuf) > 0 {
-		if c.leader != 0 && c.leader != c.id {
-			c.send(Message{Type: MsgForward, To: c.leader, Cmds: c.forwardBuf})
+		switch {
+		case c.leader == 0 || c.leader == c.id:
+			c.dropForwards() // still pending: retryPending re-sends them
+		case c.fwdIdle || c.forwardBytes >= c.cfg.BatchMaxBytes:
+			// Early: a Forward claims nothing about our durable state.
+			c.early = append(c.early, Message{Type: MsgForward, From: c.id, To: c.leader, Cmds: c.forwardBuf})
+			c.dropForwards()
+			c.fwdIdle = false
 		}
-		c.forwardBuf = nil
 	}
 	var committed []Entry
 	for c.applied < c.chosen {

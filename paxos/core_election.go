@@ -33,6 +33,9 @@ func (c *core) becomeFollower(leaderID uint32) {
 			in.proposed, in.votes = false, 0
 		}
 	}
+	if leaderID != c.leader {
+		c.dropForwards() // addressed to the old leader; retryPending re-sends
+	}
 	c.role = follower
 	c.leader = leaderID
 	c.promises = nil

@@ -137,6 +137,7 @@ func (c *core) sendPending(p *pendingCmd) {
 		c.enqueue(p.enc)
 	case c.leader != 0:
 		c.forwardBuf = append(c.forwardBuf, p.enc)
+		c.forwardBytes += len(p.enc)
 	default:
 		return
 	}

@@ -28,8 +28,15 @@
 // # Protocol
 //
 // Ballots are (round, node). A follower that hears no leader message for
-// a randomized [E, 2E) ticks runs phase 1 with a ballot above every round
-// it has seen, once, for all instances above its chosen index. Each
+// a randomized [E, 2E) ticks first probes (a pre-vote that persists
+// nothing): peers that heard a leader within E ticks, and a leader with
+// a quorum, refuse. Only with a majority's consent does it run phase 1
+// with a ballot above every round it has seen, once, for all instances
+// above its chosen index; so a node cut off alone never raises its ballot
+// and, when it returns, never makes a working leader step down. Campaign
+// skips the probe (the owner wants this node to lead, e.g. binlogd's
+// lease holder) and retries after a randomized backoff until it has led
+// once (core_election.go). Each
 // acceptor answers with its chosen index and every instance it accepted
 // above it. The new leader takes max chosen index C among the promises;
 // above C it re-proposes, per index, the highest-ballot accepted value, or
@@ -45,7 +52,14 @@
 // quorum silent for 2E ticks, makes the leader step down. Duels are broken
 // by the randomized timeouts.
 //
-// Followers forward commands to the leader. Every command carries
+// Followers forward commands to the leader, batched like the leader's
+// values: an idle follower forwards at once, a busy one (a Forward sent
+// within the linger) collects commands until BatchLinger ends. Forwards
+// leave without waiting for the follower's own save. Commands keep their
+// submission order through the leader's queue; ProposeAsync documents
+// exactly when one node's commands are chosen in that order.
+//
+// Every command carries
 // (node, seq, minPending); seq starts at the node's start time in
 // nanoseconds, so it is unique across restarts. The proposer keeps its
 // command pending and re-sends it when the leader changes or after 2E

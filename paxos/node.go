@@ -325,7 +325,7 @@ func (n *Node) abandon(p *proposal) {
 func (n *Node) emit() {
 	c := n.core
 	rd := c.ready()
-	if c.role == leader && len(c.queue) > 0 && !n.lingerArmed {
+	if c.lingering() && !n.lingerArmed {
 		n.lingerArmed = true
 		n.lingerTimer.Reset(n.cfg.BatchLinger)
 	}
