@@ -162,8 +162,8 @@ func run(args []string) error {
 // does little work per statement (four socket operations); with fewer Ps
 // the Go scheduler hands goroutines between threads less often, and each
 // such wakeup costs more than the relay itself. Measured on 2 vCPUs under
-// sysbench oltp_point_select: 84 µs of proxy CPU per query with 2 Ps, 46
-// with 1 (throughput 6.5k -> 11k qps).
+// sysbench oltp_point_select (8 threads, one run, TestThroughput): 47-55 µs
+// of proxy CPU per query with 2 Ps, 37-39 µs with 1; 9-12k vs 13-14k qps.
 func setProcs(n int) {
 	switch {
 	case n > 0:
