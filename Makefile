@@ -18,6 +18,7 @@ build:
 # that start real mariadbd processes (scripts/install-mariadb.sh installs them).
 test: lint build
 	$(GO) test -race -count=1 -timeout 15m ./...
+	$(GO) test -count=1 -timeout 10m ./paxos/ -run '^TestSim' -seeds=500
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null | grep -v '\.pb\.go$$')); \
