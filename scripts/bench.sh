@@ -127,14 +127,17 @@ mapfile -t PHX_PROXY < <(json_field "$PHX_DIR/cluster.json" proxy_addr)
 FAILOVERS=0
 master=-1
 find_master() {
-  local i st old=$master deadline=$((SECONDS + 120))
+  local i st old=$master deadline=$((SECONDS + 300))
   master=-1
   while [ "$master" -lt 0 ]; do
     for i in 0 1 2; do
       st=$(bin/binlogd status -addr "${PHX_BINLOGD[$i]}" 2>/dev/null || true)
       if grep -E '^role +master$' >/dev/null <<<"$st"; then master=$i; fi
     done
-    [ "$master" -ge 0 ] || [ $SECONDS -lt $deadline ] || die "no phxgo node says role master"
+    if [ "$master" -lt 0 ] && [ $SECONDS -ge $deadline ]; then
+      for i in 0 1 2; do bin/binlogd status -addr "${PHX_BINLOGD[$i]}" >&2 || true; done
+      die "no phxgo node says role master for 300 s (statuses above; logs in $PHX_DIR/node*/binlogd.log)"
+    fi
     [ "$master" -ge 0 ] || sleep 0.5
   done
   PHX_DIRECT=${PHX_MYSQL[$master]}
@@ -212,7 +215,7 @@ SB_COMMON=(--db-driver=mysql --mysql-user=app --mysql-password=app --mysql-db=sb
 prepare() {
   local out=$WORK/prepare-$1.txt a=$2
   sysbench oltp_common "${SB_COMMON[@]}" --mysql-host="$(host "$a")" --mysql-port="$(port "$a")" \
-    --threads="$TABLES" prepare >"$out" 2>&1 && return 0
+    --threads=1 prepare >"$out" 2>&1 && return 0
   log "sysbench prepare on $1 ($a) failed: $(grep FATAL "$out" | head -1 | cut -c1-200)"
   sysbench oltp_common "${SB_COMMON[@]}" --mysql-host="$(host "$a")" --mysql-port="$(port "$a")" \
     cleanup >/dev/null 2>&1 || true
@@ -263,7 +266,7 @@ run_one() {
     before=$(cpu_snapshot)
     if sysbench "$test" "${SB_COMMON[@]}" --mysql-host="$(host "$a")" --mysql-port="$(port "$a")" \
       --threads="$thr" --time="$SECONDS_PER_RUN" --report-interval=0 --percentile=95 \
-      --mysql-ignore-errors=none run >"$out" 2>&1; then
+      run >"$out" 2>&1; then
       break
     fi
     RUN_FAILURES=$((RUN_FAILURES + 1))
