@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"phxgo/binlogd/binlog"
+	"phxgo/binlogd/capture"
 	"phxgo/binlogd/mysqld"
 	"phxgo/binlogd/recovery"
 	"phxgo/binlogd/role"
@@ -88,6 +89,16 @@ func (n *Node) startMySQL(ctx context.Context) error {
 			return errors.New("killed adopted mariadbd with waiting commits")
 		}
 		_ = role.SetReadOnly(ctx, db)
+	}
+	cctx, ccancel := context.WithTimeout(ctx, 30*time.Second)
+	err = capture.CheckSettings(cctx, db)
+	ccancel()
+	if errors.Is(err, capture.ErrBadSettings) {
+		// Refuse to run on it: a commit could be acknowledged before it is durable.
+		db.Close()
+		n.setUnsafe(err.Error())
+		<-ctx.Done()
+		return err
 	}
 	bctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	err = mysqld.Bootstrap(bctx, db, mysqld.Accounts{
