@@ -43,13 +43,21 @@ func (b *backend) close() { _ = b.c.Close() }
 // answering mysql_native_password with SHA1(pw). A *wire.Error is
 // MariaDB's own refusal (pass it to the client); error is a network or
 // protocol failure.
-func dial(ctx context.Context, dialer DialFunc, key poolKey, kind routeKind, db string, timeout time.Duration) (*backend, *wire.Error, error) {
+//
+// peerTimeout (Config.PeerTimeout) bounds a silent peer: a forwarded
+// session's proxy-to-proxy hop and a MariaDB across a partition fail in
+// bounded time instead of after TCP's minutes.
+func dial(ctx context.Context, dialer DialFunc, key poolKey, kind routeKind, db string, timeout, peerTimeout time.Duration) (*backend, *wire.Error, error) {
 	nc, err := dialer(ctx, "tcp", key.addr)
 	if err != nil {
 		return nil, nil, err
 	}
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
+	}
+	if err := setPeerTimeout(nc, peerTimeout); err != nil {
+		nc.Close()
+		return nil, nil, fmt.Errorf("peer timeout: %w", err)
 	}
 	c := wire.NewConn(nc)
 	_ = nc.SetDeadline(time.Now().Add(timeout))

@@ -76,6 +76,21 @@ type Config struct {
 	IdleTimeout time.Duration
 	// DialTimeout for backend connections.
 	DialTimeout time.Duration
+	// PeerTimeout bounds how long a silent peer keeps a connection open
+	// when a partition drops its packets (no RST): client connections
+	// and every backend connection (MariaDB, the master's proxy) get TCP
+	// keepalive probes every max(1s, PeerTimeout/5) and TCP_USER_TIMEOUT
+	// PeerTimeout, so the kernel fails the connection after about
+	// PeerTimeout without an answer. 0 keeps the kernel's defaults
+	// (minutes). Must be 0 or at least 1s (keepalive has 1 s granularity).
+	PeerTimeout time.Duration
+	// IdleInTxTimeout: a forwarded session (a hop from another node's
+	// proxy) that stays idle inside a transaction this long loses it: its
+	// backend connection is closed (MariaDB rolls back and frees the
+	// locks) and its next statement gets 1290/40001. Bounds the locks an
+	// orphaned transaction of a partitioned node holds on the master. 0
+	// disables.
+	IdleInTxTimeout time.Duration
 	// SourceIP, when set, is the local address of every outgoing
 	// connection: backend MariaDBs, the master's proxy, health checks
 	// (see DialFrom). nil: the kernel chooses.
@@ -96,6 +111,8 @@ func DefaultConfig() Config {
 		ServerVersion:    "5.5.5-10.11.0-MariaDB-phxgo",
 		IdleTimeout:      5 * time.Minute,
 		DialTimeout:      3 * time.Second,
+		PeerTimeout:      5 * time.Second,
+		IdleInTxTimeout:  10 * time.Second,
 	}
 }
 
@@ -120,6 +137,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: server-version is empty", ErrConfig)
 	case c.DialTimeout <= 0:
 		return fmt.Errorf("%w: dial-timeout %v must be > 0", ErrConfig, c.DialTimeout)
+	case c.PeerTimeout < 0 || c.PeerTimeout > 0 && c.PeerTimeout < time.Second:
+		return fmt.Errorf("%w: peer-timeout %v must be 0 or at least 1s", ErrConfig, c.PeerTimeout)
+	case c.IdleInTxTimeout < 0:
+		return fmt.Errorf("%w: idle-in-tx-timeout %v < 0", ErrConfig, c.IdleInTxTimeout)
 	case c.SourceIP != nil && len(c.SourceIP) != net.IPv4len && len(c.SourceIP) != net.IPv6len:
 		return fmt.Errorf("%w: source-ip %v is not an IP address", ErrConfig, c.SourceIP)
 	}

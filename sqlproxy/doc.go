@@ -42,12 +42,35 @@
 // stable proxy-assigned ids) is replayed on the new connection. A session
 // inside a transaction gets 1290/40001 "transaction rolled back": its
 // old backend connection is closed, which rolls the transaction back, and
-// every statement fails until the client says ROLLBACK (or COMMIT, which
-// also fails), so later statements cannot run as if the transaction had
-// survived. If a backend breaks mid-statement, the outcome is unknown
-// (2013) and the client connection is closed if it already saw part of
-// the answer.
+// every statement fails until the client says ROLLBACK or BEGIN (COMMIT
+// also ends it, and fails), so later statements cannot run as if the
+// transaction had survived. If a backend breaks mid-statement, the reply
+// depends on what the statement could do to an open transaction
+// (txstate.go, classify.Effect): DML or a query inside it means the
+// transaction rolled back (1290/40001, aborted as above); ROLLBACK
+// succeeds; COMMIT, BEGIN, DDL or anything that may commit gets 2013
+// "outcome unknown" and leaves no aborted state (drivers send nothing
+// after a failed BEGIN or COMMIT). The client connection is closed if it
+// already saw part of the answer. Error codes the proxy itself sends:
 //
+//	1290 HY000  not run anywhere (no master with a lease, backend unreachable): definite
+//	1290 40001  the transaction was rolled back; nothing of it committed: definite
+//	2013 HY000  backend lost after the statement was sent: outcome unknown
+//
+// Dead peers and orphaned transactions. A partition (iptables DROP) sends
+// no RST, so a connection to a vanished peer would stay up for TCP's
+// minutes. Every client connection and every backend connection (MariaDB,
+// the master's proxy) gets keepalive probes and TCP_USER_TIMEOUT
+// (Config.PeerTimeout, default 5 s): a silent peer fails its connection
+// after about that long (peer.go). When a non-master node is cut off
+// while its client is inside a transaction, the master's proxy thus ends
+// the forwarded session and closes its MariaDB connection, which rolls
+// the transaction back and frees its row locks for everyone else.
+// Independently, a forwarded session (hop) idle inside a transaction for
+// Config.IdleInTxTimeout (default 10 s) has its backend closed and gets
+// 1290/40001 on its next statement (idletx.go); clients connected to the
+// master's own proxy are bounded by PeerTimeout only.
+
 // Read/write split (RWSplit, Causal): Cetus rules in route.go. Precedence:
 // transaction/pinned state, then /*#mode=readwrite*/ and
 // /*#mode=readonly*/ hints, then MasterPreferred, then

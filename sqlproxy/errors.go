@@ -14,22 +14,28 @@ var (
 	ErrClosed = errors.New("sqlproxy: server closed")
 )
 
-// MySQL errors the proxy itself sends. All use code 1290
-// (ER_OPTION_PREVENTS_STATEMENT) and SQLSTATE HY000 unless noted, and
-// every message starts with "phxgo:" so they are told apart from
-// MariaDB's own errors, which pass through unchanged.
+// MySQL errors the proxy itself sends. Every message starts with
+// "phxgo:" so they are told apart from MariaDB's own errors, which pass
+// through unchanged. The code says what the client may conclude:
+//
+//	1290 HY000  the statement was not run anywhere (definite failure)
+//	1290 40001  the open transaction was rolled back; the statement (a
+//	            COMMIT too) was not run or cannot have committed (definite)
+//	2013 HY000  the backend connection broke after the statement was
+//	            sent: it may or may not have taken effect (unknown)
 var (
 	// errNoMaster: no master with a valid lease within MasterWait. The
 	// statement was not sent anywhere.
 	errNoMaster = &wire.Error{Code: 1290, SQLState: "HY000", Message: "phxgo: no master with a valid lease"}
 	// errTxAborted: the master changed or its connection broke inside a
-	// transaction; the transaction was rolled back (its backend
-	// connection closed) and statements fail until ROLLBACK.
+	// transaction, before anything that could commit it ran; the
+	// transaction was rolled back (its backend connection closed) and
+	// statements fail until ROLLBACK or BEGIN (txstate.go).
 	errTxAborted = &wire.Error{Code: 1290, SQLState: "40001", Message: "phxgo: transaction rolled back: master changed or backend connection lost; issue ROLLBACK"}
 	// errBackend: the backend could not be reached; the statement was not run.
-	errBackend = &wire.Error{Code: 2013, SQLState: "HY000", Message: "phxgo: backend connection failed; statement not run"}
+	errBackend = &wire.Error{Code: 1290, SQLState: "HY000", Message: "phxgo: backend connection failed; statement not run"}
 	// errLost: the backend connection broke after the statement was sent:
-	// its outcome is unknown.
+	// its outcome is unknown (for a COMMIT: committed or rolled back).
 	errLost = &wire.Error{Code: 2013, SQLState: "HY000", Message: "phxgo: lost backend connection during statement; outcome unknown"}
 	// errUnsupported: a command the proxy does not relay.
 	errUnsupported = &wire.Error{Code: 1235, SQLState: "42000", Message: "phxgo: command not supported by the proxy"}

@@ -134,8 +134,8 @@ func (s *session) acquire(d decision) (*backend, routeKind, *wire.Error) {
 				// The master moved under an open transaction (or
 				// unreplayable state): never half-apply it.
 				b.close()
-				lostTx := s.inTx
-				s.inTx, s.pinned = false, false
+				lostTx := s.txOpen()
+				s.inTx, s.txOver, s.pinned = false, false, false
 				if lostTx {
 					s.aborted = true
 					return nil, 0, errTxAborted
@@ -199,7 +199,7 @@ func (s *session) connect(addr string, kind routeKind) (*backend, *wire.Error) {
 		return b, nil
 	}
 	ctx := s.ctx()
-	b, werr, err := dial(ctx, s.srv.dial, key, kind, s.db, s.srv.cfg.DialTimeout)
+	b, werr, err := dial(ctx, s.srv.dial, key, kind, s.db, s.srv.cfg.DialTimeout, s.srv.cfg.PeerTimeout)
 	if err != nil {
 		s.srv.log.Warn("sqlproxy: backend dial failed", "addr", addr, "err", err)
 		s.srv.metrics.errors.WithLabelValues("dial").Inc()

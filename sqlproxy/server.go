@@ -166,6 +166,9 @@ func (s *Server) handle(nc net.Conn, mode Mode) {
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
+	if err := setPeerTimeout(nc, s.cfg.PeerTimeout); err != nil {
+		s.log.Warn("sqlproxy: cannot set peer timeout on client connection", "remote", nc.RemoteAddr(), "err", err)
+	}
 	sess := &session{srv: s, mode: mode, cl: wire.NewConn(nc), id: s.connID.Add(1),
 		stmts: map[uint32]*pstmt{}}
 	s.metrics.conns.WithLabelValues(mode.String()).Inc()

@@ -43,6 +43,7 @@ type session struct {
 	nextStmt uint32
 
 	inTx          bool // last status had SERVER_STATUS_IN_TRANS
+	txOver        bool // inTx, but an error since said the transaction was rolled back (40001)
 	autocommitOff bool
 	aborted       bool // a transaction was lost: fail until ROLLBACK
 	pinned        bool // unreplayable state: keep the master connection
@@ -60,12 +61,19 @@ type session struct {
 	holdUntil    time.Time // when the armed hold ends
 	holdTimer    *time.Timer
 	timerPending bool // holdTimer will fire (it re-arms itself while holdUntil moves on)
+
+	// Idle-in-transaction bound (idletx.go).
+	idleTxTimer *time.Timer
+	idleTxArmed bool // the timer may take held
+	idleTxFired bool // it did: the transaction is gone
 }
 
 func (s *session) serve() error {
 	for {
 		s.cl.Seq = 0
+		s.idleTxArm()
 		pkt, err := s.cl.ReadPacketReuse() // valid until the next read: command copies what it keeps
+		s.idleTxDisarm()
 		if err != nil {
 			return err
 		}
@@ -123,25 +131,22 @@ func (s *session) reply(e *wire.Error) error {
 // query routes and runs a COM_QUERY (or a command treated like one).
 func (s *session) query(pkt []byte, info classify.Info) error {
 	if s.aborted {
-		switch info.Kind {
-		case classify.Rollback:
-			s.aborted = false
-			s.cl.Seq = 1
-			return s.cl.WriteFlush(wire.OK(0, 0, s.status()))
-		case classify.Commit:
-			s.aborted = false
+		if run, err := s.abortedQuery(info, pkt[1:]); !run {
+			return err
 		}
-		return s.reply(errTxAborted)
 	}
 	start := time.Now()
 	b, kind, werr := s.acquire(s.route(info))
+	if werr == errTxAborted {
+		return s.txLostBeforeSend(info, pkt[1:])
+	}
 	if werr != nil {
 		return s.reply(werr)
 	}
-	res, err := s.roundTrip(b, pkt, func() (wire.Result, error) {
+	res, dropped, err := s.roundTrip(b, pkt, pkt[1:], func() (wire.Result, error) {
 		return wire.RelayResponse(b.c, s.cl, pkt[0], s.caps)
 	})
-	if err != nil {
+	if err != nil || dropped {
 		return err
 	}
 	s.srv.metrics.observe(kind, start, res.Err)
@@ -165,8 +170,7 @@ func (s *session) afterWrite(b *backend, kind routeKind) bool {
 	recorded, err := s.noteWrite(b, kind)
 	if err != nil {
 		s.causalUnknown = true
-		b.close()
-		s.dropHeld(b)
+		s.dropBroken(b)
 		return false
 	}
 	s.causalUnknown = !recorded
@@ -174,12 +178,14 @@ func (s *session) afterWrite(b *backend, kind routeKind) bool {
 }
 
 // roundTrip sends pkt on b and relays the answer. A backend failure
-// before any byte reached the client becomes an error reply and the
-// backend is dropped; a failure after that closes the client.
-func (s *session) roundTrip(b *backend, pkt []byte, relay func() (wire.Result, error)) (wire.Result, error) {
+// before any byte reached the client becomes an error reply (lostBackend:
+// sql, the statement text, decides whether an open transaction is
+// reported rolled back or its outcome unknown) and the backend is
+// dropped; a failure after that closes the client. dropped: b was closed
+// and the client answered; the caller must not touch b again.
+func (s *session) roundTrip(b *backend, pkt, sql []byte, relay func() (wire.Result, error)) (res wire.Result, dropped bool, err error) {
 	b.c.Seq = 0
-	err := b.c.WriteFlush(pkt)
-	var res wire.Result
+	err = b.c.WriteFlush(pkt)
 	if err == nil {
 		res, err = relay()
 	}
@@ -187,19 +193,20 @@ func (s *session) roundTrip(b *backend, pkt []byte, relay func() (wire.Result, e
 		b.close()
 		s.dropHeld(b)
 		if res.Relayed > 0 || errors.Is(err, wire.ErrClientSide) {
-			return res, err
+			return res, true, err
 		}
-		if s.inTx || s.pinned {
-			s.inTx, s.pinned, s.aborted = false, false, true
-			return res, s.reply(errTxAborted)
-		}
-		return res, s.reply(errLost)
+		return res, true, s.lostBackend(pkt[0], sql)
 	}
 	if res.HasStatus {
 		s.inTx = res.Status&wire.StatusInTrans != 0
 		s.autocommitOff = res.Status&wire.StatusAutocommit == 0
+		s.txOver = false
+	} else if res.Err != nil && res.Err.SQLState == "40001" && s.inTx {
+		// A deadlock (1213) or a proxy's "rolled back" ended the
+		// transaction; ERR packets carry no status to say so.
+		s.txOver = true
 	}
-	return res, nil
+	return res, false, nil
 }
 
 // track records replayable session state after a successful statement.
@@ -244,10 +251,10 @@ func (s *session) prepare(pkt []byte) error {
 	s.nextStmt++
 	id := s.nextStmt
 	start := time.Now()
-	res, err := s.roundTrip(b, pkt, func() (wire.Result, error) {
+	res, dropped, err := s.roundTrip(b, pkt, nil, func() (wire.Result, error) {
 		return wire.RelayPrepare(b.c, s.cl, s.caps, id)
 	})
-	if err != nil {
+	if err != nil || dropped {
 		return err
 	}
 	s.srv.metrics.observe(kind, start, res.Err)
@@ -281,8 +288,7 @@ func (s *session) stmtCommand(pkt []byte) error {
 				binary.LittleEndian.PutUint32(pkt[1:], bid)
 				b.c.Seq = 0
 				if err := b.c.WriteFlush(pkt); err != nil {
-					b.close()
-					s.dropHeld(b)
+					s.dropBroken(b)
 				}
 			}
 		}
@@ -310,10 +316,12 @@ func (s *session) stmtCommand(pkt []byte) error {
 	if !ok {
 		res, err := b.exec(wire.ComStmtPrepare, st.sql, s.caps)
 		if err != nil {
-			b.close()
-			s.dropHeld(b)
-			if noReply {
+			lostTx := s.dropBroken(b)
+			switch {
+			case noReply:
 				return nil
+			case lostTx:
+				return s.reply(errTxAborted)
 			}
 			return s.reply(errBackend)
 		}
@@ -331,17 +339,16 @@ func (s *session) stmtCommand(pkt []byte) error {
 	if noReply { // SEND_LONG_DATA
 		b.c.Seq = 0
 		if err := b.c.WriteFlush(pkt); err != nil {
-			b.close()
-			s.dropHeld(b)
+			s.dropBroken(b)
 		} else {
 			s.keep(b) // long data must reach the same connection as the execute
 		}
 		return nil
 	}
-	res, err := s.roundTrip(b, pkt, func() (wire.Result, error) {
+	res, dropped, err := s.roundTrip(b, pkt, st.sql, func() (wire.Result, error) {
 		return wire.RelayResponse(b.c, s.cl, cmd, s.caps)
 	})
-	if err != nil {
+	if err != nil || dropped {
 		return err
 	}
 	s.srv.metrics.observe(kind, start, res.Err)
@@ -364,6 +371,10 @@ func (s *session) finish() {
 	if s.holdTimer != nil {
 		s.holdTimer.Stop()
 		s.timerPending = false
+	}
+	if s.idleTxTimer != nil {
+		s.idleTxTimer.Stop()
+		s.idleTxArmed = false
 	}
 	s.mu.Unlock()
 	if b == nil {

@@ -51,6 +51,8 @@ func run(args []string) error {
 	maxLag := fs.Duration("max-replica-lag", def.MaxReplicaLag, "replicas further behind get no reads")
 	maxBehind := fs.Int64("max-replica-behind", def.MaxReplicaBehind, "replicas lacking more transactions than this (GTID position vs the master's) get no reads")
 	causalWait := fs.Duration("causal-wait", def.CausalWait, "causal mode: how long a replica may take to apply a session's last write before the read goes to the master")
+	peerTimeout := fs.Duration("peer-timeout", def.PeerTimeout, "fail a client or backend connection whose peer stops answering (partition, no RST) after about this long: TCP keepalive + TCP_USER_TIMEOUT; 0: kernel defaults")
+	idleTx := fs.Duration("idle-in-tx-timeout", def.IdleInTxTimeout, "roll back a forwarded session's transaction (from another node's proxy) idle this long, freeing its locks on the master; 0 disables")
 	httpAddr := fs.String("http", "127.0.0.1:9307", "admin HTTP (/metrics, /backends); empty disables")
 	sourceIP := fs.String("source-ip", "", "local address of every outgoing connection (MariaDBs, the master's proxy); default: the host of -listen when it is a specific IP")
 	poll := fs.Duration("poll", 50*time.Millisecond, "binlogd status poll interval")
@@ -89,6 +91,7 @@ func run(args []string) error {
 	cfg.MasterWait, cfg.MaxReplicaLag = *masterWait, *maxLag
 	cfg.MaxReplicaBehind, cfg.CausalWait = *maxBehind, *causalWait
 	cfg.AdminUser, cfg.AdminPassword, cfg.Logger = *adminUser, pw, log
+	cfg.PeerTimeout, cfg.IdleInTxTimeout = *peerTimeout, *idleTx
 	if err := cfg.Validate(); err != nil {
 		return err
 	}

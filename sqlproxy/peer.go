@@ -1,0 +1,26 @@
+package sqlproxy
+
+import (
+	"net"
+	"time"
+)
+
+// setPeerTimeout makes the kernel fail c after about d without an answer
+// from the peer, even when a partition drops packets silently (no RST):
+// keepalive probes start after max(1s, d/5) of idleness and repeat at that
+// interval, and TCP_USER_TIMEOUT (Linux) aborts the connection once data
+// or a probe has gone unacknowledged for d. A blocked read then fails, so
+// the session ends and closes its backend (an open transaction rolls back
+// and frees its locks). d <= 0 or a non-TCP conn: nothing changes.
+func setPeerTimeout(c net.Conn, d time.Duration) error {
+	tc, ok := c.(*net.TCPConn)
+	if !ok || d <= 0 {
+		return nil
+	}
+	probe := max(time.Second, d/5)
+	if err := tc.SetKeepAliveConfig(net.KeepAliveConfig{Enable: true, Idle: probe,
+		Interval: probe, Count: max(1, int(d/probe))}); err != nil {
+		return err
+	}
+	return setUserTimeout(tc, d)
+}

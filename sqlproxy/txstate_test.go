@@ -1,0 +1,210 @@
+package sqlproxy
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"testing"
+	"time"
+
+	"phxgo/sqlproxy/topology"
+)
+
+// TestLostTransactions checks what a client is told when its
+// transaction's backend connection is lost (txstate.go) and the
+// idle-in-transaction bound for forwarded sessions (idletx.go), on a
+// real MariaDB. A backend connection is lost by KILLing it from a root
+// session; the proxy holds it for the whole test (Hold), so the client's
+// next statement meets the dead connection.
+func TestLostTransactions(t *testing.T) {
+	insts := startInstances(t, 1)
+	m := insts[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	root, err := m.DB("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	for _, s := range []string{"CREATE DATABASE app", "CREATE TABLE app.t (k INT PRIMARY KEY, v INT)"} {
+		if _, err := root.ExecContext(ctx, s); err != nil {
+			t.Fatal(s, err)
+		}
+	}
+	authAddrs := []string{m.Addr()}
+	pa := startProxy(t, 1, masterView(m), Linearizable, authAddrs, func(c *Config) {
+		c.Hold = time.Hour
+		c.IdleInTxTimeout = 500 * time.Millisecond
+	})
+	// conn opens one client connection through addr.
+	conn := func(t *testing.T, addr string) *sql.Conn {
+		t.Helper()
+		c, err := appDB(t, addr, "app", false).Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	exec := func(t *testing.T, c *sql.Conn, q string) {
+		t.Helper()
+		if _, err := c.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	wantErr := func(t *testing.T, c *sql.Conn, q string, code uint16, state string) {
+		t.Helper()
+		_, err := c.ExecContext(ctx, q)
+		if me := mysqlErr(t, err); me.Number != code || string(me.SQLState[:]) != state {
+			t.Fatalf("%s: want %d/%s, got %v", q, code, state, me)
+		}
+	}
+	// killBackend kills c's backend connection and waits until it is gone.
+	killBackend := func(t *testing.T, c *sql.Conn) {
+		t.Helper()
+		var id int64
+		if err := c.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := root.ExecContext(ctx, fmt.Sprintf("KILL %d", id)); err != nil {
+			t.Fatal(err)
+		}
+		await(t, ctx, "killed backend gone", func() bool {
+			var n int
+			err := root.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?", id).Scan(&n)
+			return err == nil && n == 0
+		})
+	}
+	count := func(t *testing.T, k int) int {
+		t.Helper()
+		var n int
+		if err := root.QueryRowContext(ctx, "SELECT COUNT(*) FROM app.t WHERE k = ?", k).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	t.Run("begin_lost_is_unknown_and_not_aborted", func(t *testing.T) {
+		c := conn(t, pa.addr)
+		exec(t, c, "BEGIN")
+		exec(t, c, "INSERT INTO t VALUES (1, 0)")
+		killBackend(t, c)
+		// BEGIN would have committed the open transaction: unknown.
+		wantErr(t, c, "BEGIN", 2013, "HY000")
+		exec(t, c, "BEGIN") // no aborted state: database/sql never sends ROLLBACK here
+		exec(t, c, "INSERT INTO t VALUES (2, 0)")
+		exec(t, c, "COMMIT")
+		if count(t, 1) != 0 || count(t, 2) != 1 {
+			t.Fatalf("rows 1,2: %d %d", count(t, 1), count(t, 2))
+		}
+	})
+
+	t.Run("dml_lost_is_rolled_back_then_begin_ends_it", func(t *testing.T) {
+		c := conn(t, pa.addr)
+		exec(t, c, "BEGIN")
+		exec(t, c, "INSERT INTO t VALUES (3, 0)")
+		killBackend(t, c)
+		wantErr(t, c, "INSERT INTO t VALUES (4, 0)", 1290, "40001")
+		wantErr(t, c, "INSERT INTO t VALUES (5, 0)", 1290, "40001") // aborted until the client ends it
+		exec(t, c, "BEGIN")                                         // ends the rolled-back transaction
+		exec(t, c, "INSERT INTO t VALUES (6, 0)")
+		exec(t, c, "COMMIT")
+		if count(t, 3)+count(t, 4)+count(t, 5) != 0 || count(t, 6) != 1 {
+			t.Fatal("rows of the lost transaction committed, or the new one not")
+		}
+	})
+
+	t.Run("commit_lost_is_unknown_and_not_aborted", func(t *testing.T) {
+		c := conn(t, pa.addr)
+		exec(t, c, "BEGIN")
+		exec(t, c, "INSERT INTO t VALUES (7, 0)")
+		killBackend(t, c)
+		wantErr(t, c, "COMMIT", 2013, "HY000")
+		exec(t, c, "INSERT INTO t VALUES (8, 0)") // autocommit works at once
+		if count(t, 8) != 1 {
+			t.Fatal("autocommit insert after the lost COMMIT missing")
+		}
+	})
+
+	t.Run("rollback_lost_is_ok", func(t *testing.T) {
+		c := conn(t, pa.addr)
+		exec(t, c, "BEGIN")
+		exec(t, c, "INSERT INTO t VALUES (9, 0)")
+		killBackend(t, c)
+		exec(t, c, "ROLLBACK")
+		exec(t, c, "INSERT INTO t VALUES (10, 0)")
+		if count(t, 9) != 0 || count(t, 10) != 1 {
+			t.Fatal("rows 9,10")
+		}
+	})
+
+	t.Run("autocommit_lost_is_unknown_then_recovers", func(t *testing.T) {
+		c := conn(t, pa.addr)
+		killBackend(t, c)
+		wantErr(t, c, "INSERT INTO t VALUES (12, 0)", 2013, "HY000")
+		exec(t, c, "INSERT INTO t VALUES (13, 0)") // the dead backend is never reused
+		if count(t, 13) != 1 {
+			t.Fatal("row 13 missing")
+		}
+	})
+
+	t.Run("database_sql_begin_after_failed_begin", func(t *testing.T) {
+		db := appDB(t, pa.addr, "app", false)
+		db.SetMaxOpenConns(1)
+		c, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		exec(t, c, "BEGIN")
+		killBackend(t, c)
+		c.Close() // back to the pool with the proxy still inside the transaction
+		if _, err := db.BeginTx(ctx, nil); err == nil {
+			t.Fatal("BEGIN on a lost backend succeeded")
+		}
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatalf("BEGIN after a failed BEGIN: %v", err)
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT INTO t VALUES (11, 0)"); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	// Node 2's proxy forwards to node 1's (pa): its sessions are hops there.
+	fwd := topology.View{MasterID: 1, MasterProxyAddr: pa.addr, MasterMySQLAddr: m.Addr(), SelfMySQLAddr: m.Addr()}
+	pb := startProxy(t, 2, fwd, Linearizable, authAddrs, nil)
+
+	t.Run("forwarded_idle_in_transaction_released", func(t *testing.T) {
+		if _, err := root.ExecContext(ctx, "INSERT INTO app.t VALUES (100, 0)"); err != nil {
+			t.Fatal(err)
+		}
+		c := conn(t, pb.addr)
+		exec(t, c, "BEGIN")
+		exec(t, c, "UPDATE t SET v = 1 WHERE k = 100")
+		// A direct session waits for the row lock far longer than the
+		// idle bound: it succeeds only because the proxy rolled the
+		// forwarded transaction back (else 1205 after 60 s).
+		other, err := m.DB("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer other.Close()
+		oc, err := other.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer oc.Close()
+		exec(t, oc, "SET SESSION innodb_lock_wait_timeout = 60")
+		exec(t, oc, "UPDATE app.t SET v = 2 WHERE k = 100")
+		// The client's transaction is gone: told so, definitely.
+		wantErr(t, c, "UPDATE t SET v = 3 WHERE k = 100", 1290, "40001")
+		exec(t, c, "ROLLBACK")
+		var v int
+		if err := c.QueryRowContext(ctx, "SELECT v FROM t WHERE k = 100").Scan(&v); err != nil || v != 2 {
+			t.Fatalf("v=%d err=%v, want 2 (the forwarded update rolled back)", v, err)
+		}
+	})
+}
