@@ -41,13 +41,15 @@ func (i *Instance) Adopt() bool {
 	return true
 }
 
+// exited forgets the process, then wakes the waiters: whoever sees done
+// closed must also see Pid() == 0.
 func (i *Instance) exited(pid int, done chan struct{}) {
-	close(done)
 	i.mu.Lock()
 	if i.pid == pid {
 		i.pid, i.cmd = 0, nil
 	}
 	i.mu.Unlock()
+	close(done)
 }
 
 func alive(pid int) bool {
