@@ -228,12 +228,16 @@ func (i *Instance) Pid() int {
 	return i.pid
 }
 
-// Done is closed when the current mariadbd exits (nil when not running).
+// Done is closed when the current mariadbd exits; when none runs, it is
+// already closed (a caller that started one and waits on Done never hangs
+// because it died in between).
 func (i *Instance) Done() <-chan struct{} {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if i.pid == 0 {
-		return nil
+		c := make(chan struct{})
+		close(c)
+		return c
 	}
 	return i.done
 }
