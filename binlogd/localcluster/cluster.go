@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"phxgo/binlogd/mysqld"
 	pb "phxgo/proto"
 )
 
@@ -100,7 +101,7 @@ func (c *Cluster) Pid(id uint32, proc string) int {
 		return 0
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || !alive(pid) {
+	if err != nil || !mysqld.Alive(pid) {
 		return 0
 	}
 	return pid
@@ -352,23 +353,8 @@ func (c *Cluster) WaitHealthy(ctx context.Context, progress func(string)) (uint3
 	}
 }
 
-func alive(pid int) bool {
-	if pid <= 0 || syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	if j := strings.LastIndexByte(s, ')'); j >= 0 && j+2 < len(s) {
-		return s[j+2] != 'Z'
-	}
-	return true
-}
-
 func waitGone(ctx context.Context, pid int) error {
-	for alive(pid) {
+	for mysqld.Alive(pid) {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("localcluster: pid %d still alive: %w", pid, ctx.Err())

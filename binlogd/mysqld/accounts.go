@@ -46,19 +46,19 @@ func Bootstrap(ctx context.Context, db *sql.DB, a Accounts) error {
 	defer conn.Close()
 	stmts := []string{
 		"SET SESSION sql_log_bin=0",
-		fmt.Sprintf("CREATE USER IF NOT EXISTS %s@'%%' IDENTIFIED BY %s", quote(a.CaptureUser), quote(a.CapturePassword)),
-		fmt.Sprintf("ALTER USER %s@'%%' IDENTIFIED BY %s", quote(a.CaptureUser), quote(a.CapturePassword)),
-		fmt.Sprintf("GRANT REPLICATION SLAVE, REPLICATION CLIENT, BINLOG MONITOR ON *.* TO %s@'%%'", quote(a.CaptureUser)),
-		fmt.Sprintf("CREATE USER IF NOT EXISTS %s@'%%' IDENTIFIED BY %s", quote(a.AppUser), quote(a.AppPassword)),
-		fmt.Sprintf("ALTER USER %s@'%%' IDENTIFIED BY %s", quote(a.AppUser), quote(a.AppPassword)),
-		fmt.Sprintf("GRANT %s ON *.* TO %s@'%%'", appPrivileges, quote(a.AppUser)),
+		fmt.Sprintf("CREATE USER IF NOT EXISTS %s@'%%' IDENTIFIED BY %s", Quote(a.CaptureUser), Quote(a.CapturePassword)),
+		fmt.Sprintf("ALTER USER %s@'%%' IDENTIFIED BY %s", Quote(a.CaptureUser), Quote(a.CapturePassword)),
+		fmt.Sprintf("GRANT REPLICATION SLAVE, REPLICATION CLIENT, BINLOG MONITOR ON *.* TO %s@'%%'", Quote(a.CaptureUser)),
+		fmt.Sprintf("CREATE USER IF NOT EXISTS %s@'%%' IDENTIFIED BY %s", Quote(a.AppUser), Quote(a.AppPassword)),
+		fmt.Sprintf("ALTER USER %s@'%%' IDENTIFIED BY %s", Quote(a.AppUser), Quote(a.AppPassword)),
+		fmt.Sprintf("GRANT %s ON *.* TO %s@'%%'", appPrivileges, Quote(a.AppUser)),
 	}
 	if a.ProxyUser != "" {
 		stmts = append(stmts,
-			fmt.Sprintf("CREATE USER IF NOT EXISTS %s@'%%' IDENTIFIED BY %s", quote(a.ProxyUser), quote(a.ProxyPassword)),
-			fmt.Sprintf("ALTER USER %s@'%%' IDENTIFIED BY %s", quote(a.ProxyUser), quote(a.ProxyPassword)),
-			fmt.Sprintf("GRANT SELECT ON mysql.* TO %s@'%%'", quote(a.ProxyUser)),
-			fmt.Sprintf("GRANT SLAVE MONITOR ON *.* TO %s@'%%'", quote(a.ProxyUser)),
+			fmt.Sprintf("CREATE USER IF NOT EXISTS %s@'%%' IDENTIFIED BY %s", Quote(a.ProxyUser), Quote(a.ProxyPassword)),
+			fmt.Sprintf("ALTER USER %s@'%%' IDENTIFIED BY %s", Quote(a.ProxyUser), Quote(a.ProxyPassword)),
+			fmt.Sprintf("GRANT SELECT ON mysql.* TO %s@'%%'", Quote(a.ProxyUser)),
+			fmt.Sprintf("GRANT SLAVE MONITOR ON *.* TO %s@'%%'", Quote(a.ProxyUser)),
 		)
 	}
 	stmts = append(stmts, "SET SESSION sql_log_bin=1")
@@ -70,7 +70,8 @@ func Bootstrap(ctx context.Context, db *sql.DB, a Accounts) error {
 	return nil
 }
 
-func quote(s string) string {
+// Quote makes s a single-quoted SQL string literal.
+func Quote(s string) string {
 	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
 }
 

@@ -21,7 +21,7 @@ func (i *Instance) Adopt() bool {
 		return false
 	}
 	pid, err := strconv.Atoi(string(bytes.TrimSpace(b)))
-	if err != nil || pid <= 0 || !alive(pid) || !isMariadbd(pid) {
+	if err != nil || pid <= 0 || !Alive(pid) || !isMariadbd(pid) {
 		return false
 	}
 	i.mu.Lock()
@@ -32,7 +32,7 @@ func (i *Instance) Adopt() bool {
 	done := make(chan struct{})
 	i.pid, i.done = pid, done
 	go func() {
-		for alive(pid) {
+		for Alive(pid) {
 			time.Sleep(100 * time.Millisecond) // not our child: no Wait, only polling
 		}
 		i.exited(pid, done)
@@ -52,7 +52,8 @@ func (i *Instance) exited(pid int, done chan struct{}) {
 	close(done)
 }
 
-func alive(pid int) bool {
+// Alive reports whether pid is a live process (not a zombie).
+func Alive(pid int) bool {
 	if syscall.Kill(pid, 0) != nil {
 		return false
 	}

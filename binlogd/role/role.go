@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"phxgo/binlogd/binlog"
+	"phxgo/binlogd/mysqld"
 )
 
 // Upstream is where a replica pulls from: its own binlogd's endpoint.
@@ -47,7 +48,7 @@ func BecomeReplica(ctx context.Context, db *sql.DB, up Upstream) error {
 		"STOP SLAVE",
 		fmt.Sprintf("CHANGE MASTER TO MASTER_HOST=%s, MASTER_PORT=%d, MASTER_USER=%s, MASTER_PASSWORD=%s, "+
 			"MASTER_USE_GTID=current_pos, MASTER_CONNECT_RETRY=1, MASTER_HEARTBEAT_PERIOD=1",
-			quote(host), port, quote(up.User), quote(up.Password)),
+			mysqld.Quote(host), port, mysqld.Quote(up.User), mysqld.Quote(up.Password)),
 		"SET GLOBAL rpl_semi_sync_master_enabled=OFF",
 		"START SLAVE",
 	}
@@ -201,10 +202,6 @@ func exec(ctx context.Context, db *sql.DB, q string) error {
 		return fmt.Errorf("role: %s: %w", redact(q), err)
 	}
 	return nil
-}
-
-func quote(s string) string {
-	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
 }
 
 func redact(q string) string {

@@ -76,7 +76,7 @@ func cmdStopMySQL(args []string) error {
 	if _, err := db.ExecContext(ctx, "SHUTDOWN"); err != nil && !isConnGone(err) {
 		return fmt.Errorf("SHUTDOWN: %w", err)
 	}
-	for alive(pid) {
+	for mysqld.Alive(pid) {
 		if ctx.Err() != nil {
 			return kill(pid)
 		}
@@ -92,19 +92,17 @@ func readPid(path string) int {
 		return 0
 	}
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	if pid <= 0 || !alive(pid) {
+	if pid <= 0 || !mysqld.Alive(pid) {
 		return 0
 	}
 	return pid
 }
 
-func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
-
 func kill(pid int) error {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return err
 	}
-	for alive(pid) {
+	for mysqld.Alive(pid) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	fmt.Println("mariadbd killed (SIGKILL)")
