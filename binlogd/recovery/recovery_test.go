@@ -42,29 +42,7 @@ func TestCutPendingCommitRollsBack(t *testing.T) {
 	mustExec(t, db, "SET GLOBAL rpl_semi_sync_master_enabled=ON")
 
 	// The pending commit: no semi-sync replica, so it waits forever.
-	pending := make(chan error, 1)
-	go func() {
-		_, err := db.ExecContext(ctx, "INSERT INTO r.t VALUES (100)")
-		pending <- err
-	}()
-	// Await the commit being in the binlog and waiting for the ACK.
-	for {
-		var waiting int
-		var name string
-		if err := db.QueryRow("SHOW GLOBAL STATUS LIKE 'Rpl_semi_sync_master_wait_sessions'").Scan(&name, &waiting); err != nil {
-			t.Fatal(err)
-		}
-		if waiting == 1 {
-			break
-		}
-		select {
-		case err := <-pending:
-			t.Fatalf("commit returned without an ACK: %v", err)
-		case <-ctx.Done():
-			t.Fatal(ctx.Err())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	pending := startPendingCommit(ctx, t, db)
 	if err := inst.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -165,22 +143,7 @@ func TestGracefulShutdownCommittedPastCut(t *testing.T) {
 	mustExec(t, db, "CREATE TABLE r.t (id INT PRIMARY KEY) ENGINE=InnoDB")
 	mustExec(t, db, "INSERT INTO r.t VALUES (1)")
 	mustExec(t, db, "SET GLOBAL rpl_semi_sync_master_enabled=ON")
-	pending := make(chan error, 1)
-	go func() {
-		_, err := db.ExecContext(ctx, "INSERT INTO r.t VALUES (100)")
-		pending <- err
-	}()
-	for {
-		var name string
-		var waiting int
-		if err := db.QueryRow("SHOW GLOBAL STATUS LIKE 'Rpl_semi_sync_master_wait_sessions'").Scan(&name, &waiting); err != nil {
-			t.Fatal(err)
-		}
-		if waiting == 1 {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	pending := startPendingCommit(ctx, t, db)
 	if err := inst.Shutdown(time.Minute); err != nil { // graceful: the mistake
 		t.Fatal(err)
 	}
@@ -213,5 +176,35 @@ func TestGracefulShutdownCommittedPastCut(t *testing.T) {
 	var n int
 	if err := db.QueryRow("SELECT COUNT(*) FROM r.t WHERE id=100").Scan(&n); err != nil || n != 1 {
 		t.Fatalf("expected the committed-at-shutdown row to be there (the reason for the check): n=%d err=%v", n, err)
+	}
+}
+
+// startPendingCommit inserts id 100 into r.t in the background and waits
+// until that commit is in the binlog and waiting for its semi-sync ACK
+// (semi-sync must be ON with no replica). It fails the test if the commit
+// returns first. The returned channel gets the commit's outcome.
+func startPendingCommit(ctx context.Context, t *testing.T, db *sql.DB) <-chan error {
+	t.Helper()
+	pending := make(chan error, 1)
+	go func() {
+		_, err := db.ExecContext(ctx, "INSERT INTO r.t VALUES (100)")
+		pending <- err
+	}()
+	for {
+		var name string
+		var waiting int
+		if err := db.QueryRow("SHOW GLOBAL STATUS LIKE 'Rpl_semi_sync_master_wait_sessions'").Scan(&name, &waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting == 1 {
+			return pending
+		}
+		select {
+		case err := <-pending:
+			t.Fatalf("commit returned without an ACK: %v", err)
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
 }
