@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -255,16 +256,29 @@ func (n *Node) poll(ctx context.Context) {
 		if ls.Role == masterlease.RoleCandidate && g == binlog.GTID(ls.State.LastGTID) {
 			n.lease.MarkCaughtUp(ls.State.LastBatchIndex)
 		}
-		n.roleMu.Lock()
-		master := n.isMaster
-		n.roleMu.Unlock()
-		if !master && ls.Role != masterlease.RoleMaster && !n.stopping.Load() && time.Since(lastRepoint) > 2*time.Second {
+		if time.Since(lastRepoint) > 2*time.Second && !n.stopping.Load() {
 			lastRepoint = time.Now()
-			if err := role.BecomeReplica(qctx, db, n.upstream()); err != nil {
-				n.log.Warn("keeping MariaDB a replica failed", "err", err)
-			}
+			n.keepReplica(qctx, db)
 		}
 		cancel()
+	}
+}
+
+// keepReplica repoints MariaDB at this node's own endpoint unless the node
+// is, or is about to become, master. The checks run under switchMu so a
+// promotion that starts meanwhile waits for the repoint to finish and then
+// turns semi-sync master back on.
+func (n *Node) keepReplica(ctx context.Context, db *sql.DB) {
+	n.switchMu.Lock()
+	defer n.switchMu.Unlock()
+	n.roleMu.Lock()
+	master := n.isMaster
+	n.roleMu.Unlock()
+	if master || n.lease.Status().Role == masterlease.RoleMaster {
+		return
+	}
+	if err := role.BecomeReplica(ctx, db, n.upstream()); err != nil {
+		n.log.Warn("keeping MariaDB a replica failed", "err", err)
 	}
 }
 

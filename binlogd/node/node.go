@@ -46,6 +46,11 @@ type Node struct {
 	replInfo atomic.Pointer[string]
 	unsafe   atomic.Pointer[string]
 
+	// switchMu serializes the statements that change MariaDB's role:
+	// without it the poll loop's repoint (which turns semi-sync master off)
+	// could land between becomeMaster's statements and its settings check.
+	switchMu sync.Mutex
+
 	roleMu   sync.Mutex
 	isMaster bool
 	capStop  context.CancelFunc

@@ -57,6 +57,11 @@ func (n *Node) roleLoop(ctx context.Context) {
 // becomeMaster runs once this node holds a valid lease and its MariaDB has
 // applied every valid batch before the term.
 func (n *Node) becomeMaster(ctx context.Context, st masterlease.Status) error {
+	n.switchMu.Lock()
+	defer n.switchMu.Unlock()
+	if cur := n.lease.Status(); cur.Role != masterlease.RoleMaster || cur.State.Epoch != st.State.Epoch {
+		return nil // the term ended while a repoint held switchMu
+	}
 	db := n.conn()
 	if db == nil {
 		return errNoMySQL
