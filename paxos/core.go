@@ -54,8 +54,10 @@ type logReader interface {
 //     made durable by earlier Saves;
 //  2. apply Committed in order (every entry is chosen and durable);
 //  3. send Messages only once Update is durable (an acceptor answers only
-//     after its promise or accept is durable; a chosen index is announced
-//     only once durable, so that knowledge is never lost by a restart);
+//     after its promise or accept is durable). A chosen index may be
+//     announced before it is durable: it is knowledge derived from a
+//     majority's durable accepts, which a restarted node relearns, and
+//     wal.Log does not sync an Update that only raises Chosen;
 //  4. call compact(last Committed index) on the core.
 //
 // Early holds only messages that claim nothing about durable state: the

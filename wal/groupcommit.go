@@ -41,6 +41,9 @@ type op struct {
 	chosen   uint64
 	applied  *appliedState
 	truncate uint64 // >0: a TruncateBelow; nothing else is set
+	// lazy: the op only raises Chosen. It is written but needs no sync of
+	// its own (see Save); a group of lazy ops skips the fdatasync.
+	lazy bool
 
 	size, count int64 // Badger's estimate of what this op adds to a txn
 	vlog        bool  // some value goes to Badger's value log
@@ -53,6 +56,7 @@ type group struct {
 	hs     HardState // after this group
 	last   uint64
 	vlog   bool
+	lazy   bool   // every op is lazy: no sync
 	mem    uint64 // memtable file the transaction went to
 	err    error  // write or sync error, set before synced is closed
 	synced chan struct{}
@@ -89,6 +93,14 @@ func (l *Log) toValueLog(valLen int) bool { return int64(valLen) >= l.valueThres
 // Save writes u atomically and durably and returns once it is synced.
 // Safe for concurrent callers; concurrent Saves share one sync.
 //
+// An update that only raises Chosen is the exception: it is written, in
+// order, but not synced, so a crash may lose it unless a later synced
+// write made it durable (groups share one memtable file and replay stops
+// at the first torn transaction, so a later durable group implies every
+// earlier one). Chosen is knowledge a restarted node relearns from its
+// peers; paying a sync for it on every commit doubled the syncs per
+// Paxos instance, and each one delays the next accept queued behind it.
+//
 // Promised and Chosen never move backwards: a lower value in u is
 // ignored (HardState keeps the maximum) and the rest of u is still
 // written, since reordered messages make stale values normal. Accepted
@@ -101,7 +113,7 @@ func (l *Log) Save(u Update) error {
 	if u.Promised == nil && len(u.Accepted) == 0 && u.Chosen == 0 {
 		return nil
 	}
-	o := &op{promised: u.Promised, chosen: u.Chosen}
+	o := &op{promised: u.Promised, chosen: u.Chosen, lazy: chosenOnly(u)}
 	for _, a := range u.Accepted {
 		if a.Index == 0 {
 			return fmt.Errorf("%w: accepted instance index 0", ErrInvalid)
@@ -129,7 +141,7 @@ func (l *Log) SaveAsync(u Update) <-chan error {
 		ch <- nil
 		return ch
 	}
-	o := &op{promised: u.Promised, chosen: u.Chosen, done: ch}
+	o := &op{promised: u.Promised, chosen: u.Chosen, lazy: chosenOnly(u), done: ch}
 	for _, a := range u.Accepted {
 		if a.Index == 0 {
 			ch <- fmt.Errorf("%w: accepted instance index 0", ErrInvalid)
@@ -150,6 +162,8 @@ func (l *Log) SaveAsync(u Update) <-chan error {
 	}
 	return ch
 }
+
+func chosenOnly(u Update) bool { return u.Promised == nil && len(u.Accepted) == 0 }
 
 // SaveApplied durably records that the state machine applied every
 // index up to applied and that snapshot is its state right after. It
@@ -274,8 +288,10 @@ func (l *Log) commitGroup(ops []*op) int {
 	n := l.fit(ops)
 	g := &group{ops: ops[:n], synced: make(chan struct{})}
 	cost := groupCost(g.ops)
+	g.lazy = true
 	for _, o := range g.ops {
 		g.vlog = g.vlog || o.vlog
+		g.lazy = g.lazy && o.lazy
 	}
 	// Overlap with the groups in flight only if this write cannot rotate
 	// the memtable and stays out of the value log; else wait for them.
@@ -337,7 +353,7 @@ func (l *Log) syncGroup(g *group) {
 			return
 		}
 	}
-	if l.opts.NoSync {
+	if l.opts.NoSync || g.lazy {
 		return
 	}
 	l.stats.syncs.Add(1)

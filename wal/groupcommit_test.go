@@ -122,9 +122,10 @@ func TestSyncFailurePoisons(t *testing.T) {
 		return nil
 	}}
 	l := openTest(t, t.TempDir(), opts)
-	mustSave(t, l, Update{Chosen: 1})
+	p1, p2, p3 := Ballot{Round: 1}, Ballot{Round: 2}, Ballot{Round: 3}
+	mustSave(t, l, Update{Promised: &p1, Chosen: 1})
 	fail = true // only the commit goroutine reads it, after the next submit
-	err := l.Save(Update{Chosen: 2})
+	err := l.Save(Update{Promised: &p2, Chosen: 2})
 	wantErr(t, err, ErrFailed)
 	if !errors.Is(err, boom) {
 		t.Fatalf("err = %v, want it to wrap the cause", err)
@@ -132,7 +133,7 @@ func TestSyncFailurePoisons(t *testing.T) {
 	if l.HardState().Chosen != 1 {
 		t.Fatal("HardState moved on a failed sync")
 	}
-	wantErr(t, l.Save(Update{Chosen: 3}), ErrFailed)
+	wantErr(t, l.Save(Update{Promised: &p3, Chosen: 3}), ErrFailed)
 	_, _, err = l.Get(1)
 	wantErr(t, err, ErrFailed)
 }

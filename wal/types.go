@@ -33,7 +33,9 @@ type HardState struct {
 	Promised Ballot
 	// Chosen is the highest index known chosen here; every index in
 	// (FirstIndex-1, Chosen] is chosen, and its accepted value is the chosen one.
-	// Invariant: Applied <= Chosen.
+	// Invariant: Applied <= Chosen. An update that only raised Chosen is
+	// not synced (see Log.Save): after a crash Chosen may be lower than
+	// the last one saved, never higher than what is stored.
 	Chosen uint64
 	// Applied is the highest index whose value the state machine applied;
 	// Snapshot is the state machine's state right after applying it.
