@@ -25,6 +25,7 @@ import (
 	"google.golang.org/grpc"
 
 	"phxgo/paxos"
+	"phxgo/wal"
 )
 
 // counterSM counts applied commands; its snapshot is the count.
@@ -52,6 +53,7 @@ func main() {
 	window := flag.Int("window", 0, "Config.Window (0: default)")
 	linger := flag.Duration("linger", -1, "Config.BatchLinger (-1: default)")
 	mem := flag.Bool("mem", false, "use in-memory storage instead of the wal (isolates storage cost)")
+	nosync := flag.Bool("nosync", false, "use the wal without fsync (isolates the sync's cost from Badger's)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the measured phase")
 	flag.Parse()
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
@@ -86,8 +88,15 @@ func main() {
 			cfg.BatchLinger = *linger
 		}
 		var opts []paxos.Option
-		if *mem {
+		switch {
+		case *mem:
 			opts = append(opts, paxos.WithStorage(paxos.NewMemoryStorage()))
+		case *nosync:
+			w, err := wal.Open(cfg.Dir, wal.Options{NoSync: true})
+			if err != nil {
+				log.Fatal(err)
+			}
+			opts = append(opts, paxos.WithStorage(w))
 		}
 		n, err := paxos.Start(cfg, &counterSM{}, opts...)
 		if err != nil {
