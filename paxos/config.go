@@ -2,8 +2,8 @@ package paxos
 
 import (
 	"fmt"
-	"slices"
 	"log/slog"
+	"slices"
 	"time"
 )
 

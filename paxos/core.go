@@ -29,11 +29,11 @@ func (r role) String() string { return [...]string{"follower", "candidate", "lea
 // coreConfig is the core's view of Config, in ticks.
 type coreConfig struct {
 	ID              uint32
-	Peers           []uint32 // initial members, including ID (Join: the seeds)
+	Peers           []uint32          // initial members, including ID (Join: the seeds)
 	Addrs           map[uint32]string // initial members' addresses
 	Join            bool              // learn the members from the seeds (Meta empty)
 	Meta            []byte            // persisted membership history, if any
-	ElectionTicks   int      // follower waits [E, 2E) ticks without a leader message
+	ElectionTicks   int               // follower waits [E, 2E) ticks without a leader message
 	HeartbeatTicks  int
 	RetransmitTicks int // resend unanswered Prepare/Accept/Fetch
 	RetryTicks      int // re-forward a pending command to the same leader
@@ -194,23 +194,23 @@ func newCore(cfg coreConfig, hs wal.HardState, entries []wal.Accepted, reader lo
 	peers := append([]uint32(nil), cfg.Peers...)
 	sort.Slice(peers, func(i, j int) bool { return peers[i] < peers[j] })
 	c := &core{
-		cfg:      cfg,
-		id:       cfg.ID,
-		peers:    peers,
-		peerPos:  make(map[uint32]int, len(peers)),
-		masks:    make(map[uint64]uint64),
-		rng:      rand.New(rand.NewSource(cfg.Seed)),
-		reader:   reader,
-		promised: hs.Promised,
-		chosen:   hs.Chosen,
-		applied:  hs.Applied,
-		stable:   hs.Applied,
-		log:      make(map[uint64]*instance),
-		maxRound: hs.Promised.Round,
-		seq:      cfg.SeqStart,
-		pending:  make(map[uint64]*pendingCmd),
-		accPos:   make(map[uint64]int),
-		fwdIdle:  true,
+		cfg:       cfg,
+		id:        cfg.ID,
+		peers:     peers,
+		peerPos:   make(map[uint32]int, len(peers)),
+		masks:     make(map[uint64]uint64),
+		rng:       rand.New(rand.NewSource(cfg.Seed)),
+		reader:    reader,
+		promised:  hs.Promised,
+		chosen:    hs.Chosen,
+		applied:   hs.Applied,
+		stable:    hs.Applied,
+		log:       make(map[uint64]*instance),
+		maxRound:  hs.Promised.Round,
+		seq:       cfg.SeqStart,
+		pending:   make(map[uint64]*pendingCmd),
+		accPos:    make(map[uint64]int),
+		fwdIdle:   true,
 		deferFrom: 1,
 	}
 	for i, p := range peers {
@@ -247,7 +247,13 @@ func (c *core) step(m Message) {
 	}
 	pos, ok := c.peerPos[m.From]
 	if !ok {
-		return
+		// A node added by a change we have not learned yet: hear it (its
+		// chosen index makes us fetch); votesFrom guards our promises.
+		if len(c.peers) >= 64 {
+			return
+		}
+		c.known(m.From)
+		pos = c.peerPos[m.From]
 	}
 	if m.Type == MsgPrepare && !c.votesFrom(m.From) {
 		// A non-member (or a node we cannot judge yet) may not disturb
@@ -258,7 +264,7 @@ func (c *core) step(m Message) {
 		return
 	}
 	c.lastHeard[pos] = c.tick
-	if m.Chosen > c.peerChosen && (m.Type == MsgAccept || m.Type == MsgAccepted || m.Type == MsgLearn || m.Type == MsgPromise) {
+	if m.Chosen > c.peerChosen && (m.Type == MsgAccept || m.Type == MsgAccepted || m.Type == MsgLearn || m.Type == MsgPromise || m.Type == MsgPrepare) {
 		c.peerChosen, c.fetchFrom = m.Chosen, m.From
 	}
 	c.maxRound = max(c.maxRound, m.Ballot.Round, m.Promised.Round)

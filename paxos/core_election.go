@@ -83,7 +83,7 @@ func (c *core) startProbe() {
 	}
 	for _, p := range c.targets {
 		if p != c.id {
-			c.send(Message{Type: MsgPrepare, To: p, Ballot: c.probeBallot, Index: c.chosen + 1, Probe: true})
+			c.send(Message{Type: MsgPrepare, To: p, Ballot: c.probeBallot, Index: c.chosen + 1, Probe: true, Chosen: c.chosen})
 		}
 	}
 }
@@ -103,7 +103,7 @@ func (c *core) heardLeader() bool {
 
 // onProbe answers a probe; it changes nothing here.
 func (c *core) onProbe(m Message) {
-	c.send(Message{Type: MsgPromise, To: m.From, Ballot: m.Ballot, Probe: true, Reject: c.heardLeader(), Promised: c.promised})
+	c.send(Message{Type: MsgPromise, To: m.From, Ballot: m.Ballot, Probe: true, Reject: c.heardLeader(), Promised: c.promised, Chosen: c.chosen})
 }
 
 func (c *core) onProbeReply(m Message) {
@@ -171,7 +171,7 @@ func (c *core) sendPrepares() {
 	c.prepareTick = c.tick
 	for _, p := range c.targets {
 		if _, ok := c.promises[p]; !ok {
-			c.send(Message{Type: MsgPrepare, To: p, Ballot: c.ballot, Index: c.prepareFrom})
+			c.send(Message{Type: MsgPrepare, To: p, Ballot: c.ballot, Index: c.prepareFrom, Chosen: c.chosen})
 		}
 	}
 }
