@@ -93,19 +93,19 @@ type simMsg struct {
 }
 
 type sim struct {
-	t      *testing.T
-	seed   int64
-	o      simOpts
-	rng    *rand.Rand
-	now    int64
-	nodes  map[uint32]*simNode
-	ids    []uint32
-	net    []simMsg
-	cut    map[[2]uint32]bool
-	faulty bool
-	chosen map[uint64][]byte
-	ok     map[string]uint64 // successful proposals -> index
-	nextID int
+	t       *testing.T
+	seed    int64
+	o       simOpts
+	rng     *rand.Rand
+	now     int64
+	nodes   map[uint32]*simNode
+	ids     []uint32
+	net     []simMsg
+	cut     map[[2]uint32]bool
+	faulty  bool
+	chosen  map[uint64][]byte
+	ok      map[string]uint64 // successful proposals -> index
+	nextID  int
 	changes int // membership changes chosen (checkHistories)
 }
 
