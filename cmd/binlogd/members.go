@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"phxgo/binlogd/config"
 	pb "phxgo/proto"
 )
 
@@ -24,6 +25,7 @@ func cmdMembers(args []string) error {
 	mysqlAddr := fs.String("mysql", "", "add: its MariaDB address")
 	replAddr := fs.String("repl", "", "add: its binlogd replication address")
 	proxyAddr := fs.String("proxy", "", "add: its sqlproxy address (optional)")
+	newCfg := fs.String("config", "", "add: take -id and the addresses from the new node's config file")
 	timeout := fs.Duration("timeout", time.Minute, "give up after this long (the outcome of a change is then unknown: list again)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -40,6 +42,14 @@ func cmdMembers(args []string) error {
 	case "list":
 		r, err = cl.Members(ctx, &pb.MembersRequest{})
 	case "add":
+		if *newCfg != "" {
+			c, err := config.Load(*newCfg)
+			if err != nil {
+				return err
+			}
+			self := c.Self()
+			*id, *grpcAddr, *mysqlAddr, *replAddr, *proxyAddr = uint(self.ID), self.GRPCAddr, self.MySQLAddr, self.ReplAddr, self.ProxyAddr
+		}
 		if *id == 0 || *grpcAddr == "" || *mysqlAddr == "" || *replAddr == "" {
 			return errors.New("members add: -id, -grpc, -mysql and -repl are required")
 		}
