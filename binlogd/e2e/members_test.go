@@ -2,6 +2,10 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +22,20 @@ func TestMembersAddRemove(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	replica := master%3 + 1
+
+	// binlogd init over a running cluster's addresses is refused.
+	st, err := c.Status(ctx, master)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"init", "-out", t.TempDir(), "-dir", t.TempDir() + "/n{id}"}
+	for _, m := range st.Members {
+		args = append(args, "-member", fmt.Sprintf("%d=%s,%s,%s", m.Id, m.GrpcAddr, m.MysqlAddr, m.ReplAddr))
+	}
+	out, err := exec.Command(filepath.Join(binDir, "binlogd"), args...).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "already answers") {
+		t.Fatalf("binlogd init over a running cluster: %v\n%s", err, out)
+	}
 
 	start := time.Now()
 	id, err := c.AddNode(ctx, replica, master)
