@@ -29,7 +29,8 @@ type Config struct {
 	// BatchLinger is how long a busy leader waits for more commands before
 	// it proposes a partial batch. An idle leader proposes at once.
 	BatchLinger time.Duration
-	// Window is how many instances the leader keeps in flight.
+	// Window is how many instances the leader keeps in flight (capped at
+	// Alpha, the membership activation distance).
 	Window int
 	// HeartbeatInterval is the leader's heartbeat period and the engine's tick.
 	HeartbeatInterval time.Duration

@@ -72,7 +72,10 @@ func (c *core) proposeAt(i uint64, v []byte) {
 	c.persistAccepted(wal.Accepted{Index: i, Ballot: c.ballot, Value: v})
 	c.acceptBuf = append(c.acceptBuf, Entry{Index: i, Ballot: c.ballot, Value: v})
 	if c.isQuorum(in.votes, c.cfgAt(i)) {
+		// A one-member cluster: our own vote is the majority. The
+		// chosen index still leaves only after this Ready's save.
 		in.chosen = true
+		c.advanceChosen()
 	}
 }
 

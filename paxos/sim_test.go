@@ -650,6 +650,12 @@ func TestSimMembership(t *testing.T) {
 	if total == 0 {
 		t.Fatal("no membership change was ever chosen")
 	}
+	if testing.Short() {
+		return
+	}
+	// Over the real wal: the history file is the sim's, the log Badger's.
+	o.useWAL, o.steps = true, 6000
+	simSeeds(t, "3+2nodes-wal", o, max(*flagSeeds/50, 2))
 }
 
 func TestSimWAL(t *testing.T) {
