@@ -132,11 +132,14 @@ type core struct {
 	masks     map[uint64]uint64 // Membership.Index -> vote mask
 	targets   []uint32          // nodes to talk to, self excluded
 	targetsAt uint64            // chosen index targets were computed at
-	metaDirty bool
-	leadVotes uint64            // leader: positions that promised c.ballot
-	deferred  map[uint64][]byte // leader: phase-1 values beyond the horizon
-	deferFrom uint64
-	deferTo   uint64
+	// targetsDirty: targets changed since the driver last looked (it
+	// points the transport at them).
+	targetsDirty bool
+	metaDirty    bool
+	leadVotes    uint64            // leader: positions that promised c.ballot
+	deferred     map[uint64][]byte // leader: phase-1 values beyond the horizon
+	deferFrom    uint64
+	deferTo      uint64
 
 	// candidate
 	promises    map[uint32]Message

@@ -107,12 +107,15 @@ func (c *core) refreshTargets() {
 	}
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
-	c.targets = c.targets[:0]
+	var ts []uint32
 	for _, id := range ids {
 		if id != c.id {
 			c.known(id)
-			c.targets = append(c.targets, id)
+			ts = append(ts, id)
 		}
+	}
+	if !slices.Equal(ts, c.targets) {
+		c.targets, c.targetsDirty = ts, true
 	}
 	c.targetsAt = c.chosen
 }

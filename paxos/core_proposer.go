@@ -87,8 +87,9 @@ func (c *core) retransmitAccepts() {
 			continue
 		}
 		in.sentTick = c.tick
+		m := c.cfgAt(i)
 		for _, p := range c.targets {
-			if in.votes&c.bit(p) == 0 {
+			if in.votes&c.bit(p) == 0 && m.Has(p) {
 				per[p] = append(per[p], Entry{Index: i, Ballot: c.ballot, Value: in.value})
 			}
 		}

@@ -347,7 +347,8 @@ func (n *Node) emit() {
 		n.lingerArmed = true
 		n.lingerTimer.Reset(n.cfg.BatchLinger)
 	}
-	if rd.Meta != nil {
+	if rd.Meta != nil || c.targetsDirty {
+		c.targetsDirty = false
 		n.followMembers()
 	}
 	if len(rd.Early) > 0 {

@@ -150,6 +150,11 @@ func cmdStatus(args []string) error {
 	fmt.Printf("node            %d\nrole            %s\nmaster          %d (lease version %d, epoch %d)\n", st.NodeId, strings.ToLower(role), st.MasterId, st.LeaseVersion, st.Epoch)
 	fmt.Printf("lease remaining %v\nchosen/applied  %d / %d (paxos leader %d)\nlast valid GTID %s\nMariaDB GTID    %s\nreplication     %s\n",
 		time.Duration(st.LeaseRemainingNs).Round(time.Millisecond), st.ChosenIndex, st.AppliedIndex, st.PaxosLeader, orNone(st.LastValidGtid), orNone(st.MysqlGtidPos), st.ReplicationState)
+	var ids []uint32
+	for _, m := range st.Members {
+		ids = append(ids, m.Id)
+	}
+	fmt.Printf("members         %v\n", ids)
 	if st.UnsafeReason != "" {
 		fmt.Printf("UNSAFE          %s\n", st.UnsafeReason)
 	}
