@@ -319,3 +319,37 @@ func TestGRPCMembership(t *testing.T) {
 	}
 	t.Logf("%d acknowledged writes, all on node 4; members now %v", len(acked), m.IDs())
 }
+
+// TestMetaSnapshotRestore: the hooks a snapshot install uses carry the
+// membership history to a node that has none (a joining node), which
+// then persists it.
+func TestMetaSnapshotRestore(t *testing.T) {
+	c := newTestCluster(t, 3)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close() // node 4 is never dialled: it only restores
+	dir := t.TempDir()
+	cfg := testConfig(4, map[uint32]string{1: c.peers[1], 4: l.Addr().String()}, dir)
+	cfg.Join = true
+	n4, err := Start(cfg, &lockedSM{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n4.restoreMeta([]byte("junk")); !errors.Is(err, ErrBadValue) {
+		t.Fatalf("restoreMeta of junk: %v", err)
+	}
+	if err := n4.restoreMeta(c.nodes[1].metaSnapshot()); err != nil {
+		t.Fatal(err)
+	}
+	await(t, 5*time.Second, "node 4 to publish the restored members", func() bool {
+		m, _ := n4.Membership()
+		return slices.Equal(m.IDs(), []uint32{1, 2, 3})
+	})
+	n4.Stop()
+	b, err := fileMeta{path: dir + "/paxos-membership"}.LoadMeta()
+	if err != nil || b == nil {
+		t.Fatalf("restored history not persisted: %v", err)
+	}
+}
