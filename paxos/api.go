@@ -220,7 +220,7 @@ func (n *Node) ReadNext(from uint64, maxBytes int) (cmds []Command, next uint64,
 			return cmds, next, fmt.Errorf("index %d: %w", a.Index, err)
 		}
 		for _, c := range vals {
-			if !c.barrier() {
+			if !c.internal() {
 				cmds = append(cmds, Command{Index: a.Index, Data: c.Data})
 			}
 		}

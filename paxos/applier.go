@@ -47,7 +47,7 @@ func (a *applier) applyEntry(e Entry, onCmd func(c command, result any)) error {
 			continue
 		}
 		var res any
-		if !c.barrier() {
+		if !c.internal() {
 			res = a.sm.Apply(e.Index, c.Data)
 		}
 		onCmd(c, res)

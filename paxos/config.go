@@ -3,6 +3,7 @@ package paxos
 import (
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 )
 
@@ -10,9 +11,15 @@ import (
 type Config struct {
 	// ID is this node's id, nonzero, a key of Peers.
 	ID uint32
-	// Peers maps every member's id (this node included) to its gRPC
-	// address. At most 64 members.
+	// Peers maps every initial member's id (this node included) to its
+	// gRPC address. At most 64 members. Once the log holds membership
+	// changes, the persisted history governs and Peers only seeds it.
 	Peers map[uint32]string
+	// Join makes a new node join an existing cluster: Peers lists seeds
+	// (current members, and this node); the node learns the members from
+	// them and neither votes nor campaigns until a chosen change adds it
+	// (AddMember on any member).
+	Join bool
 	// Dir is the wal directory (unused when WithStorage is given).
 	Dir string
 	// MaxValueBytes bounds one command passed to Propose.
@@ -22,7 +29,8 @@ type Config struct {
 	// BatchLinger is how long a busy leader waits for more commands before
 	// it proposes a partial batch. An idle leader proposes at once.
 	BatchLinger time.Duration
-	// Window is how many instances the leader keeps in flight.
+	// Window is how many instances the leader keeps in flight (capped at
+	// Alpha, the membership activation distance).
 	Window int
 	// HeartbeatInterval is the leader's heartbeat period and the engine's tick.
 	HeartbeatInterval time.Duration
@@ -102,9 +110,12 @@ func (c Config) coreConfig(seed int64, seqStart uint64) coreConfig {
 	for id := range c.Peers {
 		peers = append(peers, id)
 	}
+	slices.Sort(peers)
 	return coreConfig{
 		ID:              c.ID,
 		Peers:           peers,
+		Addrs:           c.Peers,
+		Join:            c.Join,
 		ElectionTicks:   et,
 		HeartbeatTicks:  1,
 		RetransmitTicks: 2,

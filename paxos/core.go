@@ -29,8 +29,11 @@ func (r role) String() string { return [...]string{"follower", "candidate", "lea
 // coreConfig is the core's view of Config, in ticks.
 type coreConfig struct {
 	ID              uint32
-	Peers           []uint32 // every member, including ID
-	ElectionTicks   int      // follower waits [E, 2E) ticks without a leader message
+	Peers           []uint32          // initial members, including ID (Join: the seeds)
+	Addrs           map[uint32]string // initial members' addresses
+	Join            bool              // learn the members from the seeds (Meta empty)
+	Meta            []byte            // persisted membership history, if any
+	ElectionTicks   int               // follower waits [E, 2E) ticks without a leader message
 	HeartbeatTicks  int
 	RetransmitTicks int // resend unanswered Prepare/Accept/Fetch
 	RetryTicks      int // re-forward a pending command to the same leader
@@ -68,7 +71,10 @@ type logReader interface {
 // own accept is durable. Prepares never go early: a ballot is durable
 // before anyone sees it, so a restarted node never reuses one.
 type Ready struct {
-	Update    wal.Update
+	Update wal.Update
+	// Meta, when set, is the new membership history: persist it before
+	// applying Committed (it reflects changes chosen in Committed).
+	Meta      []byte
 	Early     []Message
 	Messages  []Message
 	Committed []Entry
@@ -79,7 +85,7 @@ func (rd *Ready) needsPersist() bool {
 }
 
 func (rd *Ready) empty() bool {
-	return !rd.needsPersist() && rd.Update.Chosen == 0 && len(rd.Early) == 0 &&
+	return !rd.needsPersist() && rd.Update.Chosen == 0 && len(rd.Early) == 0 && rd.Meta == nil &&
 		len(rd.Messages) == 0 && len(rd.Committed) == 0
 }
 
@@ -105,8 +111,7 @@ type core struct {
 	cfg     coreConfig
 	id      uint32
 	peers   []uint32
-	peerPos map[uint32]int
-	quorum  int
+	peerPos map[uint32]int // position in peers: every node id known, append-only
 	rng     *rand.Rand
 	reader  logReader
 
@@ -123,6 +128,20 @@ type core struct {
 	role   role
 	leader uint32 // 0 = unknown
 	ballot Ballot // our ballot as candidate or leader
+
+	// membership (core_membership.go). hist is nil while joining.
+	hist      *history
+	masks     map[uint64]uint64 // Membership.Index -> vote mask
+	targets   []uint32          // nodes to talk to, self excluded
+	targetsAt uint64            // chosen index targets were computed at
+	// targetsDirty: targets changed since the driver last looked (it
+	// points the transport at them).
+	targetsDirty bool
+	metaDirty    bool
+	leadVotes    uint64            // leader: positions that promised c.ballot
+	deferred     map[uint64][]byte // leader: phase-1 values beyond the horizon
+	deferFrom    uint64
+	deferTo      uint64
 
 	// candidate
 	promises    map[uint32]Message
@@ -180,28 +199,30 @@ func newCore(cfg coreConfig, hs wal.HardState, entries []wal.Accepted, reader lo
 	peers := append([]uint32(nil), cfg.Peers...)
 	sort.Slice(peers, func(i, j int) bool { return peers[i] < peers[j] })
 	c := &core{
-		cfg:      cfg,
-		id:       cfg.ID,
-		peers:    peers,
-		peerPos:  make(map[uint32]int, len(peers)),
-		quorum:   len(peers)/2 + 1,
-		rng:      rand.New(rand.NewSource(cfg.Seed)),
-		reader:   reader,
-		promised: hs.Promised,
-		chosen:   hs.Chosen,
-		applied:  hs.Applied,
-		stable:   hs.Applied,
-		log:      make(map[uint64]*instance),
-		maxRound: hs.Promised.Round,
-		seq:      cfg.SeqStart,
-		pending:  make(map[uint64]*pendingCmd),
-		accPos:   make(map[uint64]int),
-		fwdIdle:  true,
+		cfg:       cfg,
+		id:        cfg.ID,
+		peers:     peers,
+		peerPos:   make(map[uint32]int, len(peers)),
+		masks:     make(map[uint64]uint64),
+		rng:       rand.New(rand.NewSource(cfg.Seed)),
+		reader:    reader,
+		promised:  hs.Promised,
+		chosen:    hs.Chosen,
+		applied:   hs.Applied,
+		stable:    hs.Applied,
+		log:       make(map[uint64]*instance),
+		maxRound:  hs.Promised.Round,
+		seq:       cfg.SeqStart,
+		pending:   make(map[uint64]*pendingCmd),
+		accPos:    make(map[uint64]int),
+		fwdIdle:   true,
+		deferFrom: 1,
 	}
 	for i, p := range peers {
 		c.peerPos[p] = i
 	}
 	c.lastHeard = make([]int64, len(peers))
+	c.initHistory()
 	c.last = c.applied
 	for _, a := range entries {
 		if a.Index <= c.applied {
@@ -215,7 +236,9 @@ func newCore(cfg coreConfig, hs wal.HardState, entries []wal.Accepted, reader lo
 		if c.log[i] == nil {
 			panic("paxos: storage lacks a chosen entry above the applied index")
 		}
+		c.recordChosen(i, c.log[i].value)
 	}
+	c.refreshTargets()
 	c.becomeFollower(0)
 	return c
 }
@@ -229,10 +252,24 @@ func (c *core) step(m Message) {
 	}
 	pos, ok := c.peerPos[m.From]
 	if !ok {
+		// A node added by a change we have not learned yet: hear it (its
+		// chosen index makes us fetch); votesFrom guards our promises.
+		if len(c.peers) >= 64 {
+			return
+		}
+		c.known(m.From)
+		pos = c.peerPos[m.From]
+	}
+	if m.Type == MsgPrepare && !c.votesFrom(m.From) {
+		// A non-member (or a node we cannot judge yet) may not disturb
+		// us; the reply's chosen index lets a removed node learn so.
+		if c.hist != nil {
+			c.send(Message{Type: MsgPromise, To: m.From, Ballot: m.Ballot, Probe: m.Probe, Reject: true, Promised: c.promised, Chosen: c.chosen})
+		}
 		return
 	}
 	c.lastHeard[pos] = c.tick
-	if m.Chosen > c.peerChosen && (m.Type == MsgAccept || m.Type == MsgAccepted || m.Type == MsgLearn || m.Type == MsgPromise) {
+	if m.Chosen > c.peerChosen && (m.Type == MsgAccept || m.Type == MsgAccepted || m.Type == MsgLearn || m.Type == MsgPromise || m.Type == MsgPrepare) {
 		c.peerChosen, c.fetchFrom = m.Chosen, m.From
 	}
 	c.maxRound = max(c.maxRound, m.Ballot.Round, m.Promised.Round)
@@ -295,6 +332,10 @@ func (c *core) tickOnce() {
 			c.sendPrepares()
 		}
 	case leader:
+		c.checkRemoved()
+		if c.role != leader {
+			break
+		}
 		if !c.hasQuorum() {
 			c.becomeFollower(0)
 			break
@@ -311,6 +352,7 @@ func (c *core) tickOnce() {
 	if c.fetching && c.tick-c.fetchTick >= int64(c.cfg.RetransmitTicks) {
 		c.fetching = false
 	}
+	c.joinTick()
 	if c.peerChosen > c.chosen {
 		c.maybeFetch(c.fetchFrom)
 	}
@@ -369,20 +411,23 @@ func (c *core) canPropose() bool {
 }
 
 func (c *core) hasQuorum() bool {
-	n := 0
+	if c.hist == nil {
+		return false
+	}
+	var heard uint64
 	for i, p := range c.peers {
 		if p == c.id || c.tick-c.lastHeard[i] < int64(2*c.cfg.ElectionTicks) {
-			n++
+			heard |= 1 << i
 		}
 	}
-	return n >= c.quorum
+	return c.isQuorum(heard, c.hist.latest())
 }
 
 // ---- output ----
 
 func (c *core) ready() Ready {
 	if len(c.acceptBuf) > 0 {
-		for _, p := range c.peers {
+		for _, p := range c.targets {
 			if p != c.id {
 				c.early = append(c.early, Message{Type: MsgAccept, From: c.id, To: p, Ballot: c.ballot, Entries: c.acceptBuf})
 			}
@@ -410,6 +455,7 @@ func (c *core) ready() Ready {
 		inst := c.log[i]
 		committed = append(committed, Entry{Index: i, Ballot: inst.ballot, Value: inst.value})
 		c.applied = i
+		c.recordChosen(i, inst.value)
 		if cmds, err := decodeValue(inst.value); err == nil {
 			for _, cmd := range cmds {
 				if cmd.Node == c.id {
@@ -418,7 +464,15 @@ func (c *core) ready() Ready {
 			}
 		}
 	}
+	if c.hist != nil && c.targetsAt != c.chosen && len(c.hist.items) > 1 {
+		c.refreshTargets()
+		c.checkRemoved()
+	}
 	rd := Ready{Update: c.upd, Early: c.early, Messages: c.msgs, Committed: committed}
+	if c.metaDirty && c.hist != nil {
+		rd.Meta = c.hist.encode()
+		c.metaDirty = false
+	}
 	c.upd = wal.Update{}
 	c.msgs, c.early = nil, nil
 	clear(c.accPos)
@@ -444,7 +498,7 @@ func (c *core) send(m Message) {
 }
 
 func (c *core) broadcast(m Message) {
-	for _, p := range c.peers {
+	for _, p := range c.targets {
 		if p != c.id {
 			m.To = p
 			c.send(m)
@@ -488,6 +542,27 @@ func (c *core) inst(i uint64) *instance {
 		c.last = max(c.last, i)
 	}
 	return in
+}
+
+// initHistory sets the membership from the persisted history, else the
+// initial members (a joining node starts without any).
+func (c *core) initHistory() {
+	if len(c.cfg.Meta) > 0 {
+		h, err := decodeHistory(c.cfg.Meta)
+		if err != nil {
+			panic("paxos: persisted membership history: " + err.Error())
+		}
+		c.hist = h
+	} else if !c.cfg.Join {
+		ms := make([]Member, 0, len(c.cfg.Peers))
+		for _, id := range c.cfg.Peers {
+			ms = append(ms, Member{ID: id, Addr: c.cfg.Addrs[id]})
+		}
+		c.hist = genesis(ms)
+	}
+	if c.hist != nil {
+		c.historyChanged()
+	}
 }
 
 func (c *core) randomTimeout() int { return c.cfg.ElectionTicks + c.rng.Intn(c.cfg.ElectionTicks) }

@@ -1,10 +1,19 @@
 package paxos
 
-import "phxgo/wal"
+import (
+	"slices"
+
+	"phxgo/wal"
+)
 
 // Acceptor and learner side of the core.
 
 func (c *core) onPrepare(m Message) {
+	if !c.votesIn(max(m.Index, c.chosen+1)) {
+		// Removed: no configuration from m.Index on includes us.
+		c.send(Message{Type: MsgPromise, To: m.From, Ballot: m.Ballot, Reject: true, Promised: c.promised, Chosen: c.chosen})
+		return
+	}
 	if m.Ballot.Less(c.promised) {
 		c.send(Message{Type: MsgPromise, To: m.From, Ballot: m.Ballot, Reject: true, Promised: c.promised})
 		return
@@ -36,6 +45,9 @@ func (c *core) onAccept(m Message) {
 	}
 	for _, e := range m.Entries {
 		if e.Index > c.chosen {
+			if !c.mayVote(e.Index) {
+				continue // not a member there: no vote, no reply for it
+			}
 			in := c.inst(e.Index)
 			if in.chosen {
 				continue
@@ -81,6 +93,9 @@ func (c *core) maybeFetch(from uint32) {
 // (at least one): compacted ones from the reader, the rest from memory.
 func (c *core) onFetch(m Message) {
 	reply := Message{Type: MsgLearn, To: m.From, Chosen: c.chosen, Index: m.Index}
+	if m.Probe && c.hist != nil {
+		reply.Meta = c.hist.encode() // a joining node asks for the members
+	}
 	size := 0
 	i := m.Index
 	if i <= c.stable && c.reader != nil {
@@ -113,6 +128,9 @@ func (c *core) onFetch(m Message) {
 
 func (c *core) onLearn(m Message) {
 	c.fetching = false
+	if len(m.Meta) > 0 {
+		_ = c.adoptMeta(m.Meta) // a bad one is ignored; another seed answers
+	}
 	progress := false
 	for _, e := range m.Entries {
 		if e.Index <= c.chosen {
@@ -135,12 +153,23 @@ func (c *core) onLearn(m Message) {
 		c.maybeFetch(m.From)
 	} else if !progress && m.Chosen < c.peerChosen && m.From == c.fetchFrom {
 		// That peer knows less than we were told: try the next one.
-		pos := c.peerPos[m.From]
-		for k := 1; k < len(c.peers); k++ {
-			if p := c.peers[(pos+k)%len(c.peers)]; p != c.id {
-				c.fetchFrom = p
-				break
-			}
+		if k := len(c.targets); k > 0 {
+			pos, _ := slices.BinarySearch(c.targets, m.From)
+			c.fetchFrom = c.targets[(pos+1)%k]
 		}
 	}
+}
+
+// votesIn reports whether this acceptor is a member of some configuration
+// that governs an instance >= j.
+func (c *core) votesIn(j uint64) bool {
+	if c.hist == nil {
+		return false
+	}
+	for _, m := range c.hist.from(j) {
+		if m.Has(c.id) {
+			return true
+		}
+	}
+	return false
 }

@@ -32,6 +32,7 @@ func (c *core) becomeFollower(leaderID uint32) {
 		for _, in := range c.log {
 			in.proposed, in.votes = false, 0
 		}
+		c.deferred, c.deferFrom, c.deferTo, c.leadVotes = nil, 1, 0, 0
 	}
 	if leaderID != c.leader {
 		c.dropForwards() // addressed to the old leader; retryPending re-sends
@@ -64,19 +65,25 @@ func (c *core) electionTimedOut() {
 // startProbe asks every peer whether it, too, has lost the leader. The
 // probe's ballot is the one phase 1 would use; nothing is persisted.
 func (c *core) startProbe() {
+	if !c.member() {
+		// Not a member (removed, or joining): never stand for election.
+		c.electionElapsed = 0
+		c.electionTimeout = c.randomTimeout()
+		return
+	}
 	c.probing = true
 	c.probeBallot = Ballot{Round: max(c.maxRound, c.promised.Round) + 1, Node: c.id}
-	c.probeVotes = 1 << c.peerPos[c.id]
+	c.probeVotes = c.bit(c.id)
 	c.electionElapsed = 0
 	c.electionTimeout = c.randomTimeout()
-	if popcount(c.probeVotes) >= c.quorum {
+	if c.isQuorum(c.probeVotes, c.hist.latest()) {
 		c.probing = false
 		c.startElection()
 		return
 	}
-	for _, p := range c.peers {
+	for _, p := range c.targets {
 		if p != c.id {
-			c.send(Message{Type: MsgPrepare, To: p, Ballot: c.probeBallot, Index: c.chosen + 1, Probe: true})
+			c.send(Message{Type: MsgPrepare, To: p, Ballot: c.probeBallot, Index: c.chosen + 1, Probe: true, Chosen: c.chosen})
 		}
 	}
 }
@@ -96,15 +103,15 @@ func (c *core) heardLeader() bool {
 
 // onProbe answers a probe; it changes nothing here.
 func (c *core) onProbe(m Message) {
-	c.send(Message{Type: MsgPromise, To: m.From, Ballot: m.Ballot, Probe: true, Reject: c.heardLeader(), Promised: c.promised})
+	c.send(Message{Type: MsgPromise, To: m.From, Ballot: m.Ballot, Probe: true, Reject: c.heardLeader(), Promised: c.promised, Chosen: c.chosen})
 }
 
 func (c *core) onProbeReply(m Message) {
 	if !c.probing || c.role != follower || m.Ballot != c.probeBallot || m.Reject {
 		return
 	}
-	c.probeVotes |= 1 << c.peerPos[m.From]
-	if popcount(c.probeVotes) >= c.quorum {
+	c.probeVotes |= c.bit(m.From)
+	if c.isQuorum(c.probeVotes, c.hist.latest()) {
 		c.probing = false
 		c.startElection()
 	}
@@ -114,7 +121,7 @@ func (c *core) onProbeReply(m Message) {
 // again after a randomized backoff whenever it loses, until it has led
 // once (becomeLeader clears campaigning) or stopCampaign is called.
 func (c *core) campaign() {
-	if c.role == leader {
+	if c.role == leader || !c.member() {
 		return
 	}
 	c.campaigning = true
@@ -140,6 +147,9 @@ func (c *core) startElection() {
 	if c.role == leader {
 		c.becomeFollower(0)
 	}
+	if !c.member() {
+		return
+	}
 	c.role = candidate
 	c.leader = 0
 	c.probing = false
@@ -152,16 +162,16 @@ func (c *core) startElection() {
 	c.persistPromise(c.ballot)
 	c.promises = map[uint32]Message{c.id: c.promiseFor(c.ballot, c.prepareFrom)}
 	c.sendPrepares()
-	if len(c.promises) >= c.quorum {
+	if c.promiseQuorum() {
 		c.becomeLeader()
 	}
 }
 
 func (c *core) sendPrepares() {
 	c.prepareTick = c.tick
-	for _, p := range c.peers {
+	for _, p := range c.targets {
 		if _, ok := c.promises[p]; !ok {
-			c.send(Message{Type: MsgPrepare, To: p, Ballot: c.ballot, Index: c.prepareFrom})
+			c.send(Message{Type: MsgPrepare, To: p, Ballot: c.ballot, Index: c.prepareFrom, Chosen: c.chosen})
 		}
 	}
 }
@@ -185,7 +195,7 @@ func (c *core) onPromise(m Message) {
 		return
 	}
 	c.promises[m.From] = m
-	if len(c.promises) >= c.quorum {
+	if c.promiseQuorum() {
 		c.becomeLeader()
 	}
 }
@@ -221,10 +231,17 @@ func (c *core) becomeLeader() {
 	c.promises = nil
 	c.heartbeatElapsed = 0
 	c.queue, c.queueBytes, c.flush = nil, 0, false
+	// Instances beyond the horizon wait until we know their members
+	// (proposeDeferred); the rest are re-proposed now.
+	c.deferred, c.deferFrom, c.deferTo = make(map[uint64][]byte), start, end
 	for i := start; i <= end; i++ {
-		c.proposeAt(i, best[i].Value)
+		c.deferred[i] = best[i].Value
 	}
 	c.next = end + 1
+	c.proposeDeferred()
+	if c.role != leader {
+		return
+	}
 	if maxChosen > c.chosen {
 		if maxChosen > c.peerChosen {
 			c.peerChosen, c.fetchFrom = maxChosen, from

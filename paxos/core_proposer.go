@@ -34,8 +34,12 @@ func (c *core) maybePropose() {
 	if c.role != leader {
 		return
 	}
-	for len(c.queue) > 0 && c.inflight() < c.cfg.Window &&
+	c.proposeDeferred()
+	for c.role == leader && len(c.queue) > 0 && c.inflight() < c.window() && c.deferFrom > c.deferTo &&
 		(c.inflight() == 0 || c.flush || c.queueBytes >= c.cfg.BatchMaxBytes) {
+		if !c.canLead(c.next) {
+			return
+		}
 		n, size := 0, 0
 		for n < len(c.queue) && (n == 0 || size+len(c.queue[n]) <= c.cfg.BatchMaxBytes) {
 			size += len(c.queue[n])
@@ -51,6 +55,7 @@ func (c *core) maybePropose() {
 		c.flush = false
 		c.queue = nil
 	}
+	c.flushChange()
 }
 
 // proposeAt proposes v at index i under our ballot; our own acceptor
@@ -62,11 +67,11 @@ func (c *core) proposeAt(i uint64, v []byte) {
 	}
 	in.ballot, in.value = c.ballot, v
 	in.proposed = true
-	in.votes = 1 << c.peerPos[c.id]
+	in.votes = c.bit(c.id)
 	in.sentTick = c.tick
 	c.persistAccepted(wal.Accepted{Index: i, Ballot: c.ballot, Value: v})
 	c.acceptBuf = append(c.acceptBuf, Entry{Index: i, Ballot: c.ballot, Value: v})
-	if popcount(in.votes) >= c.quorum {
+	if c.isQuorum(in.votes, c.cfgAt(i)) {
 		// A one-member cluster: our own vote is the majority. The
 		// chosen index still leaves only after this Ready's save.
 		in.chosen = true
@@ -82,13 +87,14 @@ func (c *core) retransmitAccepts() {
 			continue
 		}
 		in.sentTick = c.tick
-		for pos, p := range c.peers {
-			if in.votes&(1<<pos) == 0 {
+		m := c.cfgAt(i)
+		for _, p := range c.targets {
+			if in.votes&c.bit(p) == 0 && m.Has(p) {
 				per[p] = append(per[p], Entry{Index: i, Ballot: c.ballot, Value: in.value})
 			}
 		}
 	}
-	for _, p := range c.peers {
+	for _, p := range c.targets {
 		if es := per[p]; len(es) > 0 {
 			c.send(Message{Type: MsgAccept, To: p, Ballot: c.ballot, Chosen: c.chosen, Entries: es})
 		}
@@ -105,14 +111,14 @@ func (c *core) onAccepted(m Message) {
 	if c.role != leader || m.Ballot != c.ballot {
 		return
 	}
-	bit := uint64(1) << c.peerPos[m.From]
+	bit := c.bit(m.From)
 	for _, i := range m.Indexes {
 		in := c.log[i]
 		if in == nil || !in.proposed || in.chosen {
 			continue
 		}
 		in.votes |= bit
-		if popcount(in.votes) >= c.quorum {
+		if c.isQuorum(in.votes, c.cfgAt(i)) {
 			in.chosen = true
 		}
 	}

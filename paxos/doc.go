@@ -69,6 +69,65 @@
 // Storage.SaveApplied. The proposing node recognises its own command when
 // applying it and hands Apply's result to the waiting Propose.
 //
+// # Membership
+//
+// Members change through the log itself, one node at a time
+// (membership.go, core_membership.go). A change is a command with
+// flagMembership carrying the whole new member set and the index of the
+// configuration it replaces; the state machine never sees it. Every node
+// validates a chosen change with the same pure rule when the entry is
+// handed out: valid iff it replaces the latest configuration (a CAS, so
+// a re-sent copy is void), that configuration is already active (one
+// change at a time), and it adds or removes exactly one member. A
+// valid change chosen at index i governs instances >= i+Alpha (Lamport's
+// alpha, Alpha = 64). The history of configurations is persisted (a
+// small file next to the wal, written before the entry that changed it
+// is applied) and travels with a Learn when a joining node asks for it.
+//
+// Why it is safe:
+//
+//   - Every quorum is counted among the members of the configuration that
+//     governs the instance. For i <= chosen+Alpha a node knows that
+//     configuration exactly: only changes at indexes <= chosen can be
+//     active by then, and those are chosen and recorded in order.
+//   - The leader keeps at most min(Window, Alpha) instances in flight, so
+//     every instance it proposes is within its horizon chosen+Alpha.
+//     Instances above the horizon that phase 1 recovered (the new leader
+//     lags) are deferred until its chosen index catches up.
+//   - Phase 1 covers every instance above the candidate's chosen index,
+//     a range that may span a change. The candidate wins only when its
+//     promisers are a majority of EVERY configuration it knows that
+//     governs an instance in the range (the current one and a pending
+//     one, if any). For later configurations (a change chosen while it
+//     leads, or one it learns only after catching up) it checks, before
+//     proposing the first instance they govern, that its promisers are a
+//     majority of them too; if not, it runs phase 1 again with a new
+//     ballot, now including the new members. So for every instance the
+//     promise quorum and every accept quorum are majorities of the same
+//     configuration and intersect: no two values are chosen.
+//   - One change at a time keeps any majority of the old set meeting any
+//     majority of the new (old n, new n+1: majorities of floor(n/2)+1 and
+//     of floor((n+1)/2)+1 members, at least floor((n+1)/2) of them old,
+//     sum n+1 > n), which is what lets a node that lags by one change
+//     still be counted correctly while it catches up.
+//   - An acceptor refuses to accept an instance whose configuration (as
+//     far as it knows) excludes it, and refuses to promise when no
+//     configuration from the Prepare's index on includes it: a removed
+//     node stops voting at once for everything the new members govern.
+//     It also refuses Prepares and probes from non-members (with its
+//     chosen index, so a lagging removed node fetches and learns of its
+//     removal), a non-member never probes or campaigns, and a leader
+//     steps down once its own removal is active. Until then its votes on
+//     the instances the old members govern are still needed and counted.
+//   - While a change waits for activation the leader fills the pipeline
+//     with Noops, so an idle cluster activates it within one round trip.
+//
+// A new node starts with Config.Join: it knows only its seeds, asks them
+// for the history (a Fetch with Probe set), adopts it, and fetches the log
+// like any lagging learner; it votes once a chosen change includes it.
+// metaSnapshot/restoreMeta carry the history inside a log snapshot for
+// compacted logs.
+//
 // # Invariants
 //
 //   - at most one value is chosen per index (checked by the simulation on
@@ -77,13 +136,16 @@
 //     value; entries are applied in index order, each command exactly once
 //     across restarts (snapshot and applied index persist atomically; what
 //     was applied after the last snapshot is re-applied to it at start);
-//   - a promise never moves backwards (panics in the core).
+//   - a promise never moves backwards (panics in the core);
+//   - every node's membership history is a prefix of every longer one
+//     (checked by the simulation), each step one add or one remove.
 //
 // # Testing
 //
 // sim_test.go runs 3- and 5-node clusters of cores over a seeded network
 // that drops, duplicates, delays and reorders messages, partitions nodes
 // and crash-restarts them (some runs over the real Badger wal), then heals
-// and requires every pending proposal to finish. grpc_test.go runs real
+// and requires every pending proposal to finish; TestSimMembership adds
+// random one-at-a-time adds and removes (from 3 nodes and 2 spares). grpc_test.go runs real
 // nodes over loopback gRPC. Values and snapshot tables are fuzzed.
 package paxos

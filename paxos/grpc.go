@@ -28,28 +28,49 @@ const (
 )
 
 type grpcTransport struct {
+	self uint32
+	opts []grpc.DialOption
+	log  *slog.Logger
+	wg   sync.WaitGroup
+
+	mu    sync.RWMutex // guards peers: setPeers runs while others send
 	peers map[uint32]*peerSender
-	wg    sync.WaitGroup
 }
 
 func newGRPCTransport(cfg Config, dialOpts []grpc.DialOption, log *slog.Logger) *grpcTransport {
-	t := &grpcTransport{peers: make(map[uint32]*peerSender)}
-	opts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, dialOpts...)
-	for id, addr := range cfg.Peers {
-		if id == cfg.ID {
+	t := &grpcTransport{self: cfg.ID, log: log, peers: make(map[uint32]*peerSender)}
+	t.opts = append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, dialOpts...)
+	t.setPeers(cfg.Peers)
+	return t
+}
+
+// setPeers makes the transport follow the membership: it dials added
+// nodes and closes the streams of nodes no longer in addrs (or moved).
+func (t *grpcTransport) setPeers(addrs map[uint32]string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for id, p := range t.peers {
+		if a, ok := addrs[id]; !ok || a != p.addr {
+			p.cancel()
+			delete(t.peers, id)
+		}
+	}
+	for id, addr := range addrs {
+		if id == t.self || t.peers[id] != nil || addr == "" {
 			continue
 		}
 		ctx, cancel := context.WithCancel(context.Background())
-		p := &peerSender{id: id, addr: addr, opts: opts, log: log.With("peer", id),
+		p := &peerSender{id: id, addr: addr, opts: t.opts, log: t.log.With("peer", id),
 			wake: make(chan struct{}, 1), ctx: ctx, cancel: cancel}
 		t.peers[id] = p
 		t.wg.Add(1)
 		go func() { defer t.wg.Done(); p.run() }()
 	}
-	return t
 }
 
 func (t *grpcTransport) send(msgs []Message) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
 	for i := range msgs {
 		if p := t.peers[msgs[i].To]; p != nil {
 			p.enqueue(msgs[i])
@@ -61,9 +82,11 @@ func (t *grpcTransport) send(msgs []Message) {
 }
 
 func (t *grpcTransport) close() {
+	t.mu.Lock()
 	for _, p := range t.peers {
 		p.cancel()
 	}
+	t.mu.Unlock()
 	t.wg.Wait()
 }
 

@@ -23,7 +23,7 @@ func messageToProto(m *Message) *pb.PaxosMessage {
 		Type: uint32(m.Type), From: m.From, To: m.To,
 		Ballot: ballotToProto(m.Ballot), Index: m.Index, Chosen: m.Chosen,
 		Reject: m.Reject, Probe: m.Probe, Promised: ballotToProto(m.Promised),
-		Indexes: m.Indexes, Cmds: m.Cmds,
+		Indexes: m.Indexes, Cmds: m.Cmds, Meta: m.Meta,
 	}
 	if len(m.Entries) > 0 {
 		out.Entries = make([]*pb.PaxosEntry, len(m.Entries))
@@ -43,7 +43,7 @@ func messageFromProto(p *pb.PaxosMessage) (Message, bool) {
 		Type: MsgType(p.Type), From: p.From, To: p.To,
 		Ballot: ballotFromProto(p.Ballot), Index: p.Index, Chosen: p.Chosen,
 		Reject: p.Reject, Probe: p.Probe, Promised: ballotFromProto(p.Promised),
-		Indexes: p.Indexes, Cmds: p.Cmds,
+		Indexes: p.Indexes, Cmds: p.Cmds, Meta: p.Meta,
 	}
 	if len(p.Entries) > 0 {
 		m.Entries = make([]Entry, len(p.Entries))
@@ -56,7 +56,7 @@ func messageFromProto(p *pb.PaxosMessage) (Message, bool) {
 
 // messageSize approximates the wire size of m, for splitting batches.
 func messageSize(m *Message) int {
-	n := 64 + 8*len(m.Indexes)
+	n := 64 + 8*len(m.Indexes) + len(m.Meta)
 	for _, e := range m.Entries {
 		n += len(e.Value) + 32
 	}

@@ -83,6 +83,11 @@ func newTestCluster(t *testing.T, n int) *testCluster {
 
 func (c *testCluster) start(id uint32, l net.Listener) {
 	c.t.Helper()
+	c.startWith(id, l, testConfig(id, c.peers, c.dirs[id]))
+}
+
+func (c *testCluster) startWith(id uint32, l net.Listener, cfg Config) {
+	c.t.Helper()
 	if l == nil {
 		var err error
 		deadline := time.Now().Add(5 * time.Second)
@@ -97,7 +102,7 @@ func (c *testCluster) start(id uint32, l net.Listener) {
 		}
 	}
 	sm := &lockedSM{}
-	n, err := Start(testConfig(id, c.peers, c.dirs[id]), sm)
+	n, err := Start(cfg, sm)
 	if err != nil {
 		c.t.Fatal(err)
 	}

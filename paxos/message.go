@@ -30,7 +30,8 @@ const (
 	// Ballot, and its chosen index is Chosen. Reject: it had promised
 	// Promised, a higher ballot.
 	MsgAccepted
-	// MsgFetch asks for chosen entries from Index on.
+	// MsgFetch asks for chosen entries from Index on; with Probe set,
+	// also for the membership history (a joining node).
 	MsgFetch
 	// MsgLearn carries chosen Entries (ascending, contiguous), and the
 	// sender's chosen index in Chosen.
@@ -70,6 +71,9 @@ type Message struct {
 	Entries  []Entry
 	Indexes  []uint64
 	Cmds     [][]byte
+	// Meta is the sender's membership history (MsgLearn answering a Fetch
+	// with Probe set: a joining node asks for it).
+	Meta []byte
 }
 
 func (m Message) String() string {

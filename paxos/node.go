@@ -56,6 +56,11 @@ type Node struct {
 	appliedCh    chan struct{}
 	fatal        error
 	sinceSnap    int // applier goroutine
+
+	meta     metaStore
+	members  atomic.Pointer[history] // published copy of the core's
+	chosenAt atomic.Uint64           // core's chosen index, for Membership
+	metac    chan metaReq
 }
 
 type proposal struct {
@@ -75,6 +80,7 @@ type proposeResult struct {
 // transport sends messages to peers, best effort, without blocking.
 type transport interface {
 	send(msgs []Message)
+	setPeers(addrs map[uint32]string)
 	close()
 }
 
@@ -122,7 +128,16 @@ func Start(cfg Config, sm StateMachine, opts ...Option) (*Node, error) {
 		donec:      make(chan struct{}),
 		appliedCh:  make(chan struct{}),
 	}
-	core, err := restore(st, n.app, cfg.coreConfig(o.seed, uint64(time.Now().UnixNano())))
+	n.meta = openMeta(st, cfg.Dir)
+	n.metac = make(chan metaReq)
+	cc := cfg.coreConfig(o.seed, uint64(time.Now().UnixNano()))
+	meta, err := n.meta.LoadMeta()
+	cc.Meta = meta
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("%w: %w", ErrStorage, err)
+	}
+	core, err := restore(st, n.app, cc)
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -136,6 +151,7 @@ func Start(cfg Config, sm StateMachine, opts ...Option) (*Node, error) {
 	}
 	n.lingerTimer = time.NewTimer(time.Hour)
 	n.lingerTimer.Stop()
+	n.followMembers()
 	n.publishCore()
 	n.status.Applied = n.app.applied
 	go n.run()
@@ -268,6 +284,8 @@ func (n *Node) run() {
 			n.core.flushBatch()
 		case <-n.stableNote:
 			n.core.compact(n.stable.Load())
+		case r := <-n.metac:
+			r.done <- n.core.adoptMeta(r.meta)
 		}
 		n.drain()
 		n.emit()
@@ -328,6 +346,10 @@ func (n *Node) emit() {
 	if c.lingering() && !n.lingerArmed {
 		n.lingerArmed = true
 		n.lingerTimer.Reset(n.cfg.BatchLinger)
+	}
+	if rd.Meta != nil || c.targetsDirty {
+		c.targetsDirty = false
+		n.followMembers()
 	}
 	if len(rd.Early) > 0 {
 		n.tr.send(rd.Early)
@@ -400,6 +422,7 @@ func (n *Node) publishCore() {
 	n.status.ID, n.status.Leader, n.status.Role = n.cfg.ID, c.leader, c.role.String()
 	n.status.Ballot, n.status.BallotNode = c.promised.Round, c.promised.Node
 	n.status.Chosen, n.status.Pending = c.chosen, len(c.pending)
+	n.chosenAt.Store(c.chosen)
 	n.leading.Store(c.role == leader)
 }
 

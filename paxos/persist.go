@@ -67,6 +67,20 @@ func (n *Node) persister() {
 		if n.failed.Load() {
 			continue
 		}
+		// The membership history first: it only records chosen changes,
+		// so it may be durable early, never late (before their apply).
+		var meta []byte
+		for i := range batch {
+			if batch[i].Meta != nil {
+				meta = batch[i].Meta
+			}
+		}
+		if meta != nil {
+			if err := n.meta.SaveMeta(meta); err != nil {
+				n.fail(fmt.Errorf("%w: save membership: %w", ErrStorage, err))
+				continue
+			}
+		}
 		n.completeQ <- n.submitSave(batch)
 	}
 }

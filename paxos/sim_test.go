@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand"
+	"slices"
 	"sort"
 	"testing"
 
@@ -64,6 +65,10 @@ type simOpts struct {
 	crashes    bool
 	campaigns  bool // Campaign on random nodes, sometimes two at once
 	useWAL     bool
+	// spares: extra nodes that start outside the cluster (joining); with
+	// changes, random one-at-a-time adds and removes move nodes in and out.
+	spares  int
+	changes bool
 }
 
 type simNode struct {
@@ -78,6 +83,8 @@ type simNode struct {
 	waiting map[uint64]string
 	phase   int64   // tick offset
 	unsaved []Ready // handed out, not yet persisted (async pipeline)
+	meta    []byte  // persisted membership history (survives crashes)
+	join    bool
 }
 
 type simMsg struct {
@@ -86,19 +93,20 @@ type simMsg struct {
 }
 
 type sim struct {
-	t      *testing.T
-	seed   int64
-	o      simOpts
-	rng    *rand.Rand
-	now    int64
-	nodes  map[uint32]*simNode
-	ids    []uint32
-	net    []simMsg
-	cut    map[[2]uint32]bool
-	faulty bool
-	chosen map[uint64][]byte
-	ok     map[string]uint64 // successful proposals -> index
-	nextID int
+	t       *testing.T
+	seed    int64
+	o       simOpts
+	rng     *rand.Rand
+	now     int64
+	nodes   map[uint32]*simNode
+	ids     []uint32
+	net     []simMsg
+	cut     map[[2]uint32]bool
+	faulty  bool
+	chosen  map[uint64][]byte
+	ok      map[string]uint64 // successful proposals -> index
+	nextID  int
+	changes int // membership changes chosen (checkHistories)
 }
 
 func (s *sim) fatalf(format string, a ...any) {
@@ -106,8 +114,18 @@ func (s *sim) fatalf(format string, a ...any) {
 	s.t.Fatalf("seed %d (replay: go test ./paxos/ -run TestSim -seed=%d -v) at t=%d: %s", s.seed, s.seed, s.now, fmt.Sprintf(format, a...))
 }
 
-func (s *sim) cfg(id uint32, inc uint64) coreConfig {
-	return coreConfig{ID: id, Peers: s.ids, ElectionTicks: 10, HeartbeatTicks: 1, RetransmitTicks: 2,
+func (s *sim) cfg(n *simNode) coreConfig {
+	id, inc := n.id, n.inc
+	peers := s.ids[:s.o.nodes]
+	if n.join {
+		peers = s.ids // seeds: everyone
+	}
+	addrs := map[uint32]string{}
+	for _, p := range s.ids {
+		addrs[p] = fmt.Sprintf("sim-%d", p)
+	}
+	return coreConfig{ID: id, Peers: peers, Addrs: addrs, Join: n.join, Meta: n.meta,
+		ElectionTicks: 10, HeartbeatTicks: 1, RetransmitTicks: 2,
 		RetryTicks: 20, Window: 8, BatchMaxBytes: 64, FetchMaxBytes: 200,
 		Seed: s.seed*1000 + int64(id)*100 + int64(inc), SeqStart: inc << 32}
 }
@@ -127,7 +145,7 @@ func (s *sim) start(n *simNode) {
 	}
 	n.sm = &listSM{}
 	n.app = newApplier(n.sm)
-	c, err := restore(n.st, n.app, s.cfg(n.id, n.inc))
+	c, err := restore(n.st, n.app, s.cfg(n))
 	if err != nil {
 		s.fatalf("restore node %d: %v", n.id, err)
 	}
@@ -170,6 +188,9 @@ func (s *sim) persist(n *simNode) {
 	var u wal.Update
 	need := false
 	for _, rd := range n.unsaved {
+		if rd.Meta != nil {
+			n.meta = rd.Meta // durable before the save, as the driver does
+		}
 		if rd.Update.Promised != nil {
 			u.Promised = rd.Update.Promised
 		}
@@ -323,11 +344,52 @@ func (s *sim) stepOnce() {
 func (s *sim) pending() int {
 	k := 0
 	for _, n := range s.nodes {
-		if n.up {
+		if n.up && s.final().Has(n.id) {
 			k += len(n.waiting)
 		}
 	}
 	return k
+}
+
+// final is the latest membership any node knows (the one heal converges
+// on); removed nodes' proposals may stay pending forever.
+func (s *sim) final() *Membership {
+	var best *history
+	for _, id := range s.ids {
+		if h := s.nodes[id].core; h != nil && h.hist != nil && (best == nil || len(h.hist.items) > len(best.items)) {
+			best = h.hist
+		}
+	}
+	return best.latest()
+}
+
+// changeRandom proposes one add or remove on a random member, against
+// the members it knows (so concurrent ones conflict, and some are made
+// while another is pending: both must be refused by the log).
+func (s *sim) changeRandom() {
+	n := s.nodes[s.ids[s.rng.Intn(len(s.ids))]]
+	if !n.up || !n.core.member() || !n.core.canPropose() {
+		return
+	}
+	cur := n.core.hist.latest()
+	next := slices.Clone(cur.Members)
+	var out []uint32
+	for _, id := range s.ids {
+		if !cur.Has(id) {
+			out = append(out, id)
+		}
+	}
+	if len(out) > 0 && (len(next) <= 3 || s.rng.Intn(2) == 0) {
+		id := out[s.rng.Intn(len(out))]
+		next = append(next, Member{ID: id, Addr: fmt.Sprintf("sim-%d", id)})
+	} else if len(next) > 1 {
+		k := s.rng.Intn(len(next))
+		next = slices.Delete(next, k, k+1)
+	} else {
+		return
+	}
+	n.core.propose(encodeChange(membershipChange{Prev: cur.Index, Members: next}), flagMembership)
+	s.process(n)
 }
 
 func runSim(t *testing.T, seed int64, o simOpts) {
@@ -341,11 +403,11 @@ func runSim(t *testing.T, seed int64, o simOpts) {
 func newSim(t *testing.T, seed int64, o simOpts) *sim {
 	s := &sim{t: t, seed: seed, o: o, rng: rand.New(rand.NewSource(seed)), nodes: map[uint32]*simNode{},
 		cut: map[[2]uint32]bool{}, chosen: map[uint64][]byte{}, ok: map[string]uint64{}}
-	for i := 1; i <= o.nodes; i++ {
+	for i := 1; i <= o.nodes+o.spares; i++ {
 		s.ids = append(s.ids, uint32(i))
 	}
 	for _, id := range s.ids {
-		n := &simNode{id: id, phase: s.rng.Int63n(10)}
+		n := &simNode{id: id, phase: s.rng.Int63n(10), join: int(id) > o.nodes}
 		if o.useWAL {
 			n.dir = t.TempDir()
 		}
@@ -398,6 +460,9 @@ func (s *sim) faults() {
 				}
 			}
 		}
+		if o.changes && s.rng.Intn(150) == 0 {
+			s.changeRandom()
+		}
 		if s.rng.Intn(200) == 0 { // a caller gives up
 			n := s.nodes[s.ids[s.rng.Intn(len(s.ids))]]
 			if n.up {
@@ -431,7 +496,7 @@ func (s *sim) heal() {
 	// One more command through the log, then wait for all to apply it.
 	for {
 		n := s.nodes[s.ids[s.rng.Intn(len(s.ids))]]
-		if n.core.canPropose() {
+		if s.final().Has(n.id) && n.core.canPropose() {
 			seq := n.core.propose([]byte("final"), 0)
 			n.waiting[seq] = "final"
 			s.process(n)
@@ -450,10 +515,15 @@ func (s *sim) heal() {
 
 func (s *sim) converged() bool {
 	var a uint64
-	for i, id := range s.ids {
+	first := true
+	fin := s.final()
+	for _, id := range s.ids {
 		n := s.nodes[id]
-		if i == 0 {
-			a = n.app.applied
+		if !fin.Has(id) {
+			continue
+		}
+		if first {
+			a, first = n.app.applied, false
 		} else if n.app.applied != a {
 			return false
 		}
@@ -468,6 +538,14 @@ func (s *sim) describe() string {
 		c := n.core
 		fmt.Fprintf(&b, "[n%d %s leader=%d promised=%v chosen=%d applied=%d stable=%d next=%d peerChosen=%d/%d fetching=%v queue=%d pending=%d waiting=%d] ",
 			id, c.role, c.leader, c.promised, c.chosen, n.app.applied, c.stable, c.next, c.peerChosen, c.fetchFrom, c.fetching, len(c.queue), len(c.pending), len(n.waiting))
+		if c.hist != nil {
+			for _, it := range c.hist.items {
+				fmt.Fprintf(&b, "{cfg@%d act %d %v} ", it.Index, it.Active, it.IDs())
+			}
+		} else {
+			fmt.Fprintf(&b, "{joining} ")
+		}
+		fmt.Fprintf(&b, "targets=%v ", c.targets)
 		if in := c.log[c.chosen+1]; in != nil {
 			fmt.Fprintf(&b, "{next inst: ballot=%v chosen=%v proposed=%v votes=%b} ", in.ballot, in.chosen, in.proposed, in.votes)
 		}
@@ -476,6 +554,7 @@ func (s *sim) describe() string {
 }
 
 func (s *sim) check() {
+	s.checkHistories()
 	var longest [][]byte
 	for _, id := range s.ids {
 		l := s.nodes[id].sm.list
@@ -541,6 +620,42 @@ func TestSimFaults(t *testing.T) {
 	simSeeds(t, "3nodes", o, *flagSeeds)
 	o.nodes = 5
 	simSeeds(t, "5nodes", o, *flagSeeds)
+}
+
+// TestSimMembership: 3 initial members and 2 spares; random one-at-a-time
+// adds and removes (some concurrent, some while another is pending)
+// under loss, partitions, crashes and campaigns. Agreement must hold on
+// every index and every configuration.
+func TestSimMembership(t *testing.T) {
+	o := simOpts{nodes: 3, spares: 2, changes: true, steps: 12000, drop: 0.1, dup: 0.05, partitions: true, crashes: true, campaigns: true}
+	total := 0
+	n := max(*flagSeeds/2, 5)
+	t.Run("3+2nodes", func(t *testing.T) {
+		for seed := int64(1); seed <= int64(n); seed++ {
+			if *flagSeed >= 0 {
+				seed = *flagSeed
+			}
+			s := newSim(t, seed, o)
+			s.faulty = true
+			s.faults()
+			s.heal()
+			total += s.changes
+			s.close()
+			if t.Failed() || *flagSeed >= 0 {
+				return
+			}
+		}
+	})
+	t.Logf("%d membership changes chosen over %d seeds", total, n)
+	if total == 0 {
+		t.Fatal("no membership change was ever chosen")
+	}
+	if testing.Short() {
+		return
+	}
+	// Over the real wal: the history file is the sim's, the log Badger's.
+	o.useWAL, o.steps = true, 6000
+	simSeeds(t, "3+2nodes-wal", o, max(*flagSeeds/50, 2))
 }
 
 func TestSimWAL(t *testing.T) {
@@ -717,4 +832,35 @@ func TestSimOrder(t *testing.T) {
 			break
 		}
 	}
+}
+
+// checkHistories: every node's membership history is a prefix of the
+// longest one (all nodes agree on every configuration), and each change
+// adds or removes exactly one member once the previous one is active.
+func (s *sim) checkHistories() {
+	var longest *history
+	for _, id := range s.ids {
+		if h := s.nodes[id].core.hist; h != nil && (longest == nil || len(h.items) > len(longest.items)) {
+			longest = h
+		}
+	}
+	for _, id := range s.ids {
+		h := s.nodes[id].core.hist
+		if h == nil {
+			continue
+		}
+		for k, it := range h.items {
+			o := longest.items[k]
+			if it.Index != o.Index || !slices.Equal(it.IDs(), o.IDs()) {
+				s.fatalf("node %d: membership item %d is %d:%v, another node has %d:%v", id, k, it.Index, it.IDs(), o.Index, o.IDs())
+			}
+		}
+	}
+	for k := 1; k < len(longest.items); k++ {
+		a, b := longest.items[k-1], longest.items[k]
+		if b.Index < a.Active || b.Active != b.Index+Alpha || diffOne(a.Members, b.Members) != nil {
+			s.fatalf("bad membership step %v -> %v", a, b)
+		}
+	}
+	s.changes += len(longest.items) - 1
 }

@@ -28,6 +28,7 @@ type MemoryStorage struct {
 	hs   wal.HardState
 	log  map[uint64]wal.Accepted
 	last uint64
+	meta []byte // membership history (membership_node.go)
 	// Saves counts Save calls (the simulation's durability rounds).
 	Saves int
 }

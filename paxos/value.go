@@ -22,7 +22,11 @@ const (
 	// flagBarrier marks a Barrier: chosen and ordered like a command but
 	// never passed to StateMachine.Apply nor returned by Read.
 	flagBarrier byte = 1 << 0
-	knownFlags       = flagBarrier
+	// flagMembership marks a membership change (membership.go): validated
+	// and recorded by the core, never passed to StateMachine.Apply nor
+	// returned by Read.
+	flagMembership byte = 1 << 1
+	knownFlags          = flagBarrier | flagMembership
 )
 
 // command is one proposed command inside a value.
@@ -35,6 +39,10 @@ type command struct {
 }
 
 func (c command) barrier() bool { return c.Flags&flagBarrier != 0 }
+
+// internal reports whether c is the engine's own (a Barrier or a
+// membership change): the state machine never sees it.
+func (c command) internal() bool { return c.Flags&(flagBarrier|flagMembership) != 0 }
 
 // appendCommand appends the encoding of c to b.
 func appendCommand(b []byte, c command) []byte {

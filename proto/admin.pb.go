@@ -76,6 +76,198 @@ func (Role) EnumDescriptor() ([]byte, []int) {
 	return file_admin_proto_rawDescGZIP(), []int{0}
 }
 
+type MembersRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MembersRequest) Reset() {
+	*x = MembersRequest{}
+	mi := &file_admin_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MembersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MembersRequest) ProtoMessage() {}
+
+func (x *MembersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MembersRequest.ProtoReflect.Descriptor instead.
+func (*MembersRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{0}
+}
+
+type MembersReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Members       []*Member              `protobuf:"bytes,1,rep,name=members,proto3" json:"members,omitempty"`
+	Index         uint64                 `protobuf:"varint,2,opt,name=index,proto3" json:"index,omitempty"`     // log index of the change that made these members (0: initial)
+	Active        uint64                 `protobuf:"varint,3,opt,name=active,proto3" json:"active,omitempty"`   // first log index they govern
+	Pending       bool                   `protobuf:"varint,4,opt,name=pending,proto3" json:"pending,omitempty"` // active > the answering node's chosen index
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MembersReply) Reset() {
+	*x = MembersReply{}
+	mi := &file_admin_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MembersReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MembersReply) ProtoMessage() {}
+
+func (x *MembersReply) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MembersReply.ProtoReflect.Descriptor instead.
+func (*MembersReply) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *MembersReply) GetMembers() []*Member {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
+func (x *MembersReply) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *MembersReply) GetActive() uint64 {
+	if x != nil {
+		return x.Active
+	}
+	return 0
+}
+
+func (x *MembersReply) GetPending() bool {
+	if x != nil {
+		return x.Pending
+	}
+	return false
+}
+
+type AddMemberRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Member        *Member                `protobuf:"bytes,1,opt,name=member,proto3" json:"member,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddMemberRequest) Reset() {
+	*x = AddMemberRequest{}
+	mi := &file_admin_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddMemberRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddMemberRequest) ProtoMessage() {}
+
+func (x *AddMemberRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddMemberRequest.ProtoReflect.Descriptor instead.
+func (*AddMemberRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *AddMemberRequest) GetMember() *Member {
+	if x != nil {
+		return x.Member
+	}
+	return nil
+}
+
+type RemoveMemberRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            uint32                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveMemberRequest) Reset() {
+	*x = RemoveMemberRequest{}
+	mi := &file_admin_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveMemberRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveMemberRequest) ProtoMessage() {}
+
+func (x *RemoveMemberRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveMemberRequest.ProtoReflect.Descriptor instead.
+func (*RemoveMemberRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *RemoveMemberRequest) GetId() uint32 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
 type StatusRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -84,7 +276,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_admin_proto_msgTypes[0]
+	mi := &file_admin_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -96,7 +288,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[0]
+	mi := &file_admin_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -109,7 +301,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{0}
+	return file_admin_proto_rawDescGZIP(), []int{4}
 }
 
 type Member struct {
@@ -125,7 +317,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_admin_proto_msgTypes[1]
+	mi := &file_admin_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -137,7 +329,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[1]
+	mi := &file_admin_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -150,7 +342,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{1}
+	return file_admin_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Member) GetId() uint32 {
@@ -214,7 +406,7 @@ type NodeStatus struct {
 
 func (x *NodeStatus) Reset() {
 	*x = NodeStatus{}
-	mi := &file_admin_proto_msgTypes[2]
+	mi := &file_admin_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -226,7 +418,7 @@ func (x *NodeStatus) String() string {
 func (*NodeStatus) ProtoMessage() {}
 
 func (x *NodeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[2]
+	mi := &file_admin_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -239,7 +431,7 @@ func (x *NodeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStatus.ProtoReflect.Descriptor instead.
 func (*NodeStatus) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{2}
+	return file_admin_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *NodeStatus) GetNodeId() uint32 {
@@ -358,7 +550,7 @@ type RecoverPointRequest struct {
 
 func (x *RecoverPointRequest) Reset() {
 	*x = RecoverPointRequest{}
-	mi := &file_admin_proto_msgTypes[3]
+	mi := &file_admin_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -370,7 +562,7 @@ func (x *RecoverPointRequest) String() string {
 func (*RecoverPointRequest) ProtoMessage() {}
 
 func (x *RecoverPointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[3]
+	mi := &file_admin_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -383,7 +575,7 @@ func (x *RecoverPointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecoverPointRequest.ProtoReflect.Descriptor instead.
 func (*RecoverPointRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{3}
+	return file_admin_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RecoverPointRequest) GetNodeId() uint32 {
@@ -413,7 +605,7 @@ type RecoverPointReply struct {
 
 func (x *RecoverPointReply) Reset() {
 	*x = RecoverPointReply{}
-	mi := &file_admin_proto_msgTypes[4]
+	mi := &file_admin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -425,7 +617,7 @@ func (x *RecoverPointReply) String() string {
 func (*RecoverPointReply) ProtoMessage() {}
 
 func (x *RecoverPointReply) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[4]
+	mi := &file_admin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -438,7 +630,7 @@ func (x *RecoverPointReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecoverPointReply.ProtoReflect.Descriptor instead.
 func (*RecoverPointReply) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{4}
+	return file_admin_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *RecoverPointReply) GetValid() []bool {
@@ -478,7 +670,7 @@ type SwitchoverRequest struct {
 
 func (x *SwitchoverRequest) Reset() {
 	*x = SwitchoverRequest{}
-	mi := &file_admin_proto_msgTypes[5]
+	mi := &file_admin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -490,7 +682,7 @@ func (x *SwitchoverRequest) String() string {
 func (*SwitchoverRequest) ProtoMessage() {}
 
 func (x *SwitchoverRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[5]
+	mi := &file_admin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -503,7 +695,7 @@ func (x *SwitchoverRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SwitchoverRequest.ProtoReflect.Descriptor instead.
 func (*SwitchoverRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{5}
+	return file_admin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *SwitchoverRequest) GetTo() uint32 {
@@ -523,7 +715,7 @@ type SwitchoverReply struct {
 
 func (x *SwitchoverReply) Reset() {
 	*x = SwitchoverReply{}
-	mi := &file_admin_proto_msgTypes[6]
+	mi := &file_admin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -535,7 +727,7 @@ func (x *SwitchoverReply) String() string {
 func (*SwitchoverReply) ProtoMessage() {}
 
 func (x *SwitchoverReply) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[6]
+	mi := &file_admin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -548,7 +740,7 @@ func (x *SwitchoverReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SwitchoverReply.ProtoReflect.Descriptor instead.
 func (*SwitchoverReply) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{6}
+	return file_admin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SwitchoverReply) GetLeaseVersion() uint64 {
@@ -569,7 +761,17 @@ var File_admin_proto protoreflect.FileDescriptor
 
 const file_admin_proto_rawDesc = "" +
 	"\n" +
-	"\vadmin.proto\x12\vphxgo.admin\"\x0f\n" +
+	"\vadmin.proto\x12\vphxgo.admin\"\x10\n" +
+	"\x0eMembersRequest\"\x85\x01\n" +
+	"\fMembersReply\x12-\n" +
+	"\amembers\x18\x01 \x03(\v2\x13.phxgo.admin.MemberR\amembers\x12\x14\n" +
+	"\x05index\x18\x02 \x01(\x04R\x05index\x12\x16\n" +
+	"\x06active\x18\x03 \x01(\x04R\x06active\x12\x18\n" +
+	"\apending\x18\x04 \x01(\bR\apending\"?\n" +
+	"\x10AddMemberRequest\x12+\n" +
+	"\x06member\x18\x01 \x01(\v2\x13.phxgo.admin.MemberR\x06member\"%\n" +
+	"\x13RemoveMemberRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\rR\x02id\"\x0f\n" +
 	"\rStatusRequest\"\x90\x01\n" +
 	"\x06Member\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\rR\x02id\x12\x1b\n" +
@@ -615,12 +817,15 @@ const file_admin_proto_rawDesc = "" +
 	"\fROLE_REPLICA\x10\x01\x12\x12\n" +
 	"\x0eROLE_CANDIDATE\x10\x02\x12\x0f\n" +
 	"\vROLE_MASTER\x10\x03\x12\x0f\n" +
-	"\vROLE_UNSAFE\x10\x042\xe4\x01\n" +
+	"\vROLE_UNSAFE\x10\x042\xbb\x03\n" +
 	"\x05Admin\x12=\n" +
 	"\x06Status\x12\x1a.phxgo.admin.StatusRequest\x1a\x17.phxgo.admin.NodeStatus\x12P\n" +
 	"\fRecoverPoint\x12 .phxgo.admin.RecoverPointRequest\x1a\x1e.phxgo.admin.RecoverPointReply\x12J\n" +
 	"\n" +
-	"Switchover\x12\x1e.phxgo.admin.SwitchoverRequest\x1a\x1c.phxgo.admin.SwitchoverReplyB\x13Z\x11phxgo/proto;protob\x06proto3"
+	"Switchover\x12\x1e.phxgo.admin.SwitchoverRequest\x1a\x1c.phxgo.admin.SwitchoverReply\x12A\n" +
+	"\aMembers\x12\x1b.phxgo.admin.MembersRequest\x1a\x19.phxgo.admin.MembersReply\x12E\n" +
+	"\tAddMember\x12\x1d.phxgo.admin.AddMemberRequest\x1a\x19.phxgo.admin.MembersReply\x12K\n" +
+	"\fRemoveMember\x12 .phxgo.admin.RemoveMemberRequest\x1a\x19.phxgo.admin.MembersReplyB\x13Z\x11phxgo/proto;protob\x06proto3"
 
 var (
 	file_admin_proto_rawDescOnce sync.Once
@@ -635,31 +840,43 @@ func file_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_admin_proto_goTypes = []any{
 	(Role)(0),                   // 0: phxgo.admin.Role
-	(*StatusRequest)(nil),       // 1: phxgo.admin.StatusRequest
-	(*Member)(nil),              // 2: phxgo.admin.Member
-	(*NodeStatus)(nil),          // 3: phxgo.admin.NodeStatus
-	(*RecoverPointRequest)(nil), // 4: phxgo.admin.RecoverPointRequest
-	(*RecoverPointReply)(nil),   // 5: phxgo.admin.RecoverPointReply
-	(*SwitchoverRequest)(nil),   // 6: phxgo.admin.SwitchoverRequest
-	(*SwitchoverReply)(nil),     // 7: phxgo.admin.SwitchoverReply
+	(*MembersRequest)(nil),      // 1: phxgo.admin.MembersRequest
+	(*MembersReply)(nil),        // 2: phxgo.admin.MembersReply
+	(*AddMemberRequest)(nil),    // 3: phxgo.admin.AddMemberRequest
+	(*RemoveMemberRequest)(nil), // 4: phxgo.admin.RemoveMemberRequest
+	(*StatusRequest)(nil),       // 5: phxgo.admin.StatusRequest
+	(*Member)(nil),              // 6: phxgo.admin.Member
+	(*NodeStatus)(nil),          // 7: phxgo.admin.NodeStatus
+	(*RecoverPointRequest)(nil), // 8: phxgo.admin.RecoverPointRequest
+	(*RecoverPointReply)(nil),   // 9: phxgo.admin.RecoverPointReply
+	(*SwitchoverRequest)(nil),   // 10: phxgo.admin.SwitchoverRequest
+	(*SwitchoverReply)(nil),     // 11: phxgo.admin.SwitchoverReply
 }
 var file_admin_proto_depIdxs = []int32{
-	0, // 0: phxgo.admin.NodeStatus.role:type_name -> phxgo.admin.Role
-	2, // 1: phxgo.admin.NodeStatus.members:type_name -> phxgo.admin.Member
-	1, // 2: phxgo.admin.Admin.Status:input_type -> phxgo.admin.StatusRequest
-	4, // 3: phxgo.admin.Admin.RecoverPoint:input_type -> phxgo.admin.RecoverPointRequest
-	6, // 4: phxgo.admin.Admin.Switchover:input_type -> phxgo.admin.SwitchoverRequest
-	3, // 5: phxgo.admin.Admin.Status:output_type -> phxgo.admin.NodeStatus
-	5, // 6: phxgo.admin.Admin.RecoverPoint:output_type -> phxgo.admin.RecoverPointReply
-	7, // 7: phxgo.admin.Admin.Switchover:output_type -> phxgo.admin.SwitchoverReply
-	5, // [5:8] is the sub-list for method output_type
-	2, // [2:5] is the sub-list for method input_type
-	2, // [2:2] is the sub-list for extension type_name
-	2, // [2:2] is the sub-list for extension extendee
-	0, // [0:2] is the sub-list for field type_name
+	6,  // 0: phxgo.admin.MembersReply.members:type_name -> phxgo.admin.Member
+	6,  // 1: phxgo.admin.AddMemberRequest.member:type_name -> phxgo.admin.Member
+	0,  // 2: phxgo.admin.NodeStatus.role:type_name -> phxgo.admin.Role
+	6,  // 3: phxgo.admin.NodeStatus.members:type_name -> phxgo.admin.Member
+	5,  // 4: phxgo.admin.Admin.Status:input_type -> phxgo.admin.StatusRequest
+	8,  // 5: phxgo.admin.Admin.RecoverPoint:input_type -> phxgo.admin.RecoverPointRequest
+	10, // 6: phxgo.admin.Admin.Switchover:input_type -> phxgo.admin.SwitchoverRequest
+	1,  // 7: phxgo.admin.Admin.Members:input_type -> phxgo.admin.MembersRequest
+	3,  // 8: phxgo.admin.Admin.AddMember:input_type -> phxgo.admin.AddMemberRequest
+	4,  // 9: phxgo.admin.Admin.RemoveMember:input_type -> phxgo.admin.RemoveMemberRequest
+	7,  // 10: phxgo.admin.Admin.Status:output_type -> phxgo.admin.NodeStatus
+	9,  // 11: phxgo.admin.Admin.RecoverPoint:output_type -> phxgo.admin.RecoverPointReply
+	11, // 12: phxgo.admin.Admin.Switchover:output_type -> phxgo.admin.SwitchoverReply
+	2,  // 13: phxgo.admin.Admin.Members:output_type -> phxgo.admin.MembersReply
+	2,  // 14: phxgo.admin.Admin.AddMember:output_type -> phxgo.admin.MembersReply
+	2,  // 15: phxgo.admin.Admin.RemoveMember:output_type -> phxgo.admin.MembersReply
+	10, // [10:16] is the sub-list for method output_type
+	4,  // [4:10] is the sub-list for method input_type
+	4,  // [4:4] is the sub-list for extension type_name
+	4,  // [4:4] is the sub-list for extension extendee
+	0,  // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_admin_proto_init() }
@@ -673,7 +890,7 @@ func file_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_admin_proto_rawDesc), len(file_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   7,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

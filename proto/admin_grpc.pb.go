@@ -22,6 +22,9 @@ const (
 	Admin_Status_FullMethodName       = "/phxgo.admin.Admin/Status"
 	Admin_RecoverPoint_FullMethodName = "/phxgo.admin.Admin/RecoverPoint"
 	Admin_Switchover_FullMethodName   = "/phxgo.admin.Admin/Switchover"
+	Admin_Members_FullMethodName      = "/phxgo.admin.Admin/Members"
+	Admin_AddMember_FullMethodName    = "/phxgo.admin.Admin/AddMember"
+	Admin_RemoveMember_FullMethodName = "/phxgo.admin.Admin/RemoveMember"
 )
 
 // AdminClient is the client API for Admin service.
@@ -41,6 +44,13 @@ type AdminClient interface {
 	RecoverPoint(ctx context.Context, in *RecoverPointRequest, opts ...grpc.CallOption) (*RecoverPointReply, error)
 	// Switchover hands the lease to node `to` once it has caught up.
 	Switchover(ctx context.Context, in *SwitchoverRequest, opts ...grpc.CallOption) (*SwitchoverReply, error)
+	// Members lists the members as the log has them (and a pending change).
+	Members(ctx context.Context, in *MembersRequest, opts ...grpc.CallOption) (*MembersReply, error)
+	// AddMember adds one node through the log; RemoveMember removes one.
+	// One change at a time: a second one while the first is not active
+	// fails with FAILED_PRECONDITION. Both return once the change is active.
+	AddMember(ctx context.Context, in *AddMemberRequest, opts ...grpc.CallOption) (*MembersReply, error)
+	RemoveMember(ctx context.Context, in *RemoveMemberRequest, opts ...grpc.CallOption) (*MembersReply, error)
 }
 
 type adminClient struct {
@@ -81,6 +91,36 @@ func (c *adminClient) Switchover(ctx context.Context, in *SwitchoverRequest, opt
 	return out, nil
 }
 
+func (c *adminClient) Members(ctx context.Context, in *MembersRequest, opts ...grpc.CallOption) (*MembersReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MembersReply)
+	err := c.cc.Invoke(ctx, Admin_Members_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) AddMember(ctx context.Context, in *AddMemberRequest, opts ...grpc.CallOption) (*MembersReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MembersReply)
+	err := c.cc.Invoke(ctx, Admin_AddMember_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) RemoveMember(ctx context.Context, in *RemoveMemberRequest, opts ...grpc.CallOption) (*MembersReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MembersReply)
+	err := c.cc.Invoke(ctx, Admin_RemoveMember_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServer is the server API for Admin service.
 // All implementations must embed UnimplementedAdminServer
 // for forward compatibility.
@@ -98,6 +138,13 @@ type AdminServer interface {
 	RecoverPoint(context.Context, *RecoverPointRequest) (*RecoverPointReply, error)
 	// Switchover hands the lease to node `to` once it has caught up.
 	Switchover(context.Context, *SwitchoverRequest) (*SwitchoverReply, error)
+	// Members lists the members as the log has them (and a pending change).
+	Members(context.Context, *MembersRequest) (*MembersReply, error)
+	// AddMember adds one node through the log; RemoveMember removes one.
+	// One change at a time: a second one while the first is not active
+	// fails with FAILED_PRECONDITION. Both return once the change is active.
+	AddMember(context.Context, *AddMemberRequest) (*MembersReply, error)
+	RemoveMember(context.Context, *RemoveMemberRequest) (*MembersReply, error)
 	mustEmbedUnimplementedAdminServer()
 }
 
@@ -116,6 +163,15 @@ func (UnimplementedAdminServer) RecoverPoint(context.Context, *RecoverPointReque
 }
 func (UnimplementedAdminServer) Switchover(context.Context, *SwitchoverRequest) (*SwitchoverReply, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Switchover not implemented")
+}
+func (UnimplementedAdminServer) Members(context.Context, *MembersRequest) (*MembersReply, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Members not implemented")
+}
+func (UnimplementedAdminServer) AddMember(context.Context, *AddMemberRequest) (*MembersReply, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method AddMember not implemented")
+}
+func (UnimplementedAdminServer) RemoveMember(context.Context, *RemoveMemberRequest) (*MembersReply, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method RemoveMember not implemented")
 }
 func (UnimplementedAdminServer) mustEmbedUnimplementedAdminServer() {}
 func (UnimplementedAdminServer) testEmbeddedByValue()               {}
@@ -192,6 +248,60 @@ func _Admin_Switchover_Handler(srv interface{}, ctx context.Context, dec func(in
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Admin_Members_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MembersRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).Members(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_Members_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).Members(ctx, req.(*MembersRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_AddMember_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AddMemberRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).AddMember(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_AddMember_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).AddMember(ctx, req.(*AddMemberRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_RemoveMember_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RemoveMemberRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).RemoveMember(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_RemoveMember_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).RemoveMember(ctx, req.(*RemoveMemberRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Admin_ServiceDesc is the grpc.ServiceDesc for Admin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -210,6 +320,18 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Switchover",
 			Handler:    _Admin_Switchover_Handler,
+		},
+		{
+			MethodName: "Members",
+			Handler:    _Admin_Members_Handler,
+		},
+		{
+			MethodName: "AddMember",
+			Handler:    _Admin_AddMember_Handler,
+		},
+		{
+			MethodName: "RemoveMember",
+			Handler:    _Admin_RemoveMember_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

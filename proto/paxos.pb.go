@@ -231,7 +231,11 @@ type PaxosMessage struct {
 	Indexes  []uint64               `protobuf:"varint,10,rep,packed,name=indexes,proto3" json:"indexes,omitempty"`
 	Cmds     [][]byte               `protobuf:"bytes,11,rep,name=cmds,proto3" json:"cmds,omitempty"`
 	// probe marks a Prepare/Promise of the pre-vote (see paxos/core_election.go).
-	Probe         bool `protobuf:"varint,12,opt,name=probe,proto3" json:"probe,omitempty"`
+	Probe bool `protobuf:"varint,12,opt,name=probe,proto3" json:"probe,omitempty"`
+	// meta: the sender's membership history (a Learn answering a joining
+	// node's Fetch; see paxos/membership.go). A high number, so other new
+	// fields take the low ones.
+	Meta          []byte `protobuf:"bytes,20,opt,name=meta,proto3" json:"meta,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -350,6 +354,13 @@ func (x *PaxosMessage) GetProbe() bool {
 	return false
 }
 
+func (x *PaxosMessage) GetMeta() []byte {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
+}
+
 var File_paxos_proto protoreflect.FileDescriptor
 
 const file_paxos_proto_rawDesc = "" +
@@ -367,7 +378,7 @@ const file_paxos_proto_rawDesc = "" +
 	"PaxosEntry\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x120\n" +
 	"\x06ballot\x18\x02 \x01(\v2\x18.phxgo.paxos.PaxosBallotR\x06ballot\x12\x14\n" +
-	"\x05value\x18\x03 \x01(\fR\x05value\"\xeb\x02\n" +
+	"\x05value\x18\x03 \x01(\fR\x05value\"\xff\x02\n" +
 	"\fPaxosMessage\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\rR\x04type\x12\x12\n" +
 	"\x04from\x18\x02 \x01(\rR\x04from\x12\x0e\n" +
@@ -381,7 +392,8 @@ const file_paxos_proto_rawDesc = "" +
 	"\aindexes\x18\n" +
 	" \x03(\x04R\aindexes\x12\x12\n" +
 	"\x04cmds\x18\v \x03(\fR\x04cmds\x12\x14\n" +
-	"\x05probe\x18\f \x01(\bR\x05probe2G\n" +
+	"\x05probe\x18\f \x01(\bR\x05probe\x12\x12\n" +
+	"\x04meta\x18\x14 \x01(\fR\x04meta2G\n" +
 	"\tPaxosPeer\x12:\n" +
 	"\x04Send\x12\x17.phxgo.paxos.PaxosBatch\x1a\x17.phxgo.paxos.PaxosEmpty(\x01B\x13Z\x11phxgo/proto;protob\x06proto3"
 

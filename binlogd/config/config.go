@@ -48,8 +48,14 @@ type Config struct {
 	// dir: binlogd's own state (Paxos log in dir/paxos). Relative paths are
 	// relative to the config file.
 	Dir string `json:"dir"`
-	// members: every node of the cluster, including this one.
+	// members: the cluster's initial members, including this one (written
+	// by `binlogd init`). Once the log holds membership changes the log
+	// governs (`binlogd members`); these only seed it.
 	Members []Member `json:"members"`
+	// join: this node joins a running cluster (`binlogd members add`):
+	// members lists the current members and this node; binlogd learns the
+	// members from them and votes once the change that adds it is active.
+	Join bool `json:"join,omitempty"`
 	// mysql_dir: the MariaDB instance root (datadir in mysql_dir/data).
 	MySQLDir string `json:"mysql_dir"`
 	// supervise_mysql: binlogd starts mariadbd (after recovery) and
@@ -110,6 +116,9 @@ func (c *Config) Save(path string) error {
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
+
+// SetDefaults fills unset keys with their defaults (Load does it).
+func (c *Config) SetDefaults() { c.setDefaults() }
 
 func (c *Config) setDefaults() {
 	if c.LeaseDuration.Duration == 0 {
@@ -181,7 +190,7 @@ func (c *Config) Validate() error {
 	if !self {
 		return c.bad("id", "%d is not in members", c.ID)
 	}
-	if len(c.Members)%2 == 0 {
+	if len(c.Members)%2 == 0 && !c.Join {
 		return c.bad("members", "%d members: use an odd number (an even one tolerates no more failures and splits votes)", len(c.Members))
 	}
 	if c.LeaseDuration.Duration < 500*time.Millisecond {

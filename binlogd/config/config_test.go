@@ -65,3 +65,22 @@ func TestCredentialsMode(t *testing.T) {
 		t.Fatalf("world-readable credentials accepted: %v", err)
 	}
 }
+
+// A joining node lists the current members and itself: any count; a new
+// cluster's initial members stay odd.
+func TestJoinAllowsEvenMembers(t *testing.T) {
+	dir := t.TempDir()
+	four := strings.Replace(good, `]}`, `,
+  {"id":4,"grpc_addr":"127.0.0.1:10","mysql_addr":"127.0.0.1:11","repl_addr":"127.0.0.1:12"}]}`, 1)
+	if _, err := Load(write(t, dir, "even.json", four, 0o644)); err == nil || !strings.Contains(err.Error(), `"members"`) {
+		t.Fatalf("4 initial members: %v", err)
+	}
+	join := strings.Replace(four, `"id":1,"dir"`, `"id":4,"join":true,"dir"`, 1)
+	c, err := Load(write(t, dir, "join.json", join, 0o644))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Join || c.Self().ID != 4 {
+		t.Fatalf("%+v", c)
+	}
+}

@@ -26,7 +26,7 @@ func awaitSameData(t *testing.T, c *localcluster.Cluster, tables ...string) binl
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dbs := map[uint32]*sql.DB{}
-	for id := uint32(1); id <= uint32(c.Spec.Nodes); id++ {
+	for _, id := range c.IDs() {
 		db, err := c.RootDB(id)
 		if err != nil {
 			t.Fatal(err)
@@ -72,7 +72,7 @@ func awaitSameData(t *testing.T, c *localcluster.Cluster, tables ...string) binl
 			sums[id] = sum.Int64
 		}
 		for id, s := range sums {
-			if s != sums[1] {
+			if s != sums[c.IDs()[0]] {
 				t.Fatalf("CHECKSUM TABLE %s differs: %v (node %d)", table, sums, id)
 			}
 		}

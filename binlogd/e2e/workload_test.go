@@ -83,7 +83,7 @@ func (w *writers) loop(ctx context.Context) {
 
 // masterNow asks the nodes who the ready master is.
 func (w *writers) masterNow(ctx context.Context) uint32 {
-	for id := uint32(1); id <= uint32(w.c.Spec.Nodes); id++ {
+	for _, id := range w.c.IDs() {
 		st, err := w.c.Status(ctx, id)
 		if err == nil && st.Ready && st.MasterId == id {
 			return id
@@ -140,7 +140,7 @@ func (w *writers) checkAcked(t *testing.T) {
 		ids = append(ids, id)
 	}
 	w.mu.Unlock()
-	for id := uint32(1); id <= uint32(w.c.Spec.Nodes); id++ {
+	for _, id := range w.c.IDs() {
 		db, err := w.c.RootDB(id)
 		if err != nil {
 			t.Fatal(err)

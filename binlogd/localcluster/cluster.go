@@ -32,6 +32,7 @@ type Cluster struct {
 
 	mu    sync.Mutex
 	conns map[uint32]*grpc.ClientConn
+	gone  map[uint32]bool // removed from the cluster (members.go)
 
 	sourceIPOnce sync.Once
 	sourceIPOK   bool // the sqlproxy binary has -source-ip
@@ -241,7 +242,8 @@ func (c *Cluster) WriteInfo() error {
 	if cr, err := loadCred(c.Spec.Dir); err == nil {
 		info.AppUser, info.AppPass = cr.AppUser, cr.AppPassword
 	}
-	for _, m := range c.Spec.members() {
+	for _, id := range c.IDs() {
+		m := c.Spec.member(int(id))
 		info.Nodes = append(info.Nodes, NodeInfo{
 			ID: m.ID, MySQLAddr: m.MySQLAddr, BinlogdAddr: m.GRPCAddr, ReplAddr: m.ReplAddr, ProxyAddr: m.ProxyAddr,
 			HTTPAddr:    c.Spec.addr(int(m.ID), offHTTP),
@@ -291,8 +293,8 @@ func (c *Cluster) Status(ctx context.Context, id uint32) (*pb.NodeStatus, error)
 // error says what is missing.
 func (c *Cluster) Healthy(ctx context.Context) (master uint32, err error) {
 	var sts []*pb.NodeStatus
-	for id := 1; id <= c.Spec.Nodes; id++ {
-		st, err := c.Status(ctx, uint32(id))
+	for _, id := range c.IDs() {
+		st, err := c.Status(ctx, id)
 		if err != nil {
 			return 0, fmt.Errorf("node %d: %w", id, err)
 		}

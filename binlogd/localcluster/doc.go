@@ -20,4 +20,8 @@
 // traffic carries it: MariaDB binds its host, binlogd dials peers from its
 // gRPC host, and sqlproxy gets -source-ip <host> (when the binary has the
 // flag) for its connections to other nodes' MariaDB and the master's proxy.
+//
+// AddNode and RemoveNode change the members of a running cluster the way
+// an operator does (a joining config, binlogd seed from a replica,
+// Admin AddMember / RemoveMember); IDs lists the current members.
 package localcluster

@@ -57,13 +57,18 @@ func (s Spec) NodeDir(id int) string { return filepath.Join(s.Dir, fmt.Sprintf("
 func (s Spec) members() []config.Member {
 	var ms []config.Member
 	for id := 1; id <= s.Nodes; id++ {
-		m := config.Member{ID: uint32(id), GRPCAddr: s.addr(id, offGRPC), MySQLAddr: s.addr(id, offMySQL), ReplAddr: s.addr(id, offRepl)}
-		if s.Proxy {
-			m.ProxyAddr = s.addr(id, offProxy)
-		}
-		ms = append(ms, m)
+		ms = append(ms, s.member(id))
 	}
 	return ms
+}
+
+// member is node id's entry, as every node's config lists it.
+func (s Spec) member(id int) config.Member {
+	m := config.Member{ID: uint32(id), GRPCAddr: s.addr(id, offGRPC), MySQLAddr: s.addr(id, offMySQL), ReplAddr: s.addr(id, offRepl)}
+	if s.Proxy {
+		m.ProxyAddr = s.addr(id, offProxy)
+	}
+	return m
 }
 
 func (s Spec) validate() error {
@@ -110,28 +115,34 @@ func (s Spec) writeConfigs() error {
 	if err := os.WriteFile(filepath.Join(s.Dir, "proxy-password"), []byte(cr.ProxyPassword+"\n"), 0o600); err != nil {
 		return err
 	}
-	lease := s.LeaseDuration
-	if lease == 0 {
-		lease = 5 * time.Second
-	}
 	for id := 1; id <= s.Nodes; id++ {
-		dir := s.NodeDir(id)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-		c := config.Config{
-			ID: uint32(id), Dir: dir, MySQLDir: filepath.Join(dir, "mysql"),
-			Members: s.members(), SuperviseMySQL: true, CredentialsFile: cred,
-			LeaseDuration: config.Duration{Duration: lease},
-			DriftMargin:   config.Duration{Duration: lease / 10},
-			HTTPAddr:      s.addr(id, offHTTP),
-			MySQLExtra:    s.MySQLExtra,
-		}
-		if err := c.Save(filepath.Join(dir, "binlogd.json")); err != nil {
+		if err := s.writeNodeConfig(id, s.members(), false); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// writeNodeConfig writes node id's binlogd.json listing members (join:
+// a node added to a running cluster).
+func (s Spec) writeNodeConfig(id int, members []config.Member, join bool) error {
+	lease := s.LeaseDuration
+	if lease == 0 {
+		lease = 5 * time.Second
+	}
+	dir := s.NodeDir(id)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	c := config.Config{
+		ID: uint32(id), Dir: dir, MySQLDir: filepath.Join(dir, "mysql"),
+		Members: members, Join: join, SuperviseMySQL: true, CredentialsFile: filepath.Join(s.Dir, "credentials.json"),
+		LeaseDuration: config.Duration{Duration: lease},
+		DriftMargin:   config.Duration{Duration: lease / 10},
+		HTTPAddr:      s.addr(id, offHTTP),
+		MySQLExtra:    s.MySQLExtra,
+	}
+	return c.Save(filepath.Join(dir, "binlogd.json"))
 }
 
 func secret() string {

@@ -69,7 +69,8 @@ func FreeBasePort(nodes int) int {
 	}
 }
 
-// StartForTest starts a cluster in t.TempDir() with binaries from binDir,
+// StartForTest starts a cluster in t.TempDir() with binaries from binDir
+// (the ports of one more node are free too, for AddNode),
 // waits until it is healthy, and stops it when the test ends (leaving the
 // logs in the temp dir, printed on failure).
 func StartForTest(t testing.TB, binDir string, nodes int, lease time.Duration, proxy bool) (*Cluster, uint32) {
@@ -83,7 +84,7 @@ func StartForTest(t testing.TB, binDir string, nodes int, lease time.Duration, p
 		dir, _ = os.MkdirTemp(keep, "cluster-")
 		t.Logf("cluster files kept in %s", dir)
 	}
-	spec := Spec{Dir: dir, Nodes: nodes, BasePort: FreeBasePort(nodes), BinDir: binDir, LeaseDuration: lease, Proxy: proxy}
+	spec := Spec{Dir: dir, Nodes: nodes, BasePort: FreeBasePort(nodes + 1), BinDir: binDir, LeaseDuration: lease, Proxy: proxy}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	c, err := Start(ctx, spec)

@@ -72,7 +72,7 @@ func (n *Node) Status() *pb.NodeStatus {
 	} else if r := n.replInfo.Load(); r != nil {
 		st.ReplicationState = *r
 	}
-	for _, m := range n.cfg.SortedMembers() {
+	for _, m := range n.members() {
 		st.Members = append(st.Members, &pb.Member{Id: m.ID, GrpcAddr: m.GRPCAddr, MysqlAddr: m.MySQLAddr, ReplAddr: m.ReplAddr, ProxyAddr: m.ProxyAddr})
 	}
 	return st
@@ -100,11 +100,7 @@ func (a *adminServer) Switchover(ctx context.Context, req *pb.SwitchoverRequest)
 	if req.To == n.cfg.ID {
 		return nil, status.Errorf(codes.InvalidArgument, "node %d is this node", req.To)
 	}
-	found := false
-	for _, m := range n.cfg.Members {
-		found = found || m.ID == req.To
-	}
-	if !found {
+	if _, found := n.member(req.To); !found {
 		return nil, status.Errorf(codes.InvalidArgument, "node %d is not a member", req.To)
 	}
 	if !n.lease.Ready() {

@@ -25,4 +25,10 @@
 //     it through recovery, which cuts what the log does not hold.
 //  4. poll: MariaDB's applied GTID and replication state, for the election
 //     condition, the catch-up check, and status.
+//
+// Members (members.go) come from the Paxos log, not the config file: the
+// Admin service's AddMember/RemoveMember propose a change through it,
+// Status lists the current members (sqlproxy follows them), the Paxos
+// transport dials added members and drops removed ones, and a node that
+// is not a member (joining, or removed) never asks for the lease.
 package node

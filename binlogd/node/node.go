@@ -105,6 +105,7 @@ func (n *Node) Run(ctx context.Context) error {
 	pcfg := paxos.DefaultConfig()
 	pcfg.ID, pcfg.Peers, pcfg.Dir, pcfg.Logger = n.cfg.ID, n.cfg.Peers(), filepath.Join(n.cfg.Dir, "paxos"), n.log
 	pcfg.MaxValueBytes = 8 << 20
+	pcfg.Join = n.cfg.Join
 	px, err := paxos.Start(pcfg, lease, paxos.WithDialOptions(grpc.WithContextDialer(n.dialFromSelf)))
 	if err != nil {
 		return fmt.Errorf("paxos: %w", err)
@@ -147,7 +148,7 @@ func (n *Node) Run(ctx context.Context) error {
 		defer n.http.Close()
 	}
 
-	n.log.Info("binlogd started", "grpc", self.GRPCAddr, "repl", self.ReplAddr, "mysql", self.MySQLAddr, "members", len(n.cfg.Members))
+	n.log.Info("binlogd started", "grpc", self.GRPCAddr, "repl", self.ReplAddr, "mysql", self.MySQLAddr, "members", len(n.members()), "join", n.cfg.Join)
 
 	var wg sync.WaitGroup
 	run := func(f func(context.Context)) {
@@ -170,7 +171,7 @@ func (n *Node) Run(ctx context.Context) error {
 // canAcquire is the election condition: this node's MariaDB is up, safe,
 // and has applied the whole valid log.
 func (n *Node) canAcquire() bool {
-	if !n.mysqlUp.Load() || n.unsafe.Load() != nil || n.stopping.Load() {
+	if !n.mysqlUp.Load() || n.unsafe.Load() != nil || n.stopping.Load() || !n.isMember() {
 		return false
 	}
 	last, _ := n.lease.Position()

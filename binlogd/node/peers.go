@@ -13,7 +13,7 @@ import (
 var peerConns sync.Map // addr -> *grpc.ClientConn
 
 func (n *Node) peerAdmin(id uint32) (pb.AdminClient, error) {
-	for _, m := range n.cfg.Members {
+	for _, m := range n.members() {
 		if m.ID != id {
 			continue
 		}

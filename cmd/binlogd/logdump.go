@@ -61,6 +61,12 @@ func cmdLog(args []string) error {
 				if c.Barrier {
 					continue
 				}
+				if c.Membership {
+					if a.Index >= *from && !*onlyBad {
+						fmt.Printf("%8d node=%d seq=%d membership change to %v (active %d instances later if valid)\n", a.Index, c.Node, c.Seq, c.Members, paxos.Alpha)
+					}
+					continue
+				}
 				dup := ""
 				if first, ok := seen[key{c.Node, c.Seq}]; ok {
 					dup = fmt.Sprintf(" DUPLICATE of index %d", first)

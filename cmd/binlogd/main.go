@@ -4,6 +4,9 @@
 //	binlogd status -addr HOST:PORT      print a node's view (-json)
 //	binlogd recover -config FILE        cut the local binlog back to the log (before mysqld starts)
 //	binlogd switchover -addr MASTER -to N
+//	binlogd init -member ID=GRPC,MYSQL,REPL[,PROXY]... -out DIR
+//	binlogd members list|add|remove -addr MEMBER ...
+//	binlogd seed -config NEW.json -from-socket REPLICA_SOCK
 package main
 
 import (
@@ -39,6 +42,9 @@ commands:
   switchover  hand the master lease to node N (-addr MASTER_GRPC -to N)
   log         print a stopped node's Paxos log with every entry's verdict (-config FILE)
   stop-mysql  stop the node's MariaDB safely: never gracefully while commits wait (-config FILE)
+  init        write the configs of a new cluster (-member ID=GRPC,MYSQL,REPL[,PROXY] ... | -hosts H1,H2,H3)
+  members     list, add or remove members through the log (members list|add|remove -addr MEMBER ...)
+  seed        load a new node's MariaDB from a replica's dump before its first start (-config NEW.json -from-socket SOCK)
 
 Run 'binlogd <command> -h' for a command's flags.
 `
@@ -65,6 +71,12 @@ func main() {
 		err = cmdLog(os.Args[2:])
 	case "stop-mysql":
 		err = cmdStopMySQL(os.Args[2:])
+	case "init":
+		err = cmdInit(os.Args[2:])
+	case "members":
+		err = cmdMembers(os.Args[2:])
+	case "seed":
+		err = cmdSeed(os.Args[2:])
 	default:
 		fmt.Fprintf(os.Stderr, "binlogd: unknown command %q\n\n%s", os.Args[1], usage)
 		os.Exit(2)
@@ -138,6 +150,11 @@ func cmdStatus(args []string) error {
 	fmt.Printf("node            %d\nrole            %s\nmaster          %d (lease version %d, epoch %d)\n", st.NodeId, strings.ToLower(role), st.MasterId, st.LeaseVersion, st.Epoch)
 	fmt.Printf("lease remaining %v\nchosen/applied  %d / %d (paxos leader %d)\nlast valid GTID %s\nMariaDB GTID    %s\nreplication     %s\n",
 		time.Duration(st.LeaseRemainingNs).Round(time.Millisecond), st.ChosenIndex, st.AppliedIndex, st.PaxosLeader, orNone(st.LastValidGtid), orNone(st.MysqlGtidPos), st.ReplicationState)
+	var ids []uint32
+	for _, m := range st.Members {
+		ids = append(ids, m.Id)
+	}
+	fmt.Printf("members         %v\n", ids)
 	if st.UnsafeReason != "" {
 		fmt.Printf("UNSAFE          %s\n", st.UnsafeReason)
 	}

@@ -1,0 +1,105 @@
+package localcluster
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"phxgo/binlogd/config"
+	pb "phxgo/proto"
+)
+
+// IDs returns the cluster's current members: nodes 1..Spec.Nodes less
+// the removed ones.
+func (c *Cluster) IDs() []uint32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var ids []uint32
+	for id := 1; id <= c.Spec.Nodes; id++ {
+		if !c.gone[uint32(id)] {
+			ids = append(ids, uint32(id))
+		}
+	}
+	return ids
+}
+
+// AddNode adds node Spec.Nodes+1 to the running cluster, as an operator
+// would: write its config (join), seed its MariaDB from node seedFrom's
+// (a replica: binlogd seed, see scripts/seed-node.sh), start it, and add
+// it through the log via node via's Admin service. It returns the new
+// id once the change is active; the node then catches up from the log.
+func (c *Cluster) AddNode(ctx context.Context, seedFrom, via uint32) (uint32, error) {
+	c.mu.Lock()
+	id := uint32(c.Spec.Nodes + 1)
+	c.mu.Unlock()
+	if id > 9 {
+		return 0, fmt.Errorf("localcluster: at most 9 nodes")
+	}
+	var ms []config.Member
+	for _, m := range c.IDs() {
+		ms = append(ms, c.Spec.member(int(m)))
+	}
+	ms = append(ms, c.Spec.member(int(id)))
+	if err := c.Spec.writeNodeConfig(int(id), ms, true); err != nil {
+		return 0, err
+	}
+	dir := c.Spec.NodeDir(int(id))
+	cmd := exec.CommandContext(ctx, filepath.Join(c.Spec.BinDir, "binlogd"), "seed",
+		"-config", filepath.Join(dir, "binlogd.json"),
+		"-from-socket", filepath.Join(c.Spec.NodeDir(int(seedFrom)), "mysql", "mysqld.sock"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return 0, fmt.Errorf("localcluster: seed node %d from node %d: %w\n%s", id, seedFrom, err, out)
+	}
+	c.mu.Lock()
+	c.Spec.Nodes = int(id)
+	c.mu.Unlock()
+	if err := c.StartNode(id); err != nil {
+		return 0, err
+	}
+	a, err := c.Admin(via)
+	if err != nil {
+		return 0, err
+	}
+	m := c.Spec.member(int(id))
+	if _, err := a.AddMember(ctx, &pb.AddMemberRequest{Member: &pb.Member{Id: id, GrpcAddr: m.GRPCAddr,
+		MysqlAddr: m.MySQLAddr, ReplAddr: m.ReplAddr, ProxyAddr: m.ProxyAddr}}); err != nil {
+		return 0, fmt.Errorf("localcluster: add node %d via node %d: %w", id, via, err)
+	}
+	return id, c.WriteInfo()
+}
+
+// RemoveNode removes node id through the log via node via's Admin
+// service, then stops its processes (binlogd stops its MariaDB safely).
+func (c *Cluster) RemoveNode(ctx context.Context, id, via uint32) error {
+	a, err := c.Admin(via)
+	if err != nil {
+		return err
+	}
+	if _, err := a.RemoveMember(ctx, &pb.RemoveMemberRequest{Id: id}); err != nil {
+		return fmt.Errorf("localcluster: remove node %d via node %d: %w", id, via, err)
+	}
+	c.mu.Lock()
+	if c.gone == nil {
+		c.gone = map[uint32]bool{}
+	}
+	c.gone[id] = true
+	c.mu.Unlock()
+	for _, proc := range []string{"sqlproxy", "binlogd"} {
+		if pid := c.Pid(id, proc); pid != 0 {
+			_ = syscall.Kill(pid, syscall.SIGTERM)
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	for _, proc := range []string{"sqlproxy", "binlogd", "mariadbd"} {
+		if pid := c.Pid(id, proc); pid != 0 {
+			if err := waitGone(wctx, pid); err != nil {
+				return err
+			}
+		}
+	}
+	return c.WriteInfo()
+}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"time"
+
+	"phxgo/binlogd/config"
+	pb "phxgo/proto"
+)
+
+// cmdMembers: binlogd members list|add|remove, through any member's Admin
+// service; add and remove go through the log and return once active.
+func cmdMembers(args []string) error {
+	if len(args) == 0 {
+		return errors.New("members: want list, add or remove (binlogd members add -h)")
+	}
+	sub, args := args[0], args[1:]
+	fs := flag.NewFlagSet("members "+sub, flag.ContinueOnError)
+	addr := fs.String("addr", "127.0.0.1:17011", "any member's binlogd gRPC address")
+	id := fs.Uint("id", 0, "node id (add, remove)")
+	grpcAddr := fs.String("grpc", "", "add: the new node's binlogd gRPC address")
+	mysqlAddr := fs.String("mysql", "", "add: its MariaDB address")
+	replAddr := fs.String("repl", "", "add: its binlogd replication address")
+	proxyAddr := fs.String("proxy", "", "add: its sqlproxy address (optional)")
+	newCfg := fs.String("config", "", "add: take -id and the addresses from the new node's config file")
+	timeout := fs.Duration("timeout", time.Minute, "give up after this long (the outcome of a change is then unknown: list again)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cl, closeFn, err := dial(*addr)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	var r *pb.MembersReply
+	switch sub {
+	case "list":
+		r, err = cl.Members(ctx, &pb.MembersRequest{})
+	case "add":
+		if *newCfg != "" {
+			c, err := config.Load(*newCfg)
+			if err != nil {
+				return err
+			}
+			self := c.Self()
+			*id, *grpcAddr, *mysqlAddr, *replAddr, *proxyAddr = uint(self.ID), self.GRPCAddr, self.MySQLAddr, self.ReplAddr, self.ProxyAddr
+		}
+		if *id == 0 || *grpcAddr == "" || *mysqlAddr == "" || *replAddr == "" {
+			return errors.New("members add: -id, -grpc, -mysql and -repl are required")
+		}
+		r, err = cl.AddMember(ctx, &pb.AddMemberRequest{Member: &pb.Member{
+			Id: uint32(*id), GrpcAddr: *grpcAddr, MysqlAddr: *mysqlAddr, ReplAddr: *replAddr, ProxyAddr: *proxyAddr}})
+	case "remove":
+		if *id == 0 {
+			return errors.New("members remove: -id is required")
+		}
+		r, err = cl.RemoveMember(ctx, &pb.RemoveMemberRequest{Id: uint32(*id)})
+	default:
+		return fmt.Errorf("members: unknown subcommand %q (list, add, remove)", sub)
+	}
+	if err != nil {
+		return fmt.Errorf("members %s via %s: %w", sub, *addr, err)
+	}
+	state := "active"
+	if r.Pending {
+		state = "pending"
+	}
+	fmt.Printf("members (log index %d, %s from index %d):\n", r.Index, state, r.Active)
+	for _, m := range r.Members {
+		fmt.Printf("  %-3d grpc=%s mysql=%s repl=%s proxy=%s\n", m.Id, m.GrpcAddr, m.MysqlAddr, m.ReplAddr, orNone(m.ProxyAddr))
+	}
+	return nil
+}

@@ -1,0 +1,248 @@
+package paxos
+
+import "slices"
+
+// The core's side of membership (rules in doc.go, "Membership"):
+//
+//   - every quorum is counted among the members of the configuration that
+//     governs the instance (votes are bit masks by position in c.peers,
+//     an append-only list of every node id this core has known, so
+//     positions never move while it runs);
+//   - a chosen change is validated and recorded when the core hands the
+//     entry out (ready), on every node in the same order, and the new
+//     history leaves with that Ready as Meta, durable before the entry is
+//     applied;
+//   - the leader proposes instance j only when j <= chosen+Alpha (it then
+//     knows the members of j) and its phase-1 promisers are a majority of
+//     them; otherwise it defers (becomeLeader) or runs phase 1 again;
+//   - an acceptor refuses to vote in an instance whose configuration, as it
+//     knows it, excludes it, and refuses Prepares and probes from
+//     non-members; a node that is not a member neither probes nor
+//     campaigns, and a leader steps down once its removal is active.
+
+// window is the leader's bound on instances in flight: Window, but never
+// above Alpha, so every instance it proposes lies within chosen+Alpha.
+func (c *core) window() int { return min(c.cfg.Window, Alpha) }
+
+// horizon is the highest instance whose configuration this core knows.
+func (c *core) horizon() uint64 { return c.chosen + Alpha }
+
+// known adds id to c.peers (append-only positions).
+func (c *core) known(id uint32) {
+	if _, ok := c.peerPos[id]; ok {
+		return
+	}
+	if len(c.peers) >= 64 {
+		panic("paxos: more than 64 node ids known to one core")
+	}
+	c.peerPos[id] = len(c.peers)
+	c.peers = append(c.peers, id)
+	c.lastHeard = append(c.lastHeard, c.tick)
+}
+
+// member reports whether this node is in the latest configuration.
+func (c *core) member() bool { return c.hist != nil && c.hist.latest().Has(c.id) }
+
+func (c *core) cfgAt(j uint64) *Membership { return c.hist.at(j) }
+
+func (c *core) mask(m *Membership) uint64 {
+	if v, ok := c.masks[m.Index]; ok {
+		return v
+	}
+	var v uint64
+	for _, x := range m.Members {
+		c.known(x.ID)
+		v |= 1 << c.peerPos[x.ID]
+	}
+	c.masks[m.Index] = v
+	return v
+}
+
+// isQuorum reports whether votes hold a majority of m's members.
+func (c *core) isQuorum(votes uint64, m *Membership) bool {
+	return popcount(votes&c.mask(m)) >= len(m.Members)/2+1
+}
+
+func (c *core) bit(id uint32) uint64 {
+	c.known(id)
+	return 1 << c.peerPos[id]
+}
+
+// historyChanged refreshes what depends on the members.
+func (c *core) historyChanged() {
+	clear(c.masks)
+	for _, it := range c.hist.items {
+		for _, m := range it.Members {
+			c.known(m.ID)
+		}
+	}
+	c.metaDirty = true
+	c.refreshTargets()
+	if !c.member() {
+		c.stopCampaign()
+		if c.role == candidate {
+			c.becomeFollower(0)
+		}
+	}
+	c.checkRemoved()
+}
+
+// checkRemoved makes a leader whose removal is active step down.
+func (c *core) checkRemoved() {
+	if c.role == leader && !c.member() && c.chosen+1 >= c.hist.latest().Active {
+		c.becomeFollower(0)
+	}
+}
+
+// refreshTargets recomputes who this node talks to: every member of a
+// configuration that governs an instance above chosen (joining: the seeds).
+func (c *core) refreshTargets() {
+	var ids []uint32
+	if c.hist == nil {
+		ids = append(ids, c.cfg.Peers...)
+	} else {
+		for _, m := range c.hist.from(c.chosen + 1) {
+			ids = append(ids, m.IDs()...)
+		}
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	var ts []uint32
+	for _, id := range ids {
+		if id != c.id {
+			c.known(id)
+			ts = append(ts, id)
+		}
+	}
+	if !slices.Equal(ts, c.targets) {
+		c.targets, c.targetsDirty = ts, true
+	}
+	c.targetsAt = c.chosen
+}
+
+// recordChosen validates and records the membership changes in a chosen
+// value (at index i), in order.
+func (c *core) recordChosen(i uint64, v []byte) {
+	if c.hist == nil || len(v) == 0 {
+		return
+	}
+	cmds, err := decodeValue(v)
+	if err != nil {
+		return
+	}
+	for _, cmd := range cmds {
+		if cmd.Flags&flagMembership == 0 {
+			continue
+		}
+		ch, err := decodeChange(cmd.Data)
+		if err != nil {
+			continue
+		}
+		n := len(c.hist.items)
+		if c.hist.apply(i, ch) && len(c.hist.items) > n {
+			c.historyChanged()
+		}
+	}
+}
+
+// adoptMeta merges a peer's (or a snapshot's) history into ours; a joining
+// node adopts it whole and becomes a regular node.
+func (c *core) adoptMeta(b []byte) error {
+	h, err := decodeHistory(b)
+	if err != nil {
+		return err
+	}
+	if c.hist == nil {
+		c.hist = h
+	} else if changed, err := c.hist.merge(h); err != nil || !changed {
+		return err
+	}
+	c.historyChanged()
+	return nil
+}
+
+// joinTick asks a seed for the history while this node does not know it.
+func (c *core) joinTick() {
+	if c.hist != nil || len(c.targets) == 0 || c.tick-c.fetchTick < int64(c.cfg.RetransmitTicks) {
+		return
+	}
+	c.fetchTick = c.tick
+	to := c.targets[int(c.tick/int64(c.cfg.RetransmitTicks))%len(c.targets)]
+	c.send(Message{Type: MsgFetch, To: to, Index: c.chosen + 1, Probe: true})
+}
+
+// mayVote reports whether this acceptor votes in instance j: it knows
+// the members and the configuration that governs j (as far as it knows)
+// includes it.
+func (c *core) mayVote(j uint64) bool { return c.hist != nil && c.cfgAt(j).Has(c.id) }
+
+// votesFrom reports whether id is a member of a configuration that
+// governs some instance above our chosen index: only such nodes may make
+// this acceptor promise, or ask it to.
+func (c *core) votesFrom(id uint32) bool {
+	if c.hist == nil {
+		return false
+	}
+	for _, m := range c.hist.from(c.chosen + 1) {
+		if m.Has(id) {
+			return true
+		}
+	}
+	return false
+}
+
+// promiseQuorum reports whether the promises gathered so far are a
+// majority of every configuration that governs an instance phase 1
+// covers and whose members are known (the rest are checked in
+// proposeDeferred).
+func (c *core) promiseQuorum() bool {
+	var votes uint64
+	for id := range c.promises {
+		votes |= c.bit(id)
+	}
+	for _, m := range c.hist.from(c.prepareFrom) {
+		if !c.isQuorum(votes, m) {
+			return false
+		}
+	}
+	c.leadVotes = votes
+	return true
+}
+
+// canLead reports whether this leader's phase-1 promisers are a majority
+// of the members of instance j (j <= horizon). If not, it runs phase 1
+// again, with the new members, and returns false.
+func (c *core) canLead(j uint64) bool {
+	if c.isQuorum(c.leadVotes, c.cfgAt(j)) {
+		return true
+	}
+	c.startElection()
+	return false
+}
+
+// proposeDeferred proposes the instances phase 1 recovered beyond the
+// horizon, as the horizon reaches them.
+func (c *core) proposeDeferred() {
+	for c.role == leader && c.deferFrom <= c.deferTo && c.deferFrom <= c.horizon() {
+		j := c.deferFrom
+		if !c.canLead(j) {
+			return
+		}
+		c.proposeAt(j, c.deferred[j])
+		delete(c.deferred, j)
+		c.deferFrom++
+	}
+}
+
+// flushChange fills the pipeline with Noops while a chosen change is not
+// active yet, so it becomes active without waiting for client traffic.
+func (c *core) flushChange() {
+	act := c.hist.latest().Active
+	for c.role == leader && len(c.queue) == 0 && c.next < act && c.inflight() < c.window() && c.deferFrom > c.deferTo {
+		if !c.canLead(c.next) {
+			return
+		}
+		c.proposeAt(c.next, nil)
+		c.next++
+	}
+}

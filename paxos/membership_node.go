@@ -1,0 +1,251 @@
+package paxos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+)
+
+// Driver side of membership: the public API, persistence of the history,
+// and the transport following the members.
+
+// Membership returns the latest configuration this node knows and
+// whether it is still pending (not yet active at this node's chosen
+// index). Before a joining node has learned the members it returns the
+// zero Membership.
+func (n *Node) Membership() (m Membership, pending bool) {
+	h := n.members.Load()
+	if h == nil {
+		return Membership{}, false
+	}
+	m = *h.latest()
+	return m, m.Active > n.chosenAt.Load()+1
+}
+
+// AddMember adds one node through the log and returns once the change is
+// active (chosen, and Alpha instances later: the leader fills them with
+// Noops). The new node should be started with Config.Join and the current
+// members as Peers; it learns the members and catches up from the log.
+//
+// Errors: ErrMembershipPending, ErrMembershipConflict, ErrBadMembership
+// (known failed); otherwise as for Propose.
+func (n *Node) AddMember(ctx context.Context, m Member) (Membership, error) {
+	cur, _ := n.Membership()
+	if cur.Has(m.ID) {
+		return cur, fmt.Errorf("%w: node %d is already a member", ErrBadMembership, m.ID)
+	}
+	next := append(slices.Clone(cur.Members), m)
+	return n.changeMembership(ctx, cur, next)
+}
+
+// RemoveMember removes one node through the log; it returns once the
+// change is active. From then on the removed node votes in no instance
+// the new members govern, and never campaigns. Errors as for AddMember.
+func (n *Node) RemoveMember(ctx context.Context, id uint32) (Membership, error) {
+	cur, _ := n.Membership()
+	k := cur.find(id)
+	if k < 0 {
+		return cur, fmt.Errorf("%w: node %d is not a member", ErrBadMembership, id)
+	}
+	next := slices.Delete(slices.Clone(cur.Members), k, k+1)
+	return n.changeMembership(ctx, cur, next)
+}
+
+func (n *Node) changeMembership(ctx context.Context, cur Membership, next []Member) (Membership, error) {
+	if cur.Members == nil {
+		return cur, fmt.Errorf("%w: this node does not know the members yet", ErrMembershipPending)
+	}
+	ch := membershipChange{Prev: cur.Index, Members: next}
+	// The rule a chosen change must pass, checked here first for a clear
+	// error; the log decides.
+	h := n.members.Load()
+	if err := h.check(n.chosenAt.Load()+1, ch); err != nil {
+		return cur, err
+	}
+	r := n.submit(ctx, encodeChange(ch), flagMembership)
+	if r.err != nil {
+		return cur, r.err
+	}
+	// The core recorded the change (or refused it) before handing the
+	// entry to the applier, so the published history answers.
+	h = n.members.Load()
+	for _, it := range h.items {
+		if it.Index == r.index {
+			if err := n.WaitApplied(ctx, it.Active); err != nil {
+				return it, err
+			}
+			return it, nil
+		}
+	}
+	latest := *h.latest()
+	if err := h.check(r.index, ch); err != nil {
+		return latest, err
+	}
+	return latest, fmt.Errorf("%w: the change chosen at %d was refused", ErrMembershipConflict, r.index)
+}
+
+// metaSnapshot returns the engine's own state that a log snapshot must
+// carry (the membership history), for snapshot install. Safe from any
+// goroutine; nil while a joining node knows no members yet.
+func (n *Node) metaSnapshot() []byte {
+	if h := n.members.Load(); h != nil {
+		return h.encode()
+	}
+	return nil
+}
+
+// restoreMeta merges a snapshot's membership history (from metaSnapshot
+// on a peer) into this node's and persists it. Call it from any
+// goroutine but the run loop (it waits for the run loop); from inside the
+// core, use core.adoptMeta.
+func (n *Node) restoreMeta(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	if _, err := decodeHistory(b); err != nil {
+		return err
+	}
+	r := metaReq{meta: b, done: make(chan error, 1)}
+	select {
+	case n.metac <- r:
+	case <-n.stopc:
+		return ErrStopped
+	}
+	select {
+	case err := <-r.done:
+		return err
+	case <-n.donec:
+		return ErrStopped
+	}
+}
+
+type metaReq struct {
+	meta []byte
+	done chan error
+}
+
+// followMembers publishes the core's history and points the transport at
+// the nodes the core talks to (run loop).
+func (n *Node) followMembers() {
+	c := n.core
+	if c.hist == nil {
+		n.tr.setPeers(n.cfg.Peers)
+		return
+	}
+	h := c.hist.clone()
+	n.members.Store(h)
+	addrs := map[uint32]string{}
+	for _, it := range h.items {
+		for _, m := range it.Members {
+			addrs[m.ID] = m.Addr
+		}
+	}
+	peers := map[uint32]string{}
+	for _, id := range c.targets {
+		peers[id] = addrs[id]
+	}
+	n.tr.setPeers(peers)
+}
+
+// metaStore persists the membership history.
+type metaStore interface {
+	LoadMeta() ([]byte, error) // nil, nil when none was saved
+	SaveMeta([]byte) error     // atomic and durable
+}
+
+// openMeta picks where the history lives: in the Storage if it can hold
+// it (MemoryStorage), else in a file in dir, else (a custom Storage and no
+// Dir) in memory only.
+func openMeta(st Storage, dir string) metaStore {
+	if m, ok := st.(metaStore); ok {
+		return m
+	}
+	if dir != "" {
+		return fileMeta{path: filepath.Join(dir, "paxos-membership")}
+	}
+	return &memMeta{}
+}
+
+// fileMeta keeps the history in one file, replaced atomically (write a
+// temporary file, fsync, rename, fsync the directory).
+type fileMeta struct{ path string }
+
+func (f fileMeta) LoadMeta() ([]byte, error) {
+	b, err := os.ReadFile(f.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read membership %s: %w", f.path, err)
+	}
+	if _, err := decodeHistory(b); err != nil {
+		return nil, fmt.Errorf("membership file %s: %w", f.path, err)
+	}
+	return b, nil
+}
+
+func (f fileMeta) SaveMeta(b []byte) error {
+	tmp := f.path + ".tmp"
+	fh, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := fh.Write(b); err != nil {
+		fh.Close()
+		return err
+	}
+	if err := fh.Sync(); err != nil {
+		fh.Close()
+		return err
+	}
+	if err := fh.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, f.path); err != nil {
+		return err
+	}
+	d, err := os.Open(filepath.Dir(f.path))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+type memMeta struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (m *memMeta) LoadMeta() ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.b, nil
+}
+
+func (m *memMeta) SaveMeta(b []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.b = slices.Clone(b)
+	return nil
+}
+
+// LoadMeta implements the engine's membership persistence: the history
+// survives a simulated crash like the rest of the MemoryStorage.
+func (s *MemoryStorage) LoadMeta() ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.meta, nil
+}
+
+// SaveMeta: see LoadMeta.
+func (s *MemoryStorage) SaveMeta(b []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.meta = slices.Clone(b)
+	return nil
+}
