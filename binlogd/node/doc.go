@@ -25,4 +25,9 @@
 //     it through recovery, which cuts what the log does not hold.
 //  4. poll: MariaDB's applied GTID and replication state, for the election
 //     condition, the catch-up check, and status.
+//
+// The gRPC server (Paxos, Admin, grpc.health.v1) runs in mutual TLS when
+// the config has tls_* keys, and every dial to a peer presents this node's
+// certificate (tls.go); health is SERVING while the node runs and
+// NOT_SERVING once it starts stopping (health.go).
 package node
