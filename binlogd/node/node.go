@@ -115,7 +115,7 @@ func (n *Node) Run(ctx context.Context) error {
 	pcfg := paxos.DefaultConfig()
 	pcfg.ID, pcfg.Peers, pcfg.Dir, pcfg.Logger = n.cfg.ID, n.cfg.Peers(), filepath.Join(n.cfg.Dir, "paxos"), n.log
 	pcfg.MaxValueBytes = 8 << 20
-	px, err := paxos.Start(pcfg, lease, paxos.WithDialOptions(DialOption(n.tls), grpc.WithContextDialer(n.dialFromSelf)))
+	px, err := paxos.Start(pcfg, lease, paxos.WithDialOptions(n.dialOption(), grpc.WithContextDialer(n.dialFromSelf)))
 	if err != nil {
 		return fmt.Errorf("paxos: %w", err)
 	}
@@ -127,7 +127,7 @@ func (n *Node) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listen grpc_addr %s: %w", self.GRPCAddr, err)
 	}
-	n.gs = grpc.NewServer(append(ServerOptions(n.tls), grpc.MaxRecvMsgSize(64<<20))...)
+	n.gs = grpc.NewServer(append(n.serverOptions(), grpc.MaxRecvMsgSize(64<<20))...)
 	px.RegisterGRPC(n.gs)
 	pb.RegisterAdminServer(n.gs, &adminServer{n: n})
 	hs := registerHealth(n.gs)

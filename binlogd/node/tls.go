@@ -1,6 +1,12 @@
 package node
 
 import (
+	"context"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
@@ -40,4 +46,74 @@ func (n *Node) logLinkSecurity() {
 	}
 	n.log.Info("binlogd gRPC links use mutual TLS", "cert", n.cfg.TLSCert, "subject", n.tls.Leaf.Subject.String(),
 		"expires", n.tls.Leaf.NotAfter, "ca", n.cfg.TLSCA)
+}
+
+// serverOptions and dialOption are ServerOptions and DialOption with
+// handshake failures logged: a peer with a wrong certificate otherwise
+// shows only as a Paxos stream that keeps breaking.
+func (n *Node) serverOptions() []grpc.ServerOption {
+	if n.tls == nil {
+		return nil
+	}
+	return []grpc.ServerOption{grpc.Creds(newLoggedCreds(credentials.NewTLS(n.tls.Server()), n.log))}
+}
+
+func (n *Node) dialOption() grpc.DialOption {
+	if n.tls == nil {
+		return DialOption(nil)
+	}
+	return grpc.WithTransportCredentials(newLoggedCreds(credentials.NewTLS(n.tls.Client("")), n.log))
+}
+
+// loggedCreds logs failed TLS handshakes, at most once per peer host per
+// logEvery (Paxos redials every 500 ms).
+type loggedCreds struct {
+	credentials.TransportCredentials
+	log *slog.Logger
+
+	mu   sync.Mutex
+	last map[string]time.Time
+}
+
+const logEvery = 30 * time.Second
+
+func newLoggedCreds(c credentials.TransportCredentials, log *slog.Logger) *loggedCreds {
+	return &loggedCreds{TransportCredentials: c, log: log, last: map[string]time.Time{}}
+}
+
+func (c *loggedCreds) ClientHandshake(ctx context.Context, authority string, raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	conn, info, err := c.TransportCredentials.ClientHandshake(ctx, authority, raw)
+	if err != nil && ctx.Err() == nil {
+		c.warn("TLS handshake with a peer failed: check its certificate and tls_ca", raw.RemoteAddr().String(), err)
+	}
+	return conn, info, err
+}
+
+func (c *loggedCreds) ServerHandshake(raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	conn, info, err := c.TransportCredentials.ServerHandshake(raw)
+	if err != nil {
+		c.warn("refused a connection: no TLS or no certificate of the cluster CA", raw.RemoteAddr().String(), err)
+	}
+	return conn, info, err
+}
+
+func (c *loggedCreds) Clone() credentials.TransportCredentials {
+	return newLoggedCreds(c.TransportCredentials.Clone(), c.log)
+}
+
+func (c *loggedCreds) warn(msg, addr string, err error) {
+	host, _, splitErr := net.SplitHostPort(addr)
+	if splitErr != nil {
+		host = addr
+	}
+	now := time.Now()
+	c.mu.Lock()
+	quiet := now.Sub(c.last[host]) < logEvery
+	if !quiet {
+		c.last[host] = now
+	}
+	c.mu.Unlock()
+	if !quiet {
+		c.log.Warn(msg, "peer", addr, "err", err)
+	}
 }

@@ -131,7 +131,7 @@ func cmdStatus(args []string) error {
 	defer cancel()
 	st, err := cl.Status(ctx, &pb.StatusRequest{})
 	if err != nil {
-		return fmt.Errorf("status of %s: %w", *addr, err)
+		return fmt.Errorf("status of %s: %w", *addr, tf.hint(err))
 	}
 	if *asJSON {
 		b, _ := protojson.MarshalOptions{Multiline: true, EmitUnpopulated: true}.Marshal(st)
@@ -258,7 +258,7 @@ func cmdSwitchover(args []string) error {
 	defer cancel()
 	r, err := cl.Switchover(ctx, &pb.SwitchoverRequest{To: uint32(*to)})
 	if err != nil {
-		return err
+		return tf.hint(err)
 	}
 	fmt.Printf("lease handed to node %d (version %d)\n", r.MasterId, r.LeaseVersion)
 	return nil

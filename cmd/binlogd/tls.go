@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"phxgo/binlogd/config"
 	"phxgo/binlogd/node"
@@ -67,4 +69,14 @@ func flagName(err error) string {
 		return fe.Which
 	}
 	return "cert"
+}
+
+// hint adds what to try to an Unavailable error of a call made without a
+// certificate: a node with mutual TLS shows a plain client only a closed
+// connection.
+func (f tlsFlags) hint(err error) error {
+	if err == nil || *f.config != "" || *f.cert != "" || status.Code(err) != codes.Unavailable {
+		return err
+	}
+	return fmt.Errorf("%w (if the node has tls_* keys, pass -config FILE or -tls-cert/-tls-key/-tls-ca)", err)
 }
