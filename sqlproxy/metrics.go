@@ -44,7 +44,7 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18)}, []string{"route"}),
 	}
 	m.refused = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "phxgo_sqlproxy_refused_connections_total",
-		Help: "Client connections refused before login: network (outside the allowed networks), hop_tls (a forwarding hop without TLS and a CA certificate)."}, []string{"reason"})
+		Help: "Client connections refused before login: network (outside the allowed networks), hop_tls (a forwarding hop without TLS and a CA certificate), tls_handshake (a failed TLS handshake, e.g. a certificate of another CA)."}, []string{"reason"})
 	reg.MustRegister(m.conns, m.statements, m.errors, m.latency, m.refused)
 	for k := range m.byRoute {
 		name := routeKind(k).String()

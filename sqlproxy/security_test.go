@@ -92,6 +92,10 @@ func TestPeerTLS(t *testing.T) {
 			t.Fatal("a hop with another CA's certificate got through")
 		}
 		t.Logf("forwarder distrusts the master's certificate: %v", err)
+		// The master's side fails its handshake just after the forwarder.
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		await(t, wctx, "tls_handshake refusal counted", func() bool { return refused(t, pa, "tls_handshake") >= 1 })
 		// A forwarder that trusts our CA but holds another's certificate:
 		// it cannot present one the master accepts, so the hop is refused.
 		m := loadMaterial(t, mtlstest.Files(other, 2))

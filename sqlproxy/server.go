@@ -226,6 +226,7 @@ func (sess *session) login() error {
 		cl, v, err := startServerTLS(ctx, sess.cl, s.peerTLS)
 		cancel()
 		if err != nil {
+			s.metrics.refused.WithLabelValues("tls_handshake").Inc()
 			return err
 		}
 		sess.cl, verified = cl, v
