@@ -13,6 +13,9 @@
 #                                   DNS:localhost, IP:127.0.0.1..127.0.0.9,
 #                                   IP:::1 and any HOSTS given (IP or name)
 #
+# Running it again on the same DIR keeps the CA and reissues the node
+# certificates (e.g. with a larger NODES after adding a member).
+#
 # Every node of one cluster must use certificates from the same CA; a
 # second run into another DIR makes an unrelated CA (what the tests use for
 # "a certificate signed by another CA").
