@@ -8,6 +8,7 @@ import (
 	"net"
 	"time"
 
+	"phxgo/mtls"
 	"phxgo/sqlproxy/wire"
 )
 
@@ -47,7 +48,10 @@ func (b *backend) close() { _ = b.c.Close() }
 // peerTimeout (Config.PeerTimeout) bounds a silent peer: a forwarded
 // session's proxy-to-proxy hop and a MariaDB across a partition fail in
 // bounded time instead of after TCP's minutes.
-func dial(ctx context.Context, dialer DialFunc, key poolKey, kind routeKind, db string, timeout, peerTimeout time.Duration) (*backend, *wire.Error, error) {
+//
+// peerTLS (Config.PeerTLS), for a forwarding hop, wraps the connection in
+// mutual TLS before the login (security.go).
+func dial(ctx context.Context, dialer DialFunc, key poolKey, kind routeKind, db string, timeout, peerTimeout time.Duration, peerTLS *mtls.Material) (*backend, *wire.Error, error) {
 	nc, err := dialer(ctx, "tcp", key.addr)
 	if err != nil {
 		return nil, nil, err
@@ -62,7 +66,7 @@ func dial(ctx context.Context, dialer DialFunc, key poolKey, kind routeKind, db 
 	c := wire.NewConn(nc)
 	_ = nc.SetDeadline(time.Now().Add(timeout))
 	b := &backend{c: c, key: key, kind: kind, db: db, stmts: map[uint32]uint32{}}
-	werr, err := b.handshake(db)
+	werr, err := b.handshake(ctx, db, peerTLS)
 	if err != nil || werr != nil {
 		nc.Close()
 		return nil, werr, err
@@ -71,7 +75,7 @@ func dial(ctx context.Context, dialer DialFunc, key poolKey, kind routeKind, db 
 	return b, nil, nil
 }
 
-func (b *backend) handshake(db string) (*wire.Error, error) {
+func (b *backend) handshake(ctx context.Context, db string, peerTLS *mtls.Material) (*wire.Error, error) {
 	p, err := b.c.ReadPacket()
 	if err != nil {
 		return nil, fmt.Errorf("read greeting: %w", err)
@@ -90,6 +94,14 @@ func (b *backend) handshake(db string) (*wire.Error, error) {
 	}
 	if (b.key.caps^caps)&wire.ClientDeprecateEOF != 0 {
 		return nil, fmt.Errorf("backend %s does not support CLIENT_DEPRECATE_EOF", b.key.addr)
+	}
+	if b.kind == routeForward && peerTLS != nil {
+		c, err := startClientTLS(ctx, b.c, peerTLS, b.key.addr, g, caps, b.key.charset)
+		if err != nil {
+			return nil, err
+		}
+		b.c = c
+		caps |= wire.ClientSSL // the login that follows says it runs in TLS
 	}
 	r := &wire.Response{Caps: caps, MaxPacket: 1 << 30, Charset: b.key.charset, User: b.key.user,
 		Auth: wire.ScrambleFromStage1(g.Salt, []byte(b.key.stage1)), DB: db, Plugin: wire.NativePlugin}

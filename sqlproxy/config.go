@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"net"
 	"time"
+
+	"phxgo/mtls"
 )
 
 // Mode is how a listener routes statements.
@@ -95,8 +97,15 @@ type Config struct {
 	// connection: backend MariaDBs, the master's proxy, health checks
 	// (see DialFrom). nil: the kernel chooses.
 	SourceIP net.IP
-	Logger   *slog.Logger
-	Metrics  *Metrics // nil: a private registry
+	// Allow lists the client networks that may connect (ParseAllow;
+	// security.go). nil: DefaultAllow (loopback and private ranges).
+	Allow []*net.IPNet
+	// PeerTLS, when set, wraps the forwarding hop to the master's proxy
+	// in mutual TLS and makes this proxy refuse a hop that is not
+	// (security.go). nil: hops in the clear.
+	PeerTLS *mtls.Material
+	Logger  *slog.Logger
+	Metrics *Metrics // nil: a private registry
 }
 
 // DefaultConfig returns the defaults.

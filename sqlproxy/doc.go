@@ -102,6 +102,12 @@
 // its local address to that IP (DialFrom), so a partition cut by address
 // pairs (the Jepsen harness) cuts the proxy's traffic too.
 //
+// Security (security.go). Config.Allow lists the client networks that may
+// connect; others get ERR 1130 before the greeting. Config.PeerTLS wraps
+// the forwarding hop in mutual TLS (a MySQL SSLRequest upgrade on the
+// master's client port) and makes the master's proxy refuse a hop that is
+// not TLS with a certificate of the cluster CA.
+//
 // Invariant: a backend connection is owned by one session or by the pool,
 // never both; a connection whose transaction outcome is in doubt is closed,
 // never pooled.

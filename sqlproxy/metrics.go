@@ -15,6 +15,7 @@ type Metrics struct {
 	statements *prometheus.CounterVec
 	errors     *prometheus.CounterVec
 	latency    *prometheus.HistogramVec
+	refused    *prometheus.CounterVec
 
 	// Resolved children per route, so a statement does no label lookup.
 	byRoute [3]routeMetrics
@@ -42,7 +43,9 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 			Help:    "Statement latency through the proxy, by route.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18)}, []string{"route"}),
 	}
-	reg.MustRegister(m.conns, m.statements, m.errors, m.latency)
+	m.refused = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "phxgo_sqlproxy_refused_connections_total",
+		Help: "Client connections refused before login: network (outside the allowed networks), hop_tls (a forwarding hop without TLS and a CA certificate), tls_handshake (a failed TLS handshake, e.g. a certificate of another CA)."}, []string{"reason"})
+	reg.MustRegister(m.conns, m.statements, m.errors, m.latency, m.refused)
 	for k := range m.byRoute {
 		name := routeKind(k).String()
 		m.byRoute[k] = routeMetrics{ok: m.statements.WithLabelValues(name, "ok"),

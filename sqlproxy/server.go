@@ -2,6 +2,7 @@ package sqlproxy
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -31,7 +32,8 @@ type Server struct {
 	metrics *Metrics
 	pool    *pool
 	health  *health
-	dial    DialFunc // every outgoing connection (Config.SourceIP)
+	dial    DialFunc    // every outgoing connection (Config.SourceIP)
+	peerTLS *tls.Config // server side of hop TLS; nil when Config.PeerTLS is
 
 	connID atomic.Uint32
 	rr     atomic.Uint64
@@ -64,6 +66,12 @@ func New(cfg Config, topo topology.Topology, a Authenticator) (*Server, error) {
 		pool: newPool(256, cfg.IdleTimeout), ctx: ctx, cancel: cancel,
 		lns: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}}
 	s.dial = DialFrom(cfg.SourceIP, cfg.DialTimeout)
+	if s.cfg.Allow == nil {
+		s.cfg.Allow = mustParseAllow(DefaultAllow)
+	}
+	if cfg.PeerTLS != nil {
+		s.peerTLS = cfg.PeerTLS.ServerOptionalClient()
+	}
 	s.health = newHealth(s)
 	s.wg.Add(2)
 	go func() { defer s.wg.Done(); s.health.run(ctx) }()
@@ -163,6 +171,11 @@ func (s *Server) sweepLoop(ctx context.Context) {
 }
 
 func (s *Server) handle(nc net.Conn, mode Mode) {
+	if host, ok := s.allowed(nc.RemoteAddr()); !ok {
+		s.refuseHost(nc, host)
+		nc.Close()
+		return
+	}
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
@@ -194,14 +207,32 @@ func (sess *session) login() error {
 	nc := sess.cl.Conn
 	_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
 	salt := wire.NewSalt()
+	caps := uint32(wire.ServerCaps)
+	if s.peerTLS != nil {
+		caps |= wire.ClientSSL // for the hop (security.go)
+	}
 	g := &wire.Greeting{Version: s.cfg.ServerVersion, ConnID: sess.id, Salt: salt,
-		Caps: wire.ServerCaps, Charset: 45, Status: wire.StatusAutocommit, Plugin: wire.NativePlugin}
+		Caps: caps, Charset: 45, Status: wire.StatusAutocommit, Plugin: wire.NativePlugin}
 	if err := sess.cl.WriteFlush(g.Encode()); err != nil {
 		return err
 	}
 	p, err := sess.cl.ReadPacket()
 	if err != nil {
 		return err
+	}
+	verified := false // a TLS client certificate from the cluster CA
+	if s.peerTLS != nil && wire.IsSSLRequest(p) {
+		ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
+		cl, v, err := startServerTLS(ctx, sess.cl, s.peerTLS)
+		cancel()
+		if err != nil {
+			s.metrics.refused.WithLabelValues("tls_handshake").Inc()
+			return err
+		}
+		sess.cl, verified = cl, v
+		if p, err = sess.cl.ReadPacket(); err != nil {
+			return err
+		}
 	}
 	resp, err := wire.ParseResponse(p)
 	if err != nil {
@@ -218,6 +249,12 @@ func (sess *session) login() error {
 	}
 	sess.user, sess.caps, sess.charset = resp.User, resp.Caps&wire.ServerCaps, resp.Charset
 	sess.hop = resp.Attrs[hopAttr] == "1"
+	if sess.hop && s.peerTLS != nil && !verified {
+		s.metrics.refused.WithLabelValues("hop_tls").Inc()
+		s.log.Warn("sqlproxy: refused a forwarding hop without TLS and a CA certificate", "remote", nc.RemoteAddr().String())
+		_ = sess.cl.WriteFlush(errHopNeedsTLS.Packet())
+		return errHopNeedsTLS
+	}
 	host, _, _ := net.SplitHostPort(nc.RemoteAddr().String())
 	ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
 	stage1, err := s.auth.Verify(ctx, resp.User, salt, token)

@@ -67,10 +67,13 @@ type Config struct {
 	// lease_duration, drift_margin: master lease timing (default 5s, 500ms).
 	LeaseDuration Duration `json:"lease_duration"`
 	DriftMargin   Duration `json:"drift_margin"`
-	// http_addr: Prometheus /metrics and health; loopback by default.
+	// http_addr: Prometheus /metrics and health; "" off; an empty host
+	// (":9100") means loopback.
 	HTTPAddr string `json:"http_addr"`
 	// mysql_extra: extra my.cnf lines for the node's MariaDB.
 	MySQLExtra []string `json:"mysql_extra,omitempty"`
+	// tls_cert, tls_key, tls_ca, allow_remote_repl: see Security.
+	Security
 
 	path string
 }
@@ -137,6 +140,7 @@ func (c *Config) resolve(base string) {
 		return filepath.Join(base, p)
 	}
 	c.Dir, c.MySQLDir, c.CredentialsFile = abs(c.Dir), abs(c.MySQLDir), abs(c.CredentialsFile)
+	c.resolveSecurity(abs)
 }
 
 func (c *Config) bad(key, format string, args ...any) error {
@@ -198,6 +202,9 @@ func (c *Config) Validate() error {
 	}
 	if c.DriftMargin.Duration < 0 || c.DriftMargin.Duration*2 >= c.LeaseDuration.Duration {
 		return c.bad("drift_margin", "%v must be >= 0 and under half of lease_duration %v", c.DriftMargin.Duration, c.LeaseDuration.Duration)
+	}
+	if err := c.validateSecurity(); err != nil {
+		return err
 	}
 	return nil
 }

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"phxgo/binlogd/mysqld"
 	pb "phxgo/proto"
@@ -134,6 +133,7 @@ func (c *Cluster) proxyArgs(id uint32) []string {
 		"-admin-user", "phxgo_proxy",
 		"-admin-password-file", filepath.Join(s.Dir, "proxy-password"),
 	}
+	args = append(args, s.proxyTLSArgs(int(id))...)
 	// Node-to-node traffic carries the node's own address, so partitions
 	// cut by address pairs also cut a proxy's forwarding to the master's.
 	if len(s.Hosts) > 0 && c.proxyHasSourceIP() {
@@ -265,7 +265,11 @@ func (c *Cluster) Admin(id uint32) (pb.AdminClient, error) {
 	if cc, ok := c.conns[id]; ok {
 		return pb.NewAdminClient(cc), nil
 	}
-	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	creds, err := c.Spec.adminCreds(id)
+	if err != nil {
+		return nil, err
+	}
+	opts := []grpc.DialOption{creds}
 	if c.Dial != nil {
 		opts = append(opts, grpc.WithContextDialer(c.Dial))
 	}

@@ -27,6 +27,10 @@ type Spec struct {
 	Proxy bool
 	// MySQLExtra are extra my.cnf lines for every node.
 	MySQLExtra []string
+	// TLSDir, when set, holds scripts/make-test-ca.sh output (ca.crt,
+	// nodeN.crt, nodeN.key): every binlogd link, the proxies' hops and
+	// this package's Admin clients use mutual TLS (tls.go).
+	TLSDir string
 }
 
 // Port offsets from a node's base port.
@@ -141,6 +145,7 @@ func (s Spec) writeNodeConfig(id int, members []config.Member, join bool) error 
 		DriftMargin:   config.Duration{Duration: lease / 10},
 		HTTPAddr:      s.addr(id, offHTTP),
 		MySQLExtra:    s.MySQLExtra,
+		Security:      s.security(id),
 	}
 	return c.Save(filepath.Join(dir, "binlogd.json"))
 }

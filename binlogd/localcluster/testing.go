@@ -85,6 +85,22 @@ func StartForTest(t testing.TB, binDir string, nodes int, lease time.Duration, p
 		t.Logf("cluster files kept in %s", dir)
 	}
 	spec := Spec{Dir: dir, Nodes: nodes, BasePort: FreeBasePort(nodes + 1), BinDir: binDir, LeaseDuration: lease, Proxy: proxy}
+	return StartSpecForTest(t, spec)
+}
+
+// StartSpecForTest is StartForTest for a spec the test fills in (Dir
+// and BasePort are set when empty).
+func StartSpecForTest(t testing.TB, spec Spec) (*Cluster, uint32) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a real cluster; skipped in -short")
+	}
+	if spec.Dir == "" {
+		spec.Dir = t.TempDir()
+	}
+	if spec.BasePort == 0 {
+		spec.BasePort = FreeBasePort(spec.Nodes + 1) // room for a node a test adds
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	c, err := Start(ctx, spec)

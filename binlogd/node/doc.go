@@ -31,4 +31,9 @@
 // Status lists the current members (sqlproxy follows them), the Paxos
 // transport dials added members and drops removed ones, and a node that
 // is not a member (joining, or removed) never asks for the lease.
+//
+// The gRPC server (Paxos, Admin, grpc.health.v1) runs in mutual TLS when
+// the config has tls_* keys, and every dial to a peer presents this node's
+// certificate (tls.go); health is SERVING while the node runs and
+// NOT_SERVING once it starts stopping (health.go).
 package node

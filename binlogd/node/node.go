@@ -20,6 +20,7 @@ import (
 	"phxgo/binlogd/mysqld"
 	"phxgo/binlogd/replserver"
 	"phxgo/masterlease"
+	"phxgo/mtls"
 	"phxgo/paxos"
 	pb "phxgo/proto"
 )
@@ -29,6 +30,7 @@ type Node struct {
 	cfg  *config.Config
 	cred config.Credentials
 	log  *slog.Logger
+	tls  *mtls.Material // nil: plain gRPC (tls.go)
 
 	inst  *mysqld.Instance
 	px    *paxos.Node
@@ -58,6 +60,10 @@ type Node struct {
 	capStats func() string
 
 	stopping atomic.Bool
+
+	// testHookStopping, when set by a test, runs once stopping has begun
+	// (health NOT_SERVING) and before anything is torn down.
+	testHookStopping func()
 }
 
 // New checks the config and credentials; Run starts everything.
@@ -82,7 +88,11 @@ func New(cfg *config.Config, logger *slog.Logger) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, cred: cred, log: logger, inst: inst}
+	tlsm, err := cfg.TLS()
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{cfg: cfg, cred: cred, log: logger, inst: inst, tls: tlsm}
 	zero := binlog.GTID{}
 	n.applied.Store(&zero)
 	return n, nil
@@ -106,7 +116,7 @@ func (n *Node) Run(ctx context.Context) error {
 	pcfg.ID, pcfg.Peers, pcfg.Dir, pcfg.Logger = n.cfg.ID, n.cfg.Peers(), filepath.Join(n.cfg.Dir, "paxos"), n.log
 	pcfg.MaxValueBytes = 8 << 20
 	pcfg.Join = n.cfg.Join
-	px, err := paxos.Start(pcfg, lease, paxos.WithDialOptions(grpc.WithContextDialer(n.dialFromSelf)))
+	px, err := paxos.Start(pcfg, lease, paxos.WithDialOptions(n.dialOption(), grpc.WithContextDialer(n.dialFromSelf)))
 	if err != nil {
 		return fmt.Errorf("paxos: %w", err)
 	}
@@ -118,9 +128,10 @@ func (n *Node) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listen grpc_addr %s: %w", self.GRPCAddr, err)
 	}
-	n.gs = grpc.NewServer(grpc.MaxRecvMsgSize(64 << 20))
+	n.gs = grpc.NewServer(append(n.serverOptions(), grpc.MaxRecvMsgSize(64<<20))...)
 	px.RegisterGRPC(n.gs)
 	pb.RegisterAdminServer(n.gs, &adminServer{n: n})
+	hs := registerHealth(n.gs)
 	go func() { _ = n.gs.Serve(gl) }()
 	defer n.gs.Stop()
 
@@ -142,12 +153,13 @@ func (n *Node) Run(ctx context.Context) error {
 
 	n.m = newMetrics(n)
 	if n.cfg.HTTPAddr != "" {
-		if err := n.serveHTTP(n.cfg.HTTPAddr); err != nil {
+		if err := n.serveHTTP(n.cfg.HTTPListenAddr()); err != nil {
 			return err
 		}
 		defer n.http.Close()
 	}
 
+	n.logLinkSecurity()
 	n.log.Info("binlogd started", "grpc", self.GRPCAddr, "repl", self.ReplAddr, "mysql", self.MySQLAddr, "members", len(n.members()), "join", n.cfg.Join)
 
 	var wg sync.WaitGroup
@@ -162,7 +174,11 @@ func (n *Node) Run(ctx context.Context) error {
 	run(func(ctx context.Context) { _ = lease.Run(ctx, n.canAcquire) })
 	run(n.roleLoop)
 	<-ctx.Done()
+	hs.Shutdown() // NOT_SERVING while stopping
 	n.stopping.Store(true)
+	if n.testHookStopping != nil {
+		n.testHookStopping()
+	}
 	wg.Wait()
 	n.shutdown()
 	return nil

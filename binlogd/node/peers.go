@@ -5,7 +5,6 @@ import (
 	"sync"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	pb "phxgo/proto"
 )
@@ -20,7 +19,7 @@ func (n *Node) peerAdmin(id uint32) (pb.AdminClient, error) {
 		if cc, ok := peerConns.Load(m.GRPCAddr); ok {
 			return pb.NewAdminClient(cc.(*grpc.ClientConn)), nil
 		}
-		cc, err := grpc.NewClient(m.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithContextDialer(n.dialFromSelf))
+		cc, err := grpc.NewClient(m.GRPCAddr, n.dialOption(), grpc.WithContextDialer(n.dialFromSelf))
 		if err != nil {
 			return nil, err
 		}

@@ -111,7 +111,11 @@ func checkFresh(cfgs []*config.Config, out string) error {
 				return fmt.Errorf("init: node %d: %s exists: its dir %s already holds a cluster's Paxos log; a node joins a running cluster with 'binlogd members add', or use an empty dir", c.ID, f, c.Dir)
 			}
 		}
-		cl, closeFn, err := dial(c.Self().GRPCAddr)
+		creds, err := dialOptionFor(c.TLSFiles())
+		if err != nil {
+			return err
+		}
+		cl, closeFn, err := dial(c.Self().GRPCAddr, creds)
 		if err != nil {
 			continue
 		}

@@ -24,7 +24,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"phxgo/binlogd/config"
@@ -37,9 +36,9 @@ const usage = `usage: binlogd <command> [flags]
 
 commands:
   run         run the node daemon (-config FILE)
-  status      print a node's status (-addr HOST:PORT [-json])
+  status      print a node's status (-addr HOST:PORT [-json] [-config FILE | -tls-cert/-tls-key/-tls-ca])
   recover     cut the local binlog back to what the cluster's log holds (-config FILE)
-  switchover  hand the master lease to node N (-addr MASTER_GRPC -to N)
+  switchover  hand the master lease to node N (-addr MASTER_GRPC -to N [TLS flags as status])
   log         print a stopped node's Paxos log with every entry's verdict (-config FILE)
   stop-mysql  stop the node's MariaDB safely: never gracefully while commits wait (-config FILE)
   init        write the configs of a new cluster (-member ID=GRPC,MYSQL,REPL[,PROXY] ... | -hosts H1,H2,H3)
@@ -115,8 +114,8 @@ func cmdRun(args []string) error {
 	return n.Run(ctx)
 }
 
-func dial(addr string) (pb.AdminClient, func(), error) {
-	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+func dial(addr string, creds grpc.DialOption) (pb.AdminClient, func(), error) {
+	cc, err := grpc.NewClient(addr, creds)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -127,10 +126,15 @@ func cmdStatus(args []string) error {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:17011", "binlogd gRPC address")
 	asJSON := fs.Bool("json", false, "print JSON")
+	tf := addTLSFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cl, closeFn, err := dial(*addr)
+	creds, err := tf.dialOption()
+	if err != nil {
+		return err
+	}
+	cl, closeFn, err := dial(*addr, creds)
 	if err != nil {
 		return err
 	}
@@ -139,7 +143,7 @@ func cmdStatus(args []string) error {
 	defer cancel()
 	st, err := cl.Status(ctx, &pb.StatusRequest{})
 	if err != nil {
-		return fmt.Errorf("status of %s: %w", *addr, err)
+		return fmt.Errorf("status of %s: %w", *addr, tf.hint(err))
 	}
 	if *asJSON {
 		b, _ := protojson.MarshalOptions{Multiline: true, EmitUnpopulated: true}.Marshal(st)
@@ -197,10 +201,14 @@ func cmdRecover(args []string) error {
 	for _, g := range groups {
 		req.Gtids = append(req.Gtids, g.GTID.String())
 	}
+	creds, err := dialOptionFor(cfg.TLSFiles())
+	if err != nil {
+		return err
+	}
 	var reply *pb.RecoverPointReply
 	var errs []error
 	for _, m := range cfg.SortedMembers() {
-		cl, closeFn, err := dial(m.GRPCAddr)
+		cl, closeFn, err := dial(m.GRPCAddr, creds)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -247,13 +255,18 @@ func cmdSwitchover(args []string) error {
 	fs := flag.NewFlagSet("switchover", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:17011", "the master's binlogd gRPC address")
 	to := fs.Uint("to", 0, "node id to hand the lease to")
+	tf := addTLSFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *to == 0 {
 		return errors.New("-to is required")
 	}
-	cl, closeFn, err := dial(*addr)
+	creds, err := tf.dialOption()
+	if err != nil {
+		return err
+	}
+	cl, closeFn, err := dial(*addr, creds)
 	if err != nil {
 		return err
 	}
@@ -262,7 +275,7 @@ func cmdSwitchover(args []string) error {
 	defer cancel()
 	r, err := cl.Switchover(ctx, &pb.SwitchoverRequest{To: uint32(*to)})
 	if err != nil {
-		return err
+		return tf.hint(err)
 	}
 	fmt.Printf("lease handed to node %d (version %d)\n", r.MasterId, r.LeaseVersion)
 	return nil

@@ -27,10 +27,15 @@ func cmdMembers(args []string) error {
 	proxyAddr := fs.String("proxy", "", "add: its sqlproxy address (optional)")
 	newCfg := fs.String("config", "", "add: take -id and the addresses from the new node's config file")
 	timeout := fs.Duration("timeout", time.Minute, "give up after this long (the outcome of a change is then unknown: list again)")
+	tf := addTLSFileFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cl, closeFn, err := dial(*addr)
+	creds, err := tf.dialOption()
+	if err != nil {
+		return err
+	}
+	cl, closeFn, err := dial(*addr, creds)
 	if err != nil {
 		return err
 	}

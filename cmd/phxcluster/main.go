@@ -32,13 +32,14 @@ func main() {
 	lease := fs.Duration("lease", 5*time.Second, "master lease duration")
 	proxy := fs.Bool("proxy", true, "start a sqlproxy per node")
 	wait := fs.Duration("wait", 5*time.Minute, "how long up waits for a healthy cluster")
+	tlsDir := fs.String("tls-dir", "", "run every link in mutual TLS with certificates from scripts/make-test-ca.sh DIR (give it to status too)")
 	if err := fs.Parse(os.Args[2:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return
 		}
 		os.Exit(2)
 	}
-	spec := localcluster.Spec{Dir: *dir, Nodes: *nodes, BasePort: *base, BinDir: *bin, LeaseDuration: *lease, Proxy: *proxy}
+	spec := localcluster.Spec{Dir: *dir, Nodes: *nodes, BasePort: *base, BinDir: *bin, LeaseDuration: *lease, Proxy: *proxy, TLSDir: *tlsDir}
 	if abs, err := filepath.Abs(*dir); err == nil {
 		spec.Dir = abs
 	}

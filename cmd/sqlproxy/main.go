@@ -17,8 +17,11 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"phxgo/binlogd/config"
+	"phxgo/mtls"
 	pb "phxgo/proto"
 	"phxgo/sqlproxy"
 	"phxgo/sqlproxy/auth"
@@ -53,7 +56,12 @@ func run(args []string) error {
 	causalWait := fs.Duration("causal-wait", def.CausalWait, "causal mode: how long a replica may take to apply a session's last write before the read goes to the master")
 	peerTimeout := fs.Duration("peer-timeout", def.PeerTimeout, "fail a client or backend connection whose peer stops answering (partition, no RST) after about this long: TCP keepalive + TCP_USER_TIMEOUT; 0: kernel defaults")
 	idleTx := fs.Duration("idle-in-tx-timeout", def.IdleInTxTimeout, "roll back a forwarded session's transaction (from another node's proxy) idle this long, freeing its locks on the master; 0 disables")
-	httpAddr := fs.String("http", "127.0.0.1:9307", "admin HTTP (/metrics, /backends); empty disables")
+	httpAddr := fs.String("http", "127.0.0.1:9307", "admin HTTP (/metrics, /backends); empty disables; an empty host (:9307) means loopback")
+	allow := fs.String("allow", sqlproxy.DefaultAllow, "client networks that may connect (CIDRs or IPs, comma-separated; \"all\" for any); others get ERR 1130")
+	tlsCert := fs.String("tls-cert", "", "this node's certificate (PEM): mutual TLS on the hop to the master's proxy and to -binlogd")
+	tlsKey := fs.String("tls-key", "", "its private key (PEM)")
+	tlsCA := fs.String("tls-ca", "", "the cluster CA (PEM); -tls-cert, -tls-key and -tls-ca go together")
+	binlogdPlain := fs.Bool("binlogd-plain", false, "dial -binlogd without TLS even with -tls-* set (a binlogd without tls_* keys)")
 	sourceIP := fs.String("source-ip", "", "local address of every outgoing connection (MariaDBs, the master's proxy); default: the host of -listen when it is a specific IP")
 	poll := fs.Duration("poll", 50*time.Millisecond, "binlogd status poll interval")
 	procs := fs.Int("procs", 0, "GOMAXPROCS; 0: half the CPUs (at least 1) unless $GOMAXPROCS is set")
@@ -92,13 +100,33 @@ func run(args []string) error {
 	cfg.MaxReplicaBehind, cfg.CausalWait = *maxBehind, *causalWait
 	cfg.AdminUser, cfg.AdminPassword, cfg.Logger = *adminUser, pw, log
 	cfg.PeerTimeout, cfg.IdleInTxTimeout = *peerTimeout, *idleTx
+	if cfg.Allow, err = sqlproxy.ParseAllow(*allow); err != nil {
+		return err
+	}
+	files := mtls.Files{Cert: *tlsCert, Key: *tlsKey, CA: *tlsCA}
+	if files.Enabled() {
+		if cfg.PeerTLS, err = mtls.Load(files, time.Now()); err != nil {
+			var fe *mtls.FileError
+			if errors.As(err, &fe) {
+				return fmt.Errorf("-tls-%s: %w", fe.Which, err)
+			}
+			return err
+		}
+		log.Info("sqlproxy: hop to the master's proxy uses mutual TLS", "cert", files.Cert, "subject", cfg.PeerTLS.Leaf.Subject.String(), "expires", cfg.PeerTLS.Leaf.NotAfter)
+	} else {
+		log.Warn("sqlproxy: the hop to the master's proxy is unencrypted (set -tls-cert, -tls-key and -tls-ca for mutual TLS)")
+	}
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	cc, err := grpc.NewClient(*binlogd, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	creds := grpc.WithTransportCredentials(insecure.NewCredentials())
+	if cfg.PeerTLS != nil && !*binlogdPlain {
+		creds = grpc.WithTransportCredentials(credentials.NewTLS(cfg.PeerTLS.Client("")))
+	}
+	cc, err := grpc.NewClient(*binlogd, creds)
 	if err != nil {
 		return fmt.Errorf("binlogd %s: %w", *binlogd, err)
 	}
@@ -141,7 +169,7 @@ func run(args []string) error {
 	}
 	var hs *http.Server
 	if *httpAddr != "" {
-		ln, err := net.Listen("tcp", *httpAddr)
+		ln, err := net.Listen("tcp", config.LoopbackIfNoHost(*httpAddr))
 		if err != nil {
 			srv.Close()
 			return err

@@ -1,0 +1,98 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"phxgo/mtls"
+)
+
+// Security holds the keys of binlogd's network exposure. It is embedded in
+// Config, so its keys sit at the top level of the file.
+type Security struct {
+	// tls_cert, tls_key, tls_ca: PEM files of this node's certificate,
+	// its key and the cluster CA. All three or none. Set, every
+	// binlogd-to-binlogd gRPC link (Paxos, Admin) and the operator
+	// commands use mutual TLS: both sides present a certificate and
+	// accept only one the CA signed. Unset, the links are plain and
+	// unauthenticated (binlogd logs so at start). The certificate needs
+	// serverAuth and clientAuth and a SAN for the host of this node's
+	// grpc_addr (scripts/make-test-ca.sh makes test ones).
+	TLSCert string `json:"tls_cert,omitempty"`
+	TLSKey  string `json:"tls_key,omitempty"`
+	TLSCA   string `json:"tls_ca,omitempty"`
+	// allow_remote_repl: let this node's repl_addr be a non-loopback
+	// address. The replication endpoint serves the whole binlog to the
+	// capture account and only the node's own MariaDB needs it, so by
+	// default it must be on loopback.
+	AllowRemoteRepl bool `json:"allow_remote_repl,omitempty"`
+}
+
+// TLSFiles are the tls_* keys as mtls files.
+func (c *Config) TLSFiles() mtls.Files {
+	return mtls.Files{Cert: c.TLSCert, Key: c.TLSKey, CA: c.TLSCA}
+}
+
+// TLS loads and checks the tls_* files; nil, nil when none is set.
+// Errors name the key and the file.
+func (c *Config) TLS() (*mtls.Material, error) {
+	f := c.TLSFiles()
+	if !f.Enabled() {
+		return nil, nil
+	}
+	m, err := mtls.Load(f, time.Now())
+	var fe *mtls.FileError
+	if errors.As(err, &fe) {
+		return nil, c.bad("tls_"+fe.Which, "%v", fe)
+	}
+	return m, err
+}
+
+func (c *Config) resolveSecurity(abs func(string) string) {
+	c.TLSCert, c.TLSKey, c.TLSCA = abs(c.TLSCert), abs(c.TLSKey), abs(c.TLSCA)
+}
+
+func (c *Config) validateSecurity() error {
+	if _, err := c.TLS(); err != nil {
+		return err
+	}
+	self := c.Self()
+	if !c.AllowRemoteRepl && !isLoopback(self.ReplAddr) {
+		for i, m := range c.Members {
+			if m.ID == c.ID {
+				return c.bad(fmt.Sprintf("members[%d].repl_addr", i), "%s is not a loopback address: the replication endpoint serves the whole binlog and only this node's MariaDB needs it; use 127.0.0.1:PORT or set \"allow_remote_repl\": true", m.ReplAddr)
+			}
+		}
+	}
+	return nil
+}
+
+// HTTPListenAddr is where the metrics/health HTTP server listens:
+// http_addr, with an empty host meaning loopback (":9100" is
+// 127.0.0.1:9100; write 0.0.0.0:9100 to listen everywhere). "" when off.
+func (c *Config) HTTPListenAddr() string { return LoopbackIfNoHost(c.HTTPAddr) }
+
+// LoopbackIfNoHost turns ":PORT" into "127.0.0.1:PORT"; other values are
+// returned as they are.
+func LoopbackIfNoHost(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || host != "" {
+		return addr
+	}
+	return net.JoinHostPort("127.0.0.1", port)
+}
+
+// isLoopback: addr's host is a loopback IP or "localhost".
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,163 @@
+package sqlproxy
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"strings"
+
+	"phxgo/mtls"
+	"phxgo/sqlproxy/wire"
+)
+
+// Who may talk to the proxy, and how the forwarding hop is protected.
+//
+// Allowed networks (Config.Allow): a client whose address is outside
+// every listed network gets MariaDB's own refusal, ERR 1130 "Host '…' is
+// not allowed to connect", in place of the greeting, and is closed before
+// it can send anything; phxgo_sqlproxy_refused_connections_total{reason=
+// "network"} counts them. Other nodes' proxies (the forwarding hop) are
+// clients too and must be inside the list.
+//
+// Hop TLS (Config.PeerTLS): the hop is MySQL protocol on the master's
+// client port, so it is wrapped the way MySQL wraps any connection: the
+// master's proxy offers CLIENT_SSL in its greeting, the forwarding proxy
+// sends an SSLRequest and runs a TLS handshake on the same socket,
+// presenting its node certificate and checking the master's against the
+// CA and the host it dialled, then logs in inside TLS:
+//
+//	non-master proxy                         master's proxy
+//	 dial ──────────────────────────────────▶ greeting (CLIENT_SSL)
+//	 SSLRequest ────────────────────────────▶
+//	 TLS handshake (client cert) ◀──────────▶ (cert verified if given)
+//	 HandshakeResponse (_phxgo_hop=1) ──────▶ hop without a verified
+//	                                          cert: ERR 1045, closed
+//
+// Ordinary clients need no certificate and may still connect in the
+// clear; a client that asks for TLS gets the node certificate. A hop
+// that is not over TLS with a CA-signed certificate is refused (metric
+// reason "hop_tls").
+
+// DefaultAllow is the allowed-networks default: loopback and the private
+// ranges (RFC 1918, IPv6 ULA), where cluster nodes and applications
+// usually live; a public address must be listed explicitly.
+const DefaultAllow = "127.0.0.0/8,::1/128,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,fc00::/7"
+
+// ParseAllow parses a comma-separated list of CIDR networks or single
+// IPs; "all" allows every address.
+func ParseAllow(s string) ([]*net.IPNet, error) {
+	if strings.TrimSpace(s) == "all" {
+		s = "0.0.0.0/0,::/0"
+	}
+	var out []*net.IPNet
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if !strings.Contains(f, "/") {
+			ip := net.ParseIP(f)
+			if ip == nil {
+				return nil, fmt.Errorf("%w: allow: %q is not an IP or CIDR network", ErrConfig, f)
+			}
+			bits := 128
+			if ip.To4() != nil {
+				ip, bits = ip.To4(), 32
+			}
+			out = append(out, &net.IPNet{IP: ip, Mask: net.CIDRMask(bits, bits)})
+			continue
+		}
+		_, n, err := net.ParseCIDR(f)
+		if err != nil {
+			return nil, fmt.Errorf("%w: allow: %q: %v", ErrConfig, f, err)
+		}
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: allow: empty list (use \"all\" to allow every address)", ErrConfig)
+	}
+	return out, nil
+}
+
+func mustParseAllow(s string) []*net.IPNet {
+	n, err := ParseAllow(s)
+	if err != nil {
+		panic(err)
+	}
+	return n
+}
+
+// allowed reports whether a client at addr may connect. Non-IP addresses
+// (unix sockets, test pipes) are allowed.
+func (s *Server) allowed(addr net.Addr) (string, bool) {
+	ta, ok := addr.(*net.TCPAddr)
+	if !ok {
+		return addr.String(), true
+	}
+	for _, n := range s.cfg.Allow {
+		if n.Contains(ta.IP) {
+			return ta.IP.String(), true
+		}
+	}
+	return ta.IP.String(), false
+}
+
+// refuseHost sends MariaDB's 1130 in place of the greeting.
+func (s *Server) refuseHost(nc net.Conn, host string) {
+	s.metrics.refused.WithLabelValues("network").Inc()
+	s.log.Info("sqlproxy: refused a client outside the allowed networks", "remote", nc.RemoteAddr().String())
+	c := wire.NewConn(nc)
+	_ = c.WriteFlush(wire.PreHandshakeError(1130, fmt.Sprintf("Host '%s' is not allowed to connect to this MariaDB server", host)))
+}
+
+// errHopNeedsTLS refuses a hop that did not come over TLS with a peer
+// certificate while Config.PeerTLS is set.
+var errHopNeedsTLS = &wire.Error{Code: 1045, SQLState: "28000",
+	Message: "phxgo: a forwarding hop from another proxy must use TLS with a certificate of the cluster CA (sqlproxy -tls-cert/-tls-key/-tls-ca on every node)"}
+
+// bufConn reads through the bufio.Reader that already holds whatever the
+// peer sent after its SSLRequest (the start of its TLS handshake).
+type bufConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c bufConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// startServerTLS upgrades a client connection after its SSLRequest and
+// returns the new framed Conn (sequence number carried on) and whether
+// the client presented a certificate the CA signed.
+func startServerTLS(ctx context.Context, cl *wire.Conn, cfg *tls.Config) (*wire.Conn, bool, error) {
+	tc := tls.Server(bufConn{cl.Conn, cl.R}, cfg)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		return nil, false, fmt.Errorf("TLS handshake with %s: %w", cl.Conn.RemoteAddr(), err)
+	}
+	nc := wire.NewConn(tc)
+	nc.Seq = cl.Seq
+	return nc, mtls.PeerVerified(tc.ConnectionState()), nil
+}
+
+// startClientTLS is the forwarding side: after the greeting it sends an
+// SSLRequest and runs the TLS handshake against the master's proxy at
+// addr, checking its certificate for addr's host.
+func startClientTLS(ctx context.Context, c *wire.Conn, m *mtls.Material, addr string, g *wire.Greeting, caps uint32, charset uint8) (*wire.Conn, error) {
+	if g.Caps&wire.ClientSSL == 0 {
+		return nil, fmt.Errorf("master's proxy %s does not offer TLS: start it with -tls-cert/-tls-key/-tls-ca too", addr)
+	}
+	if err := c.WriteFlush(wire.SSLRequest(caps, 1<<30, charset)); err != nil {
+		return nil, err
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	tc := tls.Client(bufConn{c.Conn, c.R}, m.Client(host))
+	if err := tc.HandshakeContext(ctx); err != nil {
+		return nil, fmt.Errorf("TLS handshake with the master's proxy %s: %w", addr, err)
+	}
+	nc := wire.NewConn(tc)
+	nc.Seq = c.Seq
+	return nc, nil
+}
