@@ -222,8 +222,11 @@ func (s *session) connect(addr string, kind routeKind) (*backend, *wire.Error) {
 // sync applies the session's state (database, SETs) to b; prepared
 // statements are re-prepared lazily on first use.
 func (s *session) sync(b *backend) (*wire.Error, error) {
-	if b.owner == s && b.gen == s.stateGen {
-		return nil, nil
+	if b.owner == s {
+		s.closeStale(b)
+		if b.gen == s.stateGen {
+			return nil, nil
+		}
 	}
 	if b.owner != s {
 		if res, err := b.exec(wire.ComResetConnection, nil, s.caps); err != nil {
@@ -232,6 +235,7 @@ func (s *session) sync(b *backend) (*wire.Error, error) {
 			return res.Err, nil
 		}
 		clear(b.stmts)
+		b.closes = s.closes
 		b.owner = s
 		b.db = "" // unknown after reset: set it again below
 	}
