@@ -95,8 +95,15 @@ type Config struct {
 	// connection: backend MariaDBs, the master's proxy, health checks
 	// (see DialFrom). nil: the kernel chooses.
 	SourceIP net.IP
-	Logger   *slog.Logger
-	Metrics  *Metrics // nil: a private registry
+	// MySQLSocket, when set, is the unix socket of this node's own
+	// MariaDB: session connections to it (the view's SelfMySQLAddr) use
+	// the socket instead of loopback TCP, which costs the kernel less
+	// per packet (about 15-20% more point selects direct on the 2-vCPU
+	// dev VM). MariaDB then matches accounts as user@localhost: enable
+	// it only where those grant what user@'%' grants.
+	MySQLSocket string
+	Logger      *slog.Logger
+	Metrics     *Metrics // nil: a private registry
 }
 
 // DefaultConfig returns the defaults.

@@ -199,7 +199,7 @@ func (s *session) connect(addr string, kind routeKind) (*backend, *wire.Error) {
 		return b, nil
 	}
 	ctx := s.ctx()
-	b, werr, err := dial(ctx, s.srv.dial, key, kind, s.db, s.srv.cfg.DialTimeout, s.srv.cfg.PeerTimeout)
+	b, werr, err := dial(ctx, s.srv.beDial, key, kind, s.db, s.srv.cfg.DialTimeout, s.srv.cfg.PeerTimeout)
 	if err != nil {
 		s.srv.log.Warn("sqlproxy: backend dial failed", "addr", addr, "err", err)
 		s.srv.metrics.errors.WithLabelValues("dial").Inc()

@@ -32,6 +32,7 @@ type Server struct {
 	pool    *pool
 	health  *health
 	dial    DialFunc // every outgoing connection (Config.SourceIP)
+	beDial  DialFunc // session backends: dial, or this node's MariaDB socket
 
 	connID atomic.Uint32
 	rr     atomic.Uint64
@@ -64,6 +65,16 @@ func New(cfg Config, topo topology.Topology, a Authenticator) (*Server, error) {
 		pool: newPool(256, cfg.IdleTimeout), ctx: ctx, cancel: cancel,
 		lns: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}}
 	s.dial = DialFrom(cfg.SourceIP, cfg.DialTimeout)
+	s.beDial = s.dial
+	if sock := cfg.MySQLSocket; sock != "" {
+		d := net.Dialer{Timeout: cfg.DialTimeout}
+		s.beDial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if addr == topo.View().SelfMySQLAddr {
+				return d.DialContext(ctx, "unix", sock)
+			}
+			return s.dial(ctx, network, addr)
+		}
+	}
 	s.health = newHealth(s)
 	s.wg.Add(2)
 	go func() { defer s.wg.Done(); s.health.run(ctx) }()

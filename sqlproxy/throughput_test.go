@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -26,6 +27,8 @@ var (
 	tpProfile  = flag.String("throughput.profile", "", "directory for CPU and allocation profiles of the proxy under sysbench")
 	tpRounds   = flag.Int("throughput.rounds", 2, "direct/proxy rounds per client")
 	tpProcs    = flag.String("throughput.procs", "0", "comma-separated GOMAXPROCS values for the proxy under sysbench (0: unchanged)")
+	tpThreads  = flag.Int("throughput.threads", 8, "client threads (go-sql-driver and sysbench)")
+	tpGoSQL    = flag.Bool("throughput.gosql", true, "also measure with go-sql-driver")
 )
 
 // cpuClock reads this process's CPU time (user+system).
@@ -76,13 +79,15 @@ func TestThroughput(t *testing.T) {
 	insts := startInstances(t, 1)
 	m := insts[0]
 	p := startProxy(t, 1, masterView(m), Linearizable, []string{m.Addr()}, nil)
+	psock := startProxy(t, 1, masterView(m), Linearizable, []string{m.Addr()}, func(c *Config) { c.MySQLSocket = m.Socket() })
 	ctx := context.Background()
 	setup := appDB(t, m.Addr(), "", false)
 	if _, err := setup.ExecContext(ctx, "CREATE DATABASE sbtest"); err != nil {
 		t.Fatal(err)
 	}
-	const threads = 8
+	threads := *tpThreads
 	dur := *tpDur
+	relay := startRelay(t, m.Addr())
 	goQPS := func(addr string) float64 {
 		db := appDB(t, addr, "sbtest", false)
 		db.SetMaxOpenConns(threads)
@@ -116,6 +121,9 @@ func TestThroughput(t *testing.T) {
 		return float64(n.Load()) / dur.Seconds()
 	}
 	for r := range *tpRounds {
+		if !*tpGoSQL {
+			break
+		}
 		d, pr := goQPS(m.Addr()), goQPS(p.addr)
 		t.Logf("round %d go-sql-driver point select, %d clients: direct %.0f qps, proxy %.0f qps, ratio %.3f", r, threads, d, pr, pr/d)
 		fmt.Printf("THROUGHPUT go-sql-driver direct=%.0f proxy=%.0f ratio=%.3f\n", d, pr, pr/d)
@@ -171,13 +179,51 @@ func TestThroughput(t *testing.T) {
 				t.Fatalf("-throughput.procs: %v", err)
 			}
 			prev := runtime.GOMAXPROCS(procs)
-			sd, sp := sb(m.Addr(), "run", false), sb(p.addr, "run", *tpProfile != "" && r == 0 && i == 0)
+			// Direct, a trivial relay and the proxy take turns; the
+			// relay (io.Copy both ways) is the ceiling for any proxy
+			// in this process on this machine.
+			sd, sr := sb(m.Addr(), "run", false), sb(relay, "run", false)
+			sp := sb(p.addr, "run", *tpProfile != "" && r == 0 && i == 0)
+			su := sb(psock.addr, "run", false)
 			runtime.GOMAXPROCS(prev)
-			t.Logf("round %d sysbench oltp_point_select, %d threads, proxy GOMAXPROCS=%d: direct %.0f qps, proxy %.0f qps, ratio %.3f; proxy CPU %.1f µs/query; MariaDB CPU %.1f µs/query direct, %.1f via proxy",
-				r, threads, procs, sd.qps, sp.qps, sp.qps/sd.qps, sp.proxyUS, sd.dbUS, sp.dbUS)
-			fmt.Printf("THROUGHPUT sysbench procs=%d direct=%.0f proxy=%.0f ratio=%.3f proxy_cpu_us_per_query=%.1f\n", procs, sd.qps, sp.qps, sp.qps/sd.qps, sp.proxyUS)
+			t.Logf("round %d sysbench oltp_point_select, %d threads, GOMAXPROCS=%d: direct %.0f qps, relay %.0f, proxy %.0f, proxy with MariaDB socket %.0f; CPU µs/query relay %.1f proxy %.1f proxy-socket %.1f; MariaDB CPU %.1f µs/query direct, %.1f via proxy",
+				r, threads, procs, sd.qps, sr.qps, sp.qps, su.qps, sr.proxyUS, sp.proxyUS, su.proxyUS, sd.dbUS, sp.dbUS)
+			fmt.Printf("THROUGHPUT sysbench procs=%d threads=%d direct=%.0f relay=%.0f proxy=%.0f proxy_socket=%.0f relay_ratio=%.3f proxy_ratio=%.3f proxy_socket_ratio=%.3f relay_cpu_us=%.1f proxy_cpu_us=%.1f proxy_socket_cpu_us=%.1f\n",
+				procs, threads, sd.qps, sr.qps, sp.qps, su.qps, sr.qps/sd.qps, sp.qps/sd.qps, su.qps/sd.qps, sr.proxyUS, sp.proxyUS, su.proxyUS)
 		}
 	}
+}
+
+// startRelay serves a trivial TCP relay to addr (io.Copy both ways, one
+// goroutine per direction): the ceiling a proxy in Go can reach here.
+func startRelay(t *testing.T, addr string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				b, err := net.Dial("tcp", addr)
+				if err != nil {
+					return
+				}
+				defer b.Close()
+				done := make(chan struct{})
+				go func() { io.Copy(b, c); b.(*net.TCPConn).CloseWrite(); close(done) }()
+				io.Copy(c, b)
+				<-done
+			}()
+		}
+	}()
+	return ln.Addr().String()
 }
 
 var tpServe = flag.Duration("throughput.serve", 0, "TestServeForBench: serve a MariaDB and a proxy this long for manual benchmarking")
