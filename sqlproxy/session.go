@@ -3,8 +3,10 @@ package sqlproxy
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"phxgo/sqlproxy/classify"
 	"phxgo/sqlproxy/wire"
@@ -92,7 +94,10 @@ func (s *session) command(pkt []byte) error {
 	case wire.ComChangeUser:
 		return s.reply(errUnsupported)
 	case wire.ComQuery:
-		info := classify.Classify(string(pkt[1:]))
+		// pkt is reused by the next read: classify it in place and keep
+		// only a copy of what outlives the command (a USE's database).
+		info := classify.Classify(unsafe.String(unsafe.SliceData(pkt[1:]), len(pkt)-1))
+		info.DB = strings.Clone(info.DB)
 		return s.query(pkt, info)
 	case wire.ComInitDB:
 		return s.query(pkt, classify.Info{Kind: classify.Use, DB: string(pkt[1:])})

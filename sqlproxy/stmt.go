@@ -101,10 +101,18 @@ func (s *session) stmtRoute(cmd byte, id uint32, st *pstmt) decision {
 		}
 		return s.route(classify.Info{Kind: classify.Other})
 	}
-	if b := s.peekHeld(); b != nil {
-		if _, ok := b.stmts[id]; ok && b.kind == routeReplica {
-			return decision{replica: topology.Replica{MySQLAddr: b.key.addr}}
-		}
+	// Under mu while held: the hold timer may hand held to the pool
+	// (and so to another session) only after taking it from s.held.
+	s.mu.Lock()
+	b := s.held
+	onReplica := false
+	if b != nil {
+		_, has := b.stmts[id]
+		onReplica = has && b.kind == routeReplica
+	}
+	s.mu.Unlock()
+	if onReplica {
+		return decision{replica: topology.Replica{MySQLAddr: b.key.addr}}
 	}
 	return s.route(classify.Info{Kind: classify.Other})
 }
@@ -246,7 +254,10 @@ func (s *session) execTypes(pkt []byte, st *pstmt, have uint32) ([]byte, uint32)
 func (s *session) closeStmt(id uint32) {
 	delete(s.stmts, id)
 	s.closes++
-	b := s.peekHeld()
+	// Under mu: see stmtRoute. sendClose only buffers.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.held
 	if b == nil {
 		return
 	}

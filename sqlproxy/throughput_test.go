@@ -72,6 +72,16 @@ func procCPU(pid int) time.Duration {
 // of the proxy's CPU is in the kernel (write() on loopback TCP wakes the
 // peer; pvm_irq_enable dominates in perf), so 0.95 is out of reach while
 // sysbench, MariaDB and the proxy share two cores.
+//
+// The ceiling: a trivial Go relay (io.Copy both ways) in this process,
+// measured in the same turns (2026-11-30, 8 threads, GOMAXPROCS=1, 10 s;
+// scripts/bench-proxy.sh):
+//
+//	relay/direct   proxy/direct   proxy-socket/direct   proxy/relay   proxy-socket/relay
+//	0.31, 0.49     0.29, 0.44     -                     0.93, 0.89    -
+//	0.28, 0.34     0.27, 0.32     0.31, 0.40            0.96 (sum)    1.14 (sum)
+//
+// proxy-socket reaches MariaDB by its unix socket (Config.MySQLSocket).
 func TestThroughput(t *testing.T) {
 	if !*throughput {
 		t.Skip("pass -throughput")
