@@ -45,8 +45,11 @@ type pstmt struct {
 	types    []byte
 	typesGen uint32
 
-	// longOn is the backend holding long data for the next execute.
-	longOn *backend
+	// longOn is the backend holding long data for the next execute;
+	// longLost: some of that long data did not reach it (a broken or
+	// changed connection), so the execute must fail.
+	longOn   *backend
+	longLost bool
 }
 
 // bstmt is a statement prepared on one backend connection.
@@ -137,6 +140,7 @@ func (s *session) stmtCommand(pkt []byte) error {
 	}
 	if s.aborted {
 		if noReply {
+			st.longLost = true
 			return nil
 		}
 		return s.reply(errTxAborted)
@@ -145,14 +149,19 @@ func (s *session) stmtCommand(pkt []byte) error {
 	b, kind, werr := s.acquire(s.stmtRoute(cmd, id, st))
 	if werr != nil {
 		if noReply {
+			st.longLost = true
 			return nil
 		}
 		return s.reply(werr)
 	}
-	if cmd != wire.ComStmtSendLong && st.longOn != nil {
-		lost := st.longOn != b
-		st.longOn = nil // an execute or reset consumes it
+	lost := st.longLost || st.longOn != nil && st.longOn != b
+	switch cmd {
+	case wire.ComStmtSendLong:
+		st.longLost = lost
+	case wire.ComStmtExecute, wire.ComStmtReset:
+		st.longOn, st.longLost = nil, false // an execute or reset consumes it
 		if lost && cmd == wire.ComStmtExecute {
+			s.execTypes(pkt, st, 0) // the client will not send its types again
 			s.release(b)
 			return s.reply(errLongDataLost)
 		}
@@ -164,6 +173,7 @@ func (s *session) stmtCommand(pkt []byte) error {
 			lostTx := s.dropBroken(b)
 			switch {
 			case noReply:
+				st.longLost = true
 				return nil
 			case lostTx:
 				return s.reply(errTxAborted)
@@ -173,6 +183,7 @@ func (s *session) stmtCommand(pkt []byte) error {
 		if res.Err != nil {
 			s.release(b)
 			if noReply {
+				st.longLost = true
 				return nil
 			}
 			return s.reply(res.Err)
@@ -185,6 +196,7 @@ func (s *session) stmtCommand(pkt []byte) error {
 		b.c.Seq = 0
 		if err := b.c.WriteFlush(pkt); err != nil {
 			s.dropBroken(b)
+			st.longLost = true
 			return nil
 		}
 		st.longOn = b

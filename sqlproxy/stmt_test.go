@@ -157,6 +157,22 @@ func TestPreparedAcrossBackends(t *testing.T) {
 			t.Fatalf("execute after close: %v, want 1243", werr)
 		}
 
+		// Long data sent before a master change is gone: the execute
+		// fails clearly instead of running without it, and the client
+		// can send it again.
+		lin2 := startProxy(t, 1, view, Linearizable, authAddrs, func(c *Config) { c.Hold = 0 })
+		c := rawConnect(t, lin2.addr, "")
+		cid, cparams := c.prepare("SELECT CONCAT('x', ?)")
+		c.longData(cid, 0, "lost")
+		lin2.topo.Set(masterView(insts[1], insts[2]))
+		if _, werr := c.execute(cid, cparams, []byte{0xfc, 0}, nil); werr == nil || werr.Code != 1290 || !strings.Contains(werr.Message, "long data") {
+			t.Fatalf("execute after the long data's connection was lost: %v, want 1290 long data", werr)
+		}
+		c.longData(cid, 0, "again")
+		if rows, werr := c.execute(cid, cparams, nil, nil); werr != nil || len(rows) != 1 || rows[0] != "xagain" {
+			t.Fatalf("execute with long data sent again: %q, %v", rows, werr)
+		}
+
 		// Closed statements must not stay prepared on pooled connections.
 		before := preparedCount(t, setup)
 		for i := range 50 {
@@ -236,14 +252,24 @@ func (c *rawClient) send(pkt []byte) {
 	}
 }
 
+// sendSync sends a command that has no answer, then a COM_PING (which the
+// proxy answers itself), so the command was handled when it returns.
+func (c *rawClient) sendSync(pkt []byte) {
+	c.t.Helper()
+	c.send(pkt)
+	if res, err := c.b.exec(wire.ComPing, nil, rawCaps); err != nil || res.Err != nil {
+		c.t.Fatalf("ping: %v %v", err, res.Err)
+	}
+}
+
 func (c *rawClient) longData(id uint32, param uint16, data string) {
 	p := binary.LittleEndian.AppendUint32([]byte{wire.ComStmtSendLong}, id)
 	p = binary.LittleEndian.AppendUint16(p, param)
-	c.send(append(p, data...))
+	c.sendSync(append(p, data...))
 }
 
 func (c *rawClient) close(id uint32) {
-	c.send(binary.LittleEndian.AppendUint32([]byte{wire.ComStmtClose}, id))
+	c.sendSync(binary.LittleEndian.AppendUint32([]byte{wire.ComStmtClose}, id))
 }
 
 func (c *rawClient) stmtReset(id uint32) *wire.Error {
