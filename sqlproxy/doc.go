@@ -40,7 +40,7 @@
 // 0.3-0.5 of direct MariaDB while sysbench, proxy and MariaDB share the
 // two cores. With Config.MySQLSocket (-mysql-socket) sessions reach this
 // node's MariaDB by its unix socket, cheaper per packet than loopback TCP:
-// about 1.14x the relay. See throughput_test.go and scripts/bench-proxy.sh
+// 1.14-1.24x the relay. See throughput_test.go and scripts/bench-proxy.sh
 // for the figures and cmd/sqlproxy's -procs for why it runs with fewer Ps.
 //
 // Master change. An idle session moves on its next statement: its state
