@@ -35,7 +35,7 @@
 // is one atomic load, metrics children are resolved up front, and a
 // COM_QUERY is classified in place without allocating. On a 2-vCPU VM
 // nearly all remaining proxy CPU is the kernel's (about 90% in write and
-// read: a loopback send wakes the peer), so the proxy runs at 0.93-0.96
+// read: a loopback send wakes the peer), so the proxy runs at 0.89-0.96
 // of a plain Go TCP relay (io.Copy both ways) and the relay itself at
 // 0.3-0.5 of direct MariaDB while sysbench, proxy and MariaDB share the
 // two cores. With Config.MySQLSocket (-mysql-socket) sessions reach this

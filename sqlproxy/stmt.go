@@ -58,6 +58,11 @@ type bstmt struct {
 	typesGen uint32 // pstmt.typesGen the backend last got (0: unknown)
 }
 
+// lastPrepared is the statement id MariaDB reads as "the statement this
+// connection prepared last" (Connector/C's mariadb_stmt_execute_direct
+// pipelines a prepare and an execute with it).
+const lastPrepared = 0xffffffff
+
 // errLongDataLost: long data was sent on a backend connection the session
 // lost before the execute (master change, broken connection).
 var errLongDataLost = &wire.Error{Code: 1290, SQLState: "HY000",
@@ -126,6 +131,9 @@ func (s *session) stmtCommand(pkt []byte) error {
 		return wire.ErrShort
 	}
 	id := binary.LittleEndian.Uint32(pkt[1:])
+	if id == lastPrepared {
+		id = s.nextStmt
+	}
 	st := s.stmts[id]
 	noReply := cmd == wire.ComStmtClose || cmd == wire.ComStmtSendLong
 	if st == nil {

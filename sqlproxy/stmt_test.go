@@ -115,6 +115,11 @@ func TestPreparedAcrossBackends(t *testing.T) {
 		if len(servers) < 3 {
 			t.Fatalf("executes ran on %v; want the master and both replicas", servers)
 		}
+		// Statement id -1: the one prepared last (execute-direct).
+		rows, werr := c.execute(0xffffffff, params, nil, binary.LittleEndian.AppendUint64(nil, 7))
+		if werr != nil || len(rows) != 1 || !strings.HasSuffix(rows[0], ":7") {
+			t.Fatalf("execute of statement -1: %q, %v", rows, werr)
+		}
 	})
 
 	t.Run("long_data_reset_close", func(t *testing.T) {
