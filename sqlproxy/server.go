@@ -69,7 +69,7 @@ func New(cfg Config, topo topology.Topology, a Authenticator) (*Server, error) {
 	if sock := cfg.MySQLSocket; sock != "" {
 		d := net.Dialer{Timeout: cfg.DialTimeout}
 		s.beDial = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			if addr == topo.View().SelfMySQLAddr {
+			if self := topo.View().SelfMySQLAddr; self != "" && addr == self {
 				return d.DialContext(ctx, "unix", sock)
 			}
 			return s.dial(ctx, network, addr)
