@@ -31,10 +31,11 @@ type backend struct {
 	c      *wire.Conn
 	key    poolKey
 	kind   routeKind
-	db     string            // current database as far as the proxy knows
-	stmts  map[uint32]uint32 // session statement id -> backend statement id
-	owner  *session          // last session that used it
-	gen    uint64            // owner's stateGen when last synced
+	db     string           // current database as far as the proxy knows
+	stmts  map[uint32]bstmt // session statement id -> the statement here
+	closes uint64           // owner's closes when its closed statements were last dropped here
+	owner  *session         // last session that used it
+	gen    uint64           // owner's stateGen when last synced
 	idleAt time.Time
 }
 
@@ -65,7 +66,7 @@ func dial(ctx context.Context, dialer DialFunc, key poolKey, kind routeKind, db 
 	}
 	c := wire.NewConn(nc)
 	_ = nc.SetDeadline(time.Now().Add(timeout))
-	b := &backend{c: c, key: key, kind: kind, db: db, stmts: map[uint32]uint32{}}
+	b := &backend{c: c, key: key, kind: kind, db: db, stmts: map[uint32]bstmt{}}
 	werr, err := b.handshake(ctx, db, peerTLS)
 	if err != nil || werr != nil {
 		nc.Close()

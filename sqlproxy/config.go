@@ -104,8 +104,15 @@ type Config struct {
 	// in mutual TLS and makes this proxy refuse a hop that is not
 	// (security.go). nil: hops in the clear.
 	PeerTLS *mtls.Material
-	Logger  *slog.Logger
-	Metrics *Metrics // nil: a private registry
+	// MySQLSocket, when set, is the unix socket of this node's own
+	// MariaDB: session connections to it (the view's SelfMySQLAddr) use
+	// the socket instead of loopback TCP, which costs the kernel less
+	// per packet (about 15-20% more point selects direct on the 2-vCPU
+	// dev VM). MariaDB then matches accounts as user@localhost: enable
+	// it only where those grant what user@'%' grants.
+	MySQLSocket string
+	Logger      *slog.Logger
+	Metrics     *Metrics // nil: a private registry
 }
 
 // DefaultConfig returns the defaults.

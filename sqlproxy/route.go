@@ -199,7 +199,7 @@ func (s *session) connect(addr string, kind routeKind) (*backend, *wire.Error) {
 		return b, nil
 	}
 	ctx := s.ctx()
-	b, werr, err := dial(ctx, s.srv.dial, key, kind, s.db, s.srv.cfg.DialTimeout, s.srv.cfg.PeerTimeout, s.srv.cfg.PeerTLS)
+	b, werr, err := dial(ctx, s.srv.beDial, key, kind, s.db, s.srv.cfg.DialTimeout, s.srv.cfg.PeerTimeout, s.srv.cfg.PeerTLS)
 	if err != nil {
 		s.srv.log.Warn("sqlproxy: backend dial failed", "addr", addr, "err", err)
 		s.srv.metrics.errors.WithLabelValues("dial").Inc()
@@ -222,8 +222,11 @@ func (s *session) connect(addr string, kind routeKind) (*backend, *wire.Error) {
 // sync applies the session's state (database, SETs) to b; prepared
 // statements are re-prepared lazily on first use.
 func (s *session) sync(b *backend) (*wire.Error, error) {
-	if b.owner == s && b.gen == s.stateGen {
-		return nil, nil
+	if b.owner == s {
+		s.closeStale(b)
+		if b.gen == s.stateGen {
+			return nil, nil
+		}
 	}
 	if b.owner != s {
 		if res, err := b.exec(wire.ComResetConnection, nil, s.caps); err != nil {
@@ -232,6 +235,7 @@ func (s *session) sync(b *backend) (*wire.Error, error) {
 			return res.Err, nil
 		}
 		clear(b.stmts)
+		b.closes = s.closes
 		b.owner = s
 		b.db = "" // unknown after reset: set it again below
 	}

@@ -33,6 +33,7 @@ type Server struct {
 	pool    *pool
 	health  *health
 	dial    DialFunc    // every outgoing connection (Config.SourceIP)
+	beDial  DialFunc    // session backends: dial, or this node's MariaDB socket
 	peerTLS *tls.Config // server side of hop TLS; nil when Config.PeerTLS is
 
 	connID atomic.Uint32
@@ -71,6 +72,16 @@ func New(cfg Config, topo topology.Topology, a Authenticator) (*Server, error) {
 	}
 	if cfg.PeerTLS != nil {
 		s.peerTLS = cfg.PeerTLS.ServerOptionalClient()
+	}
+	s.beDial = s.dial
+	if sock := cfg.MySQLSocket; sock != "" {
+		d := net.Dialer{Timeout: cfg.DialTimeout}
+		s.beDial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if self := topo.View().SelfMySQLAddr; self != "" && addr == self {
+				return d.DialContext(ctx, "unix", sock)
+			}
+			return s.dial(ctx, network, addr)
+		}
 	}
 	s.health = newHealth(s)
 	s.wg.Add(2)

@@ -2,10 +2,11 @@ package sqlproxy
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
+	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"phxgo/sqlproxy/classify"
 	"phxgo/sqlproxy/wire"
@@ -14,12 +15,6 @@ import (
 // maxSets bounds the replay log of SET statements; past it the session
 // pins its connection instead.
 const maxSets = 64
-
-// pstmt is a prepared statement as the client knows it.
-type pstmt struct {
-	sql      []byte
-	readOnly bool // may execute on a replica
-}
 
 // session is one client connection. Only its own goroutine touches its
 // fields, except held/holdTimer which the hold timer also reads (mu).
@@ -41,6 +36,8 @@ type session struct {
 	stateGen uint64
 	stmts    map[uint32]*pstmt
 	nextStmt uint32
+	closes   uint64 // statements the client closed (stmt.go: closeStale)
+	execBuf  []byte // an execute packet with parameter types put back
 
 	inTx          bool // last status had SERVER_STATUS_IN_TRANS
 	txOver        bool // inTx, but an error since said the transaction was rolled back (40001)
@@ -97,7 +94,10 @@ func (s *session) command(pkt []byte) error {
 	case wire.ComChangeUser:
 		return s.reply(errUnsupported)
 	case wire.ComQuery:
-		info := classify.Classify(string(pkt[1:]))
+		// pkt is reused by the next read: classify it in place and keep
+		// only a copy of what outlives the command (a USE's database).
+		info := classify.Classify(unsafe.String(unsafe.SliceData(pkt[1:]), len(pkt)-1))
+		info.DB = strings.Clone(info.DB)
 		return s.query(pkt, info)
 	case wire.ComInitDB:
 		return s.query(pkt, classify.Info{Kind: classify.Use, DB: string(pkt[1:])})
@@ -235,132 +235,6 @@ func (s *session) track(b *backend, pkt []byte, info classify.Info) {
 		s.stateGen++
 		b.gen = s.stateGen
 	}
-}
-
-func (s *session) prepare(pkt []byte) error {
-	if s.aborted {
-		return s.reply(errTxAborted)
-	}
-	info := classify.Classify(string(pkt[1:]))
-	st := &pstmt{sql: append([]byte(nil), pkt[1:]...), readOnly: info.IsReadOnlyCandidate()}
-	// Prepare where it will execute now; executions elsewhere re-prepare.
-	b, kind, werr := s.acquire(s.route(classify.Info{Kind: classify.Other}))
-	if werr != nil {
-		return s.reply(werr)
-	}
-	s.nextStmt++
-	id := s.nextStmt
-	start := time.Now()
-	res, dropped, err := s.roundTrip(b, pkt, nil, func() (wire.Result, error) {
-		return wire.RelayPrepare(b.c, s.cl, s.caps, id)
-	})
-	if err != nil || dropped {
-		return err
-	}
-	s.srv.metrics.observe(kind, start, res.Err)
-	if res.Err == nil {
-		s.stmts[id] = st
-		b.stmts[id] = res.StmtID
-	}
-	s.release(b)
-	return nil
-}
-
-func (s *session) stmtCommand(pkt []byte) error {
-	cmd := pkt[0]
-	if len(pkt) < 5 {
-		return wire.ErrShort
-	}
-	id := binary.LittleEndian.Uint32(pkt[1:])
-	st := s.stmts[id]
-	noReply := cmd == wire.ComStmtClose || cmd == wire.ComStmtSendLong
-	if st == nil {
-		if noReply {
-			return nil
-		}
-		return s.reply(errUnknownStmt)
-	}
-	if cmd == wire.ComStmtClose {
-		delete(s.stmts, id)
-		if b := s.peekHeld(); b != nil {
-			if bid, ok := b.stmts[id]; ok {
-				delete(b.stmts, id)
-				binary.LittleEndian.PutUint32(pkt[1:], bid)
-				b.c.Seq = 0
-				if err := b.c.WriteFlush(pkt); err != nil {
-					s.dropBroken(b)
-				}
-			}
-		}
-		return nil
-	}
-	if s.aborted {
-		if noReply {
-			return nil
-		}
-		return s.reply(errTxAborted)
-	}
-	info := classify.Info{Kind: classify.Other}
-	if st.readOnly && cmd == wire.ComStmtExecute {
-		info = classify.Info{Kind: classify.Read}
-	}
-	start := time.Now()
-	b, kind, werr := s.acquire(s.route(info))
-	if werr != nil {
-		if noReply {
-			return nil
-		}
-		return s.reply(werr)
-	}
-	bid, ok := b.stmts[id]
-	if !ok {
-		res, err := b.exec(wire.ComStmtPrepare, st.sql, s.caps)
-		if err != nil {
-			lostTx := s.dropBroken(b)
-			switch {
-			case noReply:
-				return nil
-			case lostTx:
-				return s.reply(errTxAborted)
-			}
-			return s.reply(errBackend)
-		}
-		if res.Err != nil {
-			s.release(b)
-			if noReply {
-				return nil
-			}
-			return s.reply(res.Err)
-		}
-		bid = res.StmtID
-		b.stmts[id] = bid
-	}
-	binary.LittleEndian.PutUint32(pkt[1:], bid)
-	if noReply { // SEND_LONG_DATA
-		b.c.Seq = 0
-		if err := b.c.WriteFlush(pkt); err != nil {
-			s.dropBroken(b)
-		} else {
-			s.keep(b) // long data must reach the same connection as the execute
-		}
-		return nil
-	}
-	res, dropped, err := s.roundTrip(b, pkt, st.sql, func() (wire.Result, error) {
-		return wire.RelayResponse(b.c, s.cl, cmd, s.caps)
-	})
-	if err != nil || dropped {
-		return err
-	}
-	s.srv.metrics.observe(kind, start, res.Err)
-	if res.Err == nil && !st.readOnly && !s.afterWrite(b, kind) {
-		return nil
-	}
-	if res.HasStatus && res.Status&wire.StatusCursorExists != 0 {
-		s.keep(b) // a cursor lives on this connection
-		return nil
-	}
-	s.release(b)
-	return nil
 }
 
 // finish returns or closes the session's backend when the client leaves.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -26,6 +27,8 @@ var (
 	tpProfile  = flag.String("throughput.profile", "", "directory for CPU and allocation profiles of the proxy under sysbench")
 	tpRounds   = flag.Int("throughput.rounds", 2, "direct/proxy rounds per client")
 	tpProcs    = flag.String("throughput.procs", "0", "comma-separated GOMAXPROCS values for the proxy under sysbench (0: unchanged)")
+	tpThreads  = flag.Int("throughput.threads", 8, "client threads (go-sql-driver and sysbench)")
+	tpGoSQL    = flag.Bool("throughput.gosql", true, "also measure with go-sql-driver")
 )
 
 // cpuClock reads this process's CPU time (user+system).
@@ -69,6 +72,19 @@ func procCPU(pid int) time.Duration {
 // of the proxy's CPU is in the kernel (write() on loopback TCP wakes the
 // peer; pvm_irq_enable dominates in perf), so 0.95 is out of reach while
 // sysbench, MariaDB and the proxy share two cores.
+//
+// The ceiling: a trivial Go relay (io.Copy both ways) in this process,
+// measured in the same turns (2026-11-30, 8 threads, GOMAXPROCS=1, 10 s;
+// scripts/bench-proxy.sh):
+//
+//	relay/direct      proxy/direct      proxy-socket/direct   proxy/relay   proxy-socket/relay
+//	0.31, 0.49        0.29, 0.44        -                     0.93, 0.89    -
+//	0.28, 0.34        0.27, 0.32        0.31, 0.40            0.96 (sum)    1.14 (sum)
+//	0.28, 0.28, 0.31  0.26, 0.25, 0.29  0.29, 0.40, 0.38      0.92 (sum)    1.24 (sum)
+//
+// (load average 8-14 from other work during the last two). proxy-socket
+// reaches MariaDB by its unix socket (Config.MySQLSocket). The proxy's
+// CPU is about 90% write/read syscalls; it allocates nothing per query.
 func TestThroughput(t *testing.T) {
 	if !*throughput {
 		t.Skip("pass -throughput")
@@ -76,13 +92,15 @@ func TestThroughput(t *testing.T) {
 	insts := startInstances(t, 1)
 	m := insts[0]
 	p := startProxy(t, 1, masterView(m), Linearizable, []string{m.Addr()}, nil)
+	psock := startProxy(t, 1, masterView(m), Linearizable, []string{m.Addr()}, func(c *Config) { c.MySQLSocket = m.Socket() })
 	ctx := context.Background()
 	setup := appDB(t, m.Addr(), "", false)
 	if _, err := setup.ExecContext(ctx, "CREATE DATABASE sbtest"); err != nil {
 		t.Fatal(err)
 	}
-	const threads = 8
+	threads := *tpThreads
 	dur := *tpDur
+	relay := startRelay(t, m.Addr())
 	goQPS := func(addr string) float64 {
 		db := appDB(t, addr, "sbtest", false)
 		db.SetMaxOpenConns(threads)
@@ -116,6 +134,9 @@ func TestThroughput(t *testing.T) {
 		return float64(n.Load()) / dur.Seconds()
 	}
 	for r := range *tpRounds {
+		if !*tpGoSQL {
+			break
+		}
 		d, pr := goQPS(m.Addr()), goQPS(p.addr)
 		t.Logf("round %d go-sql-driver point select, %d clients: direct %.0f qps, proxy %.0f qps, ratio %.3f", r, threads, d, pr, pr/d)
 		fmt.Printf("THROUGHPUT go-sql-driver direct=%.0f proxy=%.0f ratio=%.3f\n", d, pr, pr/d)
@@ -171,13 +192,51 @@ func TestThroughput(t *testing.T) {
 				t.Fatalf("-throughput.procs: %v", err)
 			}
 			prev := runtime.GOMAXPROCS(procs)
-			sd, sp := sb(m.Addr(), "run", false), sb(p.addr, "run", *tpProfile != "" && r == 0 && i == 0)
+			// Direct, a trivial relay and the proxy take turns; the
+			// relay (io.Copy both ways) is the ceiling for any proxy
+			// in this process on this machine.
+			sd, sr := sb(m.Addr(), "run", false), sb(relay, "run", false)
+			sp := sb(p.addr, "run", *tpProfile != "" && r == 0 && i == 0)
+			su := sb(psock.addr, "run", false)
 			runtime.GOMAXPROCS(prev)
-			t.Logf("round %d sysbench oltp_point_select, %d threads, proxy GOMAXPROCS=%d: direct %.0f qps, proxy %.0f qps, ratio %.3f; proxy CPU %.1f µs/query; MariaDB CPU %.1f µs/query direct, %.1f via proxy",
-				r, threads, procs, sd.qps, sp.qps, sp.qps/sd.qps, sp.proxyUS, sd.dbUS, sp.dbUS)
-			fmt.Printf("THROUGHPUT sysbench procs=%d direct=%.0f proxy=%.0f ratio=%.3f proxy_cpu_us_per_query=%.1f\n", procs, sd.qps, sp.qps, sp.qps/sd.qps, sp.proxyUS)
+			t.Logf("round %d sysbench oltp_point_select, %d threads, GOMAXPROCS=%d: direct %.0f qps, relay %.0f, proxy %.0f, proxy with MariaDB socket %.0f; CPU µs/query relay %.1f proxy %.1f proxy-socket %.1f; MariaDB CPU %.1f µs/query direct, %.1f via proxy",
+				r, threads, procs, sd.qps, sr.qps, sp.qps, su.qps, sr.proxyUS, sp.proxyUS, su.proxyUS, sd.dbUS, sp.dbUS)
+			fmt.Printf("THROUGHPUT sysbench procs=%d threads=%d direct=%.0f relay=%.0f proxy=%.0f proxy_socket=%.0f relay_ratio=%.3f proxy_ratio=%.3f proxy_socket_ratio=%.3f relay_cpu_us=%.1f proxy_cpu_us=%.1f proxy_socket_cpu_us=%.1f\n",
+				procs, threads, sd.qps, sr.qps, sp.qps, su.qps, sr.qps/sd.qps, sp.qps/sd.qps, su.qps/sd.qps, sr.proxyUS, sp.proxyUS, su.proxyUS)
 		}
 	}
+}
+
+// startRelay serves a trivial TCP relay to addr (io.Copy both ways, one
+// goroutine per direction): the ceiling a proxy in Go can reach here.
+func startRelay(t *testing.T, addr string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				b, err := net.Dial("tcp", addr)
+				if err != nil {
+					return
+				}
+				defer b.Close()
+				done := make(chan struct{})
+				go func() { io.Copy(b, c); b.(*net.TCPConn).CloseWrite(); close(done) }()
+				io.Copy(c, b)
+				<-done
+			}()
+		}
+	}()
+	return ln.Addr().String()
 }
 
 var tpServe = flag.Duration("throughput.serve", 0, "TestServeForBench: serve a MariaDB and a proxy this long for manual benchmarking")

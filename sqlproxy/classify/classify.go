@@ -2,6 +2,7 @@ package classify
 
 import (
 	"strings"
+	"unsafe"
 )
 
 // Kind is what a statement does, as far as routing cares.
@@ -146,6 +147,10 @@ func (i Info) IsReadOnlyCandidate() bool {
 type scanner struct {
 	src string
 	pos int
+	// up holds upper-cased words so that word does not allocate; two
+	// buffers in turn keep the previous word (Classify's prev) intact.
+	up   [2][32]byte
+	turn uint8
 }
 
 // word returns the next token, upper-cased: a keyword/identifier, ":=",
@@ -183,12 +188,35 @@ func (s *scanner) word(info *Info) string {
 			for s.pos < len(s.src) && isWord(s.src[s.pos]) {
 				s.pos++
 			}
-			return strings.ToUpper(s.src[start:s.pos])
+			return s.upper(s.src[start:s.pos])
 		default:
 			s.pos++
 		}
 	}
 	return ""
+}
+
+// upper returns w upper-cased (ASCII letters only, as keywords are):
+// w itself when it has no lower-case letter, else a view of one of s.up,
+// valid until the next-but-one call. A word longer than s.up is no
+// keyword and is returned as is.
+func (s *scanner) upper(w string) string {
+	i := 0
+	for i < len(w) && (w[i] < 'a' || w[i] > 'z') {
+		i++
+	}
+	if i == len(w) || len(w) > len(s.up[0]) {
+		return w
+	}
+	s.turn ^= 1
+	b := &s.up[s.turn]
+	copy(b[:], w)
+	for ; i < len(w); i++ {
+		if c := b[i]; c >= 'a' && c <= 'z' {
+			b[i] = c - ('a' - 'A')
+		}
+	}
+	return unsafe.String(&b[0], len(w))
 }
 
 // hint reads /*#mode=readwrite*/ and /*#mode=readonly*/. MariaDB's

@@ -4,6 +4,14 @@ import (
 	"testing"
 )
 
+// TestClassifyNoAlloc: the linearizable port classifies every COM_QUERY;
+// a point select must not allocate.
+func TestClassifyNoAlloc(t *testing.T) {
+	if n := testing.AllocsPerRun(100, func() { Classify("select c from sbtest1 where id=4711") }); n != 0 {
+		t.Fatalf("%v allocations per Classify", n)
+	}
+}
+
 func TestClassify(t *testing.T) {
 	cases := []struct {
 		sql  string
@@ -39,6 +47,15 @@ func TestClassify(t *testing.T) {
 		{"(SELECT 1) UNION (SELECT 2)", Info{Kind: Read}},
 		{"WITH a AS (SELECT 1) SELECT * FROM a", Info{Kind: Read}},
 		{"", Info{Kind: Other}},
+		// Lower case: words are upper-cased into the scanner's buffers,
+		// and the previous word must survive the next one.
+		{"select * from t for update", Info{Kind: Read, Locking: true}},
+		{"select * from t lock in share mode", Info{Kind: Read, Locking: true}},
+		{"select * from t for share", Info{Kind: Read, Locking: true}},
+		{"set session autocommit = off", Info{Kind: Set, Autocommit: -1}},
+		{"select get_lock('a', 1)", Info{Kind: Other, Pins: true}},
+		{"start transaction", Info{Kind: Begin}},
+		{"select averyveryverylongidentifierbeyondthirtytwobytes for update", Info{Kind: Read, Locking: true}},
 	}
 	for _, c := range cases {
 		if got := Classify(c.sql); got != c.want {
