@@ -40,7 +40,9 @@ type op struct {
 	promised *Ballot
 	chosen   uint64
 	applied  *appliedState
-	truncate uint64 // >0: a TruncateBelow; nothing else is set
+	truncate uint64 // >0: a TruncateBelow; nothing else is set but base
+	base     []byte // TruncateWithBase: the snapshot after truncate-1
+	install  bool   // InstallSnapshot: Applied may rise to truncate-1
 
 	size, count int64 // Badger's estimate of what this op adds to a txn
 	vlog        bool  // some value goes to Badger's value log
@@ -245,7 +247,7 @@ func (l *Log) process(batch []*op) {
 		}
 		l.commitRun(batch[start:i])
 		l.inflight.Wait()
-		err := l.truncate(o.truncate)
+		err := l.truncate(o.truncate, o.base, o.install)
 		if l.followRotation() {
 			l.fill = fillBase
 		}
