@@ -66,6 +66,9 @@ type logReader interface {
 // own accept is durable. Prepares never go early: a ballot is durable
 // before anyone sees it, so a restarted node never reuses one.
 type Ready struct {
+	// Install, if set, goes first: durable before Update, applied after
+	// every earlier Ready's Committed (snapshot_install.go).
+	Install   *InstalledSnapshot
 	Update    wal.Update
 	Early     []Message
 	Messages  []Message
@@ -77,7 +80,7 @@ func (rd *Ready) needsPersist() bool {
 }
 
 func (rd *Ready) empty() bool {
-	return !rd.needsPersist() && rd.Update.Chosen == 0 && len(rd.Early) == 0 &&
+	return rd.Install == nil && !rd.needsPersist() && rd.Update.Chosen == 0 && len(rd.Early) == 0 &&
 		len(rd.Messages) == 0 && len(rd.Committed) == 0
 }
 
@@ -168,10 +171,11 @@ type core struct {
 	fwdIdle      bool
 
 	// Ready being built
-	msgs   []Message
-	early  []Message
-	upd    wal.Update
-	accPos map[uint64]int
+	msgs    []Message
+	early   []Message
+	upd     wal.Update
+	accPos  map[uint64]int
+	install *InstalledSnapshot
 }
 
 func newCore(cfg coreConfig, hs wal.HardState, entries []wal.Accepted, reader logReader) *core {
@@ -255,6 +259,8 @@ func (c *core) step(m Message) {
 		c.onFetch(m)
 	case MsgLearn:
 		c.onLearn(m)
+	case MsgSnapshot:
+		c.onSnapshot(m)
 	case MsgForward:
 		if c.role == leader {
 			for _, cmd := range m.Cmds {
@@ -416,7 +422,8 @@ func (c *core) ready() Ready {
 			}
 		}
 	}
-	rd := Ready{Update: c.upd, Early: c.early, Messages: c.msgs, Committed: committed}
+	rd := Ready{Install: c.install, Update: c.upd, Early: c.early, Messages: c.msgs, Committed: committed}
+	c.install = nil
 	c.upd = wal.Update{}
 	c.msgs, c.early = nil, nil
 	clear(c.accPos)

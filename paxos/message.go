@@ -37,9 +37,15 @@ const (
 	MsgLearn
 	// MsgForward carries encoded commands from a follower to the leader.
 	MsgForward
+	// MsgSnapshot answers a Fetch below the sender's first index (its log
+	// was compacted there): Snapshot is the engine snapshot (dedup table
+	// and state machine) right after Index = the sender's FirstIndex-1,
+	// Meta the paxos-internal state as of Index (reserved, nil for now),
+	// Chosen the sender's chosen index. See snapshot_install.go.
+	MsgSnapshot
 )
 
-var msgNames = [...]string{"?", "Prepare", "Promise", "Accept", "Accepted", "Fetch", "Learn", "Forward"}
+var msgNames = [...]string{"?", "Prepare", "Promise", "Accept", "Accepted", "Fetch", "Learn", "Forward", "Snapshot"}
 
 func (t MsgType) String() string {
 	if int(t) < len(msgNames) {
@@ -70,6 +76,8 @@ type Message struct {
 	Entries  []Entry
 	Indexes  []uint64
 	Cmds     [][]byte
+	Snapshot []byte // MsgSnapshot
+	Meta     []byte // MsgSnapshot: paxos-internal state (reserved)
 }
 
 func (m Message) String() string {
