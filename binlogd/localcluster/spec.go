@@ -27,6 +27,10 @@ type Spec struct {
 	Proxy bool
 	// MySQLExtra are extra my.cnf lines for every node.
 	MySQLExtra []string
+	// LogRetention and LogRetentionBytes set binlogd's log_retention and
+	// log_retention_bytes (0: binlogd's defaults).
+	LogRetention      time.Duration
+	LogRetentionBytes int64
 }
 
 // Port offsets from a node's base port.
@@ -122,10 +126,12 @@ func (s Spec) writeConfigs() error {
 		c := config.Config{
 			ID: uint32(id), Dir: dir, MySQLDir: filepath.Join(dir, "mysql"),
 			Members: s.members(), SuperviseMySQL: true, CredentialsFile: cred,
-			LeaseDuration: config.Duration{Duration: lease},
-			DriftMargin:   config.Duration{Duration: lease / 10},
-			HTTPAddr:      s.addr(id, offHTTP),
-			MySQLExtra:    s.MySQLExtra,
+			LeaseDuration:     config.Duration{Duration: lease},
+			DriftMargin:       config.Duration{Duration: lease / 10},
+			HTTPAddr:          s.addr(id, offHTTP),
+			MySQLExtra:        s.MySQLExtra,
+			LogRetention:      config.Duration{Duration: s.LogRetention},
+			LogRetentionBytes: s.LogRetentionBytes,
 		}
 		if err := c.Save(filepath.Join(dir, "binlogd.json")); err != nil {
 			return err

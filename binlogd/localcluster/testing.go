@@ -74,6 +74,13 @@ func FreeBasePort(nodes int) int {
 // logs in the temp dir, printed on failure).
 func StartForTest(t testing.TB, binDir string, nodes int, lease time.Duration, proxy bool) (*Cluster, uint32) {
 	t.Helper()
+	return StartSpecForTest(t, Spec{BinDir: binDir, Nodes: nodes, LeaseDuration: lease, Proxy: proxy})
+}
+
+// StartSpecForTest is StartForTest with more of the spec (Dir and
+// BasePort are filled in).
+func StartSpecForTest(t testing.TB, spec Spec) (*Cluster, uint32) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts a real cluster; skipped in -short")
 	}
@@ -83,7 +90,7 @@ func StartForTest(t testing.TB, binDir string, nodes int, lease time.Duration, p
 		dir, _ = os.MkdirTemp(keep, "cluster-")
 		t.Logf("cluster files kept in %s", dir)
 	}
-	spec := Spec{Dir: dir, Nodes: nodes, BasePort: FreeBasePort(nodes), BinDir: binDir, LeaseDuration: lease, Proxy: proxy}
+	spec.Dir, spec.BasePort = dir, FreeBasePort(spec.Nodes)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	c, err := Start(ctx, spec)

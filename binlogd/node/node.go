@@ -37,6 +37,7 @@ type Node struct {
 	gs    *grpc.Server
 	http  *http.Server
 	m     *metrics
+	ret   *retention
 
 	dbMu sync.Mutex
 	db   *sql.DB // root over the unix socket; nil while mysqld is down
@@ -83,6 +84,7 @@ func New(cfg *config.Config, logger *slog.Logger) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, cred: cred, log: logger, inst: inst}
+	n.ret = &retention{n: n}
 	zero := binlog.GTID{}
 	n.applied.Store(&zero)
 	return n, nil
@@ -160,6 +162,7 @@ func (n *Node) Run(ctx context.Context) error {
 	run(n.poll)
 	run(func(ctx context.Context) { _ = lease.Run(ctx, n.canAcquire) })
 	run(n.roleLoop)
+	run(n.retentionLoop)
 	<-ctx.Done()
 	n.stopping.Store(true)
 	wg.Wait()

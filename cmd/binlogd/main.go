@@ -138,6 +138,11 @@ func cmdStatus(args []string) error {
 	fmt.Printf("node            %d\nrole            %s\nmaster          %d (lease version %d, epoch %d)\n", st.NodeId, strings.ToLower(role), st.MasterId, st.LeaseVersion, st.Epoch)
 	fmt.Printf("lease remaining %v\nchosen/applied  %d / %d (paxos leader %d)\nlast valid GTID %s\nMariaDB GTID    %s\nreplication     %s\n",
 		time.Duration(st.LeaseRemainingNs).Round(time.Millisecond), st.ChosenIndex, st.AppliedIndex, st.PaxosLeader, orNone(st.LastValidGtid), orNone(st.MysqlGtidPos), st.ReplicationState)
+	fmt.Printf("log             first index %d, first GTID %s, %d bytes\n", st.FirstIndex, orNone(st.FirstGtid), st.LogBytes)
+	if st.ReseedNeeded {
+		fmt.Printf("RESEED          reseed this node: its MariaDB (at %s) needs binlog before %s, which the log no longer holds (see README \"Log retention\")\n",
+			orNone(st.MysqlGtidPos), st.FirstGtid)
+	}
 	if st.UnsafeReason != "" {
 		fmt.Printf("UNSAFE          %s\n", st.UnsafeReason)
 	}
