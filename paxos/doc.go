@@ -77,13 +77,19 @@
 //     value; entries are applied in index order, each command exactly once
 //     across restarts (snapshot and applied index persist atomically; what
 //     was applied after the last snapshot is re-applied to it at start);
-//   - a promise never moves backwards (panics in the core).
+//   - a promise never moves backwards (panics in the core);
+//   - the log is compacted only below a durable snapshot of this node's
+//     applied state, stored with the new first index (compact.go); a peer
+//     that fetches below it gets that snapshot and installs it durably
+//     before anything that follows (snapshot_install.go).
 //
 // # Testing
 //
 // sim_test.go runs 3- and 5-node clusters of cores over a seeded network
 // that drops, duplicates, delays and reorders messages, partitions nodes
 // and crash-restarts them (some runs over the real Badger wal), then heals
-// and requires every pending proposal to finish. grpc_test.go runs real
+// and requires every pending proposal to finish; TestSimCompact also
+// truncates logs at random snapshots so lagging nodes catch up through
+// MsgSnapshot. grpc_test.go runs real
 // nodes over loopback gRPC. Values and snapshot tables are fuzzed.
 package paxos
