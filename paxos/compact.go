@@ -186,10 +186,16 @@ func (n *Node) Base() (index uint64, snap []byte, err error) {
 	if hs.Base == nil {
 		return hs.FirstIndex - 1, nil, fmt.Errorf("%w: log truncated below %d without a base snapshot", ErrCompacted, hs.FirstIndex)
 	}
-	tmp := newApplier(nil)
-	rest, err := tmp.decodeTable(hs.Base)
+	rest, err := StateMachineSnapshot(hs.Base)
 	if err != nil {
 		return 0, nil, err
 	}
 	return hs.FirstIndex - 1, rest, nil
+}
+
+// StateMachineSnapshot returns the state machine's part of an engine
+// snapshot as stored in wal (HardState.Snapshot or Base), for tools that
+// read a stopped node's log. Errors: ErrBadValue.
+func StateMachineSnapshot(engine []byte) ([]byte, error) {
+	return newApplier(nil).decodeTable(engine)
 }
