@@ -144,6 +144,7 @@ func Start(cfg Config, sm StateMachine, opts ...Option) (*Node, error) {
 	n.lingerTimer.Stop()
 	n.publishCore()
 	n.status.Applied = n.app.applied
+	n.status.FirstIndex = st.HardState().FirstIndex
 	go n.run()
 	go n.persister()
 	go n.completer()

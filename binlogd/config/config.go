@@ -69,7 +69,7 @@ type Config struct {
 	LogRetention Duration `json:"log_retention"`
 	// log_retention_bytes: when the stored log exceeds this, compact past
 	// lagging members (oldest first, never past this node's MariaDB);
-	// default 1 GiB, min 1 MiB.
+	// default 1 GiB, min 64 KiB.
 	LogRetentionBytes int64 `json:"log_retention_bytes"`
 	// mysql_extra: extra my.cnf lines for the node's MariaDB.
 	MySQLExtra []string `json:"mysql_extra,omitempty"`
@@ -204,8 +204,8 @@ func (c *Config) Validate() error {
 	if c.LogRetention.Duration < 0 {
 		return c.bad("log_retention", "%v must be positive", c.LogRetention.Duration)
 	}
-	if c.LogRetentionBytes < 1<<20 {
-		return c.bad("log_retention_bytes", "%d is too small (min 1048576, 1 MiB)", c.LogRetentionBytes)
+	if c.LogRetentionBytes < 64<<10 {
+		return c.bad("log_retention_bytes", "%d is too small (min 65536, 64 KiB)", c.LogRetentionBytes)
 	}
 	if c.DriftMargin.Duration < 0 || c.DriftMargin.Duration*2 >= c.LeaseDuration.Duration {
 		return c.bad("drift_margin", "%v must be >= 0 and under half of lease_duration %v", c.DriftMargin.Duration, c.LeaseDuration.Duration)

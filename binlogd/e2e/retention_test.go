@@ -118,7 +118,7 @@ func TestRetentionBoundedLog(t *testing.T) {
 // installs a peer's snapshot, its MariaDB gets error 1236 and stays where
 // it was (no wrong data), and `binlogd status` says to reseed it.
 func TestRetentionReseed(t *testing.T) {
-	c, master := startRetentionCluster(t, time.Second, 1<<20)
+	c, master := startRetentionCluster(t, time.Second, 64<<10)
 	w := startWriters(t, c, 4)
 	defer w.stop()
 	w.awaitAcks(t, 50, time.Minute)
@@ -150,6 +150,7 @@ func TestRetentionReseed(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.awaitAcks(t, 100, time.Minute)
+	lastLog := time.Now()
 	deadline := time.Now().Add(40 * time.Second)
 	for {
 		past := true
@@ -168,6 +169,12 @@ func TestRetentionReseed(t *testing.T) {
 		}
 		if past {
 			break
+		}
+		if time.Since(lastLog) > 2*time.Second {
+			lastLog = time.Now()
+			for id, st := range statuses(t, c, others...) {
+				t.Logf("node %d: first index %d GTID %q, %d bytes; victim stopped at %s", id, st.FirstIndex, st.FirstGtid, st.LogBytes, stopped)
+			}
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the others never compacted far: %v", statuses(t, c, others...))
