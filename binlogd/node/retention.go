@@ -91,24 +91,19 @@ func (r *retention) tick(ctx context.Context, now time.Time) {
 
 	first := n.px.Status().FirstIndex
 	local, localOK := n.localApplied()
-	var target uint64
-	if minGTID, ok := r.membersApplied(ctx, local, localOK); ok {
-		target = r.newest(func(s retentionSample) bool {
-			return !s.at.After(now.Add(-n.cfg.LogRetention.Duration)) && covers(minGTID, s.gtid)
-		})
-	}
-	if size > n.cfg.LogRetentionBytes && localOK {
-		// Over the byte limit: the oldest half of what our own MariaDB
-		// applied, whoever else still needs it.
-		mid := first + (st.Applied-min(first, st.Applied))/2
-		if t := r.newest(func(s retentionSample) bool { return s.index <= mid && covers(local, s.gtid) }); t > target {
-			n.log.Warn("log over log_retention_bytes: compacting past members that have not applied it; they will need a reseed",
-				"bytes", size, "log_retention_bytes", n.cfg.LogRetentionBytes, "up_to_index", t)
-			target = t
-		}
-	}
+	minGTID, membersOK := r.membersApplied(ctx, local, localOK)
+	r.mu.Lock()
+	target, overBytes := retentionTarget(r.samples, retentionInput{
+		now: now, retain: n.cfg.LogRetention.Duration, limit: n.cfg.LogRetentionBytes, size: size,
+		first: first, applied: st.Applied, members: minGTID, membersOK: membersOK, local: local, localOK: localOK,
+	})
+	r.mu.Unlock()
 	if target+1 <= first {
 		return
+	}
+	if overBytes {
+		n.log.Warn("log over log_retention_bytes: compacting past members that have not applied it; they will need a reseed",
+			"bytes", size, "log_retention_bytes", n.cfg.LogRetentionBytes, "up_to_index", target)
 	}
 	newFirst, err := n.px.Compact(ctx, target+1)
 	if err != nil {
@@ -128,16 +123,44 @@ func (r *retention) tick(ctx context.Context, now time.Time) {
 	}
 }
 
-// newest returns the index of the newest sample satisfying ok, 0 if none.
-func (r *retention) newest(ok func(retentionSample) bool) uint64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for i := len(r.samples) - 1; i >= 0; i-- {
-		if ok(r.samples[i]) {
-			return r.samples[i].index
+// retentionInput is what one retention decision looks at.
+type retentionInput struct {
+	now            time.Time
+	retain         time.Duration
+	limit, size    int64       // log_retention_bytes, bytes on disk
+	first, applied uint64      // the log's first index, this node's applied index
+	members        binlog.GTID // lowest GTID every member's MariaDB applied
+	membersOK      bool        // false: some member could not be asked
+	local          binlog.GTID // this node's MariaDB
+	localOK        bool
+}
+
+// retentionTarget is the retention policy: the highest log index that
+// may be compacted (0: none), and whether it goes past members because
+// the log is over its byte limit. Pure, so it is tested alone.
+func retentionTarget(samples []retentionSample, in retentionInput) (target uint64, overBytes bool) {
+	newest := func(ok func(retentionSample) bool) uint64 {
+		for i := len(samples) - 1; i >= 0; i-- {
+			if ok(samples[i]) {
+				return samples[i].index
+			}
+		}
+		return 0
+	}
+	if in.membersOK && in.localOK {
+		target = newest(func(s retentionSample) bool {
+			return !s.at.After(in.now.Add(-in.retain)) && covers(in.members, s.gtid)
+		})
+	}
+	if in.size > in.limit && in.localOK {
+		// Over the byte limit: the oldest half of what our own MariaDB
+		// applied, whoever else still needs it.
+		mid := in.first + (in.applied-min(in.first, in.applied))/2
+		if t := newest(func(s retentionSample) bool { return s.index <= mid && covers(in.local, s.gtid) }); t > target {
+			target, overBytes = t, true
 		}
 	}
-	return 0
+	return target, overBytes
 }
 
 // covers reports whether a MariaDB at applied has applied the valid
