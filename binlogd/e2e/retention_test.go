@@ -2,9 +2,11 @@ package e2e
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -232,6 +234,64 @@ func TestRetentionReseed(t *testing.T) {
 	for _, id := range others {
 		if s, err := c.Status(ctx, id); err != nil || s.ReseedNeeded || s.Role == pb.Role_ROLE_UNSAFE {
 			t.Fatalf("node %d: %v %v", id, s, err)
+		}
+	}
+	db.Close()
+	reseed(t, ctx, c, victim, others)
+	if _, err := c.WaitHealthy(ctx, func(s string) { t.Log("waiting:", s) }); err != nil {
+		t.Fatal(err)
+	}
+	awaitSameData(t, c, "e2e.w")
+	w.checkAcked(t)
+	if s, err := c.Status(ctx, victim); err != nil || s.ReseedNeeded {
+		t.Fatalf("node %d after the reseed: %v %v", victim, s, err)
+	}
+}
+
+// reseed follows README "Log retention": stop the node, stop a caught-up
+// replica's MariaDB (SIGTERM to its binlogd stops it safely), copy that
+// datadir over the node's, start both.
+func reseed(t *testing.T, ctx context.Context, c *localcluster.Cluster, victim uint32, others []uint32) {
+	t.Helper()
+	for _, p := range []string{"binlogd", "mariadbd"} {
+		if err := c.Kill(ctx, victim, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var donor uint32
+	for donor == 0 {
+		for _, id := range others {
+			st, err := c.Status(ctx, id)
+			if err == nil && st.Role == pb.Role_ROLE_REPLICA && st.MysqlGtidPos == st.LastValidGtid && st.LastValidGtid != "" {
+				donor = id
+			}
+		}
+		if ctx.Err() != nil {
+			t.Fatal("no caught-up replica to copy")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := c.Signal(donor, "binlogd", syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for c.Pid(donor, "binlogd") != 0 || c.Pid(donor, "mariadbd") != 0 {
+		if ctx.Err() != nil {
+			t.Fatalf("node %d did not stop", donor)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	src := filepath.Join(c.Spec.NodeDir(int(donor)), "mysql", "data")
+	dst := filepath.Join(c.Spec.NodeDir(int(victim)), "mysql", "data")
+	if err := os.RemoveAll(dst); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("cp", "-a", src, dst).CombinedOutput(); err != nil {
+		t.Fatalf("copy %s: %v\n%s", src, err, out)
+	}
+	t.Logf("reseeded node %d from node %d's datadir", victim, donor)
+	for _, id := range []uint32{donor, victim} {
+		if err := c.StartNode(id); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
