@@ -45,6 +45,38 @@ func statuses(t *testing.T, c *localcluster.Cluster, ids ...uint32) map[uint32]*
 	return out
 }
 
+// awaitCompactions waits until every node's first index advanced n times.
+func awaitCompactions(t *testing.T, c *localcluster.Cluster, n int) {
+	t.Helper()
+	advances := map[uint32]int{}
+	firsts := map[uint32]uint64{}
+	deadline := time.Now().Add(40 * time.Second)
+	for {
+		done := true
+		for id := uint32(1); id <= 3; id++ {
+			st, err := c.Status(context.Background(), id)
+			if err != nil {
+				done = false
+				continue
+			}
+			if f, ok := firsts[id]; ok && st.FirstIndex > f {
+				advances[id]++
+			}
+			firsts[id] = st.FirstIndex
+			if advances[id] < n {
+				done = false
+			}
+		}
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("first index advanced %v times (want %d each) within 40s; now at %v", advances, n, firsts)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 // TestRetentionBoundedLog: with a 1s retention and all members up, every
 // node's log keeps compacting under a steady insert load (its first index
 // advances and the stored part stays a small tail), and the three
@@ -59,31 +91,7 @@ func TestRetentionBoundedLog(t *testing.T) {
 	w.awaitAcks(t, 20, time.Minute)
 
 	start := statuses(t, c, 1, 2, 3)
-	advances := map[uint32]int{}
-	firsts := map[uint32]uint64{}
-	for id, st := range start {
-		firsts[id] = st.FirstIndex
-	}
-	deadline := time.Now().Add(40 * time.Second)
-	for {
-		done := true
-		for id, st := range statuses(t, c, 1, 2, 3) {
-			if st.FirstIndex > firsts[id] {
-				advances[id]++
-				firsts[id] = st.FirstIndex
-			}
-			if advances[id] < 3 {
-				done = false
-			}
-		}
-		if done {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("first index advanced %v times (want 3 each) within 40s; statuses %v", advances, statuses(t, c, 1, 2, 3))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	awaitCompactions(t, c, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	victim := master%3 + 1
@@ -96,6 +104,8 @@ func TestRetentionBoundedLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.awaitAcks(t, 50, time.Minute)
+	// The restarted node compacts again: from points it sees from now on.
+	awaitCompactions(t, c, 3)
 	w.stop()
 	if _, err := c.WaitHealthy(ctx, func(s string) { t.Log("waiting:", s) }); err != nil {
 		t.Fatal(err)
