@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"google.golang.org/grpc"
+
+	"phxgo/wal"
 )
 
 // Errors returned by the engine. "Known failed" means the command was not
@@ -186,6 +188,7 @@ func (n *Node) Campaign(ctx context.Context) error { return n.campaign(ctx) }
 func (n *Node) IsLeader() bool { return n.leading.Load() }
 
 // Read returns chosen commands (no Noops, no Barriers) with index >= from,
+// or ErrCompacted when from is below the log's first index (see Base),
 // in log order, from the local durable log, stopping after about maxBytes
 // of values or at the applied index. It returns no commands when from is
 // beyond Applied. A command retried after a leader change may appear twice
@@ -209,7 +212,13 @@ func (n *Node) ReadNext(from uint64, maxBytes int) (cmds []Command, next uint64,
 	if from > applied {
 		return nil, from, nil
 	}
+	if first := n.storage.HardState().FirstIndex; from < first {
+		return nil, from, fmt.Errorf("%w: read from %d, log starts at %d", ErrCompacted, from, first)
+	}
 	as, err := n.storage.Range(from, applied, maxBytes)
+	if errors.Is(err, wal.ErrCompacted) {
+		return nil, from, fmt.Errorf("%w: read from %d: %w", ErrCompacted, from, err)
+	}
 	if err != nil {
 		return nil, from, fmt.Errorf("%w: read from %d: %w", ErrStorage, from, err)
 	}

@@ -71,7 +71,10 @@ type logReader interface {
 // own accept is durable. Prepares never go early: a ballot is durable
 // before anyone sees it, so a restarted node never reuses one.
 type Ready struct {
-	Update wal.Update
+	// Install, if set, goes first: durable before Update, applied after
+	// every earlier Ready's Committed (snapshot_install.go).
+	Install *InstalledSnapshot
+	Update  wal.Update
 	// Meta, when set, is the new membership history: persist it before
 	// applying Committed (it reflects changes chosen in Committed).
 	Meta      []byte
@@ -85,7 +88,7 @@ func (rd *Ready) needsPersist() bool {
 }
 
 func (rd *Ready) empty() bool {
-	return !rd.needsPersist() && rd.Update.Chosen == 0 && len(rd.Early) == 0 && rd.Meta == nil &&
+	return rd.Install == nil && !rd.needsPersist() && rd.Update.Chosen == 0 && len(rd.Early) == 0 && rd.Meta == nil &&
 		len(rd.Messages) == 0 && len(rd.Committed) == 0
 }
 
@@ -189,10 +192,11 @@ type core struct {
 	fwdIdle      bool
 
 	// Ready being built
-	msgs   []Message
-	early  []Message
-	upd    wal.Update
-	accPos map[uint64]int
+	msgs    []Message
+	early   []Message
+	upd     wal.Update
+	accPos  map[uint64]int
+	install *InstalledSnapshot
 }
 
 func newCore(cfg coreConfig, hs wal.HardState, entries []wal.Accepted, reader logReader) *core {
@@ -294,6 +298,8 @@ func (c *core) step(m Message) {
 		c.onFetch(m)
 	case MsgLearn:
 		c.onLearn(m)
+	case MsgSnapshot:
+		c.onSnapshot(m)
 	case MsgForward:
 		if c.role == leader {
 			for _, cmd := range m.Cmds {
@@ -468,7 +474,8 @@ func (c *core) ready() Ready {
 		c.refreshTargets()
 		c.checkRemoved()
 	}
-	rd := Ready{Update: c.upd, Early: c.early, Messages: c.msgs, Committed: committed}
+	rd := Ready{Install: c.install, Update: c.upd, Early: c.early, Messages: c.msgs, Committed: committed}
+	c.install = nil
 	if c.metaDirty && c.hist != nil {
 		rd.Meta = c.hist.encode()
 		c.metaDirty = false

@@ -92,6 +92,9 @@ func (c *core) maybeFetch(from uint32) {
 // onFetch answers with chosen entries from m.Index on, up to FetchMaxBytes
 // (at least one): compacted ones from the reader, the rest from memory.
 func (c *core) onFetch(m Message) {
+	if c.answerCompacted(m) {
+		return
+	}
 	reply := Message{Type: MsgLearn, To: m.From, Chosen: c.chosen, Index: m.Index}
 	if m.Probe && c.hist != nil {
 		reply.Meta = c.hist.encode() // a joining node asks for the members

@@ -139,6 +139,10 @@
 //   - a promise never moves backwards (panics in the core);
 //   - every node's membership history is a prefix of every longer one
 //     (checked by the simulation), each step one add or one remove.
+//   - the log is compacted only below a durable snapshot of this node's
+//     applied state, stored with the new first index (compact.go); a peer
+//     that fetches below it gets that snapshot and installs it durably
+//     before anything that follows (snapshot_install.go).
 //
 // # Testing
 //
@@ -146,6 +150,8 @@
 // that drops, duplicates, delays and reorders messages, partitions nodes
 // and crash-restarts them (some runs over the real Badger wal), then heals
 // and requires every pending proposal to finish; TestSimMembership adds
-// random one-at-a-time adds and removes (from 3 nodes and 2 spares). grpc_test.go runs real
+// random one-at-a-time adds and removes (from 3 nodes and 2 spares);
+// TestSimCompact also truncates logs at random snapshots so lagging nodes
+// catch up through MsgSnapshot. grpc_test.go runs real
 // nodes over loopback gRPC. Values and snapshot tables are fuzzed.
 package paxos

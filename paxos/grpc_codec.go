@@ -23,7 +23,7 @@ func messageToProto(m *Message) *pb.PaxosMessage {
 		Type: uint32(m.Type), From: m.From, To: m.To,
 		Ballot: ballotToProto(m.Ballot), Index: m.Index, Chosen: m.Chosen,
 		Reject: m.Reject, Probe: m.Probe, Promised: ballotToProto(m.Promised),
-		Indexes: m.Indexes, Cmds: m.Cmds, Meta: m.Meta,
+		Indexes: m.Indexes, Cmds: m.Cmds, Snapshot: m.Snapshot, Meta: m.Meta,
 	}
 	if len(m.Entries) > 0 {
 		out.Entries = make([]*pb.PaxosEntry, len(m.Entries))
@@ -36,14 +36,14 @@ func messageToProto(m *Message) *pb.PaxosMessage {
 
 // messageFromProto converts and checks the parts the core relies on.
 func messageFromProto(p *pb.PaxosMessage) (Message, bool) {
-	if p.Type == 0 || p.Type > uint32(MsgForward) {
+	if p.Type == 0 || p.Type > uint32(MsgSnapshot) {
 		return Message{}, false
 	}
 	m := Message{
 		Type: MsgType(p.Type), From: p.From, To: p.To,
 		Ballot: ballotFromProto(p.Ballot), Index: p.Index, Chosen: p.Chosen,
 		Reject: p.Reject, Probe: p.Probe, Promised: ballotFromProto(p.Promised),
-		Indexes: p.Indexes, Cmds: p.Cmds, Meta: p.Meta,
+		Indexes: p.Indexes, Cmds: p.Cmds, Snapshot: p.Snapshot, Meta: p.Meta,
 	}
 	if len(p.Entries) > 0 {
 		m.Entries = make([]Entry, len(p.Entries))
@@ -60,6 +60,7 @@ func messageSize(m *Message) int {
 	for _, e := range m.Entries {
 		n += len(e.Value) + 32
 	}
+	n += len(m.Snapshot)
 	for _, c := range m.Cmds {
 		n += len(c) + 8
 	}

@@ -38,9 +38,15 @@ const (
 	MsgLearn
 	// MsgForward carries encoded commands from a follower to the leader.
 	MsgForward
+	// MsgSnapshot answers a Fetch below the sender's first index (its log
+	// was compacted there): Snapshot is the engine snapshot (dedup table
+	// and state machine) right after Index = the sender's FirstIndex-1,
+	// Meta the paxos-internal state as of Index (reserved, nil for now),
+	// Chosen the sender's chosen index. See snapshot_install.go.
+	MsgSnapshot
 )
 
-var msgNames = [...]string{"?", "Prepare", "Promise", "Accept", "Accepted", "Fetch", "Learn", "Forward"}
+var msgNames = [...]string{"?", "Prepare", "Promise", "Accept", "Accepted", "Fetch", "Learn", "Forward", "Snapshot"}
 
 func (t MsgType) String() string {
 	if int(t) < len(msgNames) {
@@ -71,8 +77,10 @@ type Message struct {
 	Entries  []Entry
 	Indexes  []uint64
 	Cmds     [][]byte
-	// Meta is the sender's membership history (MsgLearn answering a Fetch
-	// with Probe set: a joining node asks for it).
+	Snapshot []byte // MsgSnapshot: the engine snapshot after Index
+	// Meta is the sender's membership history: on MsgLearn answering a
+	// Fetch with Probe set (a joining node asks for it), and on MsgSnapshot
+	// (the history a compacted log no longer holds).
 	Meta []byte
 }
 

@@ -42,7 +42,8 @@ type Node struct {
 	abandonc   chan *proposal
 	persistQ   chan Ready
 	completeQ  chan *saveJob
-	applyQ     chan []Entry
+	applyQ     chan applyItem
+	compactc   chan compactReq
 	stableNote chan struct{}
 	stable     atomic.Uint64 // highest committed index made durable
 	failed     atomic.Bool
@@ -55,7 +56,8 @@ type Node struct {
 	status       Status
 	appliedCh    chan struct{}
 	fatal        error
-	sinceSnap    int // applier goroutine
+	sinceSnap    int          // applier goroutine
+	ckpts        []checkpoint // applier goroutine: durable snapshots to compact to
 
 	meta     metaStore
 	members  atomic.Pointer[history] // published copy of the core's
@@ -122,7 +124,8 @@ func Start(cfg Config, sm StateMachine, opts ...Option) (*Node, error) {
 		abandonc:   make(chan *proposal, 1024),
 		persistQ:   make(chan Ready, 256),
 		completeQ:  make(chan *saveJob, maxSavesInFlight),
-		applyQ:     make(chan []Entry, 256),
+		applyQ:     make(chan applyItem, 256),
+		compactc:   make(chan compactReq),
 		stableNote: make(chan struct{}, 1),
 		stopc:      make(chan struct{}),
 		donec:      make(chan struct{}),
@@ -144,6 +147,9 @@ func Start(cfg Config, sm StateMachine, opts ...Option) (*Node, error) {
 	}
 	n.core = core
 	n.applied.Store(n.app.applied)
+	if hs := st.HardState(); hs.Snapshot != nil {
+		n.addCheckpoint(hs.Applied, hs.Snapshot)
+	}
 	if o.transport != nil {
 		n.tr = o.transport(n)
 	} else {
@@ -154,6 +160,7 @@ func Start(cfg Config, sm StateMachine, opts ...Option) (*Node, error) {
 	n.followMembers()
 	n.publishCore()
 	n.status.Applied = n.app.applied
+	n.status.FirstIndex = st.HardState().FirstIndex
 	go n.run()
 	go n.persister()
 	go n.completer()
@@ -365,14 +372,35 @@ func (n *Node) emit() {
 	n.publishCore()
 }
 
-// applyLoop applies chosen entries in order and hands results to callers.
+// applyLoop applies chosen entries in order and hands results to callers;
+// it also runs compactions (compact.go), which need the applied state.
 func (n *Node) applyLoop() {
 	defer close(n.donec)
-	for es := range n.applyQ {
+	for {
+		var it applyItem
+		select {
+		case r := <-n.compactc:
+			first, err := n.compactNow(r.index)
+			r.done <- compactResult{first, err}
+			continue
+		case x, ok := <-n.applyQ:
+			if !ok {
+				n.shutdown()
+				return
+			}
+			it = x
+		}
 		if n.failed.Load() {
 			continue
 		}
-		for _, e := range es {
+		if it.install != nil {
+			if err := n.installSnapshot(it.install); err != nil {
+				n.fail(err)
+			}
+			n.publishApplied()
+			continue
+		}
+		for _, e := range it.entries {
 			if err := n.app.applyEntry(e, n.onApplied); err != nil {
 				n.fail(fmt.Errorf("%w: apply: %w", ErrStorage, err))
 				break
@@ -387,7 +415,6 @@ func (n *Node) applyLoop() {
 		}
 		n.publishApplied()
 	}
-	n.shutdown()
 }
 
 func (n *Node) onApplied(cmd command, result any) {
@@ -412,6 +439,7 @@ func (n *Node) saveApplied() error {
 		return fmt.Errorf("%w: save applied %d: %w", ErrStorage, n.app.applied, err)
 	}
 	n.sinceSnap = 0
+	n.addCheckpoint(n.app.applied, snap)
 	return nil
 }
 

@@ -31,9 +31,10 @@ type asyncStorage interface {
 
 // saveJob is one merged save and what depends on it.
 type saveJob struct {
-	done     <-chan error // nil: nothing to save
-	before   []Entry      // committed, durable before this save
-	after    [][]Entry    // committed, durable with this save
+	install  *InstalledSnapshot // made durable before done was submitted
+	done     <-chan error       // nil: nothing to save
+	before   []Entry            // committed, durable before this save
+	after    [][]Entry          // committed, durable with this save
 	messages [][]Message
 	last     uint64 // last committed index, 0 if none
 }
@@ -64,9 +65,6 @@ func (n *Node) persister() {
 				break more
 			}
 		}
-		if n.failed.Load() {
-			continue
-		}
 		// The membership history first: it only records chosen changes,
 		// so it may be durable early, never late (before their apply).
 		var meta []byte
@@ -75,20 +73,35 @@ func (n *Node) persister() {
 				meta = batch[i].Meta
 			}
 		}
-		if meta != nil {
+		if meta != nil && !n.failed.Load() {
 			if err := n.meta.SaveMeta(meta); err != nil {
 				n.fail(fmt.Errorf("%w: save membership: %w", ErrStorage, err))
 				continue
 			}
 		}
-		n.completeQ <- n.submitSave(batch)
+		// A Ready that installs a snapshot starts a save of its own, so
+		// the install lands after every earlier save and before its own.
+		for len(batch) > 0 && !n.failed.Load() {
+			k := 1
+			for k < len(batch) && batch[k].Install == nil {
+				k++
+			}
+			if in := batch[0].Install; in != nil {
+				if err := n.storage.InstallSnapshot(in.Index, in.Data); err != nil {
+					n.fail(fmt.Errorf("%w: install snapshot at %d: %w", ErrStorage, in.Index, err))
+					break
+				}
+			}
+			n.completeQ <- n.submitSave(batch[:k])
+			batch = batch[k:]
+		}
 	}
 }
 
 func (n *Node) submitSave(batch []Ready) *saveJob {
 	var u wal.Update
 	need := false
-	job := &saveJob{}
+	job := &saveJob{install: batch[0].Install}
 	for i := range batch {
 		r := &batch[i]
 		if r.Update.Promised != nil {
@@ -149,8 +162,11 @@ func (n *Node) completer() {
 			}
 			continue
 		}
+		if job.install != nil {
+			n.applyQ <- applyItem{install: job.install}
+		}
 		if len(job.before) > 0 {
-			n.applyQ <- job.before
+			n.applyQ <- applyItem{entries: job.before}
 		}
 		if job.done != nil {
 			if err := <-job.done; err != nil {
@@ -159,7 +175,7 @@ func (n *Node) completer() {
 			}
 		}
 		for _, es := range job.after {
-			n.applyQ <- es
+			n.applyQ <- applyItem{entries: es}
 		}
 		for _, ms := range job.messages {
 			n.tr.send(ms)

@@ -17,6 +17,9 @@ type StateMachine interface {
 	// applied exactly once across restarts.
 	Snapshot() ([]byte, error)
 	// Restore replaces the state with a snapshot taken after applied.
-	// It is called once at start, before any Apply (snap is nil on a new log).
+	// It is called at start, before any Apply (snap is nil on a new log),
+	// and again whenever this node lagged behind a peer's compacted log
+	// and installs that peer's snapshot (snapshot_install.go): then
+	// applied jumps forward and Apply continues from applied+1.
 	Restore(applied uint64, snap []byte) error
 }

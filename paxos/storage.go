@@ -1,6 +1,7 @@
 package paxos
 
 import (
+	"fmt"
 	"sort"
 	"sync"
 
@@ -18,6 +19,13 @@ type Storage interface {
 	Range(from, to uint64, maxBytes int) ([]wal.Accepted, error)
 	LastIndex() uint64
 	TruncateBelow(index uint64) error
+	// TruncateWithBase is TruncateBelow that also stores base, the
+	// snapshot after index-1 (HardState().Base), in the same durable write.
+	TruncateWithBase(index uint64, base []byte) error
+	// InstallSnapshot stores a peer's snapshot after index in ONE durable
+	// write: Applied and Chosen rise to index, the log starts at index+1
+	// with Base = snap, and everything stored below is dropped.
+	InstallSnapshot(index uint64, snap []byte) error
 	Close() error
 }
 
@@ -54,6 +62,9 @@ func (s *MemoryStorage) Save(u wal.Update) error {
 		s.hs.Promised = *u.Promised
 	}
 	for _, a := range u.Accepted {
+		if a.Index < s.hs.FirstIndex {
+			continue // below a truncation (wal drops these too)
+		}
 		a.Value = append([]byte(nil), a.Value...)
 		s.log[a.Index] = a
 		s.last = max(s.last, a.Index)
@@ -132,16 +143,41 @@ func (s *MemoryStorage) LastIndex() uint64 {
 }
 
 // TruncateBelow implements Storage.
-func (s *MemoryStorage) TruncateBelow(index uint64) error {
+func (s *MemoryStorage) TruncateBelow(index uint64) error { return s.TruncateWithBase(index, nil) }
+
+// TruncateWithBase implements Storage, with the wal's rules.
+func (s *MemoryStorage) TruncateWithBase(index uint64, base []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if index <= s.hs.FirstIndex {
+		return nil
+	}
+	if index > s.hs.Applied+1 {
+		return fmt.Errorf("%w: truncate below %d, above applied+1 (%d)", wal.ErrInvalid, index, s.hs.Applied+1)
+	}
 	for k := range s.log {
 		if k < index {
 			delete(s.log, k)
 		}
 	}
-	s.hs.FirstIndex = max(s.hs.FirstIndex, index)
+	s.hs.FirstIndex = index
+	s.hs.Base = append([]byte(nil), base...)
+	if len(base) == 0 {
+		s.hs.Base = nil
+	}
 	return nil
+}
+
+// InstallSnapshot implements Storage.
+func (s *MemoryStorage) InstallSnapshot(index uint64, snap []byte) error {
+	s.mu.Lock()
+	if index > s.hs.Applied {
+		s.hs.Applied = index
+		s.hs.Chosen = max(s.hs.Chosen, index)
+		s.hs.Snapshot = append([]byte(nil), snap...)
+	}
+	s.mu.Unlock()
+	return s.TruncateWithBase(index+1, snap)
 }
 
 // Close implements Storage.

@@ -400,8 +400,16 @@ type NodeStatus struct {
 	UnsafeReason     string    `protobuf:"bytes,13,opt,name=unsafe_reason,json=unsafeReason,proto3" json:"unsafe_reason,omitempty"`
 	Members          []*Member `protobuf:"bytes,14,rep,name=members,proto3" json:"members,omitempty"`
 	PaxosLeader      uint32    `protobuf:"varint,15,opt,name=paxos_leader,json=paxosLeader,proto3" json:"paxos_leader,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Log retention (README "Log retention"): the first log index still
+	// stored and the last valid GTID before it (a replica must be at or
+	// after it); reseed_needed: this node's MariaDB is behind first_gtid,
+	// the history it needs is gone, and it must be reseeded from a replica.
+	FirstIndex    uint64 `protobuf:"varint,16,opt,name=first_index,json=firstIndex,proto3" json:"first_index,omitempty"`
+	FirstGtid     string `protobuf:"bytes,17,opt,name=first_gtid,json=firstGtid,proto3" json:"first_gtid,omitempty"`
+	ReseedNeeded  bool   `protobuf:"varint,18,opt,name=reseed_needed,json=reseedNeeded,proto3" json:"reseed_needed,omitempty"`
+	LogBytes      uint64 `protobuf:"varint,19,opt,name=log_bytes,json=logBytes,proto3" json:"log_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *NodeStatus) Reset() {
@@ -535,6 +543,34 @@ func (x *NodeStatus) GetMembers() []*Member {
 func (x *NodeStatus) GetPaxosLeader() uint32 {
 	if x != nil {
 		return x.PaxosLeader
+	}
+	return 0
+}
+
+func (x *NodeStatus) GetFirstIndex() uint64 {
+	if x != nil {
+		return x.FirstIndex
+	}
+	return 0
+}
+
+func (x *NodeStatus) GetFirstGtid() string {
+	if x != nil {
+		return x.FirstGtid
+	}
+	return ""
+}
+
+func (x *NodeStatus) GetReseedNeeded() bool {
+	if x != nil {
+		return x.ReseedNeeded
+	}
+	return false
+}
+
+func (x *NodeStatus) GetLogBytes() uint64 {
+	if x != nil {
+		return x.LogBytes
 	}
 	return 0
 }
@@ -780,7 +816,7 @@ const file_admin_proto_rawDesc = "" +
 	"mysql_addr\x18\x03 \x01(\tR\tmysqlAddr\x12\x1b\n" +
 	"\trepl_addr\x18\x04 \x01(\tR\breplAddr\x12\x1d\n" +
 	"\n" +
-	"proxy_addr\x18\x05 \x01(\tR\tproxyAddr\"\xa2\x04\n" +
+	"proxy_addr\x18\x05 \x01(\tR\tproxyAddr\"\xa4\x05\n" +
 	"\n" +
 	"NodeStatus\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\rR\x06nodeId\x12%\n" +
@@ -798,7 +834,13 @@ const file_admin_proto_rawDesc = "" +
 	"\x11replication_state\x18\f \x01(\tR\x10replicationState\x12#\n" +
 	"\runsafe_reason\x18\r \x01(\tR\funsafeReason\x12-\n" +
 	"\amembers\x18\x0e \x03(\v2\x13.phxgo.admin.MemberR\amembers\x12!\n" +
-	"\fpaxos_leader\x18\x0f \x01(\rR\vpaxosLeader\"D\n" +
+	"\fpaxos_leader\x18\x0f \x01(\rR\vpaxosLeader\x12\x1f\n" +
+	"\vfirst_index\x18\x10 \x01(\x04R\n" +
+	"firstIndex\x12\x1d\n" +
+	"\n" +
+	"first_gtid\x18\x11 \x01(\tR\tfirstGtid\x12#\n" +
+	"\rreseed_needed\x18\x12 \x01(\bR\freseedNeeded\x12\x1b\n" +
+	"\tlog_bytes\x18\x13 \x01(\x04R\blogBytes\"D\n" +
 	"\x13RecoverPointRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\rR\x06nodeId\x12\x14\n" +
 	"\x05gtids\x18\x02 \x03(\tR\x05gtids\"\x7f\n" +

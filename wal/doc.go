@@ -14,6 +14,8 @@
 //	(*Log).Range(from, to uint64, maxBytes int) ([]Accepted, error) // ascending, [from, to]
 //	(*Log).LastIndex() uint64                   // highest index with an accepted value
 //	(*Log).TruncateBelow(index uint64) error     // drop instances < index, by range
+//	(*Log).TruncateWithBase(index, base) error   // same, storing the snapshot after index-1 (HardState.Base)
+//	(*Log).InstallSnapshot(index, snap) error    // a peer's snapshot: applied = index, log starts at index+1
 //	(*Log).Close() error
 //	(*Log).Stats() Stats                        // counters: saves, groups, syncs
 //
@@ -122,7 +124,10 @@
 //
 // TruncateBelow(i) requires i <= Applied+1 (the snapshot must cover what is
 // dropped). It runs in the commit goroutine between groups: it first
-// writes and syncs m/first = i, so from then on Get/Range below i return
+// writes and syncs m/first = i together with m/base (the state machine's
+// snapshot after i-1 given to TruncateWithBase, empty otherwise; Open
+// checks the two agree; InstallSnapshot also raises m/applied and
+// m/chosen in that same transaction), so from then on Get/Range below i return
 // ErrCompacted and a crash at any later point is harmless; then it drops
 // every non-empty bucket wholly below i with Badger's DropPrefix, up to 64
 // prefixes per call, finding them by seeking bucket to bucket, so empty

@@ -40,7 +40,9 @@ type op struct {
 	promised *Ballot
 	chosen   uint64
 	applied  *appliedState
-	truncate uint64 // >0: a TruncateBelow; nothing else is set
+	truncate uint64 // >0: a TruncateBelow; nothing else is set but base
+	base     []byte // TruncateWithBase: the snapshot after truncate-1
+	install  bool   // InstallSnapshot: Applied may rise to truncate-1
 	// lazy: the op only raises Chosen. It is written but needs no sync of
 	// its own (see Save); a group of lazy ops skips the fdatasync.
 	lazy bool
@@ -259,7 +261,7 @@ func (l *Log) process(batch []*op) {
 		}
 		l.commitRun(batch[start:i])
 		l.inflight.Wait()
-		err := l.truncate(o.truncate)
+		err := l.truncate(o.truncate, o.base, o.install)
 		if l.followRotation() {
 			l.fill = fillBase
 		}

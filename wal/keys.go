@@ -24,6 +24,7 @@ var (
 	keyChosen   = []byte("m/chosen")
 	keyApplied  = []byte("m/applied")
 	keyFirst    = []byte("m/first")
+	keyBase     = []byte("m/base")
 )
 
 func acceptedKey(index uint64) []byte {

@@ -197,6 +197,20 @@ func (l *Log) loadHardState(txn *badger.Txn) error {
 	if hs.FirstIndex, err = decodeUint(keyFirst, rec, kindFirst); err != nil {
 		return err
 	}
+	if rec, ok, err := getValue(txn, keyBase); err != nil {
+		return err
+	} else if ok {
+		var at uint64
+		if at, hs.Base, err = decodeSnapshotRecord(keyBase, kindBase, rec); err != nil {
+			return err
+		}
+		if at != hs.FirstIndex-1 {
+			return corruptMeta(keyBase, fmt.Errorf("%w: base at %d, first index %d", errBadRecord, at, hs.FirstIndex))
+		}
+		if len(hs.Base) == 0 {
+			hs.Base = nil
+		}
+	}
 	switch {
 	case hs.FirstIndex == 0:
 		return corruptMeta(keyFirst, fmt.Errorf("%w: first index 0", errBadRecord))

@@ -22,6 +22,7 @@ import (
 //	kindFirst     index(8)
 //	kindApplied   index(8) len(4) snapshot(len)
 //	kindFormat    "phxgo-wal"
+//	kindBase      index(8) len(4) snapshot(len)   (the state after index = FirstIndex-1)
 const (
 	recordVersion = 1
 	recordHeader  = 2
@@ -38,6 +39,7 @@ const (
 	kindFirst
 	kindApplied
 	kindFormat
+	kindBase
 )
 
 var formatMagic = []byte("phxgo-wal")
@@ -146,15 +148,23 @@ func decodeUint(key, rec []byte, k recordKind) (uint64, error) {
 }
 
 func encodeApplied(applied uint64, snapshot []byte) []byte {
+	return encodeSnapshotRecord(keyApplied, kindApplied, applied, snapshot)
+}
+
+func encodeSnapshotRecord(key []byte, k recordKind, index uint64, snapshot []byte) []byte {
 	p := make([]byte, 12+len(snapshot))
-	binary.BigEndian.PutUint64(p, applied)
+	binary.BigEndian.PutUint64(p, index)
 	binary.BigEndian.PutUint32(p[8:], uint32(len(snapshot)))
 	copy(p[12:], snapshot)
-	return encodeRecord(keyApplied, kindApplied, p)
+	return encodeRecord(key, k, p)
 }
 
 func decodeApplied(rec []byte) (uint64, []byte, error) {
-	p, err := decodeRecord(keyApplied, rec, kindApplied)
+	return decodeSnapshotRecord(keyApplied, kindApplied, rec)
+}
+
+func decodeSnapshotRecord(key []byte, kind recordKind, rec []byte) (uint64, []byte, error) {
+	p, err := decodeRecord(key, rec, kind)
 	if err == nil && len(p) < 12 {
 		err = fmt.Errorf("%w: applied payload %d bytes", errBadRecord, len(p))
 	}
@@ -164,7 +174,7 @@ func decodeApplied(rec []byte) (uint64, []byte, error) {
 		}
 	}
 	if err != nil {
-		return 0, nil, corruptMeta(keyApplied, err)
+		return 0, nil, corruptMeta(key, err)
 	}
 	return binary.BigEndian.Uint64(p), append([]byte{}, p[12:]...), nil
 }

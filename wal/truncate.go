@@ -22,8 +22,35 @@ func (l *Log) TruncateBelow(index uint64) error {
 	return l.submit(&op{truncate: index})
 }
 
-// truncate is TruncateBelow in the commit goroutine.
-func (l *Log) truncate(index uint64) error {
+// TruncateWithBase is TruncateBelow that also stores base, the state
+// machine's snapshot right after index-1, in the same durable write as
+// the new FirstIndex: HardState().Base then lets a reader or a lagging
+// peer start at FirstIndex although everything below is gone. The same
+// rules apply (index <= Applied+1; at or below FirstIndex: no-op).
+func (l *Log) TruncateWithBase(index uint64, base []byte) error {
+	if len(base) > maxValueLen {
+		return fmt.Errorf("%w: base snapshot of %d bytes", ErrInvalid, len(base))
+	}
+	return l.submit(&op{truncate: index, base: append([]byte{}, base...)})
+}
+
+// InstallSnapshot records, in ONE durable write, that snap is the state
+// machine's state right after index (a snapshot received from a peer):
+// Applied (with Snapshot = snap) and Chosen rise to index if lower, and
+// the log starts at index+1 with Base = snap. Everything stored below
+// index+1 is dropped: a lagging acceptor may hold values there that were
+// never chosen, and they must not be read as the log. An index whose
+// successor is at or below FirstIndex is a no-op.
+func (l *Log) InstallSnapshot(index uint64, snap []byte) error {
+	if len(snap) > maxValueLen {
+		return fmt.Errorf("%w: snapshot of %d bytes", ErrInvalid, len(snap))
+	}
+	return l.submit(&op{truncate: index + 1, base: append([]byte{}, snap...), install: true})
+}
+
+// truncate is TruncateBelow (TruncateWithBase, InstallSnapshot) in the
+// commit goroutine.
+func (l *Log) truncate(index uint64, base []byte, install bool) error {
 	if err := l.failure(); err != nil {
 		return fmt.Errorf("%w: %w", ErrFailed, err)
 	}
@@ -31,10 +58,26 @@ func (l *Log) truncate(index uint64) error {
 	if index <= hs.FirstIndex {
 		return nil
 	}
-	if index > hs.Applied+1 {
+	raise := install && index-1 > hs.Applied
+	if index > hs.Applied+1 && !raise {
 		return fmt.Errorf("%w: truncate below %d, above applied+1 (%d)", ErrInvalid, index, hs.Applied+1)
 	}
+	// FirstIndex and its base change together: a base never describes
+	// another first index.
 	err := l.db.Update(func(txn *badger.Txn) error {
+		if err := txn.Set(keyBase, encodeSnapshotRecord(keyBase, kindBase, index-1, base)); err != nil {
+			return err
+		}
+		if raise {
+			if err := txn.Set(keyApplied, encodeApplied(index-1, base)); err != nil {
+				return err
+			}
+			if hs.Chosen < index-1 {
+				if err := txn.Set(keyChosen, encodeUint(keyChosen, kindChosen, index-1)); err != nil {
+					return err
+				}
+			}
+		}
 		return txn.Set(keyFirst, encodeUint(keyFirst, kindFirst, index))
 	})
 	if err == nil {
@@ -48,10 +91,20 @@ func (l *Log) truncate(index uint64) error {
 		l.mu.Unlock()
 		return fmt.Errorf("%w: truncate: %w", ErrFailed, err)
 	}
+	if len(base) == 0 {
+		base = nil
+	}
+	apply := func(h *HardState) {
+		h.FirstIndex, h.Base = index, base
+		if raise {
+			h.Applied, h.Snapshot = index-1, base
+			h.Chosen = max(h.Chosen, index-1)
+		}
+	}
 	l.mu.Lock()
-	l.hs.FirstIndex = index
+	apply(&l.hs)
 	l.mu.Unlock()
-	l.whs.FirstIndex = index
+	apply(&l.whs)
 	// The new FirstIndex is durable, so what follows only reclaims space;
 	// if it fails or we crash, the next truncation retries it.
 	if err := l.dropBuckets(index >> bucketShift); err != nil {

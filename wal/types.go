@@ -44,6 +44,10 @@ type HardState struct {
 	// FirstIndex is the lowest index still stored (1 on a fresh log; the
 	// checkpoint after TruncateBelow).
 	FirstIndex uint64
+	// Base is the state machine's snapshot right after FirstIndex-1, as
+	// given to TruncateWithBase (nil on a fresh log or after a plain
+	// TruncateBelow): what a reader or a lagging peer starts from.
+	Base []byte
 }
 
 // Update is one atomic, durable write: new promise, newly accepted

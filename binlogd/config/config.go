@@ -70,6 +70,14 @@ type Config struct {
 	// http_addr: Prometheus /metrics and health; "" off; an empty host
 	// (":9100") means loopback.
 	HTTPAddr string `json:"http_addr"`
+	// log_retention: keep Paxos log entries at least this long after they
+	// were applied, and until every member's MariaDB applied them
+	// (default 24h). See README "Log retention".
+	LogRetention Duration `json:"log_retention"`
+	// log_retention_bytes: when the stored log exceeds this, compact past
+	// lagging members (oldest first, never past this node's MariaDB);
+	// default 1 GiB, min 64 KiB.
+	LogRetentionBytes int64 `json:"log_retention_bytes"`
 	// mysql_extra: extra my.cnf lines for the node's MariaDB.
 	MySQLExtra []string `json:"mysql_extra,omitempty"`
 	// tls_cert, tls_key, tls_ca, allow_remote_repl: see Security.
@@ -126,6 +134,12 @@ func (c *Config) SetDefaults() { c.setDefaults() }
 func (c *Config) setDefaults() {
 	if c.LeaseDuration.Duration == 0 {
 		c.LeaseDuration.Duration = 5 * time.Second
+	}
+	if c.LogRetention.Duration == 0 {
+		c.LogRetention.Duration = 24 * time.Hour
+	}
+	if c.LogRetentionBytes == 0 {
+		c.LogRetentionBytes = 1 << 30
 	}
 	if c.DriftMargin.Duration == 0 {
 		c.DriftMargin.Duration = 500 * time.Millisecond
@@ -199,6 +213,12 @@ func (c *Config) Validate() error {
 	}
 	if c.LeaseDuration.Duration < 500*time.Millisecond {
 		return c.bad("lease_duration", "%v is too short (min 500ms)", c.LeaseDuration.Duration)
+	}
+	if c.LogRetention.Duration < 0 {
+		return c.bad("log_retention", "%v must be positive", c.LogRetention.Duration)
+	}
+	if c.LogRetentionBytes < 64<<10 {
+		return c.bad("log_retention_bytes", "%d is too small (min 65536, 64 KiB)", c.LogRetentionBytes)
 	}
 	if c.DriftMargin.Duration < 0 || c.DriftMargin.Duration*2 >= c.LeaseDuration.Duration {
 		return c.bad("drift_margin", "%v must be >= 0 and under half of lease_duration %v", c.DriftMargin.Duration, c.LeaseDuration.Duration)

@@ -28,6 +28,9 @@ func TestLoadGoodAndDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if c.LogRetention.Hours() != 24 || c.LogRetentionBytes != 1<<30 {
+		t.Fatalf("retention defaults: %v, %d bytes", c.LogRetention, c.LogRetentionBytes)
+	}
 	if c.LeaseDuration.Seconds() != 5 || c.Dir != filepath.Join(dir, "n1") || len(c.Peers()) != 3 {
 		t.Fatalf("%+v", c)
 	}
@@ -40,6 +43,8 @@ func TestErrorsNameTheKey(t *testing.T) {
 		{`"mysql_addr":"127.0.0.1:5"`, `"mysql_addr":"127.0.0.1:2"`, `members[1].mysql_addr`},
 		{`"dir":"n1",`, `"dir":"n1","lease_duration":"5s","drift_margin":"3s",`, `drift_margin`},
 		{`"credentials_file"`, `"bogus_key":1,"credentials_file"`, `bogus_key`},
+		{`"dir":"n1",`, `"dir":"n1","log_retention":"-1h",`, `log_retention`},
+		{`"dir":"n1",`, `"dir":"n1","log_retention_bytes":1000,`, `log_retention_bytes`},
 	}
 	for _, c := range cases {
 		body := strings.Replace(good, c.from, c.to, 1)

@@ -31,6 +31,10 @@ type Spec struct {
 	// nodeN.crt, nodeN.key): every binlogd link, the proxies' hops and
 	// this package's Admin clients use mutual TLS (tls.go).
 	TLSDir string
+	// LogRetention and LogRetentionBytes set binlogd's log_retention and
+	// log_retention_bytes (0: binlogd's defaults).
+	LogRetention      time.Duration
+	LogRetentionBytes int64
 }
 
 // Port offsets from a node's base port.
@@ -141,11 +145,13 @@ func (s Spec) writeNodeConfig(id int, members []config.Member, join bool) error 
 	c := config.Config{
 		ID: uint32(id), Dir: dir, MySQLDir: filepath.Join(dir, "mysql"),
 		Members: members, Join: join, SuperviseMySQL: true, CredentialsFile: filepath.Join(s.Dir, "credentials.json"),
-		LeaseDuration: config.Duration{Duration: lease},
-		DriftMargin:   config.Duration{Duration: lease / 10},
-		HTTPAddr:      s.addr(id, offHTTP),
-		MySQLExtra:    s.MySQLExtra,
-		Security:      s.security(id),
+		LeaseDuration:     config.Duration{Duration: lease},
+		DriftMargin:       config.Duration{Duration: lease / 10},
+		HTTPAddr:          s.addr(id, offHTTP),
+		MySQLExtra:        s.MySQLExtra,
+		Security:          s.security(id),
+		LogRetention:      config.Duration{Duration: s.LogRetention},
+		LogRetentionBytes: s.LogRetentionBytes,
 	}
 	return c.Save(filepath.Join(dir, "binlogd.json"))
 }

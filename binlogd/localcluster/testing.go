@@ -75,17 +75,7 @@ func FreeBasePort(nodes int) int {
 // logs in the temp dir, printed on failure).
 func StartForTest(t testing.TB, binDir string, nodes int, lease time.Duration, proxy bool) (*Cluster, uint32) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("starts a real cluster; skipped in -short")
-	}
-	dir := t.TempDir()
-	if keep := os.Getenv("PHXGO_KEEP_CLUSTER"); keep != "" {
-		// Debugging: keep the cluster's files after the test.
-		dir, _ = os.MkdirTemp(keep, "cluster-")
-		t.Logf("cluster files kept in %s", dir)
-	}
-	spec := Spec{Dir: dir, Nodes: nodes, BasePort: FreeBasePort(nodes + 1), BinDir: binDir, LeaseDuration: lease, Proxy: proxy}
-	return StartSpecForTest(t, spec)
+	return StartSpecForTest(t, Spec{BinDir: binDir, Nodes: nodes, LeaseDuration: lease, Proxy: proxy})
 }
 
 // StartSpecForTest is StartForTest for a spec the test fills in (Dir
@@ -97,6 +87,11 @@ func StartSpecForTest(t testing.TB, spec Spec) (*Cluster, uint32) {
 	}
 	if spec.Dir == "" {
 		spec.Dir = t.TempDir()
+		if keep := os.Getenv("PHXGO_KEEP_CLUSTER"); keep != "" {
+			// Debugging: keep the cluster's files after the test.
+			spec.Dir, _ = os.MkdirTemp(keep, "cluster-")
+			t.Logf("cluster files kept in %s", spec.Dir)
+		}
 	}
 	if spec.BasePort == 0 {
 		spec.BasePort = FreeBasePort(spec.Nodes + 1) // room for a node a test adds

@@ -22,6 +22,8 @@ type metrics struct {
 	mysqldKills  prometheus.Counter
 	recoveryCuts prometheus.Counter
 	becameMaster prometheus.Counter
+	logBytes     prometheus.Gauge
+	compactions  prometheus.Counter
 }
 
 func newMetrics(n *Node) *metrics {
@@ -46,9 +48,13 @@ func newMetrics(n *Node) *metrics {
 		mysqldKills:  c("mysqld_kills_total", "SIGKILLs of mariadbd with commits waiting"),
 		recoveryCuts: c("recovery_cut_transactions_total", "transactions cut from the binlog by recovery"),
 		becameMaster: c("became_master_total", "times this node started serving writes"),
+		logBytes:     f("log_bytes", "bytes of the Paxos log directory on disk"),
+		compactions:  c("log_compactions_total", "times the retention loop advanced the log's first index"),
 	}
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "phxgo", Subsystem: "paxos", Name: "applied_index", Help: "applied log index"},
 		func() float64 { return float64(n.px.Status().Applied) }))
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "phxgo", Subsystem: "paxos", Name: "first_index", Help: "first log index still stored (compaction point + 1)"},
+		func() float64 { return float64(max(n.px.Status().FirstIndex, 1)) }))
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "phxgo", Subsystem: "paxos", Name: "chosen_index", Help: "chosen log index"},
 		func() float64 { return float64(n.px.Status().Chosen) }))
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "phxgo", Subsystem: "lease", Name: "seconds_to_expiry", Help: "own lease time left (0 unless master)"},

@@ -14,6 +14,7 @@ import (
 	"phxgo/binlogd/recovery"
 	"phxgo/binlogd/role"
 	"phxgo/masterlease"
+	"phxgo/paxos"
 )
 
 // supervise keeps the node's mariadbd running; every start is preceded by
@@ -198,14 +199,37 @@ func (n *Node) recoverPoint(ctx context.Context, id uint32, gtids []binlog.GTID)
 }
 
 // validGTIDs reports, for each GTID, whether it is a valid transaction of
-// the log as applied here.
+// the log as applied here. The log may be compacted: it is replayed from
+// its base, and a GTID before the base's last valid GTID cannot be checked
+// one by one any more. Such a GTID is reported valid (a binlog that ends
+// before the base belongs to a MariaDB that must be reseeded anyway, and
+// its status says so; cutting it would only lose data), except one with
+// the base's own sequence number, which must be that GTID.
 func (n *Node) validGTIDs(ctx context.Context, gtids []binlog.GTID) ([]bool, error) {
+	for attempt := 0; ; attempt++ {
+		out, err := n.validGTIDsOnce(gtids)
+		if err != nil && errors.Is(err, paxos.ErrCompacted) && attempt < 2 {
+			continue // compacted while we read: start from the new base
+		}
+		return out, err
+	}
+}
+
+func (n *Node) validGTIDsOnce(gtids []binlog.GTID) ([]bool, error) {
 	want := map[binlog.GTID]int{}
+	out := make([]bool, len(gtids))
+	c, base, first, err := newLogSource(n.px).baseCursor()
+	if err != nil {
+		return nil, err
+	}
+	c.found = true
 	for i, g := range gtids {
+		if base > 0 && !first.IsZero() && g.Domain == first.Domain && g.Seq <= first.Seq {
+			out[i] = g.Seq < first.Seq || g == first
+			continue
+		}
 		want[g] = i
 	}
-	out := make([]bool, len(gtids))
-	c := &logCursor{src: newLogSource(n.px), next: 1, found: true}
 	end := n.px.Applied()
 	for c.next <= end {
 		moved, err := c.fill()

@@ -39,6 +39,7 @@ type Node struct {
 	gs    *grpc.Server
 	http  *http.Server
 	m     *metrics
+	ret   *retention
 
 	dbMu sync.Mutex
 	db   *sql.DB // root over the unix socket; nil while mysqld is down
@@ -93,6 +94,7 @@ func New(cfg *config.Config, logger *slog.Logger) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, cred: cred, log: logger, inst: inst, tls: tlsm}
+	n.ret = &retention{n: n}
 	zero := binlog.GTID{}
 	n.applied.Store(&zero)
 	return n, nil
@@ -173,6 +175,7 @@ func (n *Node) Run(ctx context.Context) error {
 	run(n.poll)
 	run(func(ctx context.Context) { _ = lease.Run(ctx, n.canAcquire) })
 	run(n.roleLoop)
+	run(n.retentionLoop)
 	<-ctx.Done()
 	hs.Shutdown() // NOT_SERVING while stopping
 	n.stopping.Store(true)

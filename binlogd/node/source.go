@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"phxgo/binlogd/binlog"
@@ -12,7 +13,10 @@ import (
 
 // logSource serves the valid binlog of the Paxos log to the replication
 // endpoint. Validity is recomputed by replaying masterlease.Step over the
-// log from its first index: Step is the same pure function every node's
+// log from its first index, starting from the lease state stored with the
+// compaction point (paxos Base; the state after FirstIndex-1), so a
+// replica at or after that state's last valid GTID is served and one
+// before it gets ErrPurged (error 1236: reseed it): Step is the same pure function every node's
 // Apply runs, so the reader ships exactly the batches Apply judged valid.
 // (Read may return a command twice after a leader change, where Apply saw
 // it once; every entry kind is idempotent under Step — a repeated grant
@@ -36,21 +40,68 @@ type logCursor struct {
 	partial []byte // fragments of a transaction split across entries
 	after   binlog.GTID
 	found   bool // after was seen (or is zero): ship from here on
+	// skipPartial: the base state holds a split transaction whose first
+	// fragments were compacted away; its remaining fragments are dropped.
+	skipPartial bool
+}
+
+// errCompacted is what a cursor reports when the log was compacted past it.
+func errCompacted(err error) error {
+	return fmt.Errorf("%w: the log was compacted past this position; reseed this replica: %w", replserver.ErrPurged, err)
 }
 
 func (s *logSource) Open(ctx context.Context, pos binlog.GTIDList) (replserver.Cursor, error) {
 	if len(pos) > 1 {
 		return nil, fmt.Errorf("%w: %s has several domains; phxgo uses one", replserver.ErrUnknownPosition, pos)
 	}
-	if first := s.px.Status().FirstIndex; first > 1 {
-		// Compaction keeps no replay state yet: everything below first is gone.
-		return nil, fmt.Errorf("%w: log starts at index %d", replserver.ErrPurged, first)
+	// A compaction between reading the base and the first read moves the
+	// base: try again from the new one.
+	for attempt := 0; ; attempt++ {
+		c, err := s.open(ctx, pos)
+		if err != nil && errors.Is(err, paxos.ErrCompacted) && attempt < 2 {
+			continue
+		}
+		return c, err
 	}
-	c := &logCursor{src: s, next: 1}
-	if len(pos) == 1 && !pos[0].IsZero() {
-		c.after = pos[0]
-	} else {
+}
+
+// baseCursor returns a cursor at the log's first stored index, with the
+// lease state as of the compaction point, and that point's index and last
+// valid GTID (zero when the log is whole).
+func (s *logSource) baseCursor() (c *logCursor, base uint64, first binlog.GTID, err error) {
+	base, snap, err := s.px.Base()
+	if err != nil {
+		return nil, 0, first, errCompacted(err)
+	}
+	c = &logCursor{src: s, next: base + 1}
+	if base > 0 {
+		if c.st, err = masterlease.DecodeState(snap); err != nil {
+			return nil, 0, first, fmt.Errorf("log base at index %d: %w", base, err)
+		}
+		first = binlog.GTID(c.st.LastGTID)
+		c.skipPartial = !c.st.Partial.IsZero()
+	}
+	return c, base, first, nil
+}
+
+func (s *logSource) open(ctx context.Context, pos binlog.GTIDList) (replserver.Cursor, error) {
+	c, base, first, err := s.baseCursor()
+	if err != nil {
+		return nil, err
+	}
+	want := binlog.GTID{}
+	if len(pos) == 1 {
+		want = pos[0]
+	}
+	switch {
+	case base > 0 && !first.IsZero() && want.IsZero():
+		return nil, fmt.Errorf("%w: the log was compacted up to GTID %s (index %d); a replica with no GTID position must be reseeded", replserver.ErrPurged, first, base)
+	case base > 0 && !first.IsZero() && want.Domain == first.Domain && (want.Seq < first.Seq || (want == first && c.skipPartial)):
+		return nil, fmt.Errorf("%w: GTID %s is before the log's first retained GTID %s (index %d); reseed this replica", replserver.ErrPurged, want, first, base)
+	case want.IsZero() || want == first:
 		c.found = true
+	default:
+		c.after = want
 	}
 	// Find the position now, so a forked or unknown one fails at once with
 	// error 1236 rather than a replica waiting forever.
@@ -107,6 +158,9 @@ func (c *logCursor) wait(ctx context.Context) error {
 // cursor moved (false: nothing new is applied yet, wait).
 func (c *logCursor) fill() (moved bool, err error) {
 	cmds, next, err := c.src.px.ReadNext(c.next, c.src.readSize)
+	if errors.Is(err, paxos.ErrCompacted) {
+		return false, errCompacted(err)
+	}
 	if err != nil {
 		return false, err
 	}
@@ -120,6 +174,7 @@ func (c *logCursor) fill() (moved bool, err error) {
 		}
 		if v.Entry.Kind != masterlease.KindBatch && c.st.Partial.IsZero() {
 			c.partial = c.partial[:0] // a term change voided a split transaction
+			c.skipPartial = false
 		}
 	}
 	moved = next > c.next
@@ -128,6 +183,13 @@ func (c *logCursor) fill() (moved bool, err error) {
 }
 
 func (c *logCursor) takeBatch(b masterlease.Batch) error {
+	if c.skipPartial {
+		if b.Continued {
+			c.skipPartial = b.More
+			return nil
+		}
+		c.skipPartial = false
+	}
 	if b.More || b.Continued {
 		if !b.Continued {
 			c.partial = c.partial[:0]

@@ -35,15 +35,26 @@ func cmdLog(args []string) error {
 	defer lg.Close()
 	hs := lg.HardState()
 	fmt.Printf("first=%d chosen=%d applied=%d\n", hs.FirstIndex, hs.Chosen, hs.Applied)
+	var st masterlease.State
 	if hs.FirstIndex > 1 {
-		return errors.New("the log was compacted; replay needs its start")
+		// Compacted: replay from the lease state stored with the cut.
+		if hs.Base == nil {
+			return errors.New("the log was truncated without a base snapshot; replay needs its start")
+		}
+		snap, err := paxos.StateMachineSnapshot(hs.Base)
+		if err == nil {
+			st, err = masterlease.DecodeState(snap)
+		}
+		if err != nil {
+			return fmt.Errorf("log base at index %d: %w", hs.FirstIndex-1, err)
+		}
+		fmt.Printf("compacted: state after index %d: %s\n", hs.FirstIndex-1, st)
 	}
 	type key struct {
 		node uint32
 		seq  uint64
 	}
 	seen := map[key]uint64{}
-	var st masterlease.State
 	for idx := hs.FirstIndex; idx <= hs.Chosen; {
 		as, err := lg.Range(idx, hs.Chosen, 4<<20)
 		if err != nil {

@@ -159,6 +159,11 @@ func cmdStatus(args []string) error {
 		ids = append(ids, m.Id)
 	}
 	fmt.Printf("members         %v\n", ids)
+	fmt.Printf("log             first index %d, first GTID %s, %d bytes\n", st.FirstIndex, orNone(st.FirstGtid), st.LogBytes)
+	if st.ReseedNeeded {
+		fmt.Printf("RESEED          reseed this node: its MariaDB (at %s) needs binlog before %s, which the log no longer holds (see README \"Log retention\")\n",
+			orNone(st.MysqlGtidPos), st.FirstGtid)
+	}
 	if st.UnsafeReason != "" {
 		fmt.Printf("UNSAFE          %s\n", st.UnsafeReason)
 	}
