@@ -44,6 +44,7 @@ func testNodes(t *testing.T, files []mtls.Files, hooks ...func(*Node)) (cfgs []*
 			MySQLDir: filepath.Join(dir, fmt.Sprint("n", i+1), "mysql"), Members: members, CredentialsFile: cred,
 			LeaseDuration: config.Duration{Duration: 2 * time.Second}, DriftMargin: config.Duration{Duration: 200 * time.Millisecond},
 			Security: config.Security{TLSCert: f.Cert, TLSKey: f.Key, TLSCA: f.CA}}
+		c.SetDefaults()
 		if err := c.Validate(); err != nil {
 			t.Fatal(err)
 		}
