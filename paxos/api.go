@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"google.golang.org/grpc"
 
@@ -55,16 +56,28 @@ type Status struct {
 	Applied    uint64 // every index <= Applied was applied to the state machine
 	FirstIndex uint64 // lowest index still stored
 	Pending    int    // this node's commands not applied yet
+	// Counters since Start: values this node proposed while leading and
+	// the commands and bytes in them (their ratio is the batch size), and
+	// how often the leader it knows changed.
+	ValuesProposed, CommandsProposed, BytesProposed, LeaderChanges uint64
 }
 
 // Option adjusts Start.
 type Option func(*options)
 
 type options struct {
-	storage     Storage
-	dialOptions []grpc.DialOption
-	transport   func(n *Node) transport
-	seed        int64
+	commitObserver func(time.Duration)
+	storage        Storage
+	dialOptions    []grpc.DialOption
+	transport      func(n *Node) transport
+	seed           int64
+}
+
+// WithCommitObserver makes the node call f with the time each of its
+// Propose calls took from submission to applied (successful ones only),
+// for a latency histogram. f runs on the applier goroutine: keep it short.
+func WithCommitObserver(f func(time.Duration)) Option {
+	return func(o *options) { o.commitObserver = f }
 }
 
 // WithStorage makes the node use s instead of opening a wal in Config.Dir

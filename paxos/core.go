@@ -111,6 +111,10 @@ type pendingCmd struct {
 }
 
 type core struct {
+	// Counters for monitoring (Status): values this node proposed as
+	// leader, the commands and bytes they carried, leader changes seen.
+	valuesProposed, cmdsProposed, bytesProposed, leaderChanges uint64
+
 	cfg     coreConfig
 	id      uint32
 	peers   []uint32

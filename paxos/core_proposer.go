@@ -46,6 +46,9 @@ func (c *core) maybePropose() {
 			n++
 		}
 		v := encodeValue(c.queue[:n])
+		c.valuesProposed++
+		c.cmdsProposed += uint64(n)
+		c.bytesProposed += uint64(len(v))
 		c.queue = c.queue[n:]
 		c.queueBytes -= size
 		c.proposeAt(c.next, v)

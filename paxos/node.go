@@ -27,8 +27,9 @@ type Node struct {
 	storage Storage
 	tr      transport
 
-	core        *core    // owned by run
-	app         *applier // owned by the applier goroutine
+	core        *core               // owned by run
+	app         *applier            // owned by the applier goroutine
+	observe     func(time.Duration) // WithCommitObserver; nil: none
 	lingerArmed bool
 	lingerTimer *time.Timer
 
@@ -66,6 +67,7 @@ type Node struct {
 }
 
 type proposal struct {
+	start time.Time // for Config's commit observer
 	data  []byte
 	flags byte
 	seq   uint64
@@ -113,6 +115,7 @@ func Start(cfg Config, sm StateMachine, opts ...Option) (*Node, error) {
 	}
 	n := &Node{
 		cfg:        cfg,
+		observe:    o.commitObserver,
 		log:        cfg.Logger.With("paxos_node", cfg.ID),
 		storage:    st,
 		app:        newApplier(sm),
@@ -203,6 +206,9 @@ func (n *Node) submit(ctx context.Context, data []byte, flags byte) proposeResul
 // goroutine reach the core in that order (propc is FIFO).
 func (n *Node) enqueue(ctx context.Context, data []byte, flags byte) (*proposal, error) {
 	p := &proposal{data: data, flags: flags, done: make(chan proposeResult, 1)}
+	if n.observe != nil {
+		p.start = time.Now()
+	}
 	select {
 	case n.propc <- p:
 		return p, nil
@@ -427,6 +433,9 @@ func (n *Node) onApplied(cmd command, result any) {
 	n.wmu.Unlock()
 	if p != nil {
 		p.done <- proposeResult{index: n.app.applied + 1, result: result}
+		if f := n.observe; f != nil && !p.start.IsZero() {
+			f(time.Since(p.start))
+		}
 	}
 }
 
@@ -447,7 +456,11 @@ func (n *Node) publishCore() {
 	c := n.core
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if c.leader != n.status.Leader && c.leader != 0 {
+		n.status.LeaderChanges++
+	}
 	n.status.ID, n.status.Leader, n.status.Role = n.cfg.ID, c.leader, c.role.String()
+	n.status.ValuesProposed, n.status.CommandsProposed, n.status.BytesProposed = c.valuesProposed, c.cmdsProposed, c.bytesProposed
 	n.status.Ballot, n.status.BallotNode = c.promised.Round, c.promised.Node
 	n.status.Chosen, n.status.Pending = c.chosen, len(c.pending)
 	n.chosenAt.Store(c.chosen)

@@ -3,6 +3,7 @@ package paxos
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 )
@@ -26,5 +27,56 @@ func TestSingleMember(t *testing.T) {
 	got := c.sms[1].copyList()
 	if len(got) < 20 || string(got[0]) != "cmd0" || string(got[19]) != "cmd19" {
 		t.Fatalf("applied after restart: %d commands %q", len(got), got)
+	}
+}
+
+// The monitoring counters move with the load: the leader packs commands
+// into values and the commit observer sees each successful Propose.
+func TestStatusCountersAndCommitObserver(t *testing.T) {
+	var mu sync.Mutex
+	var seen []time.Duration
+	sm := &lockedSM{}
+	cfg := testConfig(1, map[uint32]string{1: "127.0.0.1:1"}, t.TempDir())
+	n, err := Start(cfg, sm, WithCommitObserver(func(d time.Duration) {
+		mu.Lock()
+		seen = append(seen, d)
+		mu.Unlock()
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 25 {
+				if _, err := propose(ctx, n, fmt.Sprint("w", w, "-", i)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	st := n.Status()
+	if st.CommandsProposed < 200 || st.ValuesProposed == 0 || st.ValuesProposed > st.CommandsProposed || st.BytesProposed == 0 {
+		t.Fatalf("counters: %+v", st)
+	}
+	if st.LeaderChanges != 1 {
+		t.Fatalf("leader changes %d, want 1 (none to a leader)", st.LeaderChanges)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 200 {
+		t.Fatalf("commit observer saw %d proposals, want 200", len(seen))
+	}
+	for _, d := range seen {
+		if d <= 0 {
+			t.Fatalf("latency %v", d)
+		}
 	}
 }

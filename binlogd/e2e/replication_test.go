@@ -72,6 +72,7 @@ func TestWritePathThroughPaxos(t *testing.T) {
 
 	pos := awaitSameData(t, c, "e2e.t")
 	t.Logf("3 nodes identical at %s", pos)
+	checkWriteMetrics(t, c, master, 401)
 
 	// Stop both other binlogds: no majority, so no ACK.
 	var others []uint32

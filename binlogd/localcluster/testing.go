@@ -156,5 +156,8 @@ func (c *Cluster) RootDB(id uint32) (*sql.DB, error) {
 // MySQLAddr is node id's MariaDB address.
 func (c *Cluster) MySQLAddr(id uint32) string { return c.Spec.addr(int(id), offMySQL) }
 
+// HTTPAddr is node id's binlogd metrics address.
+func (c *Cluster) HTTPAddr(id uint32) string { return c.Spec.addr(int(id), offHTTP) }
+
 // ProxyAddr is node id's sqlproxy (linearizable) address.
 func (c *Cluster) ProxyAddr(id uint32) string { return c.Spec.addr(int(id), offProxy) }

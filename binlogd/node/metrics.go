@@ -13,17 +13,18 @@ import (
 )
 
 type metrics struct {
-	reg          *prometheus.Registry
-	role         prometheus.Gauge
-	version      prometheus.Gauge
-	epoch        prometheus.Gauge
-	master       prometheus.Gauge
-	mysqldStarts prometheus.Counter
-	mysqldKills  prometheus.Counter
-	recoveryCuts prometheus.Counter
-	becameMaster prometheus.Counter
-	logBytes     prometheus.Gauge
-	compactions  prometheus.Counter
+	reg           *prometheus.Registry
+	role          prometheus.Gauge
+	version       prometheus.Gauge
+	epoch         prometheus.Gauge
+	master        prometheus.Gauge
+	mysqldStarts  prometheus.Counter
+	mysqldKills   prometheus.Counter
+	recoveryCuts  prometheus.Counter
+	becameMaster  prometheus.Counter
+	logBytes      prometheus.Gauge
+	compactions   prometheus.Counter
+	commitLatency prometheus.Histogram
 }
 
 func newMetrics(n *Node) *metrics {
@@ -50,7 +51,13 @@ func newMetrics(n *Node) *metrics {
 		becameMaster: c("became_master_total", "times this node started serving writes"),
 		logBytes:     f("log_bytes", "bytes of the Paxos log directory on disk"),
 		compactions:  c("log_compactions_total", "times the retention loop advanced the log's first index"),
+		commitLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "phxgo", Subsystem: "paxos", Name: "commit_latency_seconds",
+			Help:    "this node's proposals (binlog batches, lease requests), submission to applied",
+			Buckets: prometheus.ExponentialBuckets(0.00025, 2, 14)}), // 0.25 ms .. 2 s
 	}
+	reg.MustRegister(m.commitLatency)
+	registerPaxosMetrics(reg, n)
+	registerBinlogMetrics(reg, n)
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "phxgo", Subsystem: "paxos", Name: "applied_index", Help: "applied log index"},
 		func() float64 { return float64(n.px.Status().Applied) }))
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "phxgo", Subsystem: "paxos", Name: "first_index", Help: "first log index still stored (compaction point + 1)"},

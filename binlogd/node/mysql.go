@@ -275,6 +275,11 @@ func (n *Node) poll(ctx context.Context) {
 		if err == nil {
 			s := st.String()
 			n.replInfo.Store(&s)
+			lag := int64(-1)
+			if st.SecondsBehind.Valid {
+				lag = st.SecondsBehind.Int64
+			}
+			n.lagSecs.Store(lag)
 		}
 		ls := n.lease.Status()
 		if ls.Role == masterlease.RoleCandidate && g == binlog.GTID(ls.State.LastGTID) {

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc"
 
 	"phxgo/binlogd/binlog"
+	"phxgo/binlogd/capture"
 	"phxgo/binlogd/config"
 	"phxgo/binlogd/mysqld"
 	"phxgo/binlogd/replserver"
@@ -59,6 +60,8 @@ type Node struct {
 	capStop  context.CancelFunc
 	capDone  chan struct{}
 	capStats func() string
+	capture  atomic.Pointer[capture.Capture] // this term's, for metrics; nil before the first
+	lagSecs  atomic.Int64                    // Seconds_Behind_Master; -1 unknown or not replicating
 
 	stopping atomic.Bool
 
@@ -97,6 +100,7 @@ func New(cfg *config.Config, logger *slog.Logger) (*Node, error) {
 	n.ret = &retention{n: n}
 	zero := binlog.GTID{}
 	n.applied.Store(&zero)
+	n.lagSecs.Store(-1)
 	return n, nil
 }
 
@@ -113,12 +117,14 @@ func (n *Node) Run(ctx context.Context) error {
 		return err
 	}
 	n.lease = lease
+	n.m = newMetrics(n) // before paxos: it observes commit latencies
 
 	pcfg := paxos.DefaultConfig()
 	pcfg.ID, pcfg.Peers, pcfg.Dir, pcfg.Logger = n.cfg.ID, n.cfg.Peers(), filepath.Join(n.cfg.Dir, "paxos"), n.log
 	pcfg.MaxValueBytes = 8 << 20
 	pcfg.Join = n.cfg.Join
-	px, err := paxos.Start(pcfg, lease, paxos.WithDialOptions(n.dialOption(), grpc.WithContextDialer(n.dialFromSelf)))
+	px, err := paxos.Start(pcfg, lease, paxos.WithDialOptions(n.dialOption(), grpc.WithContextDialer(n.dialFromSelf)),
+		paxos.WithCommitObserver(func(d time.Duration) { n.m.commitLatency.Observe(d.Seconds()) }))
 	if err != nil {
 		return fmt.Errorf("paxos: %w", err)
 	}
@@ -153,7 +159,6 @@ func (n *Node) Run(ctx context.Context) error {
 	go func() { _ = repl.Serve(rl) }()
 	defer repl.Close()
 
-	n.m = newMetrics(n)
 	if n.cfg.HTTPAddr != "" {
 		if err := n.serveHTTP(n.cfg.HTTPListenAddr()); err != nil {
 			return err

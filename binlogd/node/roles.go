@@ -100,6 +100,7 @@ func (n *Node) becomeMaster(ctx context.Context, st masterlease.Status) error {
 	n.roleMu.Lock()
 	n.isMaster, n.capStop, n.capDone = true, ccancel, done
 	n.capStats = func() string { return fmt.Sprintf("%+v", c.Stats()) }
+	n.capture.Store(c)
 	n.roleMu.Unlock()
 	go func() {
 		err := c.Run(cctx)

@@ -1,0 +1,73 @@
+package node
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"phxgo/binlogd/binlog"
+	"phxgo/binlogd/capture"
+)
+
+// registerPaxosMetrics exports the engine's counters (paxos.Status); the
+// batch size is commands_proposed_total / values_proposed_total.
+func registerPaxosMetrics(reg *prometheus.Registry, n *Node) {
+	opts := func(name, help string) prometheus.CounterOpts {
+		return prometheus.CounterOpts{Namespace: "phxgo", Subsystem: "paxos", Name: name, Help: help}
+	}
+	reg.MustRegister(
+		prometheus.NewCounterFunc(opts("values_proposed_total", "log values this node proposed while leading"),
+			func() float64 { return float64(n.px.Status().ValuesProposed) }),
+		prometheus.NewCounterFunc(opts("commands_proposed_total", "commands packed into those values"),
+			func() float64 { return float64(n.px.Status().CommandsProposed) }),
+		prometheus.NewCounterFunc(opts("bytes_proposed_total", "bytes of those values"),
+			func() float64 { return float64(n.px.Status().BytesProposed) }),
+		prometheus.NewCounterFunc(opts("leader_changes_total", "times the leader this node knows changed"),
+			func() float64 { return float64(n.px.Status().LeaderChanges) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "phxgo", Subsystem: "paxos", Name: "ballot", Help: "round of the highest ballot this node promised"},
+			func() float64 { return float64(n.px.Status().Ballot) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "phxgo", Subsystem: "paxos", Name: "is_leader", Help: "1 while this node leads the log"},
+			func() float64 {
+				if n.px.IsLeader() {
+					return 1
+				}
+				return 0
+			}),
+	)
+}
+
+// registerBinlogMetrics exports capture's counters (they restart with each
+// term this node masters, which Prometheus reads as a counter reset) and
+// the local MariaDB's lag behind the log.
+func registerBinlogMetrics(reg *prometheus.Registry, n *Node) {
+	stats := func() capture.Stats {
+		if c := n.capture.Load(); c != nil {
+			return c.Stats()
+		}
+		return capture.Stats{}
+	}
+	opts := func(name, help string) prometheus.CounterOpts {
+		return prometheus.CounterOpts{Namespace: "phxgo", Subsystem: "binlogd", Name: name, Help: help}
+	}
+	reg.MustRegister(
+		prometheus.NewCounterFunc(opts("captured_transactions_total", "transactions captured and made durable in the log (current term)"),
+			func() float64 { return float64(stats().Txns) }),
+		prometheus.NewCounterFunc(opts("captured_bytes_total", "binlog event bytes captured (current term)"),
+			func() float64 { return float64(stats().Bytes) }),
+		prometheus.NewCounterFunc(opts("semisync_acks_total", "semi-sync ACKs sent to MariaDB (current term)"),
+			func() float64 { return float64(stats().Acks) }),
+		prometheus.NewCounterFunc(opts("ack_latency_seconds_sum", "sum over ACKs of ACK request to ACK sent; divide by semisync_acks_total"),
+			func() float64 { return stats().AckLatency.Seconds() }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "phxgo", Subsystem: "binlogd", Name: "replica_lag_transactions",
+			Help: "valid transactions in the log that this node's MariaDB has not applied"},
+			func() float64 {
+				last, _ := n.lease.Position()
+				applied := *n.applied.Load()
+				if l := binlog.GTID(last); l.Seq > applied.Seq && (applied.IsZero() || l.Domain == applied.Domain) {
+					return float64(l.Seq - applied.Seq)
+				}
+				return 0
+			}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "phxgo", Subsystem: "binlogd", Name: "replica_lag_seconds",
+			Help: "MariaDB's Seconds_Behind_Master (-1: not replicating, e.g. the master)"},
+			func() float64 { return float64(n.lagSecs.Load()) }),
+	)
+}
