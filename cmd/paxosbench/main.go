@@ -54,6 +54,7 @@ func main() {
 	linger := flag.Duration("linger", -1, "Config.BatchLinger (-1: default)")
 	mem := flag.Bool("mem", false, "use in-memory storage instead of the wal (isolates storage cost)")
 	nosync := flag.Bool("nosync", false, "use the wal without fsync (isolates the sync's cost from Badger's)")
+	syncs := flag.Int("syncs", 0, "wal.Options.MaxSyncsInFlight (0: the wal's default)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the measured phase")
 	flag.Parse()
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
@@ -91,8 +92,8 @@ func main() {
 		switch {
 		case *mem:
 			opts = append(opts, paxos.WithStorage(paxos.NewMemoryStorage()))
-		case *nosync:
-			w, err := wal.Open(cfg.Dir, wal.Options{NoSync: true})
+		case *nosync || *syncs > 0:
+			w, err := wal.Open(cfg.Dir, wal.Options{NoSync: *nosync, MaxSyncsInFlight: *syncs})
 			if err != nil {
 				log.Fatal(err)
 			}
