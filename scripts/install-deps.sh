@@ -9,6 +9,7 @@ command -v sysbench >/dev/null 2>&1 || need+=(sysbench)
 command -v iptables >/dev/null 2>&1 || need+=(iptables)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v protoc >/dev/null 2>&1 || need+=(protobuf-compiler)
+command -v openssl >/dev/null 2>&1 || need+=(openssl) # scripts/make-test-ca.sh (TLS tests)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive

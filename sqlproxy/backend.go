@@ -8,7 +8,7 @@ import (
 	"net"
 	"time"
 
-	"phxgo/mtls"
+	"phxgo/binlogd/mtls"
 	"phxgo/sqlproxy/wire"
 )
 

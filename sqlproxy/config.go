@@ -6,7 +6,7 @@ import (
 	"net"
 	"time"
 
-	"phxgo/mtls"
+	"phxgo/binlogd/mtls"
 )
 
 // Mode is how a listener routes statements.

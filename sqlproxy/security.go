@@ -8,7 +8,7 @@ import (
 	"net"
 	"strings"
 
-	"phxgo/mtls"
+	"phxgo/binlogd/mtls"
 	"phxgo/sqlproxy/wire"
 )
 

@@ -12,8 +12,8 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"phxgo/binlogd/mysqld"
-	"phxgo/mtls"
-	"phxgo/mtls/mtlstest"
+	"phxgo/binlogd/mtls"
+	"phxgo/binlogd/mtls/mtlstest"
 	"phxgo/sqlproxy/topology"
 )
 

@@ -6,7 +6,7 @@ import (
 	"net"
 	"time"
 
-	"phxgo/mtls"
+	"phxgo/binlogd/mtls"
 )
 
 // Security holds the keys of binlogd's network exposure. It is embedded in

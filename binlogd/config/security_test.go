@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"phxgo/mtls/mtlstest"
+	"phxgo/binlogd/mtls/mtlstest"
 )
 
 func TestTLSKeys(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"phxgo/binlogd/localcluster"
-	"phxgo/mtls/mtlstest"
+	"phxgo/binlogd/mtls/mtlstest"
 	pb "phxgo/proto"
 )
 

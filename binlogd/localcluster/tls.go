@@ -10,7 +10,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"phxgo/binlogd/config"
-	"phxgo/mtls"
+	"phxgo/binlogd/mtls"
 )
 
 // tlsFiles are node id's files in Spec.TLSDir (zero when TLS is off).

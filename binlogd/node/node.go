@@ -21,7 +21,7 @@ import (
 	"phxgo/binlogd/mysqld"
 	"phxgo/binlogd/replserver"
 	"phxgo/masterlease"
-	"phxgo/mtls"
+	"phxgo/binlogd/mtls"
 	"phxgo/paxos"
 	pb "phxgo/proto"
 )

@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"phxgo/mtls"
+	"phxgo/binlogd/mtls"
 )
 
 // mTLS on binlogd's gRPC (config keys tls_cert, tls_key, tls_ca): the

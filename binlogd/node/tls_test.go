@@ -17,8 +17,8 @@ import (
 
 	"phxgo/binlogd/config"
 	"phxgo/binlogd/localcluster"
-	"phxgo/mtls"
-	"phxgo/mtls/mtlstest"
+	"phxgo/binlogd/mtls"
+	"phxgo/binlogd/mtls/mtlstest"
 	pb "phxgo/proto"
 )
 

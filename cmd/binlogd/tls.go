@@ -11,7 +11,7 @@ import (
 
 	"phxgo/binlogd/config"
 	"phxgo/binlogd/node"
-	"phxgo/mtls"
+	"phxgo/binlogd/mtls"
 )
 
 // tlsFlags are the operator commands' certificate flags. A node with

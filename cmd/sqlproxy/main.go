@@ -21,7 +21,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"phxgo/binlogd/config"
-	"phxgo/mtls"
+	"phxgo/binlogd/mtls"
 	pb "phxgo/proto"
 	"phxgo/sqlproxy"
 	"phxgo/sqlproxy/auth"

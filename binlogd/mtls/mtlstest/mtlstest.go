@@ -9,13 +9,13 @@ import (
 	"strconv"
 	"testing"
 
-	"phxgo/mtls"
+	"phxgo/binlogd/mtls"
 )
 
 // Script is the path of scripts/make-test-ca.sh in this checkout.
 func Script() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "scripts", "make-test-ca.sh")
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", "scripts", "make-test-ca.sh")
 }
 
 // MakeCA runs the script into a new temp directory: a CA and nodes

@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"phxgo/mtls"
-	"phxgo/mtls/mtlstest"
+	"phxgo/binlogd/mtls"
+	"phxgo/binlogd/mtls/mtlstest"
 )
 
 func TestLoadGood(t *testing.T) {
