@@ -11,9 +11,9 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"phxgo/binlogd/mysqld"
 	"phxgo/binlogd/mtls"
 	"phxgo/binlogd/mtls/mtlstest"
+	"phxgo/binlogd/mysqld"
 	"phxgo/sqlproxy/topology"
 )
 

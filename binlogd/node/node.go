@@ -18,10 +18,10 @@ import (
 	"phxgo/binlogd/binlog"
 	"phxgo/binlogd/capture"
 	"phxgo/binlogd/config"
+	"phxgo/binlogd/mtls"
 	"phxgo/binlogd/mysqld"
 	"phxgo/binlogd/replserver"
 	"phxgo/masterlease"
-	"phxgo/binlogd/mtls"
 	"phxgo/paxos"
 	pb "phxgo/proto"
 )

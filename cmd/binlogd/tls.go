@@ -10,8 +10,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"phxgo/binlogd/config"
-	"phxgo/binlogd/node"
 	"phxgo/binlogd/mtls"
+	"phxgo/binlogd/node"
 )
 
 // tlsFlags are the operator commands' certificate flags. A node with
