@@ -181,6 +181,7 @@ type core struct {
 	// learner catch-up
 	fetching   bool
 	fetchTick  int64
+	joinAsked  int64  // tick of a joining node's last ask for the members
 	peerChosen uint64 // highest chosen index a peer reported
 	fetchFrom  uint32 // the peer that reported it
 
@@ -460,7 +461,9 @@ func (c *core) ready() Ready {
 		}
 	}
 	var committed []Entry
-	for c.applied < c.chosen {
+	// A joining node hands nothing out before it knows the members: it
+	// could not record the changes among the entries.
+	for c.hist != nil && c.applied < c.chosen {
 		i := c.applied + 1
 		inst := c.log[i]
 		committed = append(committed, Entry{Index: i, Ballot: inst.ballot, Value: inst.value})

@@ -86,7 +86,9 @@ func (c *core) maybeFetch(from uint32) {
 		return
 	}
 	c.fetching, c.fetchTick = true, c.tick
-	c.send(Message{Type: MsgFetch, To: from, Index: c.chosen + 1})
+	// A joining node asks for the members with every fetch: under load it
+	// is always fetching, so joinTick alone could starve.
+	c.send(Message{Type: MsgFetch, To: from, Index: c.chosen + 1, Probe: c.hist == nil})
 }
 
 // onFetch answers with chosen entries from m.Index on, up to FetchMaxBytes
@@ -131,7 +133,9 @@ func (c *core) onFetch(m Message) {
 
 func (c *core) onLearn(m Message) {
 	c.fetching = false
-	if len(m.Meta) > 0 {
+	// A history covers the changes up to its sender's chosen index; ours
+	// must cover every entry handed out already.
+	if len(m.Meta) > 0 && (c.hist != nil || m.Chosen >= c.applied) {
 		_ = c.adoptMeta(m.Meta) // a bad one is ignored; another seed answers
 	}
 	progress := false

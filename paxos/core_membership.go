@@ -163,10 +163,10 @@ func (c *core) adoptMeta(b []byte) error {
 
 // joinTick asks a seed for the history while this node does not know it.
 func (c *core) joinTick() {
-	if c.hist != nil || len(c.targets) == 0 || c.tick-c.fetchTick < int64(c.cfg.RetransmitTicks) {
+	if c.hist != nil || len(c.targets) == 0 || c.tick-c.joinAsked < int64(c.cfg.RetransmitTicks) {
 		return
 	}
-	c.fetchTick = c.tick
+	c.joinAsked = c.tick
 	to := c.targets[int(c.tick/int64(c.cfg.RetransmitTicks))%len(c.targets)]
 	c.send(Message{Type: MsgFetch, To: to, Index: c.chosen + 1, Probe: true})
 }

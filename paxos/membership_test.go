@@ -197,7 +197,12 @@ func TestGRPCMembership(t *testing.T) {
 	var mu sync.Mutex
 	var acked []string
 	stop := make(chan struct{})
+	var stopOnce sync.Once
 	var wg sync.WaitGroup
+	// The writers stop before the cluster's cleanup stops the nodes, on
+	// a failed assertion too.
+	stopWriters := func() { stopOnce.Do(func() { close(stop) }); wg.Wait() }
+	t.Cleanup(stopWriters)
 	for _, id := range []uint32{1, 2, 3} {
 		wg.Add(1)
 		go func() {
@@ -280,8 +285,7 @@ func TestGRPCMembership(t *testing.T) {
 	c.stop(old)
 	mu.Unlock()
 	time.Sleep(300 * time.Millisecond) // writes go on meanwhile
-	close(stop)
-	wg.Wait()
+	stopWriters()
 
 	// A restarted member knows the members at once (persisted history).
 	var last uint32
