@@ -253,13 +253,11 @@ RUN_FAILURES=0
 run_one() {
   local sys=$1 test=$2 thr=$3 a out before after line try
   for try in 1 2; do
-    case $sys in
-      baseline) wait_caught_up "$BASE_ADDR" "${BASE_REPLICAS[@]}" ;;
-      *)
-        find_master
-        wait_caught_up "$PHX_DIRECT" "${PHX_REPLICAS[@]}"
-        ;;
-    esac
+    # Both systems first catch up: replicas still applying the previous
+    # run would take CPU and disk from this one, whichever system it is.
+    wait_caught_up "$BASE_ADDR" "${BASE_REPLICAS[@]}"
+    find_master
+    wait_caught_up "$PHX_DIRECT" "${PHX_REPLICAS[@]}"
     a=$(addr_of "$sys")
     phx_pids
     out=$WORK/run-$sys-$test-$thr-$(date +%s).txt

@@ -70,6 +70,9 @@ type Config struct {
 	// http_addr: Prometheus /metrics and health; "" off; an empty host
 	// (":9100") means loopback.
 	HTTPAddr string `json:"http_addr"`
+	// pprof: also serve Go's profiler at /debug/pprof/ on http_addr
+	// (default false).
+	Pprof bool `json:"pprof"`
 	// log_retention: keep Paxos log entries at least this long after they
 	// were applied, and until every member's MariaDB applied them
 	// (default 24h). See README "Log retention".

@@ -148,6 +148,7 @@ func (s Spec) writeNodeConfig(id int, members []config.Member, join bool) error 
 		LeaseDuration:     config.Duration{Duration: lease},
 		DriftMargin:       config.Duration{Duration: lease / 10},
 		HTTPAddr:          s.addr(id, offHTTP),
+		Pprof:             true, // a local cluster is for development
 		MySQLExtra:        s.MySQLExtra,
 		Security:          s.security(id),
 		LogRetention:      config.Duration{Duration: s.LogRetention},
