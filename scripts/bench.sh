@@ -188,8 +188,12 @@ HZ=$(getconf CLK_TCK)
 cpu_snapshot() {
   echo "$(ticks "${BASE_PIDS[0]}") $(ticks "${BASE_PIDS[@]:1}") $(ticks "${PHX_MARIADBD[$master]}")" \
     "$(ticks "${PHX_MARIADBD[@]}") $(ticks "${PHX_BINLOGD_PID[$master]}") $(ticks "${PHX_BINLOGD_PID[@]}")" \
-    "$(ticks "${PHX_PROXY_PID[@]}") $(awk '/^cpu /{print $2+$3+$4+$6+$7+$8}' /proc/stat)"
+    "$(ticks "${PHX_PROXY_PID[@]}") $(awk '/^cpu /{print $2+$3+$4+$6+$7+$8}' /proc/stat) $(flushes)"
 }
+# flushes: cache flushes (fsync, fdatasync) completed by the disk that
+# holds the work directory (/proc/diskstats field 19; 0 if unknown).
+DISK=$(basename "$(df --output=source "$WORK" | tail -1)")
+flushes() { awk -v d="$DISK" '$3 == d {f = $19} END {print f + 0}' /proc/diskstats; }
 
 # --- data ---------------------------------------------------------------------
 # wait_caught_up MASTER REPLICA...: every replica's @@gtid_current_pos
@@ -303,14 +307,15 @@ echo "sysbench $SECONDS_PER_RUN s per run, $ROUNDS round(s), $TABLES x $TABLE_SI
   "proxy=$PROXY_CHOICE node's, $(nproc) cores"
 echo
 echo "CPU per 1000 queries (ms): base_m = baseline master mariadbd, base_r = its 2 replicas; phx_m = phxgo master mariadbd,"
-echo "phx_my = all 3 phxgo mariadbd, bld_m = master binlogd, bld = all 3 binlogd, proxy = all 3 sqlproxy; busy = machine busy %"
+echo "phx_my = all 3 phxgo mariadbd, bld_m = master binlogd, bld = all 3 binlogd, proxy = all 3 sqlproxy; busy = machine busy %;"
+echo "flush = disk cache flushes ($DISK) per query, whoever issued them"
 awk -v hz="$HZ" -v S="$SECONDS_PER_RUN" -v NCPU="$(nproc)" '
-  # fields: sys test thr qps, 8 counters before ($5..$12), 8 after ($13..$20)
+  # fields: sys test thr qps, 9 counters before ($5..$13), 9 after ($14..$22)
   {
     kq = $4 * S / 1000; if (kq <= 0) kq = 1
-    for (i = 5; i <= 11; i++) v[i] = ($(i + 8) - $i) / hz * 1000 / kq
-    printf "%-13s %-18s %3d  base_m %6.1f base_r %6.1f phx_m %6.1f phx_my %6.1f bld_m %6.1f bld %6.1f proxy %6.1f  busy %3.0f%%\n",
-      $1, $2, $3, v[5], v[6], v[7], v[8], v[9], v[10], v[11], ($20 - $12) / hz / (S * NCPU) * 100
+    for (i = 5; i <= 11; i++) v[i] = ($(i + 9) - $i) / hz * 1000 / kq
+    printf "%-13s %-18s %3d  base_m %6.1f base_r %6.1f phx_m %6.1f phx_my %6.1f bld_m %6.1f bld %6.1f proxy %6.1f  busy %3.0f%%  flush %5.2f\n",
+      $1, $2, $3, v[5], v[6], v[7], v[8], v[9], v[10], v[11], ($21 - $12) / hz / (S * NCPU) * 100, ($22 - $13) / (kq * 1000)
   }' "$CPU"
 echo
 bin/sqlbench report -results "$RESULTS"

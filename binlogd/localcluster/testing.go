@@ -4,16 +4,15 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"math/rand"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"phxgo/binlogd/mysqld"
 )
 
 // BuildBinaries builds binlogd and sqlproxy into dir (for tests).
@@ -48,22 +47,13 @@ func moduleRoot() (string, error) {
 	}
 }
 
-// FreeBasePort finds a base port whose node port ranges are free on host.
+// FreeBasePort finds a base port whose node port ranges are free on
+// loopback, below the kernel's ephemeral range (mysqld.FreePortSpan).
 func FreeBasePort(nodes int) int {
+	span := 10*nodes + offProxyRW + 1
 	for {
-		base := 20000 + rand.Intn(400)*100
-		ok := true
-		for id := 1; id <= nodes && ok; id++ {
-			for off := 0; off <= offProxyRW; off++ {
-				l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(base+10*id+off)))
-				if err != nil {
-					ok = false
-					break
-				}
-				l.Close()
-			}
-		}
-		if ok {
+		base := mysqld.FreePortSpan(span+10) / 10 * 10
+		if mysqld.PortsFree(base+10, span) {
 			return base
 		}
 	}

@@ -3,21 +3,60 @@ package mysqld
 import (
 	"context"
 	"fmt"
+	"math/rand"
 	"net"
+	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
 
-// FreePort asks the kernel for a free TCP port on loopback.
+// FreePort returns a TCP port free on loopback, for a server a test
+// starts (and may restart) itself.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	return FreePortSpan(1)
+}
+
+// FreePortSpan returns a port p with p..p+n-1 free on loopback, taken
+// below the kernel's ephemeral range: a port from that range (what
+// Listen(":0") hands out) can be taken by any outgoing connection between
+// the check and the server's bind, or while a killed server restarts.
+func FreePortSpan(n int) int {
+	hi := ephemeralLow() - n
+	for try := 0; ; try++ {
+		p := 10000 + rand.Intn(max(hi-10000, 1))
+		if try > 1000 || PortsFree(p, n) {
+			return p
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+}
+
+// PortsFree reports whether p..p+n-1 can be bound on loopback now.
+func PortsFree(p, n int) bool {
+	for i := range n {
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p+i)))
+		if err != nil {
+			return false
+		}
+		l.Close()
+	}
+	return true
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if lo, err := strconv.Atoi(f[0]); err == nil && lo > 12000 {
+				return lo
+			}
+		}
+	}
+	return 32768
 }
 
 // NewTestInstance initializes and starts a MariaDB in t.TempDir() and
