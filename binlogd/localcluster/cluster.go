@@ -18,6 +18,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"phxgo/binlogd/binlog"
 	"phxgo/binlogd/mysqld"
 	pb "phxgo/proto"
 )
@@ -300,6 +301,19 @@ func (c *Cluster) Status(ctx context.Context, id uint32) (*pb.NodeStatus, error)
 // view and every node's MariaDB has applied the whole valid log. The
 // error says what is missing.
 func (c *Cluster) Healthy(ctx context.Context) (master uint32, err error) {
+	return c.HealthyUpTo(ctx, nil)
+}
+
+// HealthyUpTo is Healthy, except that with target non-nil a replica whose
+// MariaDB has applied the valid log up to *target counts as caught up:
+// while writes go on, a replica is always a few transactions behind the
+// newest, so the exact check may never hold. A zero *target is set to
+// the master's last valid GTID the first time only replicas' lag is
+// missing; a waiter passes the same target on every try. Replicas apply
+// only the valid log, and with one domain in strict mode its sequence
+// numbers only grow, so reaching target's sequence number is reaching
+// target.
+func (c *Cluster) HealthyUpTo(ctx context.Context, target *binlog.GTID) (master uint32, err error) {
 	var sts []*pb.NodeStatus
 	for _, id := range c.IDs() {
 		st, err := c.Status(ctx, id)
@@ -331,22 +345,46 @@ func (c *Cluster) Healthy(ctx context.Context) (master uint32, err error) {
 		if st.NodeId != master && !strings.Contains(st.ReplicationState, "Slave_IO_Running=Yes Slave_SQL_Running=Yes") {
 			return 0, fmt.Errorf("node %d not replicating: %s", st.NodeId, st.ReplicationState)
 		}
-		if st.NodeId != master && (st.MysqlGtidPos != lastValid && st.MysqlGtidPos != st.LastValidGtid) {
+	}
+	for _, st := range sts {
+		if st.NodeId != master && !reached(st, lastValid, target) {
+			if target != nil && target.IsZero() {
+				*target, _ = binlog.ParseGTID(lastValid)
+			}
 			return 0, fmt.Errorf("node %d MariaDB at %q, log at %q (%s)", st.NodeId, st.MysqlGtidPos, st.LastValidGtid, st.ReplicationState)
 		}
 	}
 	return master, nil
 }
 
-// WaitHealthy waits until Healthy holds, logging progress to progress
-// (may be nil) once a second.
+// reached reports whether a replica's MariaDB has applied the master's
+// last valid GTID (or its own binlogd's), or target.
+func reached(st *pb.NodeStatus, lastValid string, target *binlog.GTID) bool {
+	if st.MysqlGtidPos == lastValid || st.MysqlGtidPos == st.LastValidGtid {
+		return true
+	}
+	if target == nil || target.IsZero() {
+		return false
+	}
+	pos, err := binlog.ParseGTIDList(st.MysqlGtidPos)
+	if err != nil {
+		return false
+	}
+	g, ok := pos.Domain(target.Domain)
+	return ok && g.Seq >= target.Seq
+}
+
+// WaitHealthy waits until HealthyUpTo holds with one target for all tries
+// (replicas caught up with the log as of the wait), logging progress to
+// progress (may be nil) once a second.
 func (c *Cluster) WaitHealthy(ctx context.Context, progress func(string)) (uint32, error) {
 	var last error
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	report := time.Now()
+	var target binlog.GTID
 	for {
-		m, err := c.Healthy(ctx)
+		m, err := c.HealthyUpTo(ctx, &target)
 		if err == nil {
 			return m, nil
 		}

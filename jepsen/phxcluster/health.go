@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"phxgo/binlogd/binlog"
 	pb "phxgo/proto"
 )
 
@@ -52,14 +53,17 @@ func (c *Cluster) master(ctx context.Context) (uint32, error) {
 	return best, nil
 }
 
-// WaitHealthy returns once localcluster.Healthy holds (one ready master
-// in every node's view, every replica applied the whole valid log) and
-// every node's sqlproxy answers a query, or ctx ends.
+// WaitHealthy returns once localcluster.HealthyUpTo holds (one ready
+// master in every node's view, every replica applied the valid log as of
+// when only their lag was missing; under a running workload they never
+// hold its newest entry) and every node's sqlproxy answers a query, or
+// ctx ends.
 func (c *Cluster) WaitHealthy(ctx context.Context) error {
 	var last error
+	var target binlog.GTID // see localcluster.HealthyUpTo
 	report := time.Now()
 	for {
-		last = c.healthy(ctx)
+		last = c.healthy(ctx, &target)
 		if last == nil {
 			return nil
 		}
@@ -75,8 +79,8 @@ func (c *Cluster) WaitHealthy(ctx context.Context) error {
 	}
 }
 
-func (c *Cluster) healthy(ctx context.Context) error {
-	master, err := c.lc.Healthy(ctx)
+func (c *Cluster) healthy(ctx context.Context, target *binlog.GTID) error {
+	master, err := c.lc.HealthyUpTo(ctx, target)
 	if err != nil {
 		return err
 	}
