@@ -43,6 +43,12 @@ bench:
 # Side-by-side sysbench of phxgo (through its proxy and directly) against
 # plain MariaDB semi-sync replication (issue 8). BENCH_QUICK=1 for 10 s runs;
 # see scripts/bench.sh for the other BENCH_* knobs.
+# Side-by-side consensus benchmark: paxosbench vs hashicorp/raft and
+# embedded etcd (scripts/consensusbaseline), in turns; BENCH_* knobs in the script.
+.PHONY: bench-consensus
+bench-consensus:
+	scripts/bench-consensus.sh
+
 .PHONY: bench-sql
 bench-sql:
 	scripts/bench.sh
