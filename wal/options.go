@@ -13,7 +13,7 @@ type Options struct {
 	// Logger receives Badger's warnings and errors and the Log's own
 	// events. nil: slog.Default(). Badger's info/debug chatter is dropped.
 	Logger *slog.Logger
-	// MemTableSize is Badger's memtable size in bytes (0: 16 MiB, minimum
+	// MemTableSize is Badger's memtable size in bytes (0: 32 MiB, minimum
 	// 4 MiB). One Badger transaction may hold 15% of it, so it also bounds
 	// the bytes one Save may carry below the value-log threshold.
 	MemTableSize int64
@@ -41,7 +41,7 @@ type TestingKnobs struct {
 }
 
 const (
-	defaultMemTableSize = 16 << 20
+	defaultMemTableSize = 32 << 20
 	minMemTableSize     = 4 << 20
 	defaultMaxGroupOps  = 1024
 	defaultMaxSyncs     = 4
