@@ -38,6 +38,7 @@ type coreConfig struct {
 	RetransmitTicks int // resend unanswered Prepare/Accept/Fetch
 	RetryTicks      int // re-forward a pending command to the same leader
 	Window          int // instances in flight at the leader
+	Thrifty         bool
 	BatchMaxBytes   int
 	FetchMaxBytes   int
 	Seed            int64
@@ -54,7 +55,9 @@ type logReader interface {
 //  1. persist Update with ONE durable Storage.Save; several consecutive
 //     Readys may share one Save (group commit). An Update that only raises
 //     Chosen may be saved after step 3: Committed depends only on accepts
-//     made durable by earlier Saves;
+//     made durable by earlier Saves. Update.NoSync marks an Update without
+//     a promise or a vote (only NoVote instances, see MsgAccept): it needs
+//     to be durable only once a later synced Save is;
 //  2. apply Committed in order (every entry is chosen and durable);
 //  3. send Messages only once Update is durable (an acceptor answers only
 //     after its promise or accept is durable). A chosen index may be
@@ -87,6 +90,13 @@ func (rd *Ready) needsPersist() bool {
 	return rd.Update.Promised != nil || len(rd.Update.Accepted) > 0
 }
 
+// needsSync reports whether Update holds a promise or a vote, which must
+// be durable before Messages leave; the rest (NoVote instances, a chosen
+// index) may be saved without a sync of its own (wal.Update.NoSync).
+func (rd *Ready) needsSync() bool {
+	return rd.Update.Promised != nil || (len(rd.Update.Accepted) > 0 && !rd.Update.NoSync)
+}
+
 func (rd *Ready) empty() bool {
 	return rd.Install == nil && !rd.needsPersist() && rd.Update.Chosen == 0 && len(rd.Early) == 0 && rd.Meta == nil &&
 		len(rd.Messages) == 0 && len(rd.Committed) == 0
@@ -99,6 +109,7 @@ type instance struct {
 	chosen   bool
 	proposed bool   // leader: proposed under c.ballot
 	votes    uint64 // leader: peers (by position) that accepted under c.ballot
+	spare    uint64 // leader: peers (by position) sent it NoVote, not yet asked to vote
 	sentTick int64
 }
 
@@ -170,6 +181,10 @@ type core struct {
 	flush      bool
 	acceptBuf  []Entry
 	chosenSent uint64 // highest chosen index announced to followers
+	// Thrifty voter choice: every vote received bumps ackSeq; ackAt (by
+	// peer position) is the ackSeq of the peer's latest vote.
+	ackSeq uint64
+	ackAt  []uint64
 
 	// timers (ticks)
 	tick             int64
@@ -200,6 +215,7 @@ type core struct {
 	msgs    []Message
 	early   []Message
 	upd     wal.Update
+	updSync bool // upd holds a promise or a vote: it must be synced
 	accPos  map[uint64]int
 	install *InstalledSnapshot
 }
@@ -231,6 +247,7 @@ func newCore(cfg coreConfig, hs wal.HardState, entries []wal.Accepted, reader lo
 		c.peerPos[p] = i
 	}
 	c.lastHeard = make([]int64, len(peers))
+	c.ackAt = make([]uint64, len(peers))
 	c.initHistory()
 	c.last = c.applied
 	for _, a := range entries {
@@ -438,12 +455,7 @@ func (c *core) hasQuorum() bool {
 
 func (c *core) ready() Ready {
 	if len(c.acceptBuf) > 0 {
-		for _, p := range c.targets {
-			if p != c.id {
-				c.early = append(c.early, Message{Type: MsgAccept, From: c.id, To: p, Ballot: c.ballot, Entries: c.acceptBuf})
-			}
-		}
-		c.acceptBuf = nil
+		c.sendProposals()
 	}
 	if c.role == leader && c.chosen > c.chosenSent {
 		c.heartbeatElapsed = 0
@@ -481,6 +493,8 @@ func (c *core) ready() Ready {
 		c.refreshTargets()
 		c.checkRemoved()
 	}
+	c.upd.NoSync = !c.updSync
+	c.updSync = false
 	rd := Ready{Install: c.install, Update: c.upd, Early: c.early, Messages: c.msgs, Committed: committed}
 	c.install = nil
 	if c.metaDirty && c.hist != nil {
@@ -530,9 +544,22 @@ func (c *core) persistPromise(b Ballot) {
 	c.promised = b
 	pb := b
 	c.upd.Promised = &pb
+	c.updSync = true
 }
 
+// persistAccepted records a vote: it must be durable before anyone hears
+// of it (see Ready).
 func (c *core) persistAccepted(a wal.Accepted) {
+	c.updSync = true
+	c.storeAccepted(a)
+}
+
+// storeAccepted records an accepted instance this node does not vote for
+// (a NoVote Accept): written with the next Ready, synced only with a
+// later vote or promise. Losing it in a crash loses no vote; keeping it
+// reports a ballot no lower than any vote this node cast there, for a
+// value its ballot's leader proposed, which phase 1 may take as usual.
+func (c *core) storeAccepted(a wal.Accepted) {
 	if k, ok := c.accPos[a.Index]; ok {
 		c.upd.Accepted[k] = a
 		return

@@ -40,7 +40,7 @@ func (c *core) onAccept(m Message) {
 	c.electionElapsed = 0
 	c.probing = false
 	reply := Message{Type: MsgAccepted, To: m.From, Ballot: m.Ballot}
-	if len(m.Entries) > 0 {
+	if len(m.Entries) > 0 && !m.NoVote {
 		reply.Indexes = make([]uint64, 0, len(m.Entries))
 	}
 	for _, e := range m.Entries {
@@ -53,11 +53,21 @@ func (c *core) onAccept(m Message) {
 				continue
 			}
 			in.ballot, in.value = m.Ballot, e.Value
-			c.persistAccepted(wal.Accepted{Index: e.Index, Ballot: m.Ballot, Value: e.Value})
+			a := wal.Accepted{Index: e.Index, Ballot: m.Ballot, Value: e.Value}
+			if m.NoVote {
+				c.storeAccepted(a)
+				continue
+			}
+			c.persistAccepted(a)
 		}
-		reply.Indexes = append(reply.Indexes, e.Index)
+		if !m.NoVote {
+			reply.Indexes = append(reply.Indexes, e.Index)
+		}
 	}
 	c.learnChosen(m.Chosen, m.Ballot, m.From)
+	if m.NoVote && len(m.Entries) > 0 {
+		return // nothing to answer: no vote, and the leader hears our heartbeat replies
+	}
 	reply.Chosen = c.chosen
 	c.send(reply)
 }

@@ -38,6 +38,7 @@ func (c *core) known(id uint32) {
 	c.peerPos[id] = len(c.peers)
 	c.peers = append(c.peers, id)
 	c.lastHeard = append(c.lastHeard, c.tick)
+	c.ackAt = append(c.ackAt, 0)
 }
 
 // member reports whether this node is in the latest configuration.

@@ -82,17 +82,88 @@ func (c *core) proposeAt(i uint64, v []byte) {
 	}
 }
 
+// sendProposals sends the instances proposed since the last Ready (Early:
+// see Ready). Thrifty, every member of the instances' configuration is
+// asked to vote only if it is among the voters a majority needs; the
+// rest get them with NoVote, and retransmitAccepts asks them after a tick
+// if the instance is not chosen by then.
+func (c *core) sendProposals() {
+	es := c.acceptBuf
+	c.acceptBuf = nil
+	var voters uint64 // by position; all ones: everyone votes
+	voters = ^voters
+	if m := c.cfgAt(es[0].Index); c.cfg.Thrifty && m == c.cfgAt(es[len(es)-1].Index) {
+		voters = c.pickVoters(m)
+	}
+	for _, p := range c.targets {
+		if p == c.id {
+			continue
+		}
+		spare := voters&c.bit(p) == 0
+		if spare {
+			for _, e := range es {
+				if in := c.log[e.Index]; in != nil {
+					in.spare |= c.bit(p)
+				}
+			}
+		}
+		c.early = append(c.early, Message{Type: MsgAccept, From: c.id, To: p, Ballot: c.ballot, Entries: es, NoVote: spare})
+	}
+}
+
+// pickVoters returns the positions of the members of m that the leader
+// asks to vote: with its own vote, just a majority of m, preferring the
+// members whose latest vote is the most recent (ties: lower id), so a
+// silent member stops being asked once the others have answered for it.
+func (c *core) pickVoters(m *Membership) uint64 {
+	need := len(m.Members)/2 + 1
+	var voters uint64
+	if m.Has(c.id) {
+		need--
+		voters |= c.bit(c.id)
+	}
+	cands := make([]uint32, 0, len(m.Members))
+	for _, mb := range m.Members {
+		if mb.ID != c.id {
+			cands = append(cands, mb.ID)
+		}
+	}
+	slices.SortFunc(cands, func(a, b uint32) int {
+		ra, rb := c.ackAt[c.peerPos[a]], c.ackAt[c.peerPos[b]]
+		switch {
+		case ra != rb && ra > rb:
+			return -1
+		case ra != rb:
+			return 1
+		}
+		return int(a) - int(b)
+	})
+	for _, id := range cands[:min(need, len(cands))] {
+		voters |= c.bit(id)
+	}
+	return voters
+}
+
 func (c *core) retransmitAccepts() {
 	per := make(map[uint32][]Entry)
 	for i := c.chosen + 1; i < c.next; i++ {
 		in := c.log[i]
-		if in == nil || !in.proposed || in.chosen || c.tick-in.sentTick < int64(c.cfg.RetransmitTicks) {
+		if in == nil || !in.proposed || in.chosen {
 			continue
 		}
-		in.sentTick = c.tick
+		age := c.tick - in.sentTick
+		ask := in.spare // spares are asked to vote after one tick
+		switch {
+		case age >= int64(c.cfg.RetransmitTicks):
+			in.sentTick = c.tick
+			ask = ^uint64(0)
+		case age < 1 || ask == 0:
+			continue
+		}
+		in.spare = 0
 		m := c.cfgAt(i)
 		for _, p := range c.targets {
-			if in.votes&c.bit(p) == 0 && m.Has(p) {
+			if b := c.bit(p); in.votes&b == 0 && ask&b != 0 && m.Has(p) {
 				per[p] = append(per[p], Entry{Index: i, Ballot: c.ballot, Value: in.value})
 			}
 		}
@@ -115,6 +186,10 @@ func (c *core) onAccepted(m Message) {
 		return
 	}
 	bit := c.bit(m.From)
+	if len(m.Indexes) > 0 {
+		c.ackSeq++
+		c.ackAt[c.peerPos[m.From]] = c.ackSeq
+	}
 	for _, i := range m.Indexes {
 		in := c.log[i]
 		if in == nil || !in.proposed || in.chosen {

@@ -48,7 +48,19 @@
 // on every Accept and heartbeat (an Accept without entries); a follower
 // marks index i chosen if it accepted i under that same leader ballot
 // (the only value that leader proposed there) and fetches anything else
-// in FetchMaxBytes batches. A rejection naming a higher ballot, or a
+// in FetchMaxBytes batches. Thrifty (Config.Thrifty, on by default), the
+// leader asks only a majority to vote on a value, itself included: the
+// followers whose latest vote came most recently. The others get the
+// same Accept with NoVote set; they store the entries without a sync of
+// their own (wal.Update.NoSync) and do not answer, so a commit costs a
+// majority's syncs, not every member's. An instance still open one tick
+// later is sent to them for a vote (the voter died or lags), and the
+// first of them to vote is preferred from then on. A NoVote record is
+// safe to lose (it was no vote) and safe to keep (its ballot is no lower
+// than any vote cast there, its value the one that ballot's leader
+// proposed, which phase 1 may take like any accepted value); every
+// promise and vote is synced, which covers the NoVote records before it.
+// A rejection naming a higher ballot, or a
 // quorum silent for 2E ticks, makes the leader step down. Duels are broken
 // by the randomized timeouts.
 //
@@ -148,7 +160,9 @@
 //
 // sim_test.go runs 3- and 5-node clusters of cores over a seeded network
 // that drops, duplicates, delays and reorders messages, partitions nodes
-// and crash-restarts them (some runs over the real Badger wal), then heals
+// and crash-restarts them (some runs over the real Badger wal; the others
+// over a storage that loses a random suffix of the unsynced saves in a
+// crash, as the wal may; three seeds in four thrifty), then heals
 // and requires every pending proposal to finish; TestSimMembership adds
 // random one-at-a-time adds and removes (from 3 nodes and 2 spares);
 // TestSimCompact also truncates logs at random snapshots so lagging nodes

@@ -22,7 +22,7 @@ func messageToProto(m *Message) *pb.PaxosMessage {
 	out := &pb.PaxosMessage{
 		Type: uint32(m.Type), From: m.From, To: m.To,
 		Ballot: ballotToProto(m.Ballot), Index: m.Index, Chosen: m.Chosen,
-		Reject: m.Reject, Probe: m.Probe, Promised: ballotToProto(m.Promised),
+		Reject: m.Reject, Probe: m.Probe, NoVote: m.NoVote, Promised: ballotToProto(m.Promised),
 		Indexes: m.Indexes, Cmds: m.Cmds, Snapshot: m.Snapshot, Meta: m.Meta,
 	}
 	if len(m.Entries) > 0 {
@@ -42,7 +42,7 @@ func messageFromProto(p *pb.PaxosMessage) (Message, bool) {
 	m := Message{
 		Type: MsgType(p.Type), From: p.From, To: p.To,
 		Ballot: ballotFromProto(p.Ballot), Index: p.Index, Chosen: p.Chosen,
-		Reject: p.Reject, Probe: p.Probe, Promised: ballotFromProto(p.Promised),
+		Reject: p.Reject, Probe: p.Probe, NoVote: p.NoVote, Promised: ballotFromProto(p.Promised),
 		Indexes: p.Indexes, Cmds: p.Cmds, Snapshot: p.Snapshot, Meta: p.Meta,
 	}
 	if len(p.Entries) > 0 {

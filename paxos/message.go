@@ -25,6 +25,9 @@ const (
 	MsgPromise
 	// MsgAccept (phase 2a): accept Entries under Ballot. Chosen is the
 	// leader's chosen index. Without entries it is the leader's heartbeat.
+	// With NoVote set the leader needs no vote from the receiver for these
+	// entries (thrifty phase 2): it stores them like accepted ones but
+	// without a sync of their own, and answers only with a rejection.
 	MsgAccept
 	// MsgAccepted (phase 2b): the acceptor durably accepted Indexes under
 	// Ballot, and its chosen index is Chosen. Reject: it had promised
@@ -73,6 +76,7 @@ type Message struct {
 	Chosen   uint64
 	Reject   bool
 	Probe    bool
+	NoVote   bool // MsgAccept: store, do not vote (see MsgAccept)
 	Promised Ballot
 	Entries  []Entry
 	Indexes  []uint64
@@ -85,7 +89,7 @@ type Message struct {
 }
 
 func (m Message) String() string {
-	return fmt.Sprintf("%s %d->%d b=%d.%d idx=%d chosen=%d rej=%v probe=%v n=%d/%d/%d",
-		m.Type, m.From, m.To, m.Ballot.Round, m.Ballot.Node, m.Index, m.Chosen, m.Reject, m.Probe,
+	return fmt.Sprintf("%s %d->%d b=%d.%d idx=%d chosen=%d rej=%v probe=%v novote=%v n=%d/%d/%d",
+		m.Type, m.From, m.To, m.Ballot.Round, m.Ballot.Node, m.Index, m.Chosen, m.Reject, m.Probe, m.NoVote,
 		len(m.Entries), len(m.Indexes), len(m.Cmds))
 }

@@ -99,11 +99,14 @@ func (n *Node) persister() {
 }
 
 func (n *Node) submitSave(batch []Ready) *saveJob {
-	var u wal.Update
+	u := wal.Update{NoSync: true}
 	need := false
 	job := &saveJob{install: batch[0].Install}
 	for i := range batch {
 		r := &batch[i]
+		if r.needsSync() {
+			u.NoSync = false
+		}
 		if r.Update.Promised != nil {
 			u.Promised = r.Update.Promised
 		}

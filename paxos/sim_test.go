@@ -131,7 +131,8 @@ func (s *sim) cfg(n *simNode) coreConfig {
 	return coreConfig{ID: id, Peers: peers, Addrs: addrs, Join: n.join, Meta: n.meta,
 		ElectionTicks: 10, HeartbeatTicks: 1, RetransmitTicks: 2,
 		RetryTicks: 20, Window: 8, BatchMaxBytes: 64, FetchMaxBytes: 200,
-		Seed: s.seed*1000 + int64(id)*100 + int64(inc), SeqStart: inc << 32}
+		Thrifty: s.seed%4 != 0,
+		Seed:    s.seed*1000 + int64(id)*100 + int64(inc), SeqStart: inc << 32}
 }
 
 func (s *sim) start(n *simNode) {
@@ -144,7 +145,7 @@ func (s *sim) start(n *simNode) {
 			}
 			n.st = l
 		} else {
-			n.st = NewMemoryStorage()
+			n.st = newLossyStorage()
 		}
 	}
 	n.sm = &listSM{}
@@ -164,6 +165,9 @@ func (s *sim) crash(n *simNode) {
 	n.unsaved = nil
 	n.ckpts = nil // in memory only, as in Node
 	n.core = nil
+	if ls, ok := n.st.(*lossyStorage); ok {
+		ls.crash(s.rng)
+	}
 	if s.o.useWAL {
 		n.st.Close()
 		n.st = nil
@@ -190,9 +194,12 @@ func (s *sim) persist(n *simNode) {
 	if len(n.unsaved) == 0 {
 		return
 	}
-	var u wal.Update
+	u := wal.Update{NoSync: true}
 	need := false
 	for _, rd := range n.unsaved {
+		if rd.needsSync() {
+			u.NoSync = false
+		}
 		if rd.Meta != nil {
 			n.meta = rd.Meta // durable before the save, as the driver does
 		}

@@ -235,6 +235,9 @@ type PaxosMessage struct {
 	// snapshot (type Snapshot): the engine snapshot after index, sent to a
 	// peer that fetched below this node's compacted first index.
 	Snapshot []byte `protobuf:"bytes,13,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	// no_vote (type Accept): the leader needs no vote from the receiver for
+	// these entries (thrifty phase 2, see paxos/core_proposer.go).
+	NoVote bool `protobuf:"varint,14,opt,name=no_vote,json=noVote,proto3" json:"no_vote,omitempty"`
 	// meta: the sender's membership history (a Learn answering a joining
 	// node's Fetch, and a Snapshot: see paxos/membership.go).
 	Meta          []byte `protobuf:"bytes,20,opt,name=meta,proto3" json:"meta,omitempty"`
@@ -363,6 +366,13 @@ func (x *PaxosMessage) GetSnapshot() []byte {
 	return nil
 }
 
+func (x *PaxosMessage) GetNoVote() bool {
+	if x != nil {
+		return x.NoVote
+	}
+	return false
+}
+
 func (x *PaxosMessage) GetMeta() []byte {
 	if x != nil {
 		return x.Meta
@@ -387,7 +397,7 @@ const file_paxos_proto_rawDesc = "" +
 	"PaxosEntry\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x120\n" +
 	"\x06ballot\x18\x02 \x01(\v2\x18.phxgo.paxos.PaxosBallotR\x06ballot\x12\x14\n" +
-	"\x05value\x18\x03 \x01(\fR\x05value\"\x9b\x03\n" +
+	"\x05value\x18\x03 \x01(\fR\x05value\"\xb4\x03\n" +
 	"\fPaxosMessage\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\rR\x04type\x12\x12\n" +
 	"\x04from\x18\x02 \x01(\rR\x04from\x12\x0e\n" +
@@ -402,7 +412,8 @@ const file_paxos_proto_rawDesc = "" +
 	" \x03(\x04R\aindexes\x12\x12\n" +
 	"\x04cmds\x18\v \x03(\fR\x04cmds\x12\x14\n" +
 	"\x05probe\x18\f \x01(\bR\x05probe\x12\x1a\n" +
-	"\bsnapshot\x18\r \x01(\fR\bsnapshot\x12\x12\n" +
+	"\bsnapshot\x18\r \x01(\fR\bsnapshot\x12\x17\n" +
+	"\ano_vote\x18\x0e \x01(\bR\x06noVote\x12\x12\n" +
 	"\x04meta\x18\x14 \x01(\fR\x04meta2G\n" +
 	"\tPaxosPeer\x12:\n" +
 	"\x04Send\x12\x17.phxgo.paxos.PaxosBatch\x1a\x17.phxgo.paxos.PaxosEmpty(\x01B\x13Z\x11phxgo/proto;protob\x06proto3"

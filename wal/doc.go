@@ -6,8 +6,8 @@
 // Contract (used by package paxos):
 //
 //	Open(dir, opts) (*Log, error)
-//	(*Log).HardState() HardState               // as of the last durable write
-//	(*Log).Save(Update) error                  // atomic + durable; safe for concurrent callers; group-committed
+//	(*Log).HardState() HardState               // as of the last answered write
+//	(*Log).Save(Update) error                  // atomic + durable (Update.NoSync: lazily); concurrent callers; group-committed
 //	(*Log).SaveAsync(Update) <-chan error       // Save without the wait; answered in submission order
 //	(*Log).SaveApplied(applied uint64, snapshot []byte) error
 //	(*Log).Get(index) (Accepted, bool, error)  // bool=false: nothing accepted there
@@ -62,6 +62,16 @@
 //     or incomplete transaction, so after a crash group k+1 survives only
 //     if group k does. This matters because groups depend on earlier
 //     ones: a chosen index in k+1 covers accepts written by k.
+//
+// Lazy groups (every op NoSync, or raising only Chosen) are written in
+// order like the rest but skip the fdatasync: the next synced group in
+// the same file makes them durable (rule 3). To keep them from being
+// left behind in an old file, a write that may rotate the memtable (and
+// a truncation) first fdatasyncs the current file if the last group
+// written was lazy; a lazy group with a value-log value is synced like
+// any other. The paxos engine saves lazily what it stores without
+// voting for it (thrifty phase 2) and its chosen index: a crash may roll
+// those back, never past a synced group.
 //
 // A group that puts a value in Badger's value log (a value or snapshot
 // above the inline threshold) also waits for the groups in flight and is

@@ -31,8 +31,11 @@ import (
 // waits until every earlier group is answered.
 //
 // The HardState seen by HardState() moves only when a group is answered,
-// so it is always durable. Reads (Get, Range) may see a Save's records
-// before that Save returns; they are durable once it does.
+// so it is durable except for what lazy saves (NoSync, or Chosen only)
+// changed, which a crash may roll back to the last synced state (see
+// Save). Reads (Get, Range) may see a Save's records before that Save
+// returns; they are durable once it does, or once a later synced Save
+// does for a lazy one.
 
 // op is one queued write.
 type op struct {
@@ -43,8 +46,8 @@ type op struct {
 	truncate uint64 // >0: a TruncateBelow; nothing else is set but base
 	base     []byte // TruncateWithBase: the snapshot after truncate-1
 	install  bool   // InstallSnapshot: Applied may rise to truncate-1
-	// lazy: the op only raises Chosen. It is written but needs no sync of
-	// its own (see Save); a group of lazy ops skips the fdatasync.
+	// lazy: the op needs no sync of its own (see Save); a group of lazy
+	// ops without value-log values skips the fdatasync.
 	lazy bool
 
 	size, count int64 // Badger's estimate of what this op adds to a txn
@@ -58,7 +61,7 @@ type group struct {
 	hs     HardState // after this group
 	last   uint64
 	vlog   bool
-	lazy   bool   // every op is lazy: no sync
+	lazy   bool   // every op is lazy and nothing went to the value log: no sync
 	mem    uint64 // memtable file the transaction went to
 	err    error  // write or sync error, set before synced is closed
 	synced chan struct{}
@@ -95,13 +98,18 @@ func (l *Log) toValueLog(valLen int) bool { return int64(valLen) >= l.valueThres
 // Save writes u atomically and durably and returns once it is synced.
 // Safe for concurrent callers; concurrent Saves share one sync.
 //
-// An update that only raises Chosen is the exception: it is written, in
-// order, but not synced, so a crash may lose it unless a later synced
-// write made it durable (groups share one memtable file and replay stops
-// at the first torn transaction, so a later durable group implies every
-// earlier one). Chosen is knowledge a restarted node relearns from its
-// peers; paying a sync for it on every commit doubled the syncs per
-// Paxos instance, and each one delays the next accept queued behind it.
+// An update marked NoSync, or one that only raises Chosen, is the
+// exception: it is written, in order, but not synced, so a crash may lose
+// it unless a later synced write made it durable. Once a later Save
+// returns, every earlier one is durable: groups share one memtable file
+// and Badger's replay stops at the first torn transaction, a write that
+// may start a new memtable file first syncs the old one if it holds
+// unsynced groups, and a group with values in the value log is always
+// synced. Chosen is knowledge a restarted node relearns from its peers;
+// paying a sync for it on every commit doubled the syncs per Paxos
+// instance, and each one delays the next accept queued behind it. The
+// paxos engine marks NoSync the instances it stores without voting for
+// them (thrifty phase 2).
 //
 // Promised and Chosen never move backwards: a lower value in u is
 // ignored (HardState keeps the maximum) and the rest of u is still
@@ -115,7 +123,7 @@ func (l *Log) Save(u Update) error {
 	if u.Promised == nil && len(u.Accepted) == 0 && u.Chosen == 0 {
 		return nil
 	}
-	o := &op{promised: u.Promised, chosen: u.Chosen, lazy: chosenOnly(u)}
+	o := &op{promised: u.Promised, chosen: u.Chosen, lazy: lazyUpdate(u)}
 	for _, a := range u.Accepted {
 		if a.Index == 0 {
 			return fmt.Errorf("%w: accepted instance index 0", ErrInvalid)
@@ -143,7 +151,7 @@ func (l *Log) SaveAsync(u Update) <-chan error {
 		ch <- nil
 		return ch
 	}
-	o := &op{promised: u.Promised, chosen: u.Chosen, lazy: chosenOnly(u), done: ch}
+	o := &op{promised: u.Promised, chosen: u.Chosen, lazy: lazyUpdate(u), done: ch}
 	for _, a := range u.Accepted {
 		if a.Index == 0 {
 			ch <- fmt.Errorf("%w: accepted instance index 0", ErrInvalid)
@@ -165,7 +173,8 @@ func (l *Log) SaveAsync(u Update) <-chan error {
 	return ch
 }
 
-func chosenOnly(u Update) bool { return u.Promised == nil && len(u.Accepted) == 0 }
+// lazyUpdate reports whether u is saved without a sync of its own.
+func lazyUpdate(u Update) bool { return u.NoSync || (u.Promised == nil && len(u.Accepted) == 0) }
 
 // SaveApplied durably records that the state machine applied every
 // index up to applied and that snapshot is its state right after. It
@@ -261,7 +270,10 @@ func (l *Log) process(batch []*op) {
 		}
 		l.commitRun(batch[start:i])
 		l.inflight.Wait()
-		err := l.truncate(o.truncate, o.base, o.install)
+		err := l.syncLazy() // the truncation's write may rotate
+		if err == nil {
+			err = l.truncate(o.truncate, o.base, o.install)
+		}
 		if l.followRotation() {
 			l.fill = fillBase
 		}
@@ -295,9 +307,14 @@ func (l *Log) commitGroup(ops []*op) int {
 		g.vlog = g.vlog || o.vlog
 		g.lazy = g.lazy && o.lazy
 	}
+	// A value-log write is synced by Badger's Sync, never lazily: a later
+	// memtable sync would make its pointer durable, not the value.
+	g.lazy = g.lazy && !g.vlog
 	// Overlap with the groups in flight only if this write cannot rotate
-	// the memtable and stays out of the value log; else wait for them.
-	if g.vlog || l.fill >= l.opts.MemTableSize {
+	// the memtable and stays out of the value log; else wait for them,
+	// and sync unsynced lazy groups in the file it may leave behind.
+	mayRotate := g.vlog || l.fill >= l.opts.MemTableSize
+	if mayRotate {
 		l.inflight.Wait()
 	}
 	inflight := len(l.slots) > 1
@@ -308,6 +325,13 @@ func (l *Log) commitGroup(ops []*op) int {
 		g.err = err
 		close(g.synced)
 		return n
+	}
+	if mayRotate {
+		if err := l.syncLazy(); err != nil {
+			g.err = err
+			close(g.synced)
+			return n
+		}
 	}
 	hs, last, err := l.writeGroup(g.ops)
 	if err != nil {
@@ -330,8 +354,32 @@ func (l *Log) commitGroup(ops []*op) int {
 	}
 	l.fill += cost
 	g.mem = l.memFid
+	// A synced group covers the lazy ones before it in its file, and a
+	// write that may rotate syncs them first: the file never changes
+	// between a lazy group and the next synced one.
+	l.lazyDirty = g.lazy
 	go l.syncGroup(g)
 	return n
+}
+
+// syncLazy syncs the current memtable file if the last group written to
+// it was lazy; call it with no group in flight, before a write that may
+// rotate the memtable.
+func (l *Log) syncLazy() error {
+	if !l.lazyDirty || l.opts.NoSync {
+		return nil
+	}
+	l.lazyDirty = false
+	l.stats.syncs.Add(1)
+	if err := l.syncMemFile(l.memFid); err != nil {
+		l.mu.Lock()
+		if l.failed == nil {
+			l.failed = err
+		}
+		l.mu.Unlock()
+		return fmt.Errorf("%w: %w", ErrFailed, err)
+	}
+	return nil
 }
 
 // fit returns how many ops (at least 1) fit one transaction.

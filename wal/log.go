@@ -44,8 +44,11 @@ type Log struct {
 	whs    HardState
 	wlast  uint64
 	memFid uint64
-	fill   int64
-	held   bool // the commit goroutine holds a slot for its next group
+	// lazyDirty: the last group written was lazy, so memFid holds
+	// unsynced groups (commit goroutine only).
+	lazyDirty bool
+	fill      int64
+	held      bool // the commit goroutine holds a slot for its next group
 
 	slots    chan struct{}  // one per group written and not yet answered
 	inflight sync.WaitGroup // groups written and not yet answered

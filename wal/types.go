@@ -56,4 +56,8 @@ type Update struct {
 	Promised *Ballot
 	Accepted []Accepted
 	Chosen   uint64 // 0 = unchanged; never moves backwards
+	// NoSync: the caller needs the update durable only once a later
+	// synced one is (see Save). An update that only raises Chosen is
+	// always saved so.
+	NoSync bool
 }

@@ -1,0 +1,146 @@
+package paxos
+
+import (
+	"testing"
+
+	"phxgo/wal"
+)
+
+// thriftyNet delivers the messages of a few cores to each other at once,
+// except what its filter holds back; it also keeps every Ready's Update.
+type thriftyNet struct {
+	cores   map[uint32]*core
+	hold    func(Message) bool // true: do not deliver
+	held    []Message
+	updates map[uint32][]wal.Update
+	sent    []Message // everything the cores sent (delivered or held)
+}
+
+func newThriftyNet(t *testing.T, ids ...uint32) *thriftyNet {
+	t.Helper()
+	n := &thriftyNet{cores: map[uint32]*core{}, updates: map[uint32][]wal.Update{}, hold: func(Message) bool { return false }}
+	for _, id := range ids {
+		cfg := coreConfig{ID: id, Peers: ids, ElectionTicks: 10, HeartbeatTicks: 1, RetransmitTicks: 2,
+			RetryTicks: 20, Window: 8, BatchMaxBytes: 64, FetchMaxBytes: 200, Seed: int64(id), Thrifty: true}
+		n.cores[id] = newCore(cfg, wal.HardState{}, nil, nil)
+	}
+	return n
+}
+
+// settle runs rounds of ready and delivery until nothing moves.
+func (n *thriftyNet) settle() {
+	for moved := true; moved; {
+		moved = false
+		for _, id := range []uint32{1, 2, 3} {
+			c := n.cores[id]
+			rd := c.ready()
+			if rd.needsPersist() || rd.Update.Chosen > 0 {
+				n.updates[id] = append(n.updates[id], rd.Update)
+			}
+			for _, m := range append(rd.Early, rd.Messages...) {
+				moved = true
+				n.sent = append(n.sent, m)
+				if n.hold(m) {
+					n.held = append(n.held, m)
+					continue
+				}
+				n.cores[m.To].step(m)
+			}
+		}
+	}
+}
+
+func (n *thriftyNet) accepts(from uint32) (asked, spared map[uint32]bool) {
+	asked, spared = map[uint32]bool{}, map[uint32]bool{}
+	for _, m := range n.sent {
+		if m.Type == MsgAccept && m.From == from && len(m.Entries) > 0 {
+			if m.NoVote {
+				spared[m.To] = true
+			} else {
+				asked[m.To] = true
+			}
+		}
+	}
+	return asked, spared
+}
+
+// TestThriftyAsksAMajority: a thrifty leader of 3 asks one follower to
+// vote and sends the other the value marked NoVote; that one stores it
+// without a sync of its own and does not answer. When the voter falls
+// silent, the spare is asked to vote after one tick, and from then on it
+// is the one asked.
+func TestThriftyAsksAMajority(t *testing.T) {
+	n := newThriftyNet(t, 1, 2, 3)
+	l := n.cores[1]
+	l.campaign()
+	n.settle()
+	if l.role != leader {
+		t.Fatalf("node 1 is %v, want leader", l.role)
+	}
+
+	n.sent, n.updates = nil, map[uint32][]wal.Update{}
+	l.propose([]byte("a"), 0)
+	n.settle()
+	asked, spared := n.accepts(1)
+	if !asked[2] || asked[3] || !spared[3] || spared[2] {
+		t.Fatalf("asked %v, spared %v; want 2 asked (lowest id among equals), 3 spared", asked, spared)
+	}
+	if l.chosen != 1 || n.cores[3].chosen != 1 {
+		t.Fatalf("chosen: leader %d, spare %d; want 1 on both", l.chosen, n.cores[3].chosen)
+	}
+	for _, m := range n.sent {
+		if m.From == 3 && m.Type == MsgAccepted && len(m.Indexes) > 0 {
+			t.Fatalf("the spare voted: %v", m)
+		}
+	}
+	for _, u := range n.updates[3] {
+		if len(u.Accepted) > 0 && !u.NoSync {
+			t.Fatalf("the spare's update %+v asks for a sync", u)
+		}
+	}
+	for _, u := range n.updates[2] {
+		if len(u.Accepted) > 0 && u.NoSync {
+			t.Fatalf("the voter's update %+v skips the sync of its vote", u)
+		}
+	}
+
+	// Node 2 falls silent: the instance waits for node 3's vote.
+	n.hold = func(m Message) bool { return m.To == 2 || m.From == 2 }
+	n.sent = nil
+	l.propose([]byte("b"), 0)
+	n.settle()
+	if l.chosen != 1 {
+		t.Fatalf("chosen %d without a vote but the leader's", l.chosen)
+	}
+	l.tickOnce()
+	n.settle()
+	if l.chosen != 2 {
+		t.Fatalf("after a tick the spare was not asked: chosen %d", l.chosen)
+	}
+	n.sent = nil
+	l.propose([]byte("c"), 0)
+	n.settle()
+	asked, spared = n.accepts(1)
+	if !asked[3] || !spared[2] {
+		t.Fatalf("after node 3 answered for node 2: asked %v, spared %v; want 3 asked, 2 spared", asked, spared)
+	}
+	if l.chosen != 3 {
+		t.Fatalf("chosen %d, want 3", l.chosen)
+	}
+}
+
+// TestNotThriftyAsksAll: without Thrifty every follower votes.
+func TestNotThriftyAsksAll(t *testing.T) {
+	n := newThriftyNet(t, 1, 2, 3)
+	for _, c := range n.cores {
+		c.cfg.Thrifty = false
+	}
+	n.cores[1].campaign()
+	n.settle()
+	n.sent = nil
+	n.cores[1].propose([]byte("a"), 0)
+	n.settle()
+	if asked, spared := n.accepts(1); len(asked) != 2 || len(spared) != 0 {
+		t.Fatalf("asked %v, spared %v; want both asked", asked, spared)
+	}
+}
