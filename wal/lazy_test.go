@@ -23,8 +23,8 @@ func TestNoSyncSkipsTheSync(t *testing.T) {
 	}
 }
 
-// A promise is never saved lazily... unless the caller says NoSync; a
-// value-log value always is synced (its pointer would outlive it).
+// A NoSync update with a value in the value log is synced all the same:
+// a later memtable sync would make its pointer durable, not the value.
 func TestNoSyncValueLogIsSynced(t *testing.T) {
 	opts := quietOptions()
 	l := openTest(t, t.TempDir(), opts)
