@@ -41,8 +41,9 @@ type Config struct {
 	// instance as it needs for a majority (those that answered most
 	// recently); the others get the entries marked NoVote and store them
 	// without a sync of their own. It saves one disk sync per instance per
-	// spare follower. A spare is asked to vote after one heartbeat interval
-	// if the instance is not chosen by then (a voter died or lags).
+	// spare follower. An instance still open on the usual retransmit (two
+	// heartbeat intervals) goes to every member for a vote, and a voter
+	// that sent no vote at all meanwhile is replaced by a spare.
 	Thrifty bool
 	// FetchMaxBytes bounds one catch-up reply.
 	FetchMaxBytes int

@@ -110,6 +110,7 @@ type instance struct {
 	proposed bool   // leader: proposed under c.ballot
 	votes    uint64 // leader: peers (by position) that accepted under c.ballot
 	spare    uint64 // leader: peers (by position) sent it NoVote, not yet asked to vote
+	ackMark  uint64 // leader: c.ackSeq when it was proposed
 	sentTick int64
 }
 
@@ -185,6 +186,11 @@ type core struct {
 	// peer position) is the ackSeq of the peer's latest vote.
 	ackSeq uint64
 	ackAt  []uint64
+	// voterSet (positions, self excluded): the followers asked to vote on
+	// instances governed by voterCfg (pickVoters).
+	voterSet uint64
+	voterCfg *Membership
+	suspect  uint64 // voters dropped as silent, until they vote again
 
 	// timers (ticks)
 	tick             int64
@@ -192,6 +198,7 @@ type core struct {
 	electionTimeout  int
 	heartbeatElapsed int
 	lastHeard        []int64 // by peer position
+	emptyAnswered    int64   // follower: tick of its last answer to an Accept without entries
 
 	// learner catch-up
 	fetching   bool
@@ -224,24 +231,25 @@ func newCore(cfg coreConfig, hs wal.HardState, entries []wal.Accepted, reader lo
 	peers := append([]uint32(nil), cfg.Peers...)
 	sort.Slice(peers, func(i, j int) bool { return peers[i] < peers[j] })
 	c := &core{
-		cfg:       cfg,
-		id:        cfg.ID,
-		peers:     peers,
-		peerPos:   make(map[uint32]int, len(peers)),
-		masks:     make(map[uint64]uint64),
-		rng:       rand.New(rand.NewSource(cfg.Seed)),
-		reader:    reader,
-		promised:  hs.Promised,
-		chosen:    hs.Chosen,
-		applied:   hs.Applied,
-		stable:    hs.Applied,
-		log:       make(map[uint64]*instance),
-		maxRound:  hs.Promised.Round,
-		seq:       cfg.SeqStart,
-		pending:   make(map[uint64]*pendingCmd),
-		accPos:    make(map[uint64]int),
-		fwdIdle:   true,
-		deferFrom: 1,
+		cfg:           cfg,
+		id:            cfg.ID,
+		peers:         peers,
+		peerPos:       make(map[uint32]int, len(peers)),
+		masks:         make(map[uint64]uint64),
+		rng:           rand.New(rand.NewSource(cfg.Seed)),
+		reader:        reader,
+		promised:      hs.Promised,
+		chosen:        hs.Chosen,
+		applied:       hs.Applied,
+		stable:        hs.Applied,
+		log:           make(map[uint64]*instance),
+		maxRound:      hs.Promised.Round,
+		seq:           cfg.SeqStart,
+		pending:       make(map[uint64]*pendingCmd),
+		accPos:        make(map[uint64]int),
+		fwdIdle:       true,
+		deferFrom:     1,
+		emptyAnswered: -1,
 	}
 	for i, p := range peers {
 		c.peerPos[p] = i

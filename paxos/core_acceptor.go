@@ -68,6 +68,15 @@ func (c *core) onAccept(m Message) {
 	if m.NoVote && len(m.Entries) > 0 {
 		return // nothing to answer: no vote, and the leader hears our heartbeat replies
 	}
+	if len(m.Entries) == 0 {
+		// A heartbeat or a new chosen index: the answer only tells the
+		// leader we are alive and how far we got, so once per tick is
+		// enough (the leader announces every chosen index it reaches).
+		if c.emptyAnswered == c.tick {
+			return
+		}
+		c.emptyAnswered = c.tick
+	}
 	reply.Chosen = c.chosen
 	c.send(reply)
 }

@@ -83,10 +83,10 @@ func (c *core) proposeAt(i uint64, v []byte) {
 }
 
 // sendProposals sends the instances proposed since the last Ready (Early:
-// see Ready). Thrifty, every member of the instances' configuration is
-// asked to vote only if it is among the voters a majority needs; the
-// rest get them with NoVote, and retransmitAccepts asks them after a tick
-// if the instance is not chosen by then.
+// see Ready). Thrifty, a member of the instances' configuration is asked
+// to vote only if it is one of the leader's voters (pickVoters); the
+// rest get the instances with NoVote, and retransmitAccepts asks them if
+// a voter falls silent.
 func (c *core) sendProposals() {
 	es := c.acceptBuf
 	c.acceptBuf = nil
@@ -94,6 +94,11 @@ func (c *core) sendProposals() {
 	voters = ^voters
 	if m := c.cfgAt(es[0].Index); c.cfg.Thrifty && m == c.cfgAt(es[len(es)-1].Index) {
 		voters = c.pickVoters(m)
+	}
+	for _, e := range es {
+		if in := c.log[e.Index]; in != nil {
+			in.ackMark = c.ackSeq
+		}
 	}
 	for _, p := range c.targets {
 		if p == c.id {
@@ -112,38 +117,59 @@ func (c *core) sendProposals() {
 }
 
 // pickVoters returns the positions of the members of m that the leader
-// asks to vote: with its own vote, just a majority of m, preferring the
-// members whose latest vote is the most recent (ties: lower id), so a
-// silent member stops being asked once the others have answered for it.
+// asks to vote: with its own vote, just a majority of m. The set sticks
+// (a voter switch leaves votes in flight from both, which would flip it
+// back and forth) until m changes or retransmitAccepts drops a silent
+// voter; it is then refilled with the members whose latest vote is the
+// most recent (ties: lower id).
 func (c *core) pickVoters(m *Membership) uint64 {
 	need := len(m.Members)/2 + 1
-	var voters uint64
+	self := uint64(0)
 	if m.Has(c.id) {
 		need--
-		voters |= c.bit(c.id)
+		self = c.bit(c.id)
+	}
+	others := c.mask(m) &^ self
+	if c.voterCfg == m && c.voterSet&^others == 0 && popcount(c.voterSet) == need {
+		return c.voterSet | self
+	}
+	keep := c.voterSet & others
+	if c.voterCfg != m || popcount(keep) > need {
+		keep = 0
 	}
 	cands := make([]uint32, 0, len(m.Members))
 	for _, mb := range m.Members {
-		if mb.ID != c.id {
+		if b := c.bit(mb.ID); others&b != 0 && keep&b == 0 {
 			cands = append(cands, mb.ID)
 		}
 	}
+	// Silent voters last, then the most recent vote first, then lower id.
 	slices.SortFunc(cands, func(a, b uint32) int {
+		sa, sb := c.suspect&c.bit(a) != 0, c.suspect&c.bit(b) != 0
 		ra, rb := c.ackAt[c.peerPos[a]], c.ackAt[c.peerPos[b]]
 		switch {
-		case ra != rb && ra > rb:
+		case sa != sb && sb:
 			return -1
-		case ra != rb:
+		case sa != sb:
+			return 1
+		case ra > rb:
+			return -1
+		case ra < rb:
 			return 1
 		}
 		return int(a) - int(b)
 	})
-	for _, id := range cands[:min(need, len(cands))] {
-		voters |= c.bit(id)
+	for _, id := range cands[:min(need-popcount(keep), len(cands))] {
+		keep |= c.bit(id)
 	}
-	return voters
+	c.voterCfg, c.voterSet = m, keep
+	return keep | self
 }
 
+// retransmitAccepts re-sends instances unchosen after RetransmitTicks to
+// every member without a vote, spares included. Thrifty, a voter asked
+// that has sent no vote at all since (it died or is cut off) is dropped
+// from the voters, so the next instances ask a spare instead.
 func (c *core) retransmitAccepts() {
 	per := make(map[uint32][]Entry)
 	for i := c.chosen + 1; i < c.next; i++ {
@@ -151,19 +177,19 @@ func (c *core) retransmitAccepts() {
 		if in == nil || !in.proposed || in.chosen {
 			continue
 		}
-		age := c.tick - in.sentTick
-		ask := in.spare // spares are asked to vote after one tick
-		switch {
-		case age >= int64(c.cfg.RetransmitTicks):
-			in.sentTick = c.tick
-			ask = ^uint64(0)
-		case age < 1 || ask == 0:
+		if c.tick-in.sentTick < int64(c.cfg.RetransmitTicks) {
 			continue
 		}
-		in.spare = 0
+		in.sentTick = c.tick
 		m := c.cfgAt(i)
+		if in.spare != 0 {
+			silent := c.silentVoters(in, m)
+			c.voterSet &^= silent
+			c.suspect |= silent
+			in.spare = 0
+		}
 		for _, p := range c.targets {
-			if b := c.bit(p); in.votes&b == 0 && ask&b != 0 && m.Has(p) {
+			if b := c.bit(p); in.votes&b == 0 && m.Has(p) {
 				per[p] = append(per[p], Entry{Index: i, Ballot: c.ballot, Value: in.value})
 			}
 		}
@@ -173,6 +199,22 @@ func (c *core) retransmitAccepts() {
 			c.send(Message{Type: MsgAccept, To: p, Ballot: c.ballot, Chosen: c.chosen, Entries: es})
 		}
 	}
+}
+
+// silentVoters returns the members asked to vote on in (not spared, not
+// this node) that have not voted on anything since it was sent.
+func (c *core) silentVoters(in *instance, m *Membership) uint64 {
+	var silent uint64
+	for _, mb := range m.Members {
+		b := c.bit(mb.ID)
+		if mb.ID == c.id || in.spare&b != 0 || in.votes&b != 0 {
+			continue
+		}
+		if c.ackAt[c.peerPos[mb.ID]] <= in.ackMark {
+			silent |= b
+		}
+	}
+	return silent
 }
 
 func (c *core) onAccepted(m Message) {
@@ -189,6 +231,7 @@ func (c *core) onAccepted(m Message) {
 	if len(m.Indexes) > 0 {
 		c.ackSeq++
 		c.ackAt[c.peerPos[m.From]] = c.ackSeq
+		c.suspect &^= bit
 	}
 	for _, i := range m.Indexes {
 		in := c.log[i]

@@ -53,9 +53,13 @@
 // followers whose latest vote came most recently. The others get the
 // same Accept with NoVote set; they store the entries without a sync of
 // their own (wal.Update.NoSync) and do not answer, so a commit costs a
-// majority's syncs, not every member's. An instance still open one tick
-// later is sent to them for a vote (the voter died or lags), and the
-// first of them to vote is preferred from then on. A NoVote record is
+// majority's syncs, not every member's. The voters stay the same (a
+// switch would leave votes in flight from old and new voters alike, and
+// the newest vote must not decide) until an instance reaches the usual
+// retransmit: then every member without a vote is asked, spares
+// included, and a voter that sent no vote at all since the instance was
+// proposed (it died or is cut off) is replaced by the spare that voted
+// most recently. A NoVote record is
 // safe to lose (it was no vote) and safe to keep (its ballot is no lower
 // than any vote cast there, its value the one that ballot's leader
 // proposed, which phase 1 may take like any accepted value); every

@@ -67,8 +67,8 @@ func (n *thriftyNet) accepts(from uint32) (asked, spared map[uint32]bool) {
 // TestThriftyAsksAMajority: a thrifty leader of 3 asks one follower to
 // vote and sends the other the value marked NoVote; that one stores it
 // without a sync of its own and does not answer. When the voter falls
-// silent, the spare is asked to vote after one tick, and from then on it
-// is the one asked.
+// silent, the spare is asked to vote on the retransmit, and from then on
+// it is the one asked, even after a late vote from the old voter.
 func TestThriftyAsksAMajority(t *testing.T) {
 	n := newThriftyNet(t, 1, 2, 3)
 	l := n.cores[1]
@@ -112,10 +112,12 @@ func TestThriftyAsksAMajority(t *testing.T) {
 	if l.chosen != 1 {
 		t.Fatalf("chosen %d without a vote but the leader's", l.chosen)
 	}
-	l.tickOnce()
+	for range 2 { // RetransmitTicks
+		l.tickOnce()
+	}
 	n.settle()
 	if l.chosen != 2 {
-		t.Fatalf("after a tick the spare was not asked: chosen %d", l.chosen)
+		t.Fatalf("on the retransmit the spare was not asked: chosen %d", l.chosen)
 	}
 	n.sent = nil
 	l.propose([]byte("c"), 0)
@@ -126,6 +128,18 @@ func TestThriftyAsksAMajority(t *testing.T) {
 	}
 	if l.chosen != 3 {
 		t.Fatalf("chosen %d, want 3", l.chosen)
+	}
+
+	// Node 2 comes back and its late vote arrives: the voter stays node
+	// 3 (switching on every late vote would flip between the two).
+	n.hold = func(Message) bool { return false }
+	l.step(Message{Type: MsgAccepted, From: 2, To: 1, Ballot: l.ballot, Indexes: []uint64{2}})
+	n.sent = nil
+	l.propose([]byte("d"), 0)
+	n.settle()
+	asked, spared = n.accepts(1)
+	if !asked[3] || !spared[2] || l.chosen != 4 {
+		t.Fatalf("after a late vote from node 2: asked %v, spared %v, chosen %d; want 3 asked, 2 spared, 4", asked, spared, l.chosen)
 	}
 }
 
@@ -142,5 +156,36 @@ func TestNotThriftyAsksAll(t *testing.T) {
 	n.settle()
 	if asked, spared := n.accepts(1); len(asked) != 2 || len(spared) != 0 {
 		t.Fatalf("asked %v, spared %v; want both asked", asked, spared)
+	}
+}
+
+// TestEmptyAcceptAnsweredOncePerTick: a follower answers the leader's
+// heartbeats and chosen-index announcements once per tick, not each one.
+func TestEmptyAcceptAnsweredOncePerTick(t *testing.T) {
+	n := newThriftyNet(t, 1, 2, 3)
+	f := n.cores[2]
+	b := Ballot{Round: 1, Node: 1}
+	answers := func() int {
+		k := 0
+		for _, m := range f.ready().Messages {
+			if m.Type == MsgAccepted && m.To == 1 {
+				k++
+			}
+		}
+		return k
+	}
+	f.step(Message{Type: MsgAccept, From: 1, To: 2, Ballot: b})
+	f.step(Message{Type: MsgAccept, From: 1, To: 2, Ballot: b})
+	if k := answers(); k != 1 {
+		t.Fatalf("two empty Accepts in one tick: %d answers, want 1", k)
+	}
+	f.tickOnce()
+	f.step(Message{Type: MsgAccept, From: 1, To: 2, Ballot: b})
+	if k := answers(); k != 1 {
+		t.Fatalf("an empty Accept in the next tick: %d answers, want 1", k)
+	}
+	f.step(Message{Type: MsgAccept, From: 1, To: 2, Ballot: b, Entries: []Entry{{Index: 1, Ballot: b, Value: []byte("x")}}})
+	if k := answers(); k != 1 {
+		t.Fatalf("an Accept with entries: %d answers, want 1 (a vote is always answered)", k)
 	}
 }

@@ -57,6 +57,7 @@ func main() {
 	nosync := flag.Bool("nosync", false, "use the wal without fsync (isolates the sync's cost from Badger's)")
 	syncs := flag.Int("syncs", 0, "wal.Options.MaxSyncsInFlight (0: the wal's default)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the measured phase")
+	thrifty := flag.Bool("thrifty", true, "Config.Thrifty: only a majority votes on each value")
 	traceFile := flag.String("trace", "", "write an execution trace of the measured phase (go tool trace)")
 	flag.Parse()
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
@@ -80,6 +81,7 @@ func main() {
 		lis[i], peers[i] = l, l.Addr().String()
 	}
 	ns := map[uint32]*paxos.Node{}
+	wals := map[uint32]*wal.Log{}
 	var srvs []*grpc.Server
 	for id, l := range lis {
 		cfg := paxos.DefaultConfig()
@@ -87,6 +89,7 @@ func main() {
 		if *window > 0 {
 			cfg.Window = *window
 		}
+		cfg.Thrifty = *thrifty
 		if *linger >= 0 {
 			cfg.BatchLinger = *linger
 		}
@@ -94,12 +97,13 @@ func main() {
 		switch {
 		case *mem:
 			opts = append(opts, paxos.WithStorage(paxos.NewMemoryStorage()))
-		case *nosync || *syncs > 0:
+		default: // the wal paxos would open, kept for its counters
 			w, err := wal.Open(cfg.Dir, wal.Options{NoSync: *nosync, MaxSyncsInFlight: *syncs})
 			if err != nil {
 				log.Fatal(err)
 			}
 			opts = append(opts, paxos.WithStorage(w))
+			wals[id] = w
 		}
 		n, err := paxos.Start(cfg, &counterSM{}, opts...)
 		if err != nil {
@@ -172,6 +176,10 @@ func main() {
 	)
 	runCtx, cancel := context.WithTimeout(ctx, time.Duration(*seconds*float64(time.Second)))
 	defer cancel()
+	walStart := map[uint32]wal.Stats{}
+	for id, w := range wals {
+		walStart[id] = w.Stats()
+	}
 	start := time.Now()
 	for c := 0; c < *clients; c++ {
 		n := targets[c%len(targets)]
@@ -204,6 +212,20 @@ func main() {
 			return 0
 		}
 		return float64(lats[int(p*float64(len(lats)-1))]) / 1e6
+	}
+	// Where the syncs go: per node, during the measured phase.
+	for id := uint32(1); id <= uint32(*nodes); id++ {
+		w := wals[id]
+		if w == nil {
+			continue
+		}
+		a, b := walStart[id], w.Stats()
+		role := "follower"
+		if ns[id] == leader {
+			role = "leader"
+		}
+		fmt.Printf("wal node=%d role=%s saves=%d groups=%d syncs=%d syncs_per_commit=%.2f\n", id, role,
+			b.Saves-a.Saves, b.Groups-a.Groups, b.Syncs-a.Syncs, float64(b.Syncs-a.Syncs)/float64(max(len(lats), 1)))
 	}
 	st := leader.Status()
 	fmt.Printf("nodes=%d clients=%d value=%d target=%s commits=%d failed=%d elapsed=%.2fs chosen_index=%d\n",
