@@ -112,7 +112,14 @@ func (c *core) sendProposals() {
 				}
 			}
 		}
-		c.early = append(c.early, Message{Type: MsgAccept, From: c.id, To: p, Ballot: c.ballot, Entries: es, NoVote: spare})
+		m := Message{Type: MsgAccept, From: c.id, To: p, Ballot: c.ballot, Entries: es, NoVote: spare}
+		if spare {
+			// Off the commit's path: the spare's work waits for our save,
+			// while the voter's sync runs.
+			c.msgs = append(c.msgs, m)
+		} else {
+			c.early = append(c.early, m)
+		}
 	}
 }
 

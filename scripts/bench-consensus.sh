@@ -31,6 +31,9 @@ OUT=$(mktemp "${TMPDIR:-/tmp}/bench-consensus.XXXXXX")
 trap 'rm -f "$OUT" "$OUT.sum"' EXIT
 SYSTEMS=(phxgo raft etcd)
 run() { # run SYSTEM CLIENTS: prints the result line
+  # Each run starts on a quiet disk: the previous one's dirty pages (its
+  # wal, deleted or not) would otherwise be written back during this one.
+  sync
   case $1 in
     phxgo) bin/paxosbench -nodes 3 -clients "$2" -seconds "$SECS" -value 256 2>/dev/null | tail -1 ;;
     *) bin/consensusbaseline -system "$1" -nodes 3 -clients "$2" -seconds "$SECS" -value 256 | tail -1 ;;
