@@ -301,7 +301,6 @@ func (l *Log) commitGroup(ops []*op) int {
 	l.held = false
 	n := l.fit(ops)
 	g := &group{ops: ops[:n], synced: make(chan struct{})}
-	cost := groupCost(g.ops)
 	g.lazy = true
 	for _, o := range g.ops {
 		g.vlog = g.vlog || o.vlog
@@ -333,7 +332,7 @@ func (l *Log) commitGroup(ops []*op) int {
 			return n
 		}
 	}
-	hs, last, err := l.writeGroup(g.ops)
+	hs, last, cost, err := l.writeGroup(g.ops)
 	if err != nil {
 		g.err = err
 		close(g.synced)
@@ -472,9 +471,11 @@ func (l *Log) sync() error {
 
 // writeGroup commits ops (which fit one transaction) in one Badger
 // transaction, not yet synced, with the metadata records they change,
-// and returns the HardState and last index they produce.
-func (l *Log) writeGroup(ops []*op) (HardState, uint64, error) {
+// and returns the HardState and last index they produce and the fill
+// bound of what it wrote (memtable.go).
+func (l *Log) writeGroup(ops []*op) (HardState, uint64, int64, error) {
 	hs, last := l.whs, l.wlast
+	cost := int64(fillPerTxn)
 	txn := l.db.NewTransaction(true)
 	defer txn.Discard()
 	snapDirty := false
@@ -483,8 +484,9 @@ func (l *Log) writeGroup(ops []*op) (HardState, uint64, error) {
 			if r.index < hs.FirstIndex {
 				continue
 			}
+			cost += entryCost(r.key, r.val)
 			if err := txn.Set(r.key, r.val); err != nil {
-				return hs, last, fmt.Errorf("wal: write instance %d: %w", r.index, err)
+				return hs, last, cost, fmt.Errorf("wal: write instance %d: %w", r.index, err)
 			}
 			last = max(last, r.index)
 		}
@@ -508,13 +510,14 @@ func (l *Log) writeGroup(ops []*op) (HardState, uint64, error) {
 		es = append(es, badger.NewEntry(keyApplied, encodeApplied(hs.Applied, hs.Snapshot)))
 	}
 	for _, e := range es {
+		cost += entryCost(e.Key, e.Value)
 		if err := txn.SetEntry(e); err != nil {
-			return hs, last, fmt.Errorf("wal: write %s: %w", e.Key, err)
+			return hs, last, cost, fmt.Errorf("wal: write %s: %w", e.Key, err)
 		}
 	}
 	if err := txn.Commit(); err != nil {
-		return hs, last, fmt.Errorf("wal: commit: %w", err)
+		return hs, last, cost, fmt.Errorf("wal: commit: %w", err)
 	}
 	l.stats.txns.Add(1)
-	return hs, last, nil
+	return hs, last, cost, nil
 }

@@ -78,27 +78,8 @@ func (l *Log) followRotation() bool {
 	}
 }
 
-// opCost is o's share of fillBound.
-func opCost(o *op) int64 {
-	var c int64
-	for _, r := range o.accepted {
-		c += int64(len(r.key)+len(r.val)) + fillPerEntry
-	}
-	if o.applied != nil {
-		c += int64(len(keyApplied)+len(o.applied.snapshot)) + recordMin + 12 + fillPerEntry
-	}
-	return c
-}
-
-// groupCost bounds what a group's transaction adds: its ops, the meta
-// records (promised, chosen) and the txn-end entry.
-func groupCost(ops []*op) int64 {
-	c := int64(fillPerTxn + 2*(64+fillPerEntry))
-	for _, o := range ops {
-		c += opCost(o)
-	}
-	return c
-}
+// entryCost is one written entry's share of fillBound.
+func entryCost(key, val []byte) int64 { return int64(len(key)+len(val)) + fillPerEntry }
 
 // syncMemFile makes memtable file fid durable: fdatasync, as Badger's own
 // msync(MS_SYNC) does on Linux (msync is vfs_fsync_range with datasync).

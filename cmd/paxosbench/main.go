@@ -57,6 +57,7 @@ func main() {
 	nosync := flag.Bool("nosync", false, "use the wal without fsync (isolates the sync's cost from Badger's)")
 	syncs := flag.Int("syncs", 0, "wal.Options.MaxSyncsInFlight (0: the wal's default)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the measured phase")
+	memtable := flag.Int("memtable", 0, "wal.Options.MemTableSize in MiB (0: the wal's default)")
 	thrifty := flag.Bool("thrifty", true, "Config.Thrifty: only a majority votes on each value")
 	traceFile := flag.String("trace", "", "write an execution trace of the measured phase (go tool trace)")
 	flag.Parse()
@@ -98,7 +99,7 @@ func main() {
 		case *mem:
 			opts = append(opts, paxos.WithStorage(paxos.NewMemoryStorage()))
 		default: // the wal paxos would open, kept for its counters
-			w, err := wal.Open(cfg.Dir, wal.Options{NoSync: *nosync, MaxSyncsInFlight: *syncs})
+			w, err := wal.Open(cfg.Dir, wal.Options{NoSync: *nosync, MaxSyncsInFlight: *syncs, MemTableSize: int64(*memtable) << 20})
 			if err != nil {
 				log.Fatal(err)
 			}
