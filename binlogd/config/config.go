@@ -73,6 +73,10 @@ type Config struct {
 	// pprof: also serve Go's profiler at /debug/pprof/ on http_addr
 	// (default false).
 	Pprof bool `json:"pprof"`
+	// paxos_thrifty: the Paxos leader asks only a majority to vote on each
+	// value; the other members store it without a disk sync of their own
+	// (default true; see paxos.Config.Thrifty).
+	PaxosThrifty *bool `json:"paxos_thrifty,omitempty"`
 	// log_retention: keep Paxos log entries at least this long after they
 	// were applied, and until every member's MariaDB applied them
 	// (default 24h). See README "Log retention".
@@ -100,6 +104,9 @@ type Credentials struct {
 	ProxyUser     string `json:"proxy_user,omitempty"`
 	ProxyPassword string `json:"proxy_password,omitempty"`
 }
+
+// Thrifty reports paxos_thrifty, true unless set false.
+func (c *Config) Thrifty() bool { return c.PaxosThrifty == nil || *c.PaxosThrifty }
 
 // Load reads, defaults and validates a config file.
 func Load(path string) (*Config, error) {

@@ -34,6 +34,16 @@ func TestLoadGoodAndDefaults(t *testing.T) {
 	if c.LeaseDuration.Seconds() != 5 || c.Dir != filepath.Join(dir, "n1") || len(c.Peers()) != 3 {
 		t.Fatalf("%+v", c)
 	}
+	if !c.Thrifty() {
+		t.Fatal("paxos_thrifty defaults to false, want true")
+	}
+	off, err := Load(write(t, dir, "off.json", strings.Replace(good, `"id":1,`, `"id":1,"paxos_thrifty":false,`, 1), 0o644))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if off.Thrifty() {
+		t.Fatal(`"paxos_thrifty":false loaded as true`)
+	}
 }
 
 func TestErrorsNameTheKey(t *testing.T) {

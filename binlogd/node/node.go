@@ -123,6 +123,7 @@ func (n *Node) Run(ctx context.Context) error {
 	pcfg.ID, pcfg.Peers, pcfg.Dir, pcfg.Logger = n.cfg.ID, n.cfg.Peers(), filepath.Join(n.cfg.Dir, "paxos"), n.log
 	pcfg.MaxValueBytes = 8 << 20
 	pcfg.Join = n.cfg.Join
+	pcfg.Thrifty = n.cfg.Thrifty()
 	px, err := paxos.Start(pcfg, lease, paxos.WithDialOptions(n.dialOption(), grpc.WithContextDialer(n.dialFromSelf)),
 		paxos.WithCommitObserver(func(d time.Duration) { n.m.commitLatency.Observe(d.Seconds()) }))
 	if err != nil {
