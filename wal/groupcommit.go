@@ -275,9 +275,10 @@ func (l *Log) process(batch []*op) {
 			err = l.truncate(o.truncate, o.base, o.install)
 		}
 		if l.followRotation() {
-			l.fill = fillBase
+			l.fill = newFill(fillBase)
 		}
-		l.fill += fillTruncate
+		l.fill.arena += fillTruncate
+		l.fill.file += fillTruncate
 		l.stats.pending.Add(-1)
 		o.done <- err
 		start = i + 1
@@ -312,7 +313,7 @@ func (l *Log) commitGroup(ops []*op) int {
 	// Overlap with the groups in flight only if this write cannot rotate
 	// the memtable and stays out of the value log; else wait for them,
 	// and sync unsynced lazy groups in the file it may leave behind.
-	mayRotate := g.vlog || l.fill >= l.opts.MemTableSize
+	mayRotate := g.vlog || l.fill.full(l.opts.MemTableSize)
 	if mayRotate {
 		l.inflight.Wait()
 	}
@@ -342,16 +343,17 @@ func (l *Log) commitGroup(ops []*op) int {
 	l.whs, l.wlast = hs, last
 	if l.followRotation() {
 		l.stats.rotations.Add(1)
-		if l.fill < l.opts.MemTableSize {
+		if !l.fill.full(l.opts.MemTableSize) {
 			// The model in memtable.go is wrong (a Badger change?): a
 			// group in flight may sit in the previous file.
 			l.stats.boundMisses.Add(1)
 			l.opts.Logger.Error("wal: Badger rotated its memtable below the fill bound",
-				"dir", l.dir, "bound", l.fill, "memtable", l.opts.MemTableSize, "groups_in_flight", inflight)
+				"dir", l.dir, "bound", l.fill.max(), "memtable", l.opts.MemTableSize, "groups_in_flight", inflight)
 		}
-		l.fill = fillBase
+		l.fill = newFill(fillBase)
 	}
-	l.fill += cost
+	l.fill.arena += cost.arena
+	l.fill.file += cost.file
 	g.mem = l.memFid
 	// A synced group covers the lazy ones before it in its file, and a
 	// write that may rotate syncs them first: the file never changes
@@ -473,9 +475,9 @@ func (l *Log) sync() error {
 // transaction, not yet synced, with the metadata records they change,
 // and returns the HardState and last index they produce and the fill
 // bound of what it wrote (memtable.go).
-func (l *Log) writeGroup(ops []*op) (HardState, uint64, int64, error) {
+func (l *Log) writeGroup(ops []*op) (HardState, uint64, fillBound, error) {
 	hs, last := l.whs, l.wlast
-	cost := int64(fillPerTxn)
+	cost := fillBound{file: fillPerTxn}
 	txn := l.db.NewTransaction(true)
 	defer txn.Discard()
 	snapDirty := false
@@ -484,7 +486,7 @@ func (l *Log) writeGroup(ops []*op) (HardState, uint64, int64, error) {
 			if r.index < hs.FirstIndex {
 				continue
 			}
-			cost += entryCost(r.key, r.val)
+			cost.addEntry(r.key, r.val)
 			if err := txn.Set(r.key, r.val); err != nil {
 				return hs, last, cost, fmt.Errorf("wal: write instance %d: %w", r.index, err)
 			}
@@ -510,7 +512,7 @@ func (l *Log) writeGroup(ops []*op) (HardState, uint64, int64, error) {
 		es = append(es, badger.NewEntry(keyApplied, encodeApplied(hs.Applied, hs.Snapshot)))
 	}
 	for _, e := range es {
-		cost += entryCost(e.Key, e.Value)
+		cost.addEntry(e.Key, e.Value)
 		if err := txn.SetEntry(e); err != nil {
 			return hs, last, cost, fmt.Errorf("wal: write %s: %w", e.Key, err)
 		}

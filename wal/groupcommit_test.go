@@ -249,7 +249,7 @@ func TestFillBoundHolds(t *testing.T) {
 	l := openTest(t, t.TempDir(), opts)
 	var idx uint64
 	sizes := []int{10, 256, 1000, 4000, 20000}
-	for l.stats.rotations.Load() < 4 {
+	for l.stats.rotations.Load() < 8 {
 		var chs []<-chan error
 		for k := range 16 {
 			var as []Accepted
@@ -258,7 +258,55 @@ func TestFillBoundHolds(t *testing.T) {
 				as = append(as, Accepted{Index: idx, Value: make([]byte, sizes[(int(idx)+j)%len(sizes)])})
 			}
 			p := Ballot{Round: idx, Node: 1}
-			chs = append(chs, l.SaveAsync(Update{Promised: &p, Accepted: as, Chosen: idx}))
+			switch k % 4 {
+			case 0: // everything a group can carry
+				chs = append(chs, l.SaveAsync(Update{Promised: &p, Accepted: as, Chosen: idx}))
+			case 1: // accepts only
+				chs = append(chs, l.SaveAsync(Update{Accepted: as}))
+			case 2: // a chosen index only: a lazy group, small per txn
+				chs = append(chs, l.SaveAsync(Update{Accepted: as}), l.SaveAsync(Update{Chosen: idx}))
+			case 3: // tiny values
+				for j := range as {
+					as[j].Value = as[j].Value[:j%2]
+				}
+				chs = append(chs, l.SaveAsync(Update{Accepted: as, Chosen: idx, NoSync: true}))
+			}
+		}
+		for _, ch := range chs {
+			if err := <-ch; err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if m := l.stats.boundMisses.Load(); m != 0 {
+		t.Fatalf("%d of %d rotations happened below the fill bound", m, l.stats.rotations.Load())
+	}
+}
+
+// TestFillBoundHoldsSmallEntries: with tiny values and small groups the
+// per-entry and per-transaction overheads are most of the memtable, so a
+// bound that undercounts them is caught here (the test above is
+// dominated by value bytes).
+func TestFillBoundHoldsSmallEntries(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes ~3 memtables of tiny entries")
+	}
+	opts := quietOptions()
+	opts.NoSync = true
+	l := openTest(t, t.TempDir(), opts)
+	var idx uint64
+	for l.stats.rotations.Load() < 3 {
+		var chs []<-chan error
+		for k := range 32 {
+			var as []Accepted
+			for j := range 1 + k%3 {
+				idx++
+				as = append(as, Accepted{Index: idx, Value: make([]byte, j%2)})
+			}
+			if k%5 == 0 {
+				chs = append(chs, l.SaveAsync(Update{Chosen: idx}))
+			}
+			chs = append(chs, l.SaveAsync(Update{Accepted: as, NoSync: k%2 == 0}))
 		}
 		for _, ch := range chs {
 			if err := <-ch; err != nil {

@@ -47,7 +47,7 @@ type Log struct {
 	// lazyDirty: the last group written was lazy, so memFid holds
 	// unsynced groups (commit goroutine only).
 	lazyDirty bool
-	fill      int64
+	fill      fillBound
 	held      bool // the commit goroutine holds a slot for its next group
 
 	slots    chan struct{}  // one per group written and not yet answered
@@ -115,7 +115,7 @@ func Open(dir string, opts Options) (*Log, error) {
 		unlockDir(lk)
 		return nil, err
 	}
-	l.whs, l.wlast, l.fill = l.hs, l.last, fillBase
+	l.whs, l.wlast, l.fill = l.hs, l.last, newFill(fillBase)
 	go l.run()
 	go l.complete()
 	return l, nil

@@ -18,21 +18,26 @@ import (
 // memtable, <fid>.mem, through a shared mapping, and replaces the memtable
 // ("rotation": a new <fid+1>.mem) at the START of a write when the
 // current one is full: its arena (skiplist) or its file reached
-// MemTableSize. fillBound is an upper bound on both, counted from the
-// rotation: if it is below MemTableSize before a write, that write cannot
-// rotate. The bound per entry follows Badger v4's layout:
+// MemTableSize. fillBound holds an upper bound on each, counted from the
+// rotation: if both are below MemTableSize before a write, that write
+// cannot rotate. The bounds per entry follow Badger v4's layout:
 //
 //	skiplist: node <= 96+7 bytes, key+8 (version), value+2+1 (meta, user meta, expiry)
-//	file:     header <= 2+5+5+1, key+8, value, crc 4; one txn-end entry per txn
+//	file:     header <= 2+5+5+10, key+8, value, crc 4; one txn-end entry per txn
+//	          (in the file only, not in the skiplist)
+//
+// Two bounds, not one of their worst cases summed: the closer the bound,
+// the fewer writes before a rotation wait for every group in flight.
 //
 // TestFillBoundHolds checks that every rotation happens where the bound
 // says it may, so a Badger upgrade that changes the layout fails a test.
 const (
-	fillPerEntry = 128      // >= max(114, 34) bytes of overhead per entry
-	fillPerTxn   = 128      // txn-end entry: "!badger!txn"+8, decimal ts, header, crc
-	fillBase     = 64 << 10 // arena head node, file header, Badger's own writes at Open
-	fillTruncate = 16 << 10 // a truncation's m/first record (and slack)
-	memFileExt   = ".mem"
+	fillArenaPerEntry = 114      // node 103 + version 8 + value meta 3
+	fillFilePerEntry  = 34       // header 22 + version 8 + crc 4
+	fillPerTxn        = 128      // file only: txn-end entry "!badger!txn"+8, decimal ts, header, crc
+	fillBase          = 64 << 10 // arena head node, file header, Badger's own writes at Open
+	fillTruncate      = 16 << 10 // a truncation's m/first record (and slack)
+	memFileExt        = ".mem"
 )
 
 func (l *Log) memPath(fid uint64) string {
@@ -78,8 +83,24 @@ func (l *Log) followRotation() bool {
 	}
 }
 
-// entryCost is one written entry's share of fillBound.
-func entryCost(key, val []byte) int64 { return int64(len(key)+len(val)) + fillPerEntry }
+// fillBound bounds the current memtable's arena and file, in bytes.
+type fillBound struct{ arena, file int64 }
+
+func newFill(base int64) fillBound { return fillBound{base, base} }
+
+// full reports whether a write might rotate the memtable.
+func (f fillBound) full(memTableSize int64) bool {
+	return f.arena >= memTableSize || f.file >= memTableSize
+}
+
+func (f fillBound) max() int64 { return max(f.arena, f.file) }
+
+// addEntry adds one written entry.
+func (f *fillBound) addEntry(key, val []byte) {
+	n := int64(len(key) + len(val))
+	f.arena += n + fillArenaPerEntry
+	f.file += n + fillFilePerEntry
+}
 
 // syncMemFile makes memtable file fid durable: fdatasync, as Badger's own
 // msync(MS_SYNC) does on Linux (msync is vfs_fsync_range with datasync).
