@@ -90,28 +90,27 @@ func (c *core) proposeAt(i uint64, v []byte) {
 func (c *core) sendProposals() {
 	es := c.acceptBuf
 	c.acceptBuf = nil
-	var voters uint64 // by position; all ones: everyone votes
-	voters = ^voters
+	voters := ^uint64(0) // by position; all ones: everyone votes
 	if m := c.cfgAt(es[0].Index); c.cfg.Thrifty && m == c.cfgAt(es[len(es)-1].Index) {
 		voters = c.pickVoters(m)
+	}
+	var spares uint64
+	for _, p := range c.targets {
+		if p != c.id && voters&c.bit(p) == 0 {
+			spares |= c.bit(p)
+		}
 	}
 	for _, e := range es {
 		if in := c.log[e.Index]; in != nil {
 			in.ackMark = c.ackSeq
+			in.spare |= spares
 		}
 	}
 	for _, p := range c.targets {
 		if p == c.id {
 			continue
 		}
-		spare := voters&c.bit(p) == 0
-		if spare {
-			for _, e := range es {
-				if in := c.log[e.Index]; in != nil {
-					in.spare |= c.bit(p)
-				}
-			}
-		}
+		spare := spares&c.bit(p) != 0
 		m := Message{Type: MsgAccept, From: c.id, To: p, Ballot: c.ballot, Entries: es, NoVote: spare}
 		if spare {
 			// Off the commit's path: the spare's work waits for our save,
@@ -181,10 +180,7 @@ func (c *core) retransmitAccepts() {
 	per := make(map[uint32][]Entry)
 	for i := c.chosen + 1; i < c.next; i++ {
 		in := c.log[i]
-		if in == nil || !in.proposed || in.chosen {
-			continue
-		}
-		if c.tick-in.sentTick < int64(c.cfg.RetransmitTicks) {
+		if in == nil || !in.proposed || in.chosen || c.tick-in.sentTick < int64(c.cfg.RetransmitTicks) {
 			continue
 		}
 		in.sentTick = c.tick
