@@ -69,7 +69,10 @@
 // left behind in an old file, a write that may rotate the memtable (and
 // a truncation) first fdatasyncs the current file if the last group
 // written was lazy; a lazy group with a value-log value is synced like
-// any other. The paxos engine saves lazily what it stores without
+// any other. Lazy bytes are bounded too (Options.LazySyncBytes): the
+// lazy group that reaches the bound is synced, so a node whose saves are
+// all lazy writes to disk in small steps, not in one burst that stalls
+// its peers' syncs on a shared disk. The paxos engine saves lazily what it stores without
 // voting for it (thrifty phase 2) and its chosen index: a crash may roll
 // those back, never past a synced group.
 //

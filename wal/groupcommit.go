@@ -358,6 +358,15 @@ func (l *Log) commitGroup(ops []*op) int {
 	// A synced group covers the lazy ones before it in its file, and a
 	// write that may rotate syncs them first: the file never changes
 	// between a lazy group and the next synced one.
+	if g.lazy {
+		l.lazyBytes += cost.file
+		if b := l.opts.LazySyncBytes; b > 0 && l.lazyBytes >= b {
+			g.lazy = false // Options.LazySyncBytes
+		}
+	}
+	if !g.lazy {
+		l.lazyBytes = 0
+	}
 	l.lazyDirty = g.lazy
 	go l.syncGroup(g)
 	return n
@@ -370,7 +379,7 @@ func (l *Log) syncLazy() error {
 	if !l.lazyDirty || l.opts.NoSync {
 		return nil
 	}
-	l.lazyDirty = false
+	l.lazyDirty, l.lazyBytes = false, 0
 	l.stats.syncs.Add(1)
 	if err := l.syncMemFile(l.memFid); err != nil {
 		l.mu.Lock()

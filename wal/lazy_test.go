@@ -44,7 +44,9 @@ func TestNoSyncSyncedBeforeRotation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes several memtables")
 	}
-	l := openTest(t, t.TempDir(), quietOptions())
+	opts := quietOptions()
+	opts.LazySyncBytes = -1 // only the rotations sync
+	l := openTest(t, t.TempDir(), opts)
 	val := make([]byte, 300)
 	var idx uint64
 	for l.stats.rotations.Load() < 3 {
@@ -66,5 +68,31 @@ func TestNoSyncSyncedBeforeRotation(t *testing.T) {
 	t.Logf("%d lazy saves, %d rotations, %d syncs", idx, rot, syncs)
 	if m := l.stats.boundMisses.Load(); m != 0 {
 		t.Fatalf("%d rotations below the fill bound: lazy groups may have been left unsynced", m)
+	}
+}
+
+// Lazy groups sync once their unsynced bytes reach LazySyncBytes, and
+// not before: a node whose saves are all lazy still writes to disk in
+// small steps. A negative bound leaves them all unsynced.
+func TestLazySyncBytesBoundsUnsyncedBytes(t *testing.T) {
+	for _, tc := range []struct {
+		bound      int64
+		minS, maxS int64
+	}{
+		// 100 saves of ~360 file bytes each (value, key, header, txn end):
+		// 36,000 bytes, so 8 KiB is reached 4 times.
+		{bound: 8 << 10, minS: 3, maxS: 5},
+		{bound: -1, minS: 0, maxS: 0},
+	} {
+		opts := quietOptions()
+		opts.LazySyncBytes = tc.bound
+		l := openTest(t, t.TempDir(), opts)
+		val := make([]byte, 200)
+		for i := uint64(1); i <= 100; i++ {
+			mustSave(t, l, Update{Accepted: []Accepted{{Index: i, Ballot: Ballot{Round: 1, Node: 1}, Value: val}}, NoSync: true})
+		}
+		if got := l.Stats().Syncs; got < tc.minS || got > tc.maxS {
+			t.Errorf("LazySyncBytes=%d: %d syncs for 100 lazy saves, want %d..%d", tc.bound, got, tc.minS, tc.maxS)
+		}
 	}
 }

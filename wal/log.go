@@ -45,8 +45,9 @@ type Log struct {
 	wlast  uint64
 	memFid uint64
 	// lazyDirty: the last group written was lazy, so memFid holds
-	// unsynced groups (commit goroutine only).
+	// unsynced groups, lazyBytes of them (commit goroutine only).
 	lazyDirty bool
+	lazyBytes int64
 	fill      fillBound
 	held      bool // the commit goroutine holds a slot for its next group
 

@@ -58,6 +58,7 @@ func main() {
 	syncs := flag.Int("syncs", 0, "wal.Options.MaxSyncsInFlight (0: the wal's default)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the measured phase")
 	memtable := flag.Int("memtable", 0, "wal.Options.MemTableSize in MiB (0: the wal's default)")
+	lazySync := flag.Int("lazysync", 0, "wal.Options.LazySyncBytes in KiB (0: the wal's default; -1: no bound)")
 	thrifty := flag.Bool("thrifty", true, "Config.Thrifty: only a majority votes on each value")
 	traceFile := flag.String("trace", "", "write an execution trace of the measured phase (go tool trace)")
 	flag.Parse()
@@ -99,7 +100,7 @@ func main() {
 		case *mem:
 			opts = append(opts, paxos.WithStorage(paxos.NewMemoryStorage()))
 		default: // the wal paxos would open, kept for its counters
-			w, err := wal.Open(cfg.Dir, wal.Options{NoSync: *nosync, MaxSyncsInFlight: *syncs, MemTableSize: int64(*memtable) << 20})
+			w, err := wal.Open(cfg.Dir, wal.Options{NoSync: *nosync, MaxSyncsInFlight: *syncs, MemTableSize: int64(*memtable) << 20, LazySyncBytes: int64(*lazySync) << 10})
 			if err != nil {
 				log.Fatal(err)
 			}
