@@ -57,8 +57,10 @@ type Node struct {
 	status       Status
 	appliedCh    chan struct{}
 	fatal        error
-	sinceSnap    int          // applier goroutine
-	ckpts        []checkpoint // applier goroutine: durable snapshots to compact to
+	sinceSnap    int           // applier goroutine
+	ckpts        []checkpoint  // applier goroutine: durable snapshots to compact to
+	snapSaving   bool          // applier goroutine: a background save is out (snapsave.go)
+	snapDone     chan snapSave // its outcome
 
 	meta     metaStore
 	members  atomic.Pointer[history] // published copy of the core's
@@ -129,6 +131,7 @@ func Start(cfg Config, sm StateMachine, opts ...Option) (*Node, error) {
 		completeQ:  make(chan *saveJob, maxSavesInFlight),
 		applyQ:     make(chan applyItem, 256),
 		compactc:   make(chan compactReq),
+		snapDone:   make(chan snapSave, 1),
 		stableNote: make(chan struct{}, 1),
 		stopc:      make(chan struct{}),
 		donec:      make(chan struct{}),
@@ -389,6 +392,9 @@ func (n *Node) applyLoop() {
 			first, err := n.compactNow(r.index)
 			r.done <- compactResult{first, err}
 			continue
+		case sv := <-n.snapDone:
+			n.finishSnapshotSave(sv)
+			continue
 		case x, ok := <-n.applyQ:
 			if !ok {
 				n.shutdown()
@@ -415,9 +421,7 @@ func (n *Node) applyLoop() {
 		}
 		n.applied.Store(n.app.applied)
 		if n.sinceSnap >= n.cfg.SnapshotEvery && !n.failed.Load() {
-			if err := n.saveApplied(); err != nil {
-				n.fail(err)
-			}
+			n.startSnapshotSave()
 		}
 		n.publishApplied()
 	}
@@ -439,7 +443,10 @@ func (n *Node) onApplied(cmd command, result any) {
 	}
 }
 
+// saveApplied saves the applied state and waits for it (applier
+// goroutine); the periodic save runs in the background (snapsave.go).
 func (n *Node) saveApplied() error {
+	n.waitSnapshotSave()
 	snap, err := n.app.snapshot()
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrStorage, err)
@@ -495,6 +502,7 @@ func (n *Node) fail(err error) {
 // shutdown runs last, on the applier goroutine: persist the applied
 // state, close storage, fail the remaining waiters.
 func (n *Node) shutdown() {
+	n.waitSnapshotSave() // before the storage closes under it
 	if !n.failed.Load() && n.sinceSnap > 0 {
 		if err := n.saveApplied(); err != nil {
 			n.log.Error("persist applied state at stop", "err", err)
