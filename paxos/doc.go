@@ -83,7 +83,9 @@
 // applier (applier.go) applies each (node, seq) once, deterministically,
 // and persists its dedup table inside the snapshot it passes to
 // Storage.SaveApplied. The proposing node recognises its own command when
-// applying it and hands Apply's result to the waiting Propose.
+// applying it and hands Apply's result to the waiting Propose. The
+// periodic save (every SnapshotEvery entries) runs beside the applier and
+// becomes a compaction point once durable (snapsave.go).
 //
 // # Membership
 //
