@@ -6,6 +6,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -61,6 +62,7 @@ type Log struct {
 	stats struct {
 		saves, groups, txns, syncs, pending atomic.Int64
 		rotations, boundMisses              atomic.Int64 // memtable.go; for tests
+		drops, dropNanos                    atomic.Int64 // truncate.go
 	}
 }
 
@@ -71,6 +73,9 @@ type Stats struct {
 	Txns    int64 // Badger transactions the groups were written in
 	Syncs   int64 // fsyncs issued (groups plus truncations; 0 with NoSync)
 	Pending int64 // write calls submitted and not yet answered
+	Drops   int64 // truncations that dropped buckets with Badger's DropPrefix
+	// DropTime is the time those drops blocked writes, in total.
+	DropTime time.Duration
 }
 
 // Open opens or creates the log in dir. On an existing dir it restores
@@ -294,11 +299,13 @@ func (l *Log) LastIndex() uint64 {
 // Stats returns the counters.
 func (l *Log) Stats() Stats {
 	return Stats{
-		Saves:   l.stats.saves.Load(),
-		Groups:  l.stats.groups.Load(),
-		Txns:    l.stats.txns.Load(),
-		Syncs:   l.stats.syncs.Load(),
-		Pending: l.stats.pending.Load(),
+		Saves:    l.stats.saves.Load(),
+		Groups:   l.stats.groups.Load(),
+		Txns:     l.stats.txns.Load(),
+		Syncs:    l.stats.syncs.Load(),
+		Pending:  l.stats.pending.Load(),
+		Drops:    l.stats.drops.Load(),
+		DropTime: time.Duration(l.stats.dropNanos.Load()),
 	}
 }
 

@@ -72,6 +72,9 @@ func TestTruncateBelow(t *testing.T) {
 	if n := storedBelow(t, l, 9000); n != 9000-(2<<bucketShift) {
 		t.Fatalf("%d keys below 9000, want only bucket 2's", n)
 	}
+	if st := l.Stats(); st.Drops != 1 || st.DropTime <= 0 {
+		t.Fatalf("Stats after one dropping truncation: Drops=%d DropTime=%v", st.Drops, st.DropTime)
+	}
 	// No-op at or below FirstIndex.
 	if err := l.TruncateBelow(10); err != nil {
 		t.Fatal(err)

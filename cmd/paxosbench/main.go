@@ -60,6 +60,8 @@ func main() {
 	memtable := flag.Int("memtable", 0, "wal.Options.MemTableSize in MiB (0: the wal's default)")
 	lazySync := flag.Int("lazysync", 0, "wal.Options.LazySyncBytes in KiB (0: the wal's default; -1: no bound)")
 	thrifty := flag.Bool("thrifty", true, "Config.Thrifty: only a majority votes on each value")
+	compactEvery := flag.Duration("compact", 0, "every this often, compact each node's log to its applied index less -keep (0: never), as binlogd's retention does")
+	keep := flag.Uint64("keep", 2000, "indexes kept below the applied index by -compact")
 	traceFile := flag.String("trace", "", "write an execution trace of the measured phase (go tool trace)")
 	flag.Parse()
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
@@ -183,6 +185,14 @@ func main() {
 		walStart[id] = w.Stats()
 	}
 	start := time.Now()
+	var compactions compactStats
+	if *compactEvery > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			compactions = compactLoop(runCtx, ns, *compactEvery, *keep)
+		}()
+	}
 	for c := 0; c < *clients; c++ {
 		n := targets[c%len(targets)]
 		wg.Add(1)
@@ -226,12 +236,16 @@ func main() {
 		if ns[id] == leader {
 			role = "leader"
 		}
-		fmt.Printf("wal node=%d role=%s saves=%d groups=%d syncs=%d syncs_per_commit=%.2f\n", id, role,
-			b.Saves-a.Saves, b.Groups-a.Groups, b.Syncs-a.Syncs, float64(b.Syncs-a.Syncs)/float64(max(len(lats), 1)))
+		fmt.Printf("wal node=%d role=%s saves=%d groups=%d syncs=%d syncs_per_commit=%.2f drops=%d drop_ms=%.0f\n", id, role,
+			b.Saves-a.Saves, b.Groups-a.Groups, b.Syncs-a.Syncs, float64(b.Syncs-a.Syncs)/float64(max(len(lats), 1)),
+			b.Drops-a.Drops, (b.DropTime-a.DropTime).Seconds()*1000)
 	}
 	st := leader.Status()
 	fmt.Printf("nodes=%d clients=%d value=%d target=%s commits=%d failed=%d elapsed=%.2fs chosen_index=%d\n",
 		*nodes, *clients, *valueSize, *target, len(lats), fails.Load(), elapsed.Seconds(), st.Chosen)
+	if *compactEvery > 0 {
+		fmt.Println(compactions)
+	}
 	fmt.Printf("commits_per_s=%.0f p50_ms=%.2f p99_ms=%.2f\n",
 		float64(len(lats))/elapsed.Seconds(), pct(0.50), pct(0.99))
 }
