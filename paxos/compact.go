@@ -199,3 +199,19 @@ func (n *Node) Base() (index uint64, snap []byte, err error) {
 func StateMachineSnapshot(engine []byte) ([]byte, error) {
 	return newApplier(nil).decodeTable(engine)
 }
+
+// ReclaimNow makes the storage give back, now, the disk space of the log
+// compacted so far. The wal otherwise reclaims it at a cheap moment,
+// within a minute (wal.Log.ReclaimNow), so disk usage lags Compact; a
+// caller that compacts to free space calls this. A storage without that
+// notion does nothing. A failed reclaim leaves the node running.
+func (n *Node) ReclaimNow() error {
+	r, ok := n.storage.(interface{ ReclaimNow() error })
+	if !ok {
+		return nil
+	}
+	if err := r.ReclaimNow(); err != nil {
+		return fmt.Errorf("%w: reclaim: %w", ErrStorage, err)
+	}
+	return nil
+}

@@ -94,3 +94,38 @@ func TestSnapshotSaveFailureStopsTheNode(t *testing.T) {
 		t.Fatal("the node kept committing after its snapshot save failed")
 	}
 }
+
+// reclaimingStorage counts ReclaimNow calls.
+type reclaimingStorage struct {
+	*MemoryStorage
+	calls int
+	err   error
+}
+
+func (s *reclaimingStorage) ReclaimNow() error { s.calls++; return s.err }
+
+// ReclaimNow reaches a storage that reclaims space, wraps its error as
+// ErrStorage, and is a no-op for one that does not.
+func TestReclaimNowReachesTheStorage(t *testing.T) {
+	st := &reclaimingStorage{MemoryStorage: NewMemoryStorage()}
+	n, err := Start(testConfig(1, map[uint32]string{1: "127.0.0.1:1"}, ""), &lockedSM{}, WithStorage(st))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Stop()
+	if err := n.ReclaimNow(); err != nil || st.calls != 1 {
+		t.Fatalf("ReclaimNow = %v after %d calls", err, st.calls)
+	}
+	st.err = errors.New("disk on fire")
+	if err := n.ReclaimNow(); !errors.Is(err, ErrStorage) {
+		t.Fatalf("ReclaimNow with a failing storage = %v, want ErrStorage", err)
+	}
+	m, err := Start(testConfig(1, map[uint32]string{1: "127.0.0.1:1"}, ""), &lockedSM{}, WithStorage(NewMemoryStorage()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Stop()
+	if err := m.ReclaimNow(); err != nil {
+		t.Fatalf("ReclaimNow on a memory storage = %v", err)
+	}
+}

@@ -141,7 +141,8 @@
 // snapshot after i-1 given to TruncateWithBase, empty otherwise; Open
 // checks the two agree; InstallSnapshot also raises m/applied and
 // m/chosen in that same transaction), so from then on Get/Range below i return
-// ErrCompacted and a crash at any later point is harmless; then it drops
+// ErrCompacted and a crash at any later point is harmless; then, at a
+// cheap moment (reclaim.go) or on ReclaimNow, it drops
 // every non-empty bucket wholly below i with Badger's DropPrefix, up to 64
 // prefixes per call, finding them by seeking bucket to bucket, so empty
 // stretches cost one seek. Why DropPrefix and not deletes: a delete per
@@ -150,10 +151,11 @@
 // them; DropPrefix removes the memtable entries while flushing and drops
 // or rewrites only the tables holding the prefix, with no tombstones. It
 // blocks Badger writes while it runs, which is why it runs in the commit
-// goroutine (queued Saves wait; truncation is rare). Instances of the
+// goroutine (queued Saves wait), and why it waits for a moment when
+// Badger has little left to flush and compact. Instances of the
 // bucket holding i that lie below i stay on disk, invisible, until a later
 // truncation passes their whole bucket; if a drop fails it is logged and
-// retried by the next truncation, since FirstIndex is already durable.
+// retried later, since FirstIndex is already durable.
 //
 // # Reads and lifetime
 //

@@ -46,6 +46,8 @@ type op struct {
 	truncate uint64 // >0: a TruncateBelow; nothing else is set but base
 	base     []byte // TruncateWithBase: the snapshot after truncate-1
 	install  bool   // InstallSnapshot: Applied may rise to truncate-1
+	// reclaimNow: a ReclaimNow; nothing else is set
+	reclaimNow bool
 	// lazy: the op needs no sync of its own (see Save); a group of lazy
 	// ops without value-log values skips the fdatasync.
 	lazy bool
@@ -263,8 +265,20 @@ func (l *Log) run() {
 // process runs a batch in order: runs of saves become groups; a
 // truncation is a barrier: it waits for every group in flight.
 func (l *Log) process(batch []*op) {
+	l.maybeReclaim(false) // reclaim.go; errors are logged and retried
 	start := 0
 	for i, o := range batch {
+		if o.reclaimNow {
+			l.commitRun(batch[start:i])
+			err := l.failure()
+			if err == nil {
+				err = l.maybeReclaim(true)
+			}
+			l.stats.pending.Add(-1)
+			o.done <- err
+			start = i + 1
+			continue
+		}
 		if o.truncate == 0 {
 			continue
 		}

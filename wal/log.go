@@ -50,7 +50,8 @@ type Log struct {
 	lazyDirty bool
 	lazyBytes int64
 	fill      fillBound
-	held      bool // the commit goroutine holds a slot for its next group
+	drop      dropState // reclaim.go
+	held      bool      // the commit goroutine holds a slot for its next group
 
 	slots    chan struct{}  // one per group written and not yet answered
 	inflight sync.WaitGroup // groups written and not yet answered
@@ -122,6 +123,8 @@ func Open(dir string, opts Options) (*Log, error) {
 		return nil, err
 	}
 	l.whs, l.wlast, l.fill = l.hs, l.last, newFill(fillBase)
+	// What a crash left below FirstIndex is reclaimed like a truncation's.
+	l.drop = dropState{pending: l.hs.FirstIndex >> bucketShift, since: time.Now(), rotations: reclaimRotations}
 	go l.run()
 	go l.complete()
 	return l, nil

@@ -79,6 +79,7 @@ func (l *Log) followRotation() bool {
 			return rotated
 		}
 		l.memFid++
+		l.drop.rotations++
 		rotated = true
 	}
 }

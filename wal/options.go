@@ -3,6 +3,7 @@ package wal
 import (
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
@@ -32,6 +33,12 @@ type Options struct {
 	// other sync on the disk, its peers' included (issue 2: a 70 ms sync
 	// every 1.5 s on the spare at 16,000 commits/s).
 	LazySyncBytes int64
+	// ReclaimDelay bounds how long the disk space of a truncation waits
+	// for a cheap moment to be reclaimed (reclaim.go): Badger's DropPrefix
+	// blocks every write while it flushes and compacts (0: 1 minute;
+	// negative: reclaim at once). The truncation itself is durable and
+	// visible at once either way; ReclaimNow reclaims on demand.
+	ReclaimDelay time.Duration
 	// NoSync skips the fsync of each group: a Save is then durable against
 	// a process crash but not a machine crash. For simulations and
 	// benchmarks only.
@@ -55,6 +62,7 @@ const (
 	defaultMaxGroupOps  = 1024
 	defaultMaxSyncs     = 4
 	defaultLazySync     = 256 << 10
+	defaultReclaimDelay = time.Minute
 )
 
 func (o Options) withDefaults() (Options, error) {
@@ -72,6 +80,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.MaxSyncsInFlight == 0 {
 		o.MaxSyncsInFlight = defaultMaxSyncs
+	}
+	if o.ReclaimDelay == 0 {
+		o.ReclaimDelay = defaultReclaimDelay
 	}
 	if o.LazySyncBytes == 0 {
 		o.LazySyncBytes = defaultLazySync

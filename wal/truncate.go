@@ -106,11 +106,9 @@ func (l *Log) truncate(index uint64, base []byte, install bool) error {
 	apply(&l.hs)
 	l.mu.Unlock()
 	apply(&l.whs)
-	// The new FirstIndex is durable, so what follows only reclaims space;
-	// if it fails or we crash, the next truncation retries it.
-	if err := l.timedDrop(index >> bucketShift); err != nil {
-		l.opts.Logger.Warn("wal: dropping truncated buckets", "dir", l.dir, "below", index, "err", err)
-	}
+	// The new FirstIndex is durable, so what follows only reclaims space,
+	// at a cheap moment (reclaim.go); a failed or lost drop is retried.
+	l.reclaimBelow(index >> bucketShift)
 	return nil
 }
 

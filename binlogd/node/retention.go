@@ -110,6 +110,14 @@ func (r *retention) tick(ctx context.Context, now time.Time) {
 		n.log.Error("log compaction failed", "target_index", target, "err", err)
 		return
 	}
+	if newFirst > first && overBytes {
+		// The wal reclaims a compaction's space at a cheap moment; this
+		// one is for space, and the next tick must see the new size, or
+		// it would halve the log again.
+		if err := n.px.ReclaimNow(); err != nil {
+			n.log.Warn("reclaiming the compacted log's disk space", "err", err)
+		}
+	}
 	if newFirst > first {
 		n.m.compactions.Inc()
 		n.log.Info("log compacted", "first_index", newFirst, "was", first, "target_index", target, "log_bytes", size)
