@@ -63,7 +63,7 @@ type Log struct {
 	stats struct {
 		saves, groups, txns, syncs, pending atomic.Int64
 		rotations, boundMisses              atomic.Int64 // memtable.go; for tests
-		drops, dropNanos                    atomic.Int64 // truncate.go
+		drops, dropNanos                    atomic.Int64 // reclaim.go
 	}
 }
 
@@ -74,7 +74,7 @@ type Stats struct {
 	Txns    int64 // Badger transactions the groups were written in
 	Syncs   int64 // fsyncs issued (groups plus truncations; 0 with NoSync)
 	Pending int64 // write calls submitted and not yet answered
-	Drops   int64 // truncations that dropped buckets with Badger's DropPrefix
+	Drops   int64 // drops of truncated buckets run (DropPrefix; reclaim.go)
 	// DropTime is the time those drops blocked writes, in total.
 	DropTime time.Duration
 }

@@ -38,7 +38,10 @@ import (
 // groups, with none in flight. Open schedules a drop below FirstIndex, so
 // what a crash left behind is reclaimed too.
 
-const reclaimRotations = 4
+const (
+	reclaimRotations  = 4
+	reclaimCheckEvery = 10 * time.Millisecond
+)
 
 // dropState is the pending space reclaim (commit goroutine only).
 type dropState struct {
@@ -46,6 +49,7 @@ type dropState struct {
 	done      uint64    // every bucket below this one was dropped
 	since     time.Time // when the oldest undone truncation asked
 	rotations int       // memtable rotations since the last drop
+	checked   time.Time // when Badger's flushes were last looked at
 }
 
 // ReclaimNow drops what earlier truncations left on disk, now, rather
@@ -98,10 +102,16 @@ func (l *Log) reclaimDue(now time.Time) bool {
 	if d := l.opts.ReclaimDelay; d < 0 || now.Sub(l.drop.since) >= d {
 		return true
 	}
-	return l.drop.rotations >= reclaimRotations &&
-		l.fill.max() <= l.opts.MemTableSize/4 &&
-		l.previousMemFlushed() &&
-		l.levelZeroEmpty()
+	if l.drop.rotations < reclaimRotations || l.fill.max() > l.opts.MemTableSize/4 {
+		return false
+	}
+	// A stat and Badger's level info on every batch would cost the hot
+	// path; Badger's state moves on a scale of tens of ms.
+	if now.Sub(l.drop.checked) < reclaimCheckEvery {
+		return false
+	}
+	l.drop.checked = now
+	return l.previousMemFlushed() && l.levelZeroEmpty()
 }
 
 // previousMemFlushed reports whether Badger flushed the memtable before
