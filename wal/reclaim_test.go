@@ -65,6 +65,20 @@ func truncateAt(t *testing.T, l *Log, cut uint64) {
 	}
 }
 
+// truncateLeavingRecords fills three buckets (more than a memtable's
+// quarter), truncates all of them and checks the drop did not run at
+// once; it returns the last index written.
+func truncateLeavingRecords(t *testing.T, l *Log) uint64 {
+	t.Helper()
+	var idx uint64
+	saveUntil(t, l, &idx, 1, func() bool { return idx >= 3<<bucketShift })
+	truncateAt(t, l, idx+1)
+	if storedBelow(t, l, wholeBuckets(idx+1)) == 0 {
+		t.Fatal("the drop ran at once with a fat memtable")
+	}
+	return idx
+}
+
 // wholeBuckets rounds index down to its bucket's first index.
 func wholeBuckets(index uint64) uint64 { return (index >> bucketShift) << bucketShift }
 
@@ -131,12 +145,7 @@ func TestReclaimDelayBoundsTheWait(t *testing.T) {
 // ReclaimNow drops at once what truncations left, whatever the moment.
 func TestReclaimNow(t *testing.T) {
 	l := openTest(t, t.TempDir(), quietOptions())
-	var idx uint64
-	saveUntil(t, l, &idx, 1, func() bool { return idx >= 3<<bucketShift })
-	truncateAt(t, l, idx+1)
-	if storedBelow(t, l, wholeBuckets(idx+1)) == 0 {
-		t.Fatal("the drop ran at once with a fat memtable")
-	}
+	idx := truncateLeavingRecords(t, l)
 	if err := l.ReclaimNow(); err != nil {
 		t.Fatal(err)
 	}
@@ -155,12 +164,7 @@ func TestReclaimNow(t *testing.T) {
 func TestReclaimAfterReopen(t *testing.T) {
 	dir := t.TempDir()
 	l := openTest(t, dir, quietOptions())
-	var idx uint64
-	saveUntil(t, l, &idx, 1, func() bool { return idx >= 3<<bucketShift })
-	truncateAt(t, l, idx+1)
-	if storedBelow(t, l, wholeBuckets(idx+1)) == 0 {
-		t.Fatal("the drop ran at once with a fat memtable")
-	}
+	idx := truncateLeavingRecords(t, l)
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
