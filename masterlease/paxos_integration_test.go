@@ -66,7 +66,7 @@ func TestOnRealPaxos(t *testing.T) {
 		}
 		lease.Attach(px)
 		lease.MarkCaughtUp(1 << 40) // no MariaDB here: always caught up
-		srv := grpc.NewServer()
+		srv := grpc.NewServer(paxos.GRPCServerOptions(pcfg)...)
 		px.RegisterGRPC(srv)
 		go func(l net.Listener) { _ = srv.Serve(l) }(lis[id])
 		ctx, cancel := context.WithCancel(context.Background())

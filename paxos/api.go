@@ -294,9 +294,31 @@ func (n *Node) Status() Status {
 
 // RegisterGRPC registers the Paxos peer service on s, a server the caller
 // owns, starts and stops (binlogd serves its Admin service on it too).
-// Its MaxRecvMsgSize must admit about 2 x max(MaxValueBytes,
-// BatchMaxBytes, FetchMaxBytes) (gRPC's default 4 MiB does for the defaults).
+// Create s with GRPCServerOptions(cfg): a peer's message can be larger
+// than gRPC's default 4 MiB receive limit.
 func (n *Node) RegisterGRPC(s *grpc.Server) { registerPeerService(s, n) }
+
+// GRPCServerOptions returns the options a server given to RegisterGRPC
+// needs for nodes configured like cfg: a receive limit of
+// MaxMessageBytes.
+func GRPCServerOptions(cfg Config) []grpc.ServerOption {
+	return []grpc.ServerOption{grpc.MaxRecvMsgSize(cfg.MaxMessageBytes())}
+}
+
+// MaxMessageBytes bounds what one peer sends in one gRPC message. Accepts,
+// Forwards and catch-up answers are cut at FetchMaxBytes plus one value,
+// and the transport packs messages up to 1 MiB; but a phase-1 Promise
+// carries every value its acceptor holds above the chosen index, up to a
+// window of instances from the last leader and as many from the one
+// before, and it cannot be cut: the candidate must see them all. A
+// Promise over the limit is lost like any message over it, so an election
+// under large commands would never finish (issue 2: 64 KiB commands, 4
+// MiB default limit). Capped at 1 GiB.
+func (c Config) MaxMessageBytes() int {
+	value := max(c.BatchMaxBytes, c.MaxValueBytes) + 64
+	n := int64(2*c.Window)*int64(value) + 2*int64(c.FetchMaxBytes) + 2*maxBatchBytes
+	return int(min(max(n, 4<<20), 1<<30))
+}
 
 // Stop stops the node: pending Proposes return ErrStopped, the applied
 // state is persisted, connections and storage are closed. Idempotent;

@@ -479,7 +479,11 @@ func (c *core) ready() Ready {
 			c.dropForwards() // still pending: retryPending re-sends them
 		case c.fwdIdle || c.forwardBytes >= c.cfg.BatchMaxBytes:
 			// Early: a Forward claims nothing about our durable state.
-			c.early = append(c.early, Message{Type: MsgForward, From: c.id, To: c.leader, Cmds: c.forwardBuf})
+			// retryPending may have queued every pending command: one
+			// message each FetchMaxBytes, as for Accepts (chunkEntries).
+			for _, part := range chunkBySize(c.forwardBuf, c.cfg.FetchMaxBytes, func(cmd []byte) int { return len(cmd) }) {
+				c.early = append(c.early, Message{Type: MsgForward, From: c.id, To: c.leader, Cmds: part})
+			}
 			c.dropForwards()
 			c.fwdIdle = false
 		}

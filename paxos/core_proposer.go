@@ -111,15 +111,45 @@ func (c *core) sendProposals() {
 			continue
 		}
 		spare := spares&c.bit(p) != 0
-		m := Message{Type: MsgAccept, From: c.id, To: p, Ballot: c.ballot, Entries: es, NoVote: spare}
-		if spare {
-			// Off the commit's path: the spare's work waits for our save,
-			// while the voter's sync runs.
-			c.msgs = append(c.msgs, m)
-		} else {
-			c.early = append(c.early, m)
+		for _, part := range c.chunkEntries(es) {
+			m := Message{Type: MsgAccept, From: c.id, To: p, Ballot: c.ballot, Entries: part, NoVote: spare}
+			if spare {
+				// Off the commit's path: the spare's work waits for our save,
+				// while the voter's sync runs.
+				c.msgs = append(c.msgs, m)
+			} else {
+				c.early = append(c.early, m)
+			}
 		}
 	}
+}
+
+// chunkEntries splits es into runs of at most FetchMaxBytes of values (at
+// least one entry each), one Accept each. Why: everything proposed since
+// the last Ready, or every instance due for a retransmit, can be a whole
+// window of batches (64 x 256 KiB); in one message that outgrew gRPC's
+// receive limit (4 MiB by default), the peer's stream broke, the message
+// was lost, and its retransmit was as large: under 64 KiB commands the
+// followers never voted again. Accepts are independent per entry, and the
+// core already copes with any of them lost or reordered.
+func (c *core) chunkEntries(es []Entry) [][]Entry {
+	return chunkBySize(es, c.cfg.FetchMaxBytes, func(e Entry) int { return len(e.Value) })
+}
+
+// chunkBySize splits xs into consecutive runs whose sizes add up to at
+// most max, except that every run holds at least one element.
+func chunkBySize[T any](xs []T, max int, size func(T) int) [][]T {
+	var parts [][]T
+	start, sum := 0, 0
+	for i, x := range xs {
+		n := size(x)
+		if i > start && sum+n > max {
+			parts = append(parts, xs[start:i])
+			start, sum = i, 0
+		}
+		sum += n
+	}
+	return append(parts, xs[start:])
 }
 
 // pickVoters returns the positions of the members of m that the leader
@@ -199,7 +229,9 @@ func (c *core) retransmitAccepts() {
 	}
 	for _, p := range c.targets {
 		if es := per[p]; len(es) > 0 {
-			c.send(Message{Type: MsgAccept, To: p, Ballot: c.ballot, Chosen: c.chosen, Entries: es})
+			for _, part := range c.chunkEntries(es) {
+				c.send(Message{Type: MsgAccept, To: p, Ballot: c.ballot, Chosen: c.chosen, Entries: part})
+			}
 		}
 	}
 }

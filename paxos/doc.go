@@ -20,7 +20,12 @@
 // Steps 3-5 run on their own goroutines (persist.go): the persister
 // merges waiting Readys into one save and submits it without waiting, so
 // several saves can be syncing at once; a completer takes them in order
-// and does 4 and 5 for each once it and every earlier one is durable.
+// and does 4 and 5 for each once it and every earlier one is durable. A
+// merge too large for one wal transaction is saved in parts (wal's
+// Split), all durable before 4. Messages stay under the peers' gRPC
+// receive limit: Accepts and Forwards are cut at FetchMaxBytes, and the
+// server a node registers on is made with GRPCServerOptions, which admits
+// a Promise carrying the values of two windows (MaxMessageBytes).
 // Because step 4 follows step 3, an acceptor answers only after its
 // promise or accept is durable, and a leader's own vote (counted at once)
 // is durable before any peer can complete a quorum with it.

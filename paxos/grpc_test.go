@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+
+	"phxgo/wal"
 )
 
 // lockedSM makes listSM safe to read from the test goroutine.
@@ -47,6 +49,8 @@ type testCluster struct {
 	nodes map[uint32]*Node
 	sms   map[uint32]*lockedSM
 	srvs  map[uint32]*grpc.Server
+	// walOptions, if set, opens each node's wal with these options.
+	walOptions *wal.Options
 }
 
 func testConfig(id uint32, peers map[uint32]string, dir string) Config {
@@ -57,9 +61,13 @@ func testConfig(id uint32, peers map[uint32]string, dir string) Config {
 	return cfg
 }
 
-func newTestCluster(t *testing.T, n int) *testCluster {
+func newTestCluster(t *testing.T, n int) *testCluster { return newTestClusterWAL(t, n, nil) }
+
+// newTestClusterWAL starts n nodes whose wals are opened with walOpts (nil:
+// the engine's own defaults).
+func newTestClusterWAL(t *testing.T, n int, walOpts *wal.Options) *testCluster {
 	c := &testCluster{t: t, peers: map[uint32]string{}, dirs: map[uint32]string{},
-		nodes: map[uint32]*Node{}, sms: map[uint32]*lockedSM{}, srvs: map[uint32]*grpc.Server{}}
+		nodes: map[uint32]*Node{}, sms: map[uint32]*lockedSM{}, srvs: map[uint32]*grpc.Server{}, walOptions: walOpts}
 	lis := map[uint32]net.Listener{}
 	for i := uint32(1); i <= uint32(n); i++ {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -102,11 +110,19 @@ func (c *testCluster) startWith(id uint32, l net.Listener, cfg Config) {
 		}
 	}
 	sm := &lockedSM{}
-	n, err := Start(cfg, sm)
+	var opts []Option
+	if c.walOptions != nil {
+		w, err := wal.Open(cfg.Dir, *c.walOptions)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		opts = append(opts, WithStorage(w))
+	}
+	n, err := Start(cfg, sm, opts...)
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	s := grpc.NewServer()
+	s := grpc.NewServer(GRPCServerOptions(cfg)...)
 	n.RegisterGRPC(s)
 	go s.Serve(l)
 	c.nodes[id], c.sms[id], c.srvs[id] = n, sm, s

@@ -29,23 +29,55 @@ type asyncStorage interface {
 	SaveAsync(wal.Update) <-chan error
 }
 
+// splittingStorage is a Storage whose Save has a size limit (wal.Log:
+// one Badger transaction); Split divides an update into parts that each
+// fit, to be saved in order.
+type splittingStorage interface {
+	Split(wal.Update) []wal.Update
+}
+
 // saveJob is one merged save and what depends on it.
 type saveJob struct {
 	install  *InstalledSnapshot // made durable before done was submitted
-	done     <-chan error       // nil: nothing to save
+	done     []<-chan error     // the save's parts, in order; none: nothing to save
 	before   []Entry            // committed, durable before this save
 	after    [][]Entry          // committed, durable with this save
 	messages [][]Message
 	last     uint64 // last committed index, 0 if none
 }
 
-func (n *Node) saveAsync(u wal.Update) <-chan error {
-	if a, ok := n.storage.(asyncStorage); ok {
-		return a.SaveAsync(u)
+// saveAsync submits u, in several parts if the storage cannot take it in
+// one: the merge of many Readys can outgrow a wal transaction under large
+// commands, and a refused save would stop the node. Losing atomicity is
+// safe: nothing in u is acted on (answered, sent) before every part is
+// durable, and a crash between parts leaves accepts never answered.
+func (n *Node) saveAsync(u wal.Update) []<-chan error {
+	parts := []wal.Update{u}
+	if s, ok := n.storage.(splittingStorage); ok {
+		parts = s.Split(u)
 	}
-	ch := make(chan error, 1)
-	ch <- n.storage.Save(u)
-	return ch
+	chs := make([]<-chan error, 0, len(parts))
+	for _, p := range parts {
+		if a, ok := n.storage.(asyncStorage); ok {
+			chs = append(chs, a.SaveAsync(p))
+			continue
+		}
+		ch := make(chan error, 1)
+		ch <- n.storage.Save(p)
+		chs = append(chs, ch)
+	}
+	return chs
+}
+
+// wait waits for every part of the job's save and returns the first error.
+func (j *saveJob) wait() error {
+	var first error
+	for _, ch := range j.done {
+		if err := <-ch; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // persister merges Readys into saves and submits them.
@@ -160,9 +192,7 @@ func (n *Node) completer() {
 	}()
 	for job := range n.completeQ {
 		if n.failed.Load() {
-			if job.done != nil {
-				<-job.done
-			}
+			job.wait()
 			continue
 		}
 		if job.install != nil {
@@ -171,11 +201,9 @@ func (n *Node) completer() {
 		if len(job.before) > 0 {
 			n.applyQ <- applyItem{entries: job.before}
 		}
-		if job.done != nil {
-			if err := <-job.done; err != nil {
-				n.fail(fmt.Errorf("%w: save: %w", ErrStorage, err))
-				continue
-			}
+		if err := job.wait(); err != nil {
+			n.fail(fmt.Errorf("%w: save: %w", ErrStorage, err))
+			continue
 		}
 		for _, es := range job.after {
 			n.applyQ <- applyItem{entries: es}

@@ -9,6 +9,7 @@
 //	(*Log).HardState() HardState               // as of the last answered write
 //	(*Log).Save(Update) error                  // atomic + durable (Update.NoSync: lazily); concurrent callers; group-committed
 //	(*Log).SaveAsync(Update) <-chan error       // Save without the wait; answered in submission order
+//	(*Log).Split(Update) []Update               // parts that each fit one Save, for updates over one transaction
 //	(*Log).SaveApplied(applied uint64, snapshot []byte) error
 //	(*Log).Get(index) (Accepted, bool, error)  // bool=false: nothing accepted there
 //	(*Log).Range(from, to uint64, maxBytes int) ([]Accepted, error) // ascending, [from, to]
@@ -17,7 +18,7 @@
 //	(*Log).TruncateWithBase(index, base) error   // same, storing the snapshot after index-1 (HardState.Base)
 //	(*Log).InstallSnapshot(index, snap) error    // a peer's snapshot: applied = index, log starts at index+1
 //	(*Log).Close() error
-//	(*Log).Stats() Stats                        // counters: saves, groups, syncs
+//	(*Log).Stats() Stats                        // counters: saves, groups, syncs, rotations
 //
 // # Write path
 //

@@ -137,7 +137,7 @@ func (n *Node) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listen grpc_addr %s: %w", self.GRPCAddr, err)
 	}
-	n.gs = grpc.NewServer(append(n.serverOptions(), grpc.MaxRecvMsgSize(64<<20))...)
+	n.gs = grpc.NewServer(append(n.serverOptions(), paxos.GRPCServerOptions(pcfg)...)...)
 	px.RegisterGRPC(n.gs)
 	pb.RegisterAdminServer(n.gs, &adminServer{n: n})
 	hs := registerHealth(n.gs)
