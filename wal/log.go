@@ -75,6 +75,9 @@ type Stats struct {
 	Syncs   int64 // fsyncs issued (groups plus truncations; 0 with NoSync)
 	Pending int64 // write calls submitted and not yet answered
 	Drops   int64 // drops of truncated buckets run (DropPrefix; reclaim.go)
+	// Rotations counts the memtables Badger started (each one's
+	// predecessor is flushed to a table in the background).
+	Rotations int64
 	// DropTime is the time those drops blocked writes, in total.
 	DropTime time.Duration
 }
@@ -302,13 +305,14 @@ func (l *Log) LastIndex() uint64 {
 // Stats returns the counters.
 func (l *Log) Stats() Stats {
 	return Stats{
-		Saves:    l.stats.saves.Load(),
-		Groups:   l.stats.groups.Load(),
-		Txns:     l.stats.txns.Load(),
-		Syncs:    l.stats.syncs.Load(),
-		Pending:  l.stats.pending.Load(),
-		Drops:    l.stats.drops.Load(),
-		DropTime: time.Duration(l.stats.dropNanos.Load()),
+		Saves:     l.stats.saves.Load(),
+		Groups:    l.stats.groups.Load(),
+		Txns:      l.stats.txns.Load(),
+		Syncs:     l.stats.syncs.Load(),
+		Pending:   l.stats.pending.Load(),
+		Drops:     l.stats.drops.Load(),
+		Rotations: l.stats.rotations.Load(),
+		DropTime:  time.Duration(l.stats.dropNanos.Load()),
 	}
 }
 

@@ -63,6 +63,7 @@ func main() {
 	compactEvery := flag.Duration("compact", 0, "every this often, compact each node's log to its applied index less -keep (0: never), as binlogd's retention does")
 	keep := flag.Uint64("keep", 2000, "indexes kept below the applied index by -compact")
 	traceFile := flag.String("trace", "", "write an execution trace of the measured phase (go tool trace)")
+	timeline := flag.Duration("timeline", 0, "print latency per slice of this length, with each node's memtable rotations, to stderr (0: off)")
 	flag.Parse()
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 
@@ -113,7 +114,7 @@ func main() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		s := grpc.NewServer()
+		s := grpc.NewServer(paxos.GRPCServerOptions(cfg)...)
 		n.RegisterGRPC(s)
 		go s.Serve(l)
 		ns[id], srvs = n, append(srvs, s)
@@ -175,6 +176,7 @@ func main() {
 	var (
 		mu    sync.Mutex
 		lats  []time.Duration
+		tl    []sample
 		fails atomic.Int64
 		wg    sync.WaitGroup
 	)
@@ -185,6 +187,18 @@ func main() {
 		walStart[id] = w.Stats()
 	}
 	start := time.Now()
+	var rotations *rotationLog
+	if *timeline > 0 {
+		ids := make([]uint32, 0, *nodes)
+		for id := uint32(1); id <= uint32(*nodes); id++ {
+			ids = append(ids, id)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rotations = watchRotations(runCtx, wals, ids, *timeline)
+		}()
+	}
 	var compactions compactStats
 	if *compactEvery > 0 {
 		wg.Add(1)
@@ -200,6 +214,7 @@ func main() {
 			defer wg.Done()
 			val := make([]byte, *valueSize)
 			var mine []time.Duration
+			var myTL []sample
 			for runCtx.Err() == nil {
 				t0 := time.Now()
 				_, _, err := n.Propose(runCtx, val)
@@ -209,15 +224,21 @@ func main() {
 					}
 					continue
 				}
-				mine = append(mine, time.Since(t0))
+				end := time.Now()
+				mine = append(mine, end.Sub(t0))
+				if *timeline > 0 {
+					myTL = append(myTL, sample{end.Sub(start), end.Sub(t0)})
+				}
 			}
 			mu.Lock()
 			lats = append(lats, mine...)
+			tl = append(tl, myTL...)
 			mu.Unlock()
 		}()
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	printTimeline(os.Stderr, tl, *timeline, rotations)
 	slices.Sort(lats)
 	pct := func(p float64) float64 {
 		if len(lats) == 0 {
