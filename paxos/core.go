@@ -112,6 +112,11 @@ type instance struct {
 	spare    uint64 // leader: peers (by position) sent it NoVote, not yet asked to vote
 	ackMark  uint64 // leader: c.ackSeq when it was proposed
 	sentTick int64
+	resends  uint8 // leader: retransmits so far (each waits twice as long)
+	// voted: the ballot this node voted for here (its accept was saved
+	// with a sync; a NoVote store is not): a repeated Accept at that
+	// ballot needs no new save.
+	voted Ballot
 }
 
 // pendingCmd is a command this node proposed that is not applied yet.

@@ -202,6 +202,13 @@ func (c *core) pickVoters(m *Membership) uint64 {
 	return keep | self
 }
 
+// maxResendShift caps the retransmit backoff at RetransmitTicks << 3 (0.8
+// s with the defaults). Why a backoff: when the disks are the bottleneck
+// (64 KiB commands), an instance stays open past RetransmitTicks because
+// its votes are queued behind earlier saves, and resending the whole open
+// window every RetransmitTicks only added to the queue.
+const maxResendShift = 3
+
 // retransmitAccepts re-sends instances unchosen after RetransmitTicks to
 // every member without a vote, spares included. Thrifty, a voter asked
 // that has sent no vote at all since (it died or is cut off) is dropped
@@ -210,10 +217,11 @@ func (c *core) retransmitAccepts() {
 	per := make(map[uint32][]Entry)
 	for i := c.chosen + 1; i < c.next; i++ {
 		in := c.log[i]
-		if in == nil || !in.proposed || in.chosen || c.tick-in.sentTick < int64(c.cfg.RetransmitTicks) {
+		if in == nil || !in.proposed || in.chosen || c.tick-in.sentTick < int64(c.cfg.RetransmitTicks)<<min(in.resends, maxResendShift) {
 			continue
 		}
 		in.sentTick = c.tick
+		in.resends++
 		m := c.cfgAt(i)
 		if in.spare != 0 {
 			silent := c.silentVoters(in, m)
