@@ -83,13 +83,21 @@ func decodeRecord(key, rec []byte, want recordKind) ([]byte, error) {
 	return body[recordHeader:], nil
 }
 
+// encodeAccepted frames a as encodeRecord would, writing the value once:
+// it is the one record that carries commands (up to a MiB), and the copy
+// through a payload buffer was half of the wal's encoding cost.
 func encodeAccepted(a Accepted) []byte {
-	p := make([]byte, 16+len(a.Value))
+	rec := make([]byte, recordHeader+16+len(a.Value)+recordTrailer)
+	rec[0] = recordVersion
+	rec[1] = byte(kindAccepted)
+	p := rec[recordHeader:]
 	binary.BigEndian.PutUint64(p, a.Ballot.Round)
 	binary.BigEndian.PutUint32(p[8:], a.Ballot.Node)
 	binary.BigEndian.PutUint32(p[12:], uint32(len(a.Value)))
 	copy(p[16:], a.Value)
-	return encodeRecord(acceptedKey(a.Index), kindAccepted, p)
+	body := rec[:len(rec)-recordTrailer]
+	binary.BigEndian.PutUint32(rec[len(body):], recordCRC(acceptedKey(a.Index), body))
+	return rec
 }
 
 // decodeAccepted decodes the record of instance index. The error wraps
