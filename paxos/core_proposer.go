@@ -71,7 +71,7 @@ func (c *core) proposeAt(i uint64, v []byte) {
 	in.ballot, in.value = c.ballot, v
 	in.proposed = true
 	in.votes = c.bit(c.id)
-	in.sentTick = c.tick
+	in.sentTick, in.resends = c.tick, 0
 	c.persistAccepted(wal.Accepted{Index: i, Ballot: c.ballot, Value: v})
 	c.acceptBuf = append(c.acceptBuf, Entry{Index: i, Ballot: c.ballot, Value: v})
 	if c.isQuorum(in.votes, c.cfgAt(i)) {

@@ -3,7 +3,7 @@
 #
 # In one run on this machine, in turns (the order rotates each round, to
 # spread the machine's noise), with the same load shape (3 nodes in one
-# process, real loopback TCP, fsync on, closed-loop writers, 256-byte
+# process, real loopback TCP, fsync on, closed-loop writers, BENCH_VALUE-byte
 # commands):
 #   phxgo   cmd/paxosbench (this project's Multi-Paxos and Badger wal)
 #   raft    hashicorp/raft v1.8 with raft-boltdb
@@ -14,13 +14,15 @@
 #   ratio_64=<phxgo / best baseline, 64 clients> ratio_1=<same, 1 client> p99_64_ms=<phxgo>
 #
 # Knobs (environment): BENCH_SECONDS (default 10), BENCH_ROUNDS (default 3),
-# BENCH_CLIENTS (default "64 1").
+# BENCH_CLIENTS (default "64 1"), BENCH_VALUE (command bytes, default 256;
+# e.g. 65536 for large commands).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH=/usr/local/go/bin:$PATH
 SECS=${BENCH_SECONDS:-10}
 ROUNDS=${BENCH_ROUNDS:-3}
 CLIENTS=${BENCH_CLIENTS:-64 1}
+VALUE=${BENCH_VALUE:-256}
 
 log() { printf '[bench-consensus %s] %s\n' "$(date +%T)" "$*" >&2; }
 mkdir -p bin
@@ -35,8 +37,8 @@ run() { # run SYSTEM CLIENTS: prints the result line
   # wal, deleted or not) would otherwise be written back during this one.
   sync
   case $1 in
-    phxgo) bin/paxosbench -nodes 3 -clients "$2" -seconds "$SECS" -value 256 2>/dev/null | tail -1 ;;
-    *) bin/consensusbaseline -system "$1" -nodes 3 -clients "$2" -seconds "$SECS" -value 256 | tail -1 ;;
+    phxgo) bin/paxosbench -nodes 3 -clients "$2" -seconds "$SECS" -value "$VALUE" 2>/dev/null | tail -1 ;;
+    *) bin/consensusbaseline -system "$1" -nodes 3 -clients "$2" -seconds "$SECS" -value "$VALUE" | tail -1 ;;
   esac
 }
 for ((r = 0; r < ROUNDS; r++)); do
