@@ -105,6 +105,18 @@ func (o Options) valueThreshold() int64 {
 	return min(1<<20, o.MemTableSize*15/100/4)
 }
 
+// MaxInlineValue is the largest Accepted.Value a Log opened with opts
+// keeps inline in Badger's LSM tree (1 MiB less a record's framing with
+// the default memtable). A larger value goes to Badger's value log, whose
+// space this package never reclaims (see doc.go): keep the values a
+// caller proposes below it.
+func MaxInlineValue(opts Options) int {
+	if opts.MemTableSize == 0 {
+		opts.MemTableSize = defaultMemTableSize
+	}
+	return int(opts.valueThreshold()) - (recordMin + 16) - 1
+}
+
 func (o Options) badger(dir string) badger.Options {
 	return badger.DefaultOptions(dir).
 		WithSyncWrites(false). // one explicit Sync per group instead

@@ -89,8 +89,8 @@ func (n *Node) becomeMaster(ctx context.Context, st masterlease.Status) error {
 	ccfg.ServerID = 1000 + n.cfg.ID
 	ccfg.After = after
 	ccfg.Logger = n.log
-	ccfg.BatchMaxBytes = 1 << 20
-	sink := newLeaseSink(n.lease, st.State.Epoch, 1<<20)
+	ccfg.BatchMaxBytes = entryEventBytes
+	sink := newLeaseSink(n.lease, st.State.Epoch, entryEventBytes)
 	c, err := capture.New(ccfg, sink)
 	if err != nil {
 		return err

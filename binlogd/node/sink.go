@@ -43,6 +43,13 @@ type slot struct {
 	ok   bool          // written before done is closed
 }
 
+// entryEventBytes bounds the binlog events of one log entry (a batch of
+// transactions, or a fragment of a bigger one). Half the wal's inline
+// limit (wal.MaxInlineValue, about 1 MiB): an entry above it goes to
+// Badger's value log, whose space is never reclaimed, and at 1 MiB every
+// fragment of a big transaction did (1 MiB of events plus its framing).
+const entryEventBytes = 512 << 10
+
 func newLeaseSink(l *masterlease.Lease, epoch uint64, maxFrag int) *leaseSink {
 	return &leaseSink{lease: l, epoch: epoch, maxFrag: maxFrag, slots: map[uint64]*slot{}}
 }

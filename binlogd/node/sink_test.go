@@ -1,0 +1,36 @@
+package node
+
+import (
+	"bytes"
+	"testing"
+
+	"phxgo/binlogd/binlog"
+	"phxgo/masterlease"
+	"phxgo/wal"
+)
+
+// TestEntriesStayInline: every entry the sink builds, from a run of small
+// transactions or from a transaction of several MiB, encodes small
+// enough for the wal to keep it inline (with room for the Paxos framing),
+// so truncation reclaims its space.
+func TestEntriesStayInline(t *testing.T) {
+	s := newLeaseSink(nil, 1, entryEventBytes)
+	var txns []binlog.Txn
+	seq := uint64(1)
+	for range 5000 { // 5000 x 700 bytes: several full batches
+		txns = append(txns, binlog.Txn{GTID: binlog.GTID{Domain: 0, Server: 1, Seq: seq}, Events: bytes.Repeat([]byte{1}, 700)})
+		seq++
+	}
+	txns = append(txns, binlog.Txn{GTID: binlog.GTID{Domain: 0, Server: 1, Seq: seq}, Events: bytes.Repeat([]byte{2}, 3<<20+12345)})
+	const paxosFraming = 4 << 10 // command and value headers, generously
+	limit := wal.MaxInlineValue(wal.Options{}) - paxosFraming
+	entries := s.entries(binlog.GTID{}, txns)
+	if len(entries) < 6 {
+		t.Fatalf("%d entries for 6.7 MiB of events", len(entries))
+	}
+	for i, b := range entries {
+		if n := len(masterlease.EncodeBatch(b)); n > limit {
+			t.Errorf("entry %d (%d bytes of events) encodes to %d bytes, over the wal's inline limit %d", i, len(b.Events), n, limit)
+		}
+	}
+}
