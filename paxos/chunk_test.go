@@ -36,13 +36,7 @@ func checkCut(t *testing.T, sent []Message, typ MsgType) (messages, items int) {
 // retransmit. In one Accept they outgrew gRPC's receive limit under 64
 // KiB commands: the stream broke and the followers never voted again.
 func TestAcceptsAreCut(t *testing.T) {
-	n := newThriftyNet(t, 1, 2, 3)
-	l := n.cores[1]
-	l.campaign()
-	n.settle()
-	if l.role != leader {
-		t.Fatalf("node 1 is %v, want leader", l.role)
-	}
+	n, l := newLedNet(t)
 	n.sent = nil
 	n.hold = func(Message) bool { return true } // nothing gets chosen
 	for i := range 8 {

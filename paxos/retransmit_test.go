@@ -58,10 +58,7 @@ func TestRepeatedAcceptIsNotSavedAgain(t *testing.T) {
 // RetransmitTicks, then after twice as long each time, up to 8 times as
 // long.
 func TestRetransmitsBackOff(t *testing.T) {
-	n := newThriftyNet(t, 1, 2, 3)
-	l := n.cores[1]
-	l.campaign()
-	n.settle()
+	n, l := newLedNet(t)
 	// Hold the value, not the heartbeats: the leader keeps its quorum.
 	n.hold = func(m Message) bool { return m.Type == MsgAccept && len(m.Entries) > 0 }
 	l.propose([]byte("a"), 0)

@@ -27,6 +27,19 @@ func newThriftyNet(t *testing.T, ids ...uint32) *thriftyNet {
 	return n
 }
 
+// newLedNet is a thriftyNet of nodes 1-3 in which node 1 has won phase 1.
+func newLedNet(t *testing.T) (*thriftyNet, *core) {
+	t.Helper()
+	n := newThriftyNet(t, 1, 2, 3)
+	l := n.cores[1]
+	l.campaign()
+	n.settle()
+	if l.role != leader {
+		t.Fatalf("node 1 is %v, want leader", l.role)
+	}
+	return n, l
+}
+
 // settle runs rounds of ready and delivery until nothing moves.
 func (n *thriftyNet) settle() {
 	for moved := true; moved; {
@@ -70,13 +83,7 @@ func (n *thriftyNet) accepts(from uint32) (asked, spared map[uint32]bool) {
 // silent, the spare is asked to vote on the retransmit, and from then on
 // it is the one asked, even after a late vote from the old voter.
 func TestThriftyAsksAMajority(t *testing.T) {
-	n := newThriftyNet(t, 1, 2, 3)
-	l := n.cores[1]
-	l.campaign()
-	n.settle()
-	if l.role != leader {
-		t.Fatalf("node 1 is %v, want leader", l.role)
-	}
+	n, l := newLedNet(t)
 
 	n.sent, n.updates = nil, map[uint32][]wal.Update{}
 	l.propose([]byte("a"), 0)
