@@ -137,13 +137,13 @@ func (c *core) chunkEntries(es []Entry) [][]Entry {
 }
 
 // chunkBySize splits xs into consecutive runs whose sizes add up to at
-// most max, except that every run holds at least one element.
-func chunkBySize[T any](xs []T, max int, size func(T) int) [][]T {
+// most limit, except that every run holds at least one element.
+func chunkBySize[T any](xs []T, limit int, size func(T) int) [][]T {
 	var parts [][]T
 	start, sum := 0, 0
 	for i, x := range xs {
 		n := size(x)
-		if i > start && sum+n > max {
+		if i > start && sum+n > limit {
 			parts = append(parts, xs[start:i])
 			start, sum = i, 0
 		}
