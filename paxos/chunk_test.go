@@ -79,3 +79,37 @@ func TestForwardsAreCut(t *testing.T) {
 		t.Fatalf("chosen %d; want the 8 forwarded commands chosen", got)
 	}
 }
+
+// TestPromiseFitsMaxMessageBytes: a Promise, which cannot be cut, carries
+// every value its acceptor holds above the chosen index; for an acceptor
+// holding a full window of the largest values it still fits the receive
+// limit GRPCServerOptions sets (over gRPC's 4 MiB default, an election
+// under large commands never finished).
+func TestPromiseFitsMaxMessageBytes(t *testing.T) {
+	n, l := newLedNet(t)
+	const size = 1 << 20
+	cfg := DefaultConfig()
+	cfg.Window, cfg.BatchMaxBytes, cfg.FetchMaxBytes, cfg.MaxValueBytes = l.cfg.Window, l.cfg.BatchMaxBytes, l.cfg.FetchMaxBytes, size
+	// Node 2 stores the values; nobody hears its votes, so none is chosen.
+	n.hold = func(m Message) bool { return !(m.Type == MsgAccept && m.To == 2) }
+	for i := range l.cfg.Window {
+		l.propose(bytes.Repeat([]byte{byte(i)}, size), 0)
+		n.settle()
+	}
+	n.sent = nil
+	n.hold = func(m Message) bool { return m.To == 1 || m.From == 1 } // the old leader is gone
+	n.cores[3].campaign()
+	n.settle()
+	var promise *Message
+	for i, m := range n.sent {
+		if m.Type == MsgPromise && m.From == 2 && !m.Reject {
+			promise = &n.sent[i]
+		}
+	}
+	if promise == nil || len(promise.Entries) != l.cfg.Window {
+		t.Fatalf("node 2's promise %v; want one holding the %d open values", promise, l.cfg.Window)
+	}
+	if got, limit := messageSize(promise), cfg.MaxMessageBytes(); got > limit {
+		t.Fatalf("a promise of %d bytes is over MaxMessageBytes %d", got, limit)
+	}
+}
