@@ -54,12 +54,12 @@ func printTimeline(w io.Writer, samples []sample, every time.Duration, rot *rota
 		return
 	}
 	n := int(slices.MaxFunc(samples, func(a, b sample) int { return int(a.end - b.end) }).end/every) + 1
-	slices := make([][]time.Duration, n)
+	buckets := make([][]time.Duration, n)
 	for _, s := range samples {
 		i := int(s.end / every)
-		slices[i] = append(slices[i], s.lat)
+		buckets[i] = append(buckets[i], s.lat)
 	}
-	for i, lats := range slices {
+	for i, lats := range buckets {
 		var rots []string
 		if rot != nil && i+1 < len(rot.rows) {
 			for j, id := range rot.ids {
@@ -72,11 +72,9 @@ func printTimeline(w io.Writer, samples []sample, every time.Duration, rot *rota
 			fmt.Fprintf(w, "timeline t=%6.2fs commits_per_s=0 rotations=%s\n", (time.Duration(i) * every).Seconds(), strings.Join(rots, ","))
 			continue
 		}
-		sortDurations(lats)
+		slices.Sort(lats)
 		q := func(p float64) float64 { return float64(lats[int(p*float64(len(lats)-1))]) / 1e6 }
 		fmt.Fprintf(w, "timeline t=%6.2fs commits_per_s=%6.0f p50_ms=%6.2f p99_ms=%7.2f max_ms=%7.2f rotations=%s\n",
 			(time.Duration(i) * every).Seconds(), float64(len(lats))/every.Seconds(), q(.5), q(.99), q(1), strings.Join(rots, ","))
 	}
 }
-
-func sortDurations(d []time.Duration) { slices.Sort(d) }
