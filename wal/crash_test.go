@@ -42,7 +42,8 @@ func crashChild(dir string) {
 // TestKillNineKeepsAckedSaves: a process saving concurrently is killed
 // with SIGKILL; after reopening, every Save it saw return is there and
 // HardState covers them. (A process crash, not a power cut: the page
-// cache survives. Power cuts are Badger's Sync's job.)
+// cache survives. Power cuts: TestReplayRestoresWhatBadgerLost and
+// TestTornTailIsCutOff.)
 func TestKillNineKeepsAckedSaves(t *testing.T) {
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")

@@ -25,69 +25,74 @@
 //	RPC handler ─ Save(u) ─┐  encode records + CRC32C in the caller
 //	RPC handler ─ Save(u) ─┼─▶ queue ─▶ commit goroutine:
 //	RPC handler ─ Save(u) ─┘     1. take queued ops (≤ MaxGroupOps) that fit ONE Badger txn
-//	                             2. txn: accepted records + max(promised), max(chosen), applied
-//	                             3. txn.Commit()   (Badger: SyncWrites=false, memtable WAL)
+//	                             2. frame them (accepted records + max(promised), max(chosen), applied)
+//	                             3. append the frame to the current segment file (pwrite)
 //	                             4. hand the group to a sync goroutine; go to 1 for the next
-//	                          sync goroutine: fdatasync the memtable file the txn went to
-//	                          completer (in group order): publish HardState, answer the ops
+//	                          sync goroutine: fdatasync the segment
+//	                          completer (in group order): apply the frame to Badger
+//	                             (one txn, accepted records as references into the
+//	                             segment, m/segpos = the frame's end), publish
+//	                             HardState, answer the ops
 //
-// A Save returns only after its group's sync, and after every earlier
-// group was answered, so a caller may answer its RPC ("persist before
-// send"), and SaveAsync callers see durability in submission order. Up
-// to MaxSyncsInFlight (4) groups are written and syncing at once: while
-// group k syncs, group k+1 is written and starts its own sync, so a Save
-// arriving mid-sync no longer waits for that sync to end before its own
-// begins (this disk sustains 2-4x more fsyncs/s with 2-4 in flight). With
-// MaxSyncsInFlight=1 it is the classic one-sync-at-a-time group commit.
+// The segments (NNNNNNNNNNNNNNNN.seg, segment.go) are the write-ahead log;
+// Badger is the index over them and the home of the metadata, and is
+// never synced per group. Why not Badger's own write-ahead file, as
+// before: every value was copied into Badger's memtable file and arena,
+// then into a level-0 table when the memtable filled, then again at each
+// compaction. The flush of a full memtable (every 1-2 s under paxosbench's
+// load, on the three nodes at once) took the CPU for 1-2 s and was the
+// whole p99 tail; paxosbench -clients 64 went from 14,000-16,600
+// commits/s (p99 11-17 ms) to 23,600-23,700 (p99 5.5-7.3 ms) side by
+// side. Badger now holds about 60 bytes per instance.
 //
-// # Pipelined syncs: why they are safe
+// A Save returns only after its group's sync, after the group is in
+// Badger, and after every earlier group was answered, so a caller may
+// answer its RPC ("persist before send"), and SaveAsync callers see
+// durability in submission order. Up to MaxSyncsInFlight (4) groups are
+// written and syncing at once: while group k syncs, group k+1 is written
+// and starts its own sync (this disk sustains 2-4x more fsyncs/s with 2-4
+// in flight). An fdatasync covers every earlier write to the file, so the
+// groups that survive a power cut are always a prefix of those written.
 //
-// Badger's own Sync covers only the CURRENT memtable's WAL file, takes a
-// lock that blocks every write meanwhile, and a memtable "rotation" (a
-// new NNNNN.mem, when the current one is full) leaves the old file
-// unsynced until its background flush. Hence three rules:
+// # Crash recovery
 //
-//  1. Each group syncs the very file it was written to: the commit
-//     goroutine notes Badger's current memtable file after each write (a
-//     stat of the next file number tells whether that write rotated), and
-//     the sync goroutine fdatasyncs that file by path. That is what
-//     Badger's msync(MS_SYNC) does on Linux (msync is a datasync of the
-//     file range); a file that is gone was flushed to a synced table.
-//  2. A group is written while others are in flight only if its write
-//     cannot rotate the memtable: memtable.go keeps an upper bound on the
-//     current memtable's fill (arena and file, per Badger v4's layout) and,
-//     once that bound reaches MemTableSize, waits for every group in
-//     flight before writing. So groups in flight share one file, in
-//     write order. TestFillBoundHolds checks the bound against Badger.
-//  3. Badger replays a memtable file in order and stops at the first torn
-//     or incomplete transaction, so after a crash group k+1 survives only
-//     if group k does. This matters because groups depend on earlier
-//     ones: a chosen index in k+1 covers accepts written by k.
+// Badger receives a frame only after the frame is durable, so Badger never
+// holds what the segments lost; it may hold less. Open replays every frame
+// after m/segpos (replay.go). For that to be enough, what Badger keeps must
+// be the effect of a PREFIX of the applied frames: Badger replays each
+// memtable file up to its first torn transaction, every file on its own, so
+// an apply that may start a new memtable (memtable.go keeps an upper bound
+// on the current one's fill, per Badger v4's layout) first fdatasyncs the
+// current one. TestFillBoundHolds checks the bound against Badger.
+//
+// In the newest segment, the first frame that is not whole and intact
+// (length, CRC32C, its own segment and offset) ends the log: it and every
+// later frame were never answered, and Open cuts them off. In an older
+// segment it is corruption (ErrCorrupt naming the segment): a new segment
+// starts only after the old one is synced.
 //
 // Lazy groups (every op NoSync, or raising only Chosen) are written in
-// order like the rest but skip the fdatasync: the next synced group in
-// the same file makes them durable (rule 3). To keep them from being
-// left behind in an old file, a write that may rotate the memtable (and
-// a truncation) first fdatasyncs the current file if the last group
-// written was lazy; a lazy group with a value-log value is synced like
-// any other. Lazy bytes are bounded too (Options.LazySyncBytes): the
+// order like the rest but skip the fdatasync: the next synced group in the
+// same segment makes them durable, and a new segment starts only after
+// the lazy groups in the old one are synced. Until a sync covers them they
+// are answered but not applied to Badger (a crash could otherwise leave
+// Badger ahead of the segments); Get and Range serve their records from
+// memory meanwhile. Lazy bytes are bounded too (Options.LazySyncBytes): the
 // lazy group that reaches the bound is synced, so a node whose saves are
-// all lazy writes to disk in small steps, not in one burst that stalls
-// its peers' syncs on a shared disk. The paxos engine saves lazily what it stores without
-// voting for it (thrifty phase 2) and its chosen index: a crash may roll
-// those back, never past a synced group.
+// all lazy writes to disk in small steps, not in one burst that stalls its
+// peers' syncs on a shared disk. The paxos engine saves lazily what it
+// stores without voting for it (thrifty phase 2) and its chosen index: a
+// crash may roll those back, never past a synced group.
 //
-// A group that puts a value in Badger's value log (a value or snapshot
-// above the inline threshold) also waits for the groups in flight and is
-// synced with Badger's Sync (which covers the value log). Truncation
-// waits for the groups in flight too. Groups are answered strictly in
-// order; if one fails, it and every later one fail (see below).
+// # Segment collection
 //
-// A group is exactly one Badger transaction because Badger's Sync covers
-// only the current memtable's WAL and a transaction goes into one memtable
-// whole. One transaction also makes every Save atomic: Badger replays a
-// transaction whole or not at all. A queue that does not fit one
-// transaction becomes several groups.
+// When a segment fills (Options.SegmentBytes, 64 MiB) the commit goroutine
+// waits for the groups in flight and starts the next one. It then deletes
+// every older segment that Badger has wholly applied and whose highest
+// instance (m/segmax/<id>) is below FirstIndex, after making Badger durable
+// (every memtable file, then Badger's Sync): nothing refers to those
+// segments any more. So a log that is truncated keeps about the segments
+// since its FirstIndex, and values of any size are reclaimed.
 //
 // Monotonic guards: Save never lowers Promised or Chosen and SaveApplied
 // never lowers Applied; a lower value is IGNORED (HardState keeps the
@@ -99,19 +104,22 @@
 // storing them would resurrect truncated data. Whether an accepted ballot
 // may replace the stored one is the acceptor's decision, not the log's.
 //
-// If a commit or sync fails, what is on disk is unknown (the records may
-// be in the memtable, visible to reads, yet not durable), so the Log
+// If a write, sync or apply fails, what is on disk is unknown, so the Log
 // turns sticky-failed: that group and every later call get ErrFailed.
-// Reopening recovers whatever Badger made durable.
+// Reopening recovers whatever the segments made durable.
 //
 // # Key layout
 //
-//	'a' | bucket(8) | index(8)   accepted record; bucket = index >> 12 (4096 instances)
+//	'a' | bucket(8) | index(8)   accepted record's reference into a segment (or, in a log
+//	                             written before segments existed, the record itself);
+//	                             bucket = index >> 12 (4096 instances)
 //	'm/format'                   "phxgo-wal"; written when the directory is created
 //	'm/promised'                 ballot
 //	'm/chosen'                   index
 //	'm/applied'                  index + snapshot
 //	'm/first'                    FirstIndex (1 on a fresh log)
+//	'm/segpos'                   segment and offset after the last frame applied
+//	'm/segmax/' | segment(8)     the highest instance a segment holds
 //
 // Integers are big-endian so Badger's byte order is numeric order: Range is
 // one forward iterator from the key of `from` (values prefetched), and
@@ -128,7 +136,8 @@
 // the check; version, kind and the payload's inner length fields are
 // checked too. A failed check is an error wrapping ErrCorrupt that names
 // the instance ("instance 5") or metadata key ("m/chosen"); the data is
-// never returned. Get and Range report it per read; a corrupt metadata
+// never returned. A reference's record is checked the same way when it is
+// read from its segment, so a reference to the wrong place fails too. Get and Range report it per read; a corrupt metadata
 // record, a missing format record in a non-empty database, or broken
 // invariants (Applied > Chosen, FirstIndex-1 > Applied) make Open fail,
 // since HardState() has no error to carry. Badger's own block checksums
@@ -138,10 +147,12 @@
 //
 // TruncateBelow(i) requires i <= Applied+1 (the snapshot must cover what is
 // dropped). It runs in the commit goroutine between groups: it first
-// writes and syncs m/first = i together with m/base (the state machine's
+// writes m/first = i to Badger together with m/base (the state machine's
 // snapshot after i-1 given to TruncateWithBase, empty otherwise; Open
 // checks the two agree; InstallSnapshot also raises m/applied and
-// m/chosen in that same transaction), so from then on Get/Range below i return
+// m/chosen in that same transaction) and makes Badger durable with
+// everything applied before (so Open's replay never starts before a
+// truncation), so from then on Get/Range below i return
 // ErrCompacted and a crash at any later point is harmless; then, at a
 // cheap moment (reclaim.go) or on ReclaimNow, it drops
 // every non-empty bucket wholly below i with Badger's DropPrefix, up to 64
@@ -160,34 +171,20 @@
 //
 // # Reads and lifetime
 //
-// Get and Range read Badger directly and concurrently with writes. They
-// may see a Save's records before that Save returns (they are durable once
-// it does); HardState only ever shows durable state. Open takes an
+// Get and Range read Badger, and the record from its segment, directly
+// and concurrently with writes (and a lazy group's records from memory).
+// They may see a Save's records before that Save returns (they are durable
+// once it does); HardState only ever shows durable state. Open takes an
 // exclusive flock on dir/wal.lock before opening Badger, so a second Log
 // on the same directory, in this or another process, fails with ErrLocked.
 // Close lets queued writes finish, then closes Badger; later calls get
 // ErrClosed.
 //
-// Badger settings: SyncWrites=false (we sync per group),
-// NumVersionsToKeep=1, no conflict detection (one writer), 32 MiB
-// memtables (one transaction may hold 15% of one; at 16 MiB, paxosbench's
-// 64-client p99 was 12-17 ms against 8-9 ms at 32 MiB, from the writes
-// that wait out a memtable rotation), Badger's log routed to slog at
-// warning level. Values stay inline in the LSM tree up to the largest
-// threshold Badger allows (1 MiB with 32 MiB memtables), so
-// truncation and compaction reclaim them. Larger values and snapshots go
-// to Badger's value log, which this package does not garbage-collect:
+// Badger settings: SyncWrites=false (the segments are the write-ahead
+// log), NumVersionsToKeep=1, no conflict detection (one writer), 32 MiB
+// memtables, Badger's log routed to slog at warning level. Snapshots
+// (m/applied, m/base) stay inline in Badger up to 1 MiB; larger ones go to
+// Badger's value log, which this package does not garbage-collect:
 // Badger's value-log GC rewrites live values with unsynced writes and then
-// deletes the old file, which with SyncWrites=false could lose them in a
-// machine crash. Keep values below the threshold (MaxInlineValue; binlogd
-// cuts its entries at half of it).
-//
-// Large values cost more than their bytes here: each one is copied into
-// the memtable's file and arena through fresh mappings, then into a table
-// at the flush and again at compaction, and on this project's VM a
-// first-touch page costs more than the copy. A serial Save of 64 KiB took
-// 2.5 ms (27 MB/s) where a write and fdatasync of 64 KiB took 0.4-0.7 ms.
-// paxosbench -value 65536 reaches about 150-200 commits/s (10-13 MB/s per
-// node), below hashicorp/raft (about 1,000/s) and etcd (about 500/s) on
-// the same machine.
+// deletes the old file, which could lose them in a machine crash.
 package wal

@@ -1,34 +1,32 @@
 package wal
 
 import (
+	"cmp"
 	"fmt"
-
-	"github.com/dgraph-io/badger/v4"
+	"os"
 )
 
 // Group commit, pipelined. Callers encode their records (and CRCs) in
 // their own goroutine, append an op to l.queue and wait on op.done. The
-// commit goroutine takes what is queued (up to MaxGroupOps), writes as
-// many ops as fit in ONE Badger transaction and hands the group to a sync
-// goroutine; it then writes the next group while that one syncs, up to
-// MaxSyncsInFlight groups. The completer answers groups strictly in order:
+// commit goroutine takes what is queued (up to MaxGroupOps), frames as
+// many ops as fit in ONE Badger transaction, appends the frame to the
+// current segment and hands the group to a sync goroutine; it then writes
+// the next group while that one syncs, up to MaxSyncsInFlight groups. The
+// completer applies the groups to Badger and answers them strictly in
+// order:
 //
-//	Save ─┐                      ┌─ write txn 1 ─▶ sync 1 ─────────┐
-//	Save ─┼─▶ queue ─▶ commit ───┼─ write txn 2 ─▶ sync 2 ──────┐  │
-//	Save ─┘     goroutine        └─ write txn 3 ─▶ sync 3 ─┐    │  │
-//	                              completer: answer 1, then 2, then 3
+//	Save ─┐                      ┌─ append frame 1 ─▶ sync 1 ─────────┐
+//	Save ─┼─▶ queue ─▶ commit ───┼─ append frame 2 ─▶ sync 2 ──────┐  │
+//	Save ─┘     goroutine        └─ append frame 3 ─▶ sync 3 ─┐    │  │
+//	                       completer: apply + answer 1, then 2, then 3
 //
-// Why one transaction per group: a transaction is written whole into one
-// memtable file and replayed whole or not at all. Why it is safe to write
-// group k+1 before group k is synced (see doc.go for the full argument):
-// k+1 is written only if it cannot rotate the memtable (fillBound), so
-// both groups sit in the same memtable file, k before k+1; each group's
-// sync is an fdatasync of the file it was written to (not Badger's Sync,
-// which syncs whatever memtable is current and blocks writes meanwhile);
-// and Badger's replay of a file stops at the first torn transaction, so
-// after a crash a later group never survives without an earlier one.
-// A write that might rotate, or that puts values in the value log, first
-// waits until every earlier group is answered.
+// Why one Badger transaction per group: the group is applied to Badger in
+// one, which Badger replays whole or not at all. Why it is safe to write
+// group k+1 before group k is synced: both are in one segment, k first,
+// and an fdatasync covers every earlier write to the file, so after a
+// crash a later group never survives without an earlier one (Open cuts
+// the newest segment at its first torn frame). A new segment starts only
+// with no group in flight, after the old one is synced.
 //
 // The HardState seen by HardState() moves only when a group is answered,
 // so it is durable except for what lazy saves (NoSync, or Chosen only)
@@ -53,20 +51,25 @@ type op struct {
 	lazy bool
 
 	size, count int64 // Badger's estimate of what this op adds to a txn
-	vlog        bool  // some value goes to Badger's value log
 	done        chan error
 }
 
-// group is one transaction on its way to disk.
+// group is one frame on its way to disk, then to Badger.
 type group struct {
-	ops    []*op
-	hs     HardState // after this group
-	last   uint64
-	vlog   bool
-	lazy   bool   // every op is lazy and nothing went to the value log: no sync
-	mem    uint64 // memtable file the transaction went to
-	err    error  // write or sync error, set before synced is closed
-	synced chan struct{}
+	ops  []*op
+	hs   HardState // after this group
+	last uint64
+	lazy bool // every op is lazy: no sync of its own
+	// entries are the group's Badger entries, framed at refs (the offset
+	// of each value) in segment seg, the frame ending at end; file is the
+	// segment, for the sync.
+	entries []entry
+	refs    []uint64
+	seg     uint64
+	end     uint64
+	file    *os.File
+	err     error // write or sync error, set before synced is closed
+	synced  chan struct{}
 }
 
 type record struct {
@@ -95,19 +98,15 @@ func (l *Log) entrySize(keyLen, valLen int) int64 {
 	return int64(keyLen) + v + 2 + 10
 }
 
-func (l *Log) toValueLog(valLen int) bool { return int64(valLen) >= l.valueThreshold }
-
 // Save writes u atomically and durably and returns once it is synced.
 // Safe for concurrent callers; concurrent Saves share one sync.
 //
 // An update marked NoSync, or one that only raises Chosen, is the
 // exception: it is written, in order, but not synced, so a crash may lose
 // it unless a later synced write made it durable. Once a later Save
-// returns, every earlier one is durable: groups share one memtable file
-// and Badger's replay stops at the first torn transaction, a write that
-// may start a new memtable file first syncs the old one if it holds
-// unsynced groups, and a group with values in the value log is always
-// synced. Chosen is knowledge a restarted node relearns from its peers;
+// returns, every earlier one is durable: an fdatasync of a segment covers
+// every earlier group in it, and a new segment starts only after the old
+// one is synced. Chosen is knowledge a restarted node relearns from its peers;
 // paying a sync for it on every commit doubled the syncs per Paxos
 // instance, and each one delays the next accept queued behind it. The
 // paxos engine marks NoSync the instances it stores without voting for
@@ -136,7 +135,6 @@ func (l *Log) Save(u Update) error {
 		r := record{index: a.Index, key: acceptedKey(a.Index), val: encodeAccepted(a)}
 		o.accepted = append(o.accepted, r)
 		o.size += l.entrySize(len(r.key), len(r.val))
-		o.vlog = o.vlog || l.toValueLog(len(r.val))
 		o.count++
 	}
 	return l.submit(o)
@@ -166,7 +164,6 @@ func (l *Log) SaveAsync(u Update) <-chan error {
 		r := record{index: a.Index, key: acceptedKey(a.Index), val: encodeAccepted(a)}
 		o.accepted = append(o.accepted, r)
 		o.size += l.entrySize(len(r.key), len(r.val))
-		o.vlog = o.vlog || l.toValueLog(len(r.val))
 		o.count++
 	}
 	if err := l.enqueue(o); err != nil {
@@ -189,7 +186,6 @@ func (l *Log) SaveApplied(applied uint64, snapshot []byte) error {
 	snap := append([]byte{}, snapshot...)
 	o := &op{applied: &appliedState{index: applied, snapshot: snap}}
 	o.size = l.entrySize(len(keyApplied), recordMin+12+len(snap))
-	o.vlog = l.toValueLog(recordMin + 12 + len(snap))
 	o.count = 1
 	return l.submit(o)
 }
@@ -254,6 +250,9 @@ func (l *Log) run() {
 			if n == 0 {
 				if closed {
 					l.inflight.Wait()
+					if err := l.flushPending(); err != nil {
+						l.opts.Logger.Error("wal: applying lazy saves at close", "dir", l.dir, "err", err)
+					}
 					return
 				}
 				break
@@ -284,15 +283,10 @@ func (l *Log) process(batch []*op) {
 		}
 		l.commitRun(batch[start:i])
 		l.inflight.Wait()
-		err := l.syncLazy() // the truncation's write may rotate
+		err := l.flushPending() // the truncation writes Badger directly
 		if err == nil {
 			err = l.truncate(o.truncate, o.base, o.install)
 		}
-		if l.followRotation() {
-			l.fill = newFill(fillBase)
-		}
-		l.fill.arena += fillTruncate
-		l.fill.file += fillTruncate
 		l.stats.pending.Add(-1)
 		o.done <- err
 		start = i + 1
@@ -307,73 +301,48 @@ func (l *Log) commitRun(ops []*op) {
 	}
 }
 
-// commitGroup writes the longest prefix of ops that fits one transaction,
-// hands it to a sync goroutine and returns how many ops it took (>= 1).
+// commitGroup frames the longest prefix of ops that fits one Badger
+// transaction, appends the frame to the current segment, hands the group
+// to a sync goroutine and returns how many ops it took (>= 1).
 func (l *Log) commitGroup(ops []*op) int {
 	if !l.held {
 		l.slots <- struct{}{}
 	}
 	l.held = false
 	n := l.fit(ops)
-	g := &group{ops: ops[:n], synced: make(chan struct{})}
-	g.lazy = true
+	g := &group{ops: ops[:n], synced: make(chan struct{}), lazy: true}
 	for _, o := range g.ops {
-		g.vlog = g.vlog || o.vlog
 		g.lazy = g.lazy && o.lazy
 	}
-	// A value-log write is synced by Badger's Sync, never lazily: a later
-	// memtable sync would make its pointer durable, not the value.
-	g.lazy = g.lazy && !g.vlog
-	// Overlap with the groups in flight only if this write cannot rotate
-	// the memtable and stays out of the value log; else wait for them,
-	// and sync unsynced lazy groups in the file it may leave behind.
-	mayRotate := g.vlog || l.fill.full(l.opts.MemTableSize)
-	if mayRotate {
+	es, hs, last := l.groupEntries(g.ops)
+	var rotateErr error
+	if size := frameSize(es); l.segOff > 0 && l.segOff+size > uint64(l.opts.SegmentBytes) {
 		l.inflight.Wait()
+		rotateErr = l.rotateSegment()
 	}
-	inflight := len(l.slots) > 1
 	l.inflight.Add(1)
 	l.groups <- g
 	g.hs, g.last = l.whs, l.wlast
-	if err := l.failure(); err != nil {
-		g.err = err
+	if err := l.failure(); err != nil || rotateErr != nil {
+		g.err = cmp.Or(rotateErr, err)
 		close(g.synced)
 		return n
 	}
-	if mayRotate {
-		if err := l.syncLazy(); err != nil {
-			g.err = err
-			close(g.synced)
-			return n
-		}
-	}
-	hs, last, cost, err := l.writeGroup(g.ops)
-	if err != nil {
-		g.err = err
+	frame, refs := encodeFrame(l.segID, l.segOff, es)
+	if _, err := l.segFile.WriteAt(frame, int64(l.segOff)); err != nil {
+		g.err = fmt.Errorf("wal: write segment %d: %w", l.segID, err)
 		close(g.synced)
 		return n
 	}
+	g.entries, g.refs, g.seg, g.file = es, refs, l.segID, l.segFile
+	l.segOff += uint64(len(frame))
+	g.end = l.segOff
 	g.hs, g.last = hs, last
 	l.whs, l.wlast = hs, last
-	if l.followRotation() {
-		l.stats.rotations.Add(1)
-		if !l.fill.full(l.opts.MemTableSize) {
-			// The model in memtable.go is wrong (a Badger change?): a
-			// group in flight may sit in the previous file.
-			l.stats.boundMisses.Add(1)
-			l.opts.Logger.Error("wal: Badger rotated its memtable below the fill bound",
-				"dir", l.dir, "bound", l.fill.max(), "memtable", l.opts.MemTableSize, "groups_in_flight", inflight)
-		}
-		l.fill = newFill(fillBase)
-	}
-	l.fill.arena += cost.arena
-	l.fill.file += cost.file
-	g.mem = l.memFid
-	// A synced group covers the lazy ones before it in its file, and a
-	// write that may rotate syncs them first: the file never changes
-	// between a lazy group and the next synced one.
+	// A synced group covers the lazy ones before it in its segment, and
+	// a new segment starts only once they are synced.
 	if g.lazy {
-		l.lazyBytes += cost.file
+		l.lazyBytes += int64(len(frame))
 		if b := l.opts.LazySyncBytes; b > 0 && l.lazyBytes >= b {
 			g.lazy = false // Options.LazySyncBytes
 		}
@@ -386,22 +355,36 @@ func (l *Log) commitGroup(ops []*op) int {
 	return n
 }
 
-// syncLazy syncs the current memtable file if the last group written to
-// it was lazy; call it with no group in flight, before a write that may
-// rotate the memtable.
+// rotateSegment starts a new segment (commit goroutine, nothing in
+// flight): the current one is made durable and its lazy groups applied
+// first, and segments nothing refers to any more are deleted.
+func (l *Log) rotateSegment() error {
+	if err := l.flushPending(); err != nil {
+		return err
+	}
+	if err := l.syncLazy(); err != nil {
+		return err
+	}
+	l.collectSegments()
+	f, err := l.segs.create(l.segID + 1)
+	if err != nil {
+		return l.fail(err)
+	}
+	l.segID, l.segFile, l.segOff = l.segID+1, f, 0
+	l.stats.segments.Add(1)
+	return nil
+}
+
+// syncLazy syncs the current segment if the last group written to it was
+// lazy; call it with no group in flight.
 func (l *Log) syncLazy() error {
 	if !l.lazyDirty || l.opts.NoSync {
 		return nil
 	}
 	l.lazyDirty, l.lazyBytes = false, 0
 	l.stats.syncs.Add(1)
-	if err := l.syncMemFile(l.memFid); err != nil {
-		l.mu.Lock()
-		if l.failed == nil {
-			l.failed = err
-		}
-		l.mu.Unlock()
-		return fmt.Errorf("%w: %w", ErrFailed, err)
+	if err := fdatasync(l.segFile); err != nil {
+		return l.fail(fmt.Errorf("wal: sync segment %d: %w", l.segID, err))
 	}
 	return nil
 }
@@ -431,15 +414,9 @@ func (l *Log) syncGroup(g *group) {
 		return
 	}
 	l.stats.syncs.Add(1)
-	if g.vlog {
-		// Written with nothing in flight; Badger's Sync covers the value
-		// log and the current memtable, which is g's.
-		if err := l.db.Sync(); err != nil {
-			g.err = fmt.Errorf("wal: sync: %w", err)
-		}
-		return
+	if err := fdatasync(g.file); err != nil {
+		g.err = fmt.Errorf("wal: sync segment %d: %w", g.seg, err)
 	}
-	g.err = l.syncMemFile(g.mem)
 }
 
 // complete answers groups in order (the completer goroutine).
@@ -452,6 +429,11 @@ func (l *Log) complete() {
 		if err == nil && l.failed != nil {
 			err = l.failed // an earlier group failed: this one is unknown too
 		}
+		l.mu.Unlock()
+		if err == nil {
+			err = l.settle(g)
+		}
+		l.mu.Lock()
 		if err != nil && l.failed == nil {
 			l.failed = err
 			l.opts.Logger.Error("wal: write failed; log unusable until reopened", "dir", l.dir, "err", err)
@@ -483,36 +465,42 @@ func (l *Log) failure() error {
 	return l.failed
 }
 
-func (l *Log) sync() error {
-	if l.opts.NoSync {
+// settle applies synced group g to Badger, after the lazy groups held
+// before it, which its sync made durable; a lazy group is held until
+// then (completer goroutine).
+func (l *Log) settle(g *group) error {
+	if g.lazy && !l.opts.NoSync {
+		l.holdLazy(g)
 		return nil
 	}
-	l.stats.syncs.Add(1)
-	if err := l.db.Sync(); err != nil {
-		return fmt.Errorf("wal: sync: %w", err)
+	if err := l.applyPending(); err != nil {
+		return err
 	}
-	return nil
+	return l.applyGroup(g)
 }
 
-// writeGroup commits ops (which fit one transaction) in one Badger
-// transaction, not yet synced, with the metadata records they change,
-// and returns the HardState and last index they produce and the fill
-// bound of what it wrote (memtable.go).
-func (l *Log) writeGroup(ops []*op) (HardState, uint64, fillBound, error) {
+// frameSize is the length of the frame of es.
+func frameSize(es []entry) uint64 {
+	n := frameHeader + frameBodyHeader
+	for _, e := range es {
+		n += 2 + len(e.key) + 4 + len(e.val)
+	}
+	return uint64(n)
+}
+
+// groupEntries returns the Badger entries of ops (accepted records, then
+// the metadata records they change) and the HardState and last index
+// they produce.
+func (l *Log) groupEntries(ops []*op) ([]entry, HardState, uint64) {
 	hs, last := l.whs, l.wlast
-	cost := fillBound{file: fillPerTxn}
-	txn := l.db.NewTransaction(true)
-	defer txn.Discard()
+	var es []entry
 	snapDirty := false
 	for _, o := range ops {
 		for _, r := range o.accepted {
 			if r.index < hs.FirstIndex {
 				continue
 			}
-			cost.addEntry(r.key, r.val)
-			if err := txn.Set(r.key, r.val); err != nil {
-				return hs, last, cost, fmt.Errorf("wal: write instance %d: %w", r.index, err)
-			}
+			es = append(es, entry{r.key, r.val})
 			last = max(last, r.index)
 		}
 		if o.promised != nil && hs.Promised.Less(*o.promised) {
@@ -524,25 +512,14 @@ func (l *Log) writeGroup(ops []*op) (HardState, uint64, fillBound, error) {
 			hs.Chosen = max(hs.Chosen, a.index)
 		}
 	}
-	var es []*badger.Entry
 	if hs.Promised != l.whs.Promised {
-		es = append(es, badger.NewEntry(keyPromised, encodeBallot(keyPromised, hs.Promised)))
+		es = append(es, entry{keyPromised, encodeBallot(keyPromised, hs.Promised)})
 	}
 	if hs.Chosen != l.whs.Chosen {
-		es = append(es, badger.NewEntry(keyChosen, encodeUint(keyChosen, kindChosen, hs.Chosen)))
+		es = append(es, entry{keyChosen, encodeUint(keyChosen, kindChosen, hs.Chosen)})
 	}
 	if snapDirty {
-		es = append(es, badger.NewEntry(keyApplied, encodeApplied(hs.Applied, hs.Snapshot)))
+		es = append(es, entry{keyApplied, encodeApplied(hs.Applied, hs.Snapshot)})
 	}
-	for _, e := range es {
-		cost.addEntry(e.Key, e.Value)
-		if err := txn.SetEntry(e); err != nil {
-			return hs, last, cost, fmt.Errorf("wal: write %s: %w", e.Key, err)
-		}
-	}
-	if err := txn.Commit(); err != nil {
-		return hs, last, cost, fmt.Errorf("wal: commit: %w", err)
-	}
-	l.stats.txns.Add(1)
-	return hs, last, cost, nil
+	return es, hs, last
 }

@@ -25,7 +25,14 @@ var (
 	keyApplied  = []byte("m/applied")
 	keyFirst    = []byte("m/first")
 	keyBase     = []byte("m/base")
+	keySegPos   = []byte("m/segpos")
+	// prefixSegMax + segment(8): the highest instance a segment holds.
+	prefixSegMax = []byte("m/segmax/")
 )
+
+func segMaxKey(seg uint64) []byte {
+	return binary.BigEndian.AppendUint64(append([]byte{}, prefixSegMax...), seg)
+}
 
 func acceptedKey(index uint64) []byte {
 	k := make([]byte, acceptedKeyLen)

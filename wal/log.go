@@ -40,18 +40,36 @@ type Log struct {
 	queue []*op
 
 	// Owned by the commit goroutine: the state as last WRITTEN (not yet
-	// durable while groups are in flight), Badger's current memtable file
-	// and an upper bound on its fill (memtable.go).
-	whs    HardState
-	wlast  uint64
-	memFid uint64
-	// lazyDirty: the last group written was lazy, so memFid holds
+	// durable while groups are in flight) and the segment written to.
+	whs     HardState
+	wlast   uint64
+	segs    *segments
+	segID   uint64
+	segFile *os.File
+	segOff  uint64
+	// lazyDirty: the last group written was lazy, so the segment holds
 	// unsynced groups, lazyBytes of them (commit goroutine only).
 	lazyDirty bool
 	lazyBytes int64
-	fill      fillBound
 	drop      dropState // reclaim.go
 	held      bool      // the commit goroutine holds a slot for its next group
+
+	// Owned by the apply path (apply.go): Badger's state as applied, the
+	// end of the last frame applied, the lazy groups answered but not
+	// yet applied (their records readable from ov), and Badger's current
+	// memtable file with an upper bound on its fill (memtable.go).
+	ahs     HardState
+	apos    segPos
+	pending []*group
+	ov      struct {
+		mu   sync.RWMutex
+		recs map[uint64][]byte
+	}
+	mem struct {
+		mu   sync.Mutex
+		fid  uint64
+		fill fillBound
+	}
 
 	slots    chan struct{}  // one per group written and not yet answered
 	inflight sync.WaitGroup // groups written and not yet answered
@@ -64,6 +82,7 @@ type Log struct {
 		saves, groups, txns, syncs, pending atomic.Int64
 		rotations, boundMisses              atomic.Int64 // memtable.go; for tests
 		drops, dropNanos                    atomic.Int64 // reclaim.go
+		segments                            atomic.Int64 // segment.go
 	}
 }
 
@@ -78,6 +97,9 @@ type Stats struct {
 	// Rotations counts the memtables Badger started (each one's
 	// predecessor is flushed to a table in the background).
 	Rotations int64
+	// Segments counts the segment files started (one at Open, then one
+	// per SegmentBytes written).
+	Segments int64
 	// DropTime is the time those drops blocked writes, in total.
 	DropTime time.Duration
 }
@@ -120,14 +142,22 @@ func Open(dir string, opts Options) (*Log, error) {
 		unlockDir(lk)
 		return nil, fmt.Errorf("wal: open %s: %w", dir, err)
 	}
-	if l.memFid, err = newestMemFid(dir); err != nil {
+	if l.mem.fid, err = newestMemFid(dir); err != nil {
 		db.Close()
 		unlockDir(lk)
 		return nil, err
 	}
-	l.whs, l.wlast, l.fill = l.hs, l.last, newFill(fillBase)
+	l.mem.fill = newFill(fillBase)
+	l.segs = newSegments(dir)
+	if err := l.openSegments(); err != nil {
+		l.segs.closeAll()
+		db.Close()
+		unlockDir(lk)
+		return nil, fmt.Errorf("wal: open %s: %w", dir, err)
+	}
+	l.whs, l.wlast = l.hs, l.last
 	// What a crash left below FirstIndex is reclaimed like a truncation's.
-	l.drop = dropState{pending: l.hs.FirstIndex >> bucketShift, since: time.Now(), rotations: reclaimRotations}
+	l.drop = dropState{pending: l.hs.FirstIndex >> bucketShift, since: time.Now(), rotationsAt: -reclaimRotations}
 	go l.run()
 	go l.complete()
 	return l, nil
@@ -312,6 +342,7 @@ func (l *Log) Stats() Stats {
 		Pending:   l.stats.pending.Load(),
 		Drops:     l.stats.drops.Load(),
 		Rotations: l.stats.rotations.Load(),
+		Segments:  l.stats.segments.Load(),
 		DropTime:  time.Duration(l.stats.dropNanos.Load()),
 	}
 }
@@ -332,6 +363,9 @@ func (l *Log) Close() error {
 	l.rw.Lock()
 	defer l.rw.Unlock()
 	err := l.db.Close()
+	if serr := l.segs.closeAll(); err == nil {
+		err = serr
+	}
 	if uerr := unlockDir(l.lock); err == nil {
 		err = uerr
 	}

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -70,18 +71,49 @@ func newestMemFid(dir string) (uint64, error) {
 	return fid, nil
 }
 
-// followRotation advances l.memFid past memtables Badger created since
-// the last look; it reports whether there were any. Commit goroutine only.
-func (l *Log) followRotation() bool {
+// followRotationLocked advances l.mem.fid past memtables Badger created
+// since the last look; it reports whether there were any. Apply path,
+// l.mem.mu held.
+func (l *Log) followRotationLocked() bool {
 	rotated := false
 	for {
-		if _, err := os.Stat(l.memPath(l.memFid + 1)); err != nil {
+		if _, err := os.Stat(l.memPath(l.mem.fid + 1)); err != nil {
 			return rotated
 		}
-		l.memFid++
-		l.drop.rotations++
+		l.mem.fid++
+		l.stats.rotations.Add(1)
 		rotated = true
 	}
+}
+
+// followRotation is followRotationLocked after a write outside the fill
+// model (DropPrefix, a truncation): the fill restarts if Badger rotated.
+func (l *Log) followRotation() {
+	l.mem.mu.Lock()
+	defer l.mem.mu.Unlock()
+	if l.followRotationLocked() {
+		l.mem.fill = newFill(fillBase)
+	}
+}
+
+// memFids lists the memtable files in dir, ascending.
+func memFids(dir string) ([]uint64, error) {
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("wal: list %s: %w", dir, err)
+	}
+	var fids []uint64
+	for _, e := range es {
+		name, ok := strings.CutSuffix(e.Name(), memFileExt)
+		if !ok {
+			continue
+		}
+		if v, err := strconv.ParseUint(name, 10, 64); err == nil {
+			fids = append(fids, v)
+		}
+	}
+	slices.Sort(fids)
+	return fids, nil
 }
 
 // fillBound bounds the current memtable's arena and file, in bytes.

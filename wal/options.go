@@ -39,6 +39,11 @@ type Options struct {
 	// negative: reclaim at once). The truncation itself is durable and
 	// visible at once either way; ReclaimNow reclaims on demand.
 	ReclaimDelay time.Duration
+	// SegmentBytes is the size at which a segment file (the log's own
+	// write-ahead file, see doc.go) is closed and a new one started; whole
+	// segments are deleted once truncation passes every instance in them
+	// (0: 64 MiB, minimum 4 KiB).
+	SegmentBytes int64
 	// NoSync skips the fsync of each group: a Save is then durable against
 	// a process crash but not a machine crash. For simulations and
 	// benchmarks only.
@@ -63,6 +68,8 @@ const (
 	defaultMaxSyncs     = 4
 	defaultLazySync     = 256 << 10
 	defaultReclaimDelay = time.Minute
+	defaultSegmentBytes = 64 << 20
+	minSegmentBytes     = 4 << 10
 )
 
 func (o Options) withDefaults() (Options, error) {
@@ -84,6 +91,12 @@ func (o Options) withDefaults() (Options, error) {
 	if o.ReclaimDelay == 0 {
 		o.ReclaimDelay = defaultReclaimDelay
 	}
+	if o.SegmentBytes == 0 {
+		o.SegmentBytes = defaultSegmentBytes
+	}
+	if o.SegmentBytes < minSegmentBytes {
+		return o, fmt.Errorf("%w: Options.SegmentBytes %d below %d", ErrInvalid, o.SegmentBytes, minSegmentBytes)
+	}
 	if o.LazySyncBytes == 0 {
 		o.LazySyncBytes = defaultLazySync
 	}
@@ -96,25 +109,14 @@ func (o Options) withDefaults() (Options, error) {
 	return o, nil
 }
 
-// valueThreshold: values at least this large live in Badger's value log
-// rather than inline in the LSM tree. As large as Badger allows (1 MiB,
-// and a quarter of a transaction), because only inline values are
-// reclaimed by DropPrefix and compaction: the value log needs its own GC,
-// which this package does not run (see doc.go).
+// valueThreshold: Badger values at least this large live in Badger's
+// value log rather than inline in the LSM tree. Accepted values never
+// reach Badger (segments hold them); this is for snapshots, as large as
+// Badger allows (1 MiB, and a quarter of a transaction), because only
+// inline values are reclaimed by compaction: the value log needs its own
+// GC, which this package does not run (see doc.go).
 func (o Options) valueThreshold() int64 {
 	return min(1<<20, o.MemTableSize*15/100/4)
-}
-
-// MaxInlineValue is the largest Accepted.Value a Log opened with opts
-// keeps inline in Badger's LSM tree (1 MiB less a record's framing with
-// the default memtable). A larger value goes to Badger's value log, whose
-// space this package never reclaims (see doc.go): keep the values a
-// caller proposes below it.
-func MaxInlineValue(opts Options) int {
-	if opts.MemTableSize == 0 {
-		opts.MemTableSize = defaultMemTableSize
-	}
-	return int(opts.valueThreshold()) - (recordMin + 16) - 1
 }
 
 func (o Options) badger(dir string) badger.Options {

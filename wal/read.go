@@ -1,8 +1,10 @@
 package wal
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -48,6 +50,11 @@ func (l *Log) Get(index uint64) (a Accepted, ok bool, err error) {
 	if index < first {
 		return Accepted{}, false, compacted(index, first)
 	}
+	if v, held := l.overlayGet(index); held {
+		a, err = decodeAccepted(index, v)
+		return a, err == nil, err
+	}
+	var stored []byte
 	err = l.db.View(func(txn *badger.Txn) error {
 		item, err := txn.Get(acceptedKey(index))
 		if errors.Is(err, badger.ErrKeyNotFound) {
@@ -57,18 +64,40 @@ func (l *Log) Get(index uint64) (a Accepted, ok bool, err error) {
 			return fmt.Errorf("wal: read instance %d: %w", index, err)
 		}
 		ok = true
-		return item.Value(func(v []byte) (err error) {
-			a, err = decodeAccepted(index, v)
-			return err
-		})
+		stored, err = item.ValueCopy(nil)
+		return err
 	})
-	if err != nil {
-		return Accepted{}, false, err
+	if err == nil && ok {
+		a, err = l.decodeStored(index, stored)
 	}
 	if first := l.firstIndex(); index < first { // truncated while we read
 		return Accepted{}, false, compacted(index, first)
 	}
+	if err != nil {
+		return Accepted{}, false, err
+	}
 	return a, ok, nil
+}
+
+// decodeStored decodes what Badger holds for instance index: the record
+// itself (written before segments existed) or a reference to it in a
+// segment.
+func (l *Log) decodeStored(index uint64, v []byte) (Accepted, error) {
+	if !isRef(v) {
+		return decodeAccepted(index, v)
+	}
+	seg, off, n, err := decodeRef(index, v)
+	if err != nil {
+		return Accepted{}, err
+	}
+	rec, err := l.segs.readAt(seg, off, n)
+	if errors.Is(err, errBadRecord) || errors.Is(err, errSegmentGone) {
+		return Accepted{}, fmt.Errorf("%w: instance %d: %w", ErrCorrupt, index, err)
+	}
+	if err != nil {
+		return Accepted{}, fmt.Errorf("wal: read instance %d from segment %d: %w", index, seg, err)
+	}
+	return decodeAccepted(index, rec)
 }
 
 // Range returns the stored accepted records with index in [from, to], in
@@ -90,6 +119,7 @@ func (l *Log) Range(from, to uint64, maxBytes int) ([]Accepted, error) {
 		return nil, nil
 	}
 	var out []Accepted
+	cut := false
 	err = l.db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{
 			PrefetchValues: true,
@@ -109,24 +139,65 @@ func (l *Log) Range(from, to uint64, maxBytes int) ([]Accepted, error) {
 			}
 			var a Accepted
 			if err := item.Value(func(v []byte) (err error) {
-				a, err = decodeAccepted(index, v)
+				a, err = l.decodeStored(index, v)
 				return err
 			}); err != nil {
 				return err
 			}
 			size += len(a.Value) + rangeOverhead
 			if maxBytes > 0 && len(out) > 0 && size > maxBytes {
+				cut = true
 				return nil
 			}
 			out = append(out, a)
 		}
 		return nil
 	})
+	if first := l.firstIndex(); from < first {
+		return nil, compacted(from, first)
+	}
 	if err != nil {
 		return nil, err
 	}
-	if first := l.firstIndex(); from < first {
-		return nil, compacted(from, first)
+	upTo := to
+	if cut {
+		upTo = out[len(out)-1].Index
+	}
+	if held := l.overlayRange(from, upTo); len(held) > 0 {
+		if out, err = mergeHeld(out, held, maxBytes); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// mergeHeld merges records held by lazy groups (newer than Badger's) into
+// out, ascending, and cuts the result at maxBytes again.
+func mergeHeld(out []Accepted, held map[uint64][]byte, maxBytes int) ([]Accepted, error) {
+	for i, a := range out {
+		if v, ok := held[a.Index]; ok {
+			d, err := decodeAccepted(a.Index, v)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = d
+			delete(held, a.Index)
+		}
+	}
+	for index, v := range held {
+		d, err := decodeAccepted(index, v)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	slices.SortFunc(out, func(a, b Accepted) int { return cmp.Compare(a.Index, b.Index) })
+	size := 0
+	for i, a := range out {
+		size += len(a.Value) + rangeOverhead
+		if maxBytes > 0 && i > 0 && size > maxBytes {
+			return out[:i], nil
+		}
 	}
 	return out, nil
 }

@@ -45,11 +45,12 @@ const (
 
 // dropState is the pending space reclaim (commit goroutine only).
 type dropState struct {
-	pending   uint64    // drop every bucket below this one
-	done      uint64    // every bucket below this one was dropped
-	since     time.Time // when the oldest undone truncation asked
-	rotations int       // memtable rotations since the last drop
-	checked   time.Time // when Badger's flushes were last looked at
+	pending uint64    // drop every bucket below this one
+	done    uint64    // every bucket below this one was dropped
+	since   time.Time // when the oldest undone truncation asked
+	// rotationsAt is Stats.Rotations at the last drop.
+	rotationsAt int64
+	checked     time.Time // when Badger's flushes were last looked at
 }
 
 // ReclaimNow drops what earlier truncations left on disk, now, rather
@@ -81,14 +82,9 @@ func (l *Log) maybeReclaim(force bool) error {
 	if err := l.failure(); err != nil {
 		return err
 	}
-	if err := l.syncLazy(); err != nil { // DropPrefix starts a new memtable
-		return err
-	}
 	err := l.timedDrop(l.drop.pending)
-	if l.followRotation() {
-		l.fill = newFill(fillBase)
-	}
-	l.drop.rotations = 0
+	l.followRotation()
+	l.drop.rotationsAt = l.stats.rotations.Load()
 	if err != nil {
 		l.drop.since = time.Now() // retried after another ReclaimDelay at most
 		l.opts.Logger.Warn("wal: dropping truncated buckets", "dir", l.dir, "below_bucket", l.drop.pending, "err", err)
@@ -102,7 +98,10 @@ func (l *Log) reclaimDue(now time.Time) bool {
 	if d := l.opts.ReclaimDelay; d < 0 || now.Sub(l.drop.since) >= d {
 		return true
 	}
-	if l.drop.rotations < reclaimRotations || l.fill.max() > l.opts.MemTableSize/4 {
+	l.mem.mu.Lock()
+	fill, fid := l.mem.fill.max(), l.mem.fid
+	l.mem.mu.Unlock()
+	if l.stats.rotations.Load()-l.drop.rotationsAt < reclaimRotations || fill > l.opts.MemTableSize/4 {
 		return false
 	}
 	// A stat and Badger's level info on every batch would cost the hot
@@ -111,16 +110,16 @@ func (l *Log) reclaimDue(now time.Time) bool {
 		return false
 	}
 	l.drop.checked = now
-	return l.previousMemFlushed() && l.levelZeroEmpty()
+	return l.previousMemFlushed(fid) && l.levelZeroEmpty()
 }
 
 // previousMemFlushed reports whether Badger flushed the memtable before
-// the current one (its file is deleted once it is a table).
-func (l *Log) previousMemFlushed() bool {
-	if l.memFid == 0 {
+// fid (its file is deleted once it is a table).
+func (l *Log) previousMemFlushed(fid uint64) bool {
+	if fid == 0 {
 		return true
 	}
-	_, err := os.Stat(l.memPath(l.memFid - 1))
+	_, err := os.Stat(l.memPath(fid - 1))
 	return errors.Is(err, fs.ErrNotExist)
 }
 

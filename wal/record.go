@@ -23,6 +23,9 @@ import (
 //	kindApplied   index(8) len(4) snapshot(len)
 //	kindFormat    "phxgo-wal"
 //	kindBase      index(8) len(4) snapshot(len)   (the state after index = FirstIndex-1)
+//	kindRef       segment(8) offset(8) len(4)     (an accepted record kept in a segment)
+//	kindSegPos    segment(8) offset(8)            (the end of the last frame Badger holds)
+//	kindSegMax    index(8)                        (the highest instance a segment holds)
 const (
 	recordVersion = 1
 	recordHeader  = 2
@@ -40,6 +43,9 @@ const (
 	kindApplied
 	kindFormat
 	kindBase
+	kindRef
+	kindSegPos
+	kindSegMax
 )
 
 var formatMagic = []byte("phxgo-wal")
@@ -193,3 +199,46 @@ func corruptMeta(key []byte, err error) error {
 
 // maxValueLen bounds values and snapshots so lengths fit the u32 fields.
 const maxValueLen = math.MaxUint32 - 64
+
+// encodeRef is the Badger value standing for an accepted record of n
+// bytes kept at off in segment seg.
+func encodeRef(key []byte, seg, off uint64, n int) []byte {
+	p := make([]byte, 20)
+	binary.BigEndian.PutUint64(p, seg)
+	binary.BigEndian.PutUint64(p[8:], off)
+	binary.BigEndian.PutUint32(p[16:], uint32(n))
+	return encodeRecord(key, kindRef, p)
+}
+
+// isRef reports whether rec is framed as a reference (checked fully by
+// decodeRef).
+func isRef(rec []byte) bool { return len(rec) >= recordHeader && recordKind(rec[1]) == kindRef }
+
+func decodeRef(index uint64, rec []byte) (seg, off uint64, n int, err error) {
+	p, err := decodeRecord(acceptedKey(index), rec, kindRef)
+	if err == nil && len(p) != 20 {
+		err = fmt.Errorf("%w: reference payload %d bytes", errBadRecord, len(p))
+	}
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("%w: instance %d: %w", ErrCorrupt, index, err)
+	}
+	return binary.BigEndian.Uint64(p), binary.BigEndian.Uint64(p[8:]), int(binary.BigEndian.Uint32(p[16:])), nil
+}
+
+func encodeSegPos(p segPos) []byte {
+	b := binary.BigEndian.AppendUint64(nil, p.seg)
+	return encodeRecord(keySegPos, kindSegPos, binary.BigEndian.AppendUint64(b, p.off))
+}
+
+func decodeSegPos(rec []byte) (segPos, error) {
+	p, err := decodeRecord(keySegPos, rec, kindSegPos)
+	if err == nil && len(p) != 16 {
+		err = fmt.Errorf("%w: payload %d bytes, want 16", errBadRecord, len(p))
+	}
+	if err != nil {
+		return segPos{}, corruptMeta(keySegPos, err)
+	}
+	return segPos{binary.BigEndian.Uint64(p), binary.BigEndian.Uint64(p[8:])}, nil
+}
+
+func crc32Castagnoli(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }

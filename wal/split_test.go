@@ -65,18 +65,3 @@ func TestSplitLeavesAFittingUpdateAlone(t *testing.T) {
 		t.Fatalf("Split(fitting update) = %+v, want it unchanged", parts)
 	}
 }
-
-// TestMaxInlineValue: a value of MaxInlineValue bytes stays inline, one
-// byte more goes to Badger's value log.
-func TestMaxInlineValue(t *testing.T) {
-	for _, opts := range []Options{{}, quietOptions()} {
-		l := openTest(t, t.TempDir(), opts)
-		n := MaxInlineValue(opts)
-		if l.toValueLog(len(encodeAccepted(Accepted{Index: 1, Value: make([]byte, n)}))) {
-			t.Errorf("memtable %d: a value of MaxInlineValue (%d) bytes goes to the value log", opts.MemTableSize, n)
-		}
-		if !l.toValueLog(len(encodeAccepted(Accepted{Index: 1, Value: make([]byte, n+1)}))) {
-			t.Errorf("memtable %d: a value of MaxInlineValue+1 (%d) bytes stays inline", opts.MemTableSize, n+1)
-		}
-	}
-}

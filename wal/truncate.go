@@ -81,16 +81,14 @@ func (l *Log) truncate(index uint64, base []byte, install bool) error {
 		}
 		return txn.Set(keyFirst, encodeUint(keyFirst, kindFirst, index))
 	})
+	// Durable with everything applied before it (syncBadger), so that
+	// Open's replay never starts before a truncation.
+	l.noteWrite(fillBound{fillTruncate, fillTruncate}, true)
 	if err == nil {
-		err = l.sync()
+		err = l.syncBadger()
 	}
 	if err != nil {
-		l.mu.Lock()
-		if l.failed == nil {
-			l.failed = err
-		}
-		l.mu.Unlock()
-		return fmt.Errorf("%w: truncate: %w", ErrFailed, err)
+		return l.fail(fmt.Errorf("truncate: %w", err))
 	}
 	if len(base) == 0 {
 		base = nil
@@ -106,6 +104,7 @@ func (l *Log) truncate(index uint64, base []byte, install bool) error {
 	apply(&l.hs)
 	l.mu.Unlock()
 	apply(&l.whs)
+	apply(&l.ahs)
 	// The new FirstIndex is durable, so what follows only reclaims space,
 	// at a cheap moment (reclaim.go); a failed or lost drop is retried.
 	l.reclaimBelow(index >> bucketShift)

@@ -44,10 +44,9 @@ type slot struct {
 }
 
 // entryEventBytes bounds the binlog events of one log entry (a batch of
-// transactions, or a fragment of a bigger one). Half the wal's inline
-// limit (wal.MaxInlineValue, about 1 MiB): an entry above it goes to
-// Badger's value log, whose space is never reclaimed, and at 1 MiB every
-// fragment of a big transaction did (1 MiB of events plus its framing).
+// transactions, or a fragment of a bigger one): the Paxos engine holds a
+// window of values in memory and a Promise carries them, so a big
+// transaction travels as many bounded fragments, not as one value.
 const entryEventBytes = 512 << 10
 
 func newLeaseSink(l *masterlease.Lease, epoch uint64, maxFrag int) *leaseSink {

@@ -6,14 +6,14 @@ import (
 
 	"phxgo/binlogd/binlog"
 	"phxgo/masterlease"
-	"phxgo/wal"
 )
 
-// TestEntriesStayInline: every entry the sink builds, from a run of small
-// transactions or from a transaction of several MiB, encodes small
-// enough for the wal to keep it inline (with room for the Paxos framing),
-// so truncation reclaims its space.
-func TestEntriesStayInline(t *testing.T) {
+// TestEntriesAreBounded: every entry the sink builds, from a run of small
+// transactions or from a transaction of several MiB, encodes to at most
+// entryEventBytes and its framing, so one big transaction never becomes
+// one multi-MiB Paxos value (that a window of holds in memory and sends
+// in one message).
+func TestEntriesAreBounded(t *testing.T) {
 	s := newLeaseSink(nil, 1, entryEventBytes)
 	var txns []binlog.Txn
 	seq := uint64(1)
@@ -22,15 +22,15 @@ func TestEntriesStayInline(t *testing.T) {
 		seq++
 	}
 	txns = append(txns, binlog.Txn{GTID: binlog.GTID{Domain: 0, Server: 1, Seq: seq}, Events: bytes.Repeat([]byte{2}, 3<<20+12345)})
-	const paxosFraming = 4 << 10 // command and value headers, generously
-	limit := wal.MaxInlineValue(wal.Options{}) - paxosFraming
+	const framing = 4 << 10 // batch and transaction headers, generously
+	limit := entryEventBytes + framing
 	entries := s.entries(binlog.GTID{}, txns)
 	if len(entries) < 6 {
 		t.Fatalf("%d entries for 6.7 MiB of events", len(entries))
 	}
 	for i, b := range entries {
 		if n := len(masterlease.EncodeBatch(b)); n > limit {
-			t.Errorf("entry %d (%d bytes of events) encodes to %d bytes, over the wal's inline limit %d", i, len(b.Events), n, limit)
+			t.Errorf("entry %d (%d bytes of events) encodes to %d bytes, over %d", i, len(b.Events), n, limit)
 		}
 	}
 }

@@ -1,0 +1,291 @@
+package wal
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Applying frames to Badger: after a group's frame is durable in its
+// segment, its entries go into Badger in one transaction, each accepted
+// record as a reference into the segment. Badger itself is never synced
+// per group: the segments are the write-ahead log, and Open replays the
+// frames after m/segpos, the end of the last frame Badger holds.
+//
+// For that replay to be enough, what Badger keeps after a crash must be
+// the effect of a PREFIX of the applied frames. Badger replays each
+// memtable file up to its first torn transaction, and every file on its
+// own, so an older memtable file must be durable before a newer one
+// receives anything: an apply that may rotate the memtable (memtable.go's
+// fill bound) first fdatasyncs the current file. Truncations and segment
+// collection make everything applied durable (syncBadger).
+//
+// The apply path runs in the completer goroutine, or in the commit
+// goroutine when no group is in flight, or in Open; it owns l.ahs,
+// l.apos, l.pending and the memtable tracking (l.mem, whose lock is only
+// for reclaim.go's look at it).
+
+// applyGroup applies g's frame to Badger.
+func (l *Log) applyGroup(g *group) error {
+	return l.applyFrame(g.entries, g.refs, segPos{g.seg, g.end})
+}
+
+// applyFrame writes es, found in segment end.seg at value offsets refs,
+// into Badger, with m/segpos = end. Accepted records below FirstIndex are
+// skipped; metadata only ever rises (a replayed frame may be older than
+// what a truncation wrote since).
+func (l *Log) applyFrame(es []entry, refs []uint64, end segPos) error {
+	hs := l.ahs
+	var out []entry
+	segMax := l.segs.maxOf(end.seg)
+	newMax := segMax
+	for i, e := range es {
+		if index, ok := indexOfKey(e.key); ok {
+			if index < hs.FirstIndex {
+				continue
+			}
+			out = append(out, entry{e.key, encodeRef(e.key, end.seg, refs[i], len(e.val))})
+			newMax = max(newMax, index)
+			continue
+		}
+		switch {
+		case bytes.Equal(e.key, keyPromised):
+			b, err := decodeBallot(keyPromised, e.val)
+			if err != nil {
+				return err
+			}
+			if !hs.Promised.Less(b) {
+				continue
+			}
+			hs.Promised = b
+		case bytes.Equal(e.key, keyChosen):
+			c, err := decodeUint(keyChosen, e.val, kindChosen)
+			if err != nil {
+				return err
+			}
+			if c <= hs.Chosen {
+				continue
+			}
+			hs.Chosen = c
+		case bytes.Equal(e.key, keyApplied):
+			a, snap, err := decodeApplied(e.val)
+			if err != nil {
+				return err
+			}
+			if a < hs.Applied {
+				continue
+			}
+			hs.Applied, hs.Snapshot = a, snap
+			if hs.Chosen < a {
+				hs.Chosen = a
+				out = append(out, entry{keyChosen, encodeUint(keyChosen, kindChosen, a)})
+			}
+		default:
+			return fmt.Errorf("%w: unexpected key %q in a frame", ErrCorrupt, e.key)
+		}
+		out = append(out, e)
+	}
+	out = append(out, entry{keySegPos, encodeSegPos(end)})
+	if newMax > segMax {
+		out = append(out, entry{segMaxKey(end.seg), encodeUint(segMaxKey(end.seg), kindSegMax, newMax)})
+	}
+	if err := l.writeBadger(out); err != nil {
+		return err
+	}
+	if newMax > segMax {
+		l.segs.setMax(end.seg, newMax)
+	}
+	l.ahs, l.apos = hs, end
+	return nil
+}
+
+// writeBadger commits es (a nil value deletes the key) in one Badger
+// transaction, first syncing the current memtable file if the write may
+// start a new one.
+func (l *Log) writeBadger(es []entry) error {
+	if len(es) == 0 {
+		return nil
+	}
+	cost := fillBound{file: fillPerTxn}
+	for _, e := range es {
+		cost.addEntry(e.key, e.val)
+	}
+	l.mem.mu.Lock()
+	mayRotate := l.mem.fill.full(l.opts.MemTableSize)
+	fid := l.mem.fid
+	l.mem.mu.Unlock()
+	if mayRotate && !l.opts.NoSync {
+		l.stats.syncs.Add(1)
+		if err := l.syncMemFile(fid); err != nil {
+			return err
+		}
+	}
+	txn := l.db.NewTransaction(true)
+	defer txn.Discard()
+	for _, e := range es {
+		var err error
+		if e.val == nil {
+			err = txn.Delete(e.key)
+		} else {
+			err = txn.Set(e.key, e.val)
+		}
+		if err != nil {
+			return fmt.Errorf("wal: write %x: %w", e.key, err)
+		}
+	}
+	if err := txn.Commit(); err != nil {
+		return fmt.Errorf("wal: commit: %w", err)
+	}
+	l.stats.txns.Add(1)
+	l.noteWrite(cost, mayRotate)
+	return nil
+}
+
+// noteWrite follows Badger's memtable after a write of cost.
+func (l *Log) noteWrite(cost fillBound, mayRotate bool) {
+	l.mem.mu.Lock()
+	defer l.mem.mu.Unlock()
+	if l.followRotationLocked() {
+		if !mayRotate {
+			// The model in memtable.go is wrong (a Badger change?): the
+			// previous file may hold an unsynced transaction.
+			l.stats.boundMisses.Add(1)
+			l.opts.Logger.Error("wal: Badger rotated its memtable below the fill bound",
+				"dir", l.dir, "bound", l.mem.fill.max(), "memtable", l.opts.MemTableSize)
+		}
+		l.mem.fill = newFill(fillBase)
+	}
+	l.mem.fill.arena += cost.arena
+	l.mem.fill.file += cost.file
+}
+
+// applyPending applies the lazy groups answered but not yet applied; the
+// caller has made them durable.
+func (l *Log) applyPending() error {
+	for _, g := range l.pending {
+		if err := l.applyGroup(g); err != nil {
+			return err
+		}
+	}
+	l.pending = nil
+	l.ov.mu.Lock()
+	l.ov.recs = nil
+	l.ov.mu.Unlock()
+	return nil
+}
+
+// holdLazy keeps lazy group g unapplied until a sync covers it, its
+// accepted records readable meanwhile from the overlay.
+func (l *Log) holdLazy(g *group) {
+	l.pending = append(l.pending, g)
+	l.ov.mu.Lock()
+	defer l.ov.mu.Unlock()
+	if l.ov.recs == nil {
+		l.ov.recs = map[uint64][]byte{}
+	}
+	for _, e := range g.entries {
+		if index, ok := indexOfKey(e.key); ok {
+			l.ov.recs[index] = e.val
+		}
+	}
+}
+
+// overlayGet returns the record of index held by a lazy group not yet
+// applied.
+func (l *Log) overlayGet(index uint64) ([]byte, bool) {
+	l.ov.mu.RLock()
+	defer l.ov.mu.RUnlock()
+	v, ok := l.ov.recs[index]
+	return v, ok
+}
+
+// overlayRange returns the overlay's records with index in [from, to].
+func (l *Log) overlayRange(from, to uint64) map[uint64][]byte {
+	l.ov.mu.RLock()
+	defer l.ov.mu.RUnlock()
+	var out map[uint64][]byte
+	for i, v := range l.ov.recs {
+		if i >= from && i <= to {
+			if out == nil {
+				out = map[uint64][]byte{}
+			}
+			out[i] = v
+		}
+	}
+	return out
+}
+
+// flushPending makes the pending lazy groups durable and applies them
+// (commit goroutine, nothing in flight).
+func (l *Log) flushPending() error {
+	if len(l.pending) == 0 {
+		return nil
+	}
+	if err := l.syncLazy(); err != nil {
+		return err
+	}
+	if err := l.applyPending(); err != nil {
+		return l.fail(err)
+	}
+	return nil
+}
+
+// syncBadger makes everything applied to Badger durable: every memtable
+// file, oldest first, then Badger's own Sync (the current memtable again
+// and the value log, where large snapshots live).
+func (l *Log) syncBadger() error {
+	if l.opts.NoSync {
+		return nil
+	}
+	fids, err := memFids(l.dir)
+	if err != nil {
+		return err
+	}
+	for _, fid := range fids {
+		l.stats.syncs.Add(1)
+		if err := l.syncMemFile(fid); err != nil {
+			return err
+		}
+	}
+	l.stats.syncs.Add(1)
+	if err := l.db.Sync(); err != nil {
+		return fmt.Errorf("wal: sync: %w", err)
+	}
+	return nil
+}
+
+// fail makes err sticky (see ErrFailed) and returns it wrapped.
+func (l *Log) fail(err error) error {
+	l.mu.Lock()
+	if l.failed == nil {
+		l.failed = err
+		l.opts.Logger.Error("wal: write failed; log unusable until reopened", "dir", l.dir, "err", err)
+	}
+	l.mu.Unlock()
+	return fmt.Errorf("%w: %w", ErrFailed, err)
+}
+
+// loadSegMax reads every m/segmax/<id> record.
+func loadSegMax(txn *badger.Txn) (map[uint64]uint64, error) {
+	out := map[uint64]uint64{}
+	it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, Prefix: prefixSegMax})
+	defer it.Close()
+	for it.Rewind(); it.Valid(); it.Next() {
+		k := it.Item().KeyCopy(nil)
+		if len(k) != len(prefixSegMax)+8 {
+			return nil, fmt.Errorf("%w: malformed key %x", ErrCorrupt, k)
+		}
+		v, err := it.Item().ValueCopy(nil)
+		if err != nil {
+			return nil, fmt.Errorf("wal: read %s: %w", k, err)
+		}
+		m, err := decodeUint(k, v, kindSegMax)
+		if err != nil {
+			return nil, err
+		}
+		out[binary.BigEndian.Uint64(k[len(prefixSegMax):])] = m
+	}
+	return out, nil
+}

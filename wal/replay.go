@@ -1,0 +1,170 @@
+package wal
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// openSegments opens the segment files, replays into Badger the frames
+// after m/segpos (the groups a crash kept from Badger's memtables), cuts
+// off a torn tail of the newest segment, starts a fresh segment for
+// writes and deletes the segments nothing refers to. It runs in Open,
+// after load, and leaves l.hs and l.last as Badger holds them after the
+// replay.
+func (l *Log) openSegments() error {
+	l.ahs = l.hs
+	var pos segPos
+	var havePos bool
+	err := l.db.View(func(txn *badger.Txn) error {
+		rec, ok, err := getValue(txn, keySegPos)
+		if err != nil || !ok {
+			return err
+		}
+		havePos = true
+		if pos, err = decodeSegPos(rec); err != nil {
+			return err
+		}
+		m, err := loadSegMax(txn)
+		l.segs.maxIndex = m
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	ids, err := segFiles(l.dir)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if _, err := l.segs.open(id); err != nil {
+			return err
+		}
+	}
+	if havePos && !slices.Contains(ids, pos.seg) {
+		return fmt.Errorf("%w: segment %d, where the log's replay starts (m/segpos), is missing", ErrCorrupt, pos.seg)
+	}
+	l.apos = pos
+	replayed := 0
+	for i, id := range ids {
+		if havePos && id < pos.seg {
+			continue
+		}
+		off := uint64(0)
+		if havePos && id == pos.seg {
+			off = pos.off
+		}
+		n, err := l.replaySegment(id, off, i == len(ids)-1)
+		if err != nil {
+			return err
+		}
+		replayed += n
+	}
+	if replayed > 0 {
+		l.opts.Logger.Info("wal: replayed groups Badger had not kept", "dir", l.dir, "groups", replayed)
+	}
+	l.hs = l.ahs
+	if err := l.db.View(func(txn *badger.Txn) (err error) {
+		l.last, err = lastAccepted(txn)
+		return err
+	}); err != nil {
+		return err
+	}
+	next := uint64(1)
+	if len(ids) > 0 {
+		next = ids[len(ids)-1] + 1
+	}
+	f, err := l.segs.create(next)
+	if err != nil {
+		return err
+	}
+	l.segID, l.segFile, l.segOff = next, f, 0
+	l.stats.segments.Add(1)
+	l.collectSegments()
+	return l.failure()
+}
+
+// replaySegment applies the frames of segment id from off on and returns
+// how many it applied. In the newest segment (last) the first frame that
+// is not whole and intact ends the log: it and what follows were never
+// answered (a group is answered after its sync, which covers every
+// earlier frame), so they are cut off. Anywhere else it is corruption.
+func (l *Log) replaySegment(id, off uint64, last bool) (int, error) {
+	f := l.segs.files[id]
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("wal: stat segment %d: %w", id, err)
+	}
+	if uint64(fi.Size()) < off {
+		return 0, fmt.Errorf("%w: segment %d is %d bytes, the log's replay starts at %d", ErrCorrupt, id, fi.Size(), off)
+	}
+	n := 0
+	for {
+		es, refs, next, err := readFrame(f, id, off)
+		if errors.Is(err, errFrameEnd) {
+			return n, nil
+		}
+		if errors.Is(err, errBadRecord) && last {
+			l.opts.Logger.Warn("wal: cutting off a torn tail (groups never answered)",
+				"dir", l.dir, "segment", id, "offset", off, "bytes", fi.Size()-int64(off), "reason", err)
+			if err := f.Truncate(int64(off)); err != nil {
+				return n, fmt.Errorf("wal: cut segment %d: %w", id, err)
+			}
+			if !l.opts.NoSync {
+				if err := fdatasync(f); err != nil {
+					return n, fmt.Errorf("wal: sync segment %d: %w", id, err)
+				}
+			}
+			return n, nil
+		}
+		if errors.Is(err, errBadRecord) {
+			return n, fmt.Errorf("%w: segment %d at offset %d: %w", ErrCorrupt, id, off, err)
+		}
+		if err != nil {
+			return n, fmt.Errorf("wal: read segment %d at offset %d: %w", id, off, err)
+		}
+		if err := l.applyFrame(es, refs, segPos{id, next}); err != nil {
+			return n, fmt.Errorf("wal: replay segment %d at offset %d: %w", id, off, err)
+		}
+		n++
+		off = next
+	}
+}
+
+// collectSegments deletes the segments below the one Badger has applied
+// up to whose every instance is below FirstIndex, once Badger holds what
+// they held durably (commit goroutine with nothing in flight, or Open).
+// A failure is logged (a failed sync also fails the log); the segments
+// stay until the next try.
+func (l *Log) collectSegments() {
+	var dead []uint64
+	for _, id := range l.segs.ids() {
+		if id >= l.apos.seg || id >= l.segID {
+			break
+		}
+		if l.segs.maxOf(id) < l.ahs.FirstIndex {
+			dead = append(dead, id)
+		}
+	}
+	if len(dead) == 0 {
+		return
+	}
+	if err := l.syncBadger(); err != nil {
+		l.fail(fmt.Errorf("sync before deleting segments: %w", err))
+		return
+	}
+	var es []entry
+	for _, id := range dead {
+		if err := l.segs.remove(id); err != nil {
+			l.opts.Logger.Warn("wal: deleting a segment", "dir", l.dir, "segment", id, "err", err)
+			continue
+		}
+		es = append(es, entry{key: segMaxKey(id)}) // nil value: delete
+	}
+	if err := l.writeBadger(es); err != nil {
+		l.fail(err)
+	}
+	l.opts.Logger.Debug("wal: deleted segments", "dir", l.dir, "segments", dead)
+}
