@@ -87,8 +87,8 @@
 // # Segment collection
 //
 // When a segment fills (Options.SegmentBytes, 64 MiB) the commit goroutine
-// waits for the groups in flight and starts the next one. It then deletes
-// every older segment that Badger has wholly applied and whose highest
+// waits for the groups in flight and starts the next one. After each
+// truncation, and at each new segment, it deletes every older segment that Badger has wholly applied and whose highest
 // instance (m/segmax/<id>) is below FirstIndex, after making Badger durable
 // (every memtable file, then Badger's Sync): nothing refers to those
 // segments any more. So a log that is truncated keeps about the segments

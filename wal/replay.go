@@ -135,7 +135,8 @@ func (l *Log) replaySegment(id, off uint64, last bool) (int, error) {
 
 // collectSegments deletes the segments below the one Badger has applied
 // up to whose every instance is below FirstIndex, once Badger holds what
-// they held durably (commit goroutine with nothing in flight, or Open).
+// they held durably (commit goroutine with nothing in flight: after a
+// truncation and at a segment's rotation; or Open).
 // A failure is logged (a failed sync also fails the log); the segments
 // stay until the next try.
 func (l *Log) collectSegments() {

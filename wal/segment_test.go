@@ -214,8 +214,8 @@ func TestCorruptSegment(t *testing.T) {
 }
 
 // TestSegmentsDeletedBehindTruncation: once truncation passes every
-// instance of a segment, the segment is deleted at a later rotation; the
-// rest of the log reads back, also after a reopen.
+// instance of a segment, the truncation deletes the segment; the rest of
+// the log reads back, also after a reopen.
 func TestSegmentsDeletedBehindTruncation(t *testing.T) {
 	dir := t.TempDir()
 	opts := quietOptions()
@@ -235,11 +235,11 @@ func TestSegmentsDeletedBehindTruncation(t *testing.T) {
 	if err := l.TruncateBelow(250); err != nil {
 		t.Fatal(err)
 	}
-	save(301, 400) // two rotations or more
-	after := len(segPaths(t, dir))
 	if _, err := os.Stat(oldest); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the oldest segment is still there after the truncation: %v", err)
 	}
+	save(301, 400) // two rotations or more
+	after := len(segPaths(t, dir))
 	// 5 of 6 instances were truncated; 100 more saves started 3 segments.
 	if after > before-4 {
 		t.Fatalf("%d segments before the truncation, %d after", before, after)

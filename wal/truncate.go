@@ -105,8 +105,10 @@ func (l *Log) truncate(index uint64, base []byte, install bool) error {
 	l.mu.Unlock()
 	apply(&l.whs)
 	apply(&l.ahs)
-	// The new FirstIndex is durable, so what follows only reclaims space,
-	// at a cheap moment (reclaim.go); a failed or lost drop is retried.
+	// The new FirstIndex is durable, so what follows only reclaims space:
+	// the segments behind it at once, Badger's buckets at a cheap moment
+	// (reclaim.go); a failed or lost drop is retried.
+	l.collectSegments()
 	l.reclaimBelow(index >> bucketShift)
 	return nil
 }
