@@ -223,6 +223,11 @@ func (l *Log) flushPending() error {
 	if len(l.pending) == 0 {
 		return nil
 	}
+	if err := l.failure(); err != nil {
+		// Their segment's durability is unknown: Badger must not get
+		// ahead of it. Open replays them if they are there.
+		return fmt.Errorf("%w: %w", ErrFailed, err)
+	}
 	if err := l.syncLazy(); err != nil {
 		return err
 	}

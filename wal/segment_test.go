@@ -340,3 +340,55 @@ func FuzzReadFrame(f *testing.F) {
 		}
 	})
 }
+
+// TestInlineRecordsFromBeforeSegments: a log written before segments
+// existed keeps its accepted records inline in Badger; they read back
+// next to referenced ones, are replaced by later saves and truncated.
+func TestInlineRecordsFromBeforeSegments(t *testing.T) {
+	dir := t.TempDir()
+	l := openTest(t, dir, quietOptions())
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	editBadger(t, dir, func(txn *badger.Txn) error {
+		if err := txn.Delete(keySegPos); err != nil {
+			return err
+		}
+		for i := uint64(1); i <= 5; i++ {
+			if err := txn.Set(acceptedKey(i), encodeAccepted(acc(i, 1))); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	l = openTest(t, dir, quietOptions())
+	if got := l.LastIndex(); got != 5 {
+		t.Fatalf("LastIndex = %d, want 5", got)
+	}
+	mustSave(t, l, Update{Accepted: []Accepted{acc(3, 2), acc(6, 1)}, Chosen: 6})
+	got, err := l.Range(1, 10, 0)
+	if err != nil || len(got) != 6 {
+		t.Fatalf("Range = %+v, %v", got, err)
+	}
+	for i, a := range got {
+		want := acc(uint64(i+1), 1)
+		if i == 2 {
+			want = acc(3, 2)
+		}
+		if !equalAccepted(a, want) {
+			t.Fatalf("Range[%d] = %+v, want %+v", i, a, want)
+		}
+	}
+	if err := l.SaveApplied(6, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.TruncateBelow(5); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := l.Get(4); !errors.Is(err, ErrCompacted) {
+		t.Fatalf("Get(4) after truncation: %v", err)
+	}
+	if a, ok, err := l.Get(5); err != nil || !ok || !equalAccepted(a, acc(5, 1)) {
+		t.Fatalf("Get(5) = %+v, %v, %v", a, ok, err)
+	}
+}
