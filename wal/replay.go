@@ -102,7 +102,7 @@ func (l *Log) replaySegment(id, off uint64, last bool) (int, error) {
 	}
 	n := 0
 	for {
-		es, refs, next, err := readFrame(f, id, off)
+		es, refs, next, err := readFrame(f, uint64(fi.Size()), id, off)
 		if errors.Is(err, errFrameEnd) {
 			return n, nil
 		}

@@ -102,11 +102,13 @@ func encodeFrame(seg, off uint64, es []entry) (frame []byte, refs []uint64) {
 // errFrameEnd: no frame here (zero length or end of file).
 var errFrameEnd = errors.New("end of segment")
 
-// readFrame reads the frame at off of segment seg in r. It returns the
-// entries, the offset of each value, and the offset after the frame.
-// errFrameEnd means the segment ends at off; any other error means the
-// bytes at off are not a whole, intact frame (torn or corrupt).
-func readFrame(r io.ReaderAt, seg, off uint64) (es []entry, refs []uint64, next uint64, err error) {
+// readFrame reads the frame at off of segment seg in r, which holds size
+// bytes. It returns the entries, the offset of each value, and the
+// offset after the frame. errFrameEnd means the segment ends at off; any
+// other error means the bytes at off are not a whole, intact frame (torn
+// or corrupt). A length past the end is refused before anything is
+// allocated for it.
+func readFrame(r io.ReaderAt, size, seg, off uint64) (es []entry, refs []uint64, next uint64, err error) {
 	var h [frameHeader]byte
 	if n, err := r.ReadAt(h[:], int64(off)); n < frameHeader {
 		if n == 0 && errors.Is(err, io.EOF) {
@@ -123,6 +125,9 @@ func readFrame(r io.ReaderAt, seg, off uint64) (es []entry, refs []uint64, next 
 	}
 	if ln < frameBodyHeader || uint64(ln) > maxFrameLen {
 		return nil, nil, 0, fmt.Errorf("%w: frame length %d", errBadRecord, ln)
+	}
+	if end := off + frameHeader + uint64(ln); end > size {
+		return nil, nil, 0, fmt.Errorf("%w: frame of %d bytes at %d runs past the segment's end (%d)", errBadRecord, ln, off, size)
 	}
 	b := make([]byte, ln)
 	if n, err := r.ReadAt(b, int64(off)+frameHeader); n < len(b) {

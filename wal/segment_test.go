@@ -322,7 +322,7 @@ func FuzzReadFrame(f *testing.F) {
 	f.Add(make([]byte, 16))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		es, refs, next, err := readFrame(bytes.NewReader(b), 1, 0)
+		es, refs, next, err := readFrame(bytes.NewReader(b), uint64(len(b)), 1, 0)
 		if err != nil {
 			if !errors.Is(err, errFrameEnd) && !errors.Is(err, errBadRecord) {
 				t.Fatalf("error neither end nor bad record: %v", err)
