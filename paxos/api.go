@@ -292,6 +292,15 @@ func (n *Node) Status() Status {
 	return n.status
 }
 
+// WALStats returns the counters of the node's wal; ok is false when the
+// node runs on another Storage (WithStorage).
+func (n *Node) WALStats() (st wal.Stats, ok bool) {
+	if l, ok := n.storage.(*wal.Log); ok {
+		return l.Stats(), true
+	}
+	return wal.Stats{}, false
+}
+
 // RegisterGRPC registers the Paxos peer service on s, a server the caller
 // owns, starts and stops (binlogd serves its Admin service on it too).
 // Create s with GRPCServerOptions(cfg): a peer's message can be larger

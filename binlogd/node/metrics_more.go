@@ -5,6 +5,7 @@ import (
 
 	"phxgo/binlogd/binlog"
 	"phxgo/binlogd/capture"
+	"phxgo/wal"
 )
 
 // registerPaxosMetrics exports the engine's counters (paxos.Status); the
@@ -31,6 +32,31 @@ func registerPaxosMetrics(reg *prometheus.Registry, n *Node) {
 				}
 				return 0
 			}),
+	)
+}
+
+// registerWALMetrics exports the counters of the node's wal (wal.Stats).
+func registerWALMetrics(reg *prometheus.Registry, n *Node) {
+	stats := func() wal.Stats {
+		st, _ := n.px.WALStats()
+		return st
+	}
+	opts := func(name, help string) prometheus.CounterOpts {
+		return prometheus.CounterOpts{Namespace: "phxgo", Subsystem: "wal", Name: name, Help: help}
+	}
+	reg.MustRegister(
+		prometheus.NewCounterFunc(opts("saves_total", "writes made durable (accepts, promises, applied state)"),
+			func() float64 { return float64(stats().Saves) }),
+		prometheus.NewCounterFunc(opts("groups_total", "commit groups; saves_total / groups_total is the group size"),
+			func() float64 { return float64(stats().Groups) }),
+		prometheus.NewCounterFunc(opts("syncs_total", "fdatasyncs issued"),
+			func() float64 { return float64(stats().Syncs) }),
+		prometheus.NewCounterFunc(opts("segments_total", "segment files started (one per 64 MiB of log)"),
+			func() float64 { return float64(stats().Segments) }),
+		prometheus.NewCounterFunc(opts("drops_total", "drops of truncated entries from Badger"),
+			func() float64 { return float64(stats().Drops) }),
+		prometheus.NewCounterFunc(opts("drop_seconds_total", "time those drops blocked writes"),
+			func() float64 { return stats().DropTime.Seconds() }),
 	)
 }
 
