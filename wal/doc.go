@@ -1,7 +1,8 @@
-// Package wal is the durable state of a Paxos acceptor and learner, kept in
-// Badger: the promised ballot, the accepted (ballot, value) of every
-// instance, the chosen index, and the applied index with the state
-// machine's snapshot taken right after it.
+// Package wal is the durable state of a Paxos acceptor and learner: the
+// promised ballot, the accepted (ballot, value) of every instance, the
+// chosen index, and the applied index with the state machine's snapshot
+// taken right after it. Its write-ahead log is its own segment files;
+// Badger indexes them and holds the metadata.
 //
 // Contract (used by package paxos):
 //
@@ -18,7 +19,7 @@
 //	(*Log).TruncateWithBase(index, base) error   // same, storing the snapshot after index-1 (HardState.Base)
 //	(*Log).InstallSnapshot(index, snap) error    // a peer's snapshot: applied = index, log starts at index+1
 //	(*Log).Close() error
-//	(*Log).Stats() Stats                        // counters: saves, groups, syncs, rotations
+//	(*Log).Stats() Stats                        // counters: saves, groups, syncs, segments, rotations
 //
 // # Write path
 //

@@ -48,27 +48,14 @@ func (l *Log) memPath(fid uint64) string {
 // newestMemFid returns the highest <fid>.mem in dir: Badger's current
 // memtable right after Open (Open always starts a fresh one).
 func newestMemFid(dir string) (uint64, error) {
-	es, err := os.ReadDir(dir)
+	fids, err := memFids(dir)
 	if err != nil {
-		return 0, fmt.Errorf("wal: list %s: %w", dir, err)
+		return 0, err
 	}
-	var fid uint64
-	found := false
-	for _, e := range es {
-		name, ok := strings.CutSuffix(e.Name(), memFileExt)
-		if !ok {
-			continue
-		}
-		v, err := strconv.ParseUint(name, 10, 64)
-		if err != nil {
-			continue
-		}
-		fid, found = max(fid, v), true
-	}
-	if !found {
+	if len(fids) == 0 {
 		return 0, fmt.Errorf("wal: no memtable file in %s", dir)
 	}
-	return fid, nil
+	return fids[len(fids)-1], nil
 }
 
 // followRotationLocked advances l.mem.fid past memtables Badger created
@@ -98,22 +85,30 @@ func (l *Log) followRotation() {
 
 // memFids lists the memtable files in dir, ascending.
 func memFids(dir string) ([]uint64, error) {
+	fids, _, err := numberedFiles(dir, memFileExt)
+	return fids, err
+}
+
+// numberedFiles lists the files <number><ext> in dir, ascending, and the
+// names ending in ext that are not a number.
+func numberedFiles(dir, ext string) (nums []uint64, stray []string, err error) {
 	es, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("wal: list %s: %w", dir, err)
+		return nil, nil, fmt.Errorf("wal: list %s: %w", dir, err)
 	}
-	var fids []uint64
 	for _, e := range es {
-		name, ok := strings.CutSuffix(e.Name(), memFileExt)
+		name, ok := strings.CutSuffix(e.Name(), ext)
 		if !ok {
 			continue
 		}
 		if v, err := strconv.ParseUint(name, 10, 64); err == nil {
-			fids = append(fids, v)
+			nums = append(nums, v)
+		} else {
+			stray = append(stray, e.Name())
 		}
 	}
-	slices.Sort(fids)
-	return fids, nil
+	slices.Sort(nums)
+	return nums, stray, nil
 }
 
 // fillBound bounds the current memtable's arena and file, in bytes.

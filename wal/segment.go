@@ -8,8 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 )
 
@@ -52,24 +50,11 @@ func segName(id uint64) string { return fmt.Sprintf("%016d%s", id, segExt) }
 
 // segFiles lists the segment ids in dir, ascending.
 func segFiles(dir string) ([]uint64, error) {
-	es, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("wal: list %s: %w", dir, err)
+	ids, stray, err := numberedFiles(dir, segExt)
+	if err == nil && len(stray) > 0 {
+		err = fmt.Errorf("%w: stray segment file %s in %s", ErrCorrupt, stray[0], dir)
 	}
-	var ids []uint64
-	for _, e := range es {
-		name, ok := strings.CutSuffix(e.Name(), segExt)
-		if !ok {
-			continue
-		}
-		id, err := strconv.ParseUint(name, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%w: stray segment file %s in %s", ErrCorrupt, e.Name(), dir)
-		}
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids, nil
+	return ids, err
 }
 
 // encodeFrame frames es for segment seg at offset off. refs[i] is the
