@@ -22,6 +22,11 @@ type Config struct {
 	Join bool
 	// Dir is the wal directory (unused when WithStorage is given).
 	Dir string
+	// WALSegmentBytes is the size of the wal's segment files
+	// (wal.Options.SegmentBytes; 0: the wal's default, 64 MiB). Space is
+	// reclaimed behind compaction a whole segment at a time, so a log kept
+	// small wants small segments.
+	WALSegmentBytes int64
 	// MaxValueBytes bounds one command passed to Propose.
 	MaxValueBytes int
 	// BatchMaxBytes bounds the commands the leader packs into one value.

@@ -111,7 +111,7 @@ func Start(cfg Config, sm StateMachine, opts ...Option) (*Node, error) {
 			return nil, fmt.Errorf("%w: Dir: empty (and no WithStorage)", ErrBadConfig)
 		}
 		var err error
-		if st, err = openWAL(cfg.Dir); err != nil {
+		if st, err = openWAL(cfg); err != nil {
 			return nil, fmt.Errorf("%w: open wal %s: %w", ErrStorage, cfg.Dir, err)
 		}
 	}

@@ -2,7 +2,7 @@ package paxos
 
 import "phxgo/wal"
 
-// openWAL opens the Badger-backed wal, synced on every group commit.
-func openWAL(dir string) (Storage, error) {
-	return wal.Open(dir, wal.Options{})
+// openWAL opens the node's wal, synced on every group commit.
+func openWAL(cfg Config) (Storage, error) {
+	return wal.Open(cfg.Dir, wal.Options{SegmentBytes: cfg.WALSegmentBytes, Logger: cfg.Logger})
 }

@@ -124,6 +124,7 @@ func (n *Node) Run(ctx context.Context) error {
 	pcfg.MaxValueBytes = 8 << 20
 	pcfg.Join = n.cfg.Join
 	pcfg.Thrifty = n.cfg.Thrifty()
+	pcfg.WALSegmentBytes = walSegmentBytes(n.cfg.LogRetentionBytes)
 	px, err := paxos.Start(pcfg, lease, paxos.WithDialOptions(n.dialOption(), grpc.WithContextDialer(n.dialFromSelf)),
 		paxos.WithCommitObserver(func(d time.Duration) { n.m.commitLatency.Observe(d.Seconds()) }))
 	if err != nil {

@@ -247,6 +247,16 @@ func (n *Node) retentionStatus(st *pb.NodeStatus) {
 	}
 }
 
+// walSegmentBytes sizes the wal's segment files for a log kept under
+// limit bytes: the wal frees space behind a compaction a whole segment at
+// a time, so the segment being written may hold up to a segment of
+// compacted entries. A sixteenth of the limit keeps that slack small
+// against it (64 MiB at the default 1 GiB; at least 1 MiB, so a tiny
+// limit does not cost a new file every few writes).
+func walSegmentBytes(limit int64) int64 {
+	return min(64<<20, max(1<<20, limit/16))
+}
+
 // dirSize is the disk space of the files under dir, as du counts it
 // (Badger preallocates sparse files whose apparent size means nothing).
 func dirSize(dir string) int64 {

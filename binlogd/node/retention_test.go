@@ -45,3 +45,18 @@ func TestRetentionTarget(t *testing.T) {
 		}
 	}
 }
+
+// TestWALSegmentBytes: segments are a sixteenth of the retention limit,
+// within [1 MiB, 64 MiB].
+func TestWALSegmentBytes(t *testing.T) {
+	for _, c := range []struct{ limit, want int64 }{
+		{1 << 30, 64 << 20},
+		{8 << 30, 64 << 20},
+		{256 << 20, 16 << 20},
+		{64 << 10, 1 << 20},
+	} {
+		if got := walSegmentBytes(c.limit); got != c.want {
+			t.Errorf("walSegmentBytes(%d) = %d, want %d", c.limit, got, c.want)
+		}
+	}
+}
