@@ -257,9 +257,9 @@ func main() {
 		if ns[id] == leader {
 			role = "leader"
 		}
-		fmt.Printf("wal node=%d role=%s saves=%d groups=%d syncs=%d syncs_per_commit=%.2f drops=%d drop_ms=%.0f\n", id, role,
+		fmt.Printf("wal node=%d role=%s saves=%d groups=%d syncs=%d syncs_per_commit=%.2f segments=%d rotations=%d drops=%d drop_ms=%.0f\n", id, role,
 			b.Saves-a.Saves, b.Groups-a.Groups, b.Syncs-a.Syncs, float64(b.Syncs-a.Syncs)/float64(max(len(lats), 1)),
-			b.Drops-a.Drops, (b.DropTime-a.DropTime).Seconds()*1000)
+			b.Segments-a.Segments, b.Rotations-a.Rotations, b.Drops-a.Drops, (b.DropTime-a.DropTime).Seconds()*1000)
 	}
 	st := leader.Status()
 	fmt.Printf("nodes=%d clients=%d value=%d target=%s commits=%d failed=%d elapsed=%.2fs chosen_index=%d\n",
