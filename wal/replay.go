@@ -3,6 +3,7 @@ package wal
 import (
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 
 	"github.com/dgraph-io/badger/v4"
@@ -47,6 +48,16 @@ func (l *Log) openSegments() error {
 		return fmt.Errorf("%w: segment %d, where the log's replay starts (m/segpos), is missing", ErrCorrupt, pos.seg)
 	}
 	l.apos = pos
+	// What a process crash left in the page cache is whole but may not be
+	// on disk yet: sync it before Badger gets it, or a power cut later
+	// could keep Badger's copy and lose the segment's.
+	for _, id := range ids {
+		if (!havePos || id >= pos.seg) && !l.opts.NoSync {
+			if err := fdatasync(l.segs.files[id]); err != nil {
+				return fmt.Errorf("wal: sync segment %d: %w", id, err)
+			}
+		}
+	}
 	replayed := 0
 	for i, id := range ids {
 		if havePos && id < pos.seg {
@@ -75,10 +86,15 @@ func (l *Log) openSegments() error {
 	next := uint64(1)
 	if len(ids) > 0 {
 		next = ids[len(ids)-1] + 1
+		if fi, err := l.segs.files[next-1].Stat(); err == nil && fi.Size() == 0 {
+			next-- // an empty newest segment (an Open or a rotation without writes after it) is reused
+		}
 	}
-	f, err := l.segs.create(next)
-	if err != nil {
-		return err
+	var f *os.File
+	if f = l.segs.files[next]; f == nil {
+		if f, err = l.segs.create(next); err != nil {
+			return err
+		}
 	}
 	l.segID, l.segFile, l.segOff = next, f, 0
 	l.stats.segments.Add(1)

@@ -392,3 +392,24 @@ func TestInlineRecordsFromBeforeSegments(t *testing.T) {
 		t.Fatalf("Get(5) = %+v, %v, %v", a, ok, err)
 	}
 }
+
+// TestReopenReusesAnEmptySegment: opening a log starts writing in its
+// newest segment if that one is empty, so reopening without writes does
+// not pile up files.
+func TestReopenReusesAnEmptySegment(t *testing.T) {
+	dir := t.TempDir()
+	l := openTest(t, dir, quietOptions())
+	mustSave(t, l, Update{Accepted: []Accepted{acc(1, 1)}})
+	for range 5 {
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		l = openTest(t, dir, quietOptions())
+	}
+	if n := len(segPaths(t, dir)); n > 2 {
+		t.Fatalf("%d segments after 5 reopens without writes", n)
+	}
+	if a, ok, err := l.Get(1); err != nil || !ok || !equalAccepted(a, acc(1, 1)) {
+		t.Fatalf("Get(1) = %+v, %v, %v", a, ok, err)
+	}
+}
