@@ -59,7 +59,10 @@
 //
 // Badger receives a frame only after the frame is durable, so Badger never
 // holds what the segments lost; it may hold less. Open replays every frame
-// after m/segpos (replay.go). For that to be enough, what Badger keeps must
+// after m/segpos (replay.go), after an fdatasync of the segments it reads:
+// a process crash leaves written frames in the page cache, whole but not
+// yet on disk, and Badger must not keep them where a later power cut
+// could lose the segment's copy. For that to be enough, what Badger keeps must
 // be the effect of a PREFIX of the applied frames: Badger replays each
 // memtable file up to its first torn transaction, every file on its own, so
 // an apply that may start a new memtable (memtable.go keeps an upper bound
