@@ -237,6 +237,11 @@ func (n *Node) ReadNext(from uint64, maxBytes int) (cmds []Command, next uint64,
 	}
 	next = from
 	for _, a := range as {
+		if a.Index != next {
+			// Every applied instance is stored; a reader that skipped one
+			// would miss a command for good.
+			return cmds, next, fmt.Errorf("%w: applied instance %d missing from the log (next stored: %d)", ErrStorage, next, a.Index)
+		}
 		vals, err := decodeValue(a.Value)
 		if err != nil {
 			return cmds, next, fmt.Errorf("index %d: %w", a.Index, err)

@@ -2,10 +2,14 @@ package paxos
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"phxgo/wal"
 )
 
 // A one-member cluster is its own majority: proposals are chosen by its
@@ -78,5 +82,52 @@ func TestStatusCountersAndCommitObserver(t *testing.T) {
 		if d <= 0 {
 			t.Fatalf("latency %v", d)
 		}
+	}
+}
+
+// gappyStorage hides one instance from Range, as a storage bug would.
+type gappyStorage struct {
+	*MemoryStorage
+	hide atomic.Uint64
+}
+
+func (s *gappyStorage) Range(from, to uint64, maxBytes int) ([]wal.Accepted, error) {
+	as, err := s.MemoryStorage.Range(from, to, maxBytes)
+	out := as[:0:0]
+	for _, a := range as {
+		if a.Index != s.hide.Load() {
+			out = append(out, a)
+		}
+	}
+	return out, err
+}
+
+// ReadNext never steps over an applied instance the storage lost: it
+// stops there with ErrStorage, so a binlog reader cannot skip a batch.
+func TestReadNextRefusesAGap(t *testing.T) {
+	st := &gappyStorage{MemoryStorage: NewMemoryStorage()}
+	n, err := Start(testConfig(1, map[uint32]string{1: "127.0.0.1:1"}, ""), &listSM{}, WithStorage(st))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var idx []uint64
+	for i := range 5 {
+		at, err := propose(ctx, n, fmt.Sprint("cmd", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		idx = append(idx, at)
+	}
+	cmds, next, err := n.ReadNext(1, 1<<20)
+	if err != nil || len(cmds) != 5 {
+		t.Fatalf("ReadNext = %d commands, %v", len(cmds), err)
+	}
+	st.hide.Store(idx[2])
+	cmds, next, err = n.ReadNext(1, 1<<20)
+	if !errors.Is(err, ErrStorage) || next != idx[2] || len(cmds) != 2 {
+		t.Fatalf("ReadNext over a lost instance %d = %d commands, next %d, %v; want 2, %d, ErrStorage", idx[2], len(cmds), next, err, idx[2])
 	}
 }

@@ -54,11 +54,14 @@ type Options struct {
 
 // TestingKnobs are hooks for tests, all nil by default.
 type TestingKnobs struct {
-	// BeforeSync runs in a group's sync goroutine after its Badger
-	// transaction committed and before its sync; ops is the number of
+	// BeforeSync runs in a group's sync goroutine after its frame is
+	// written to the segment and before its sync; ops is the number of
 	// calls in the group. A non-nil error acts as a failed sync. Several
 	// may run at once (Options.MaxSyncsInFlight).
 	BeforeSync func(ops int) error
+	// InRange runs in Range between its two reads: of the records held
+	// in memory, and of Badger.
+	InRange func()
 }
 
 const (

@@ -118,6 +118,12 @@ func (l *Log) Range(from, to uint64, maxBytes int) ([]Accepted, error) {
 	if from > to {
 		return nil, nil
 	}
+	// The overlay first: a group applied while Badger is read leaves the
+	// overlay only after Badger has it, so it is found in one of the two.
+	held := l.overlayRange(from, to)
+	if l.opts.Knobs != nil && l.opts.Knobs.InRange != nil {
+		l.opts.Knobs.InRange()
+	}
 	var out []Accepted
 	cut := false
 	err = l.db.View(func(txn *badger.Txn) error {
@@ -159,11 +165,14 @@ func (l *Log) Range(from, to uint64, maxBytes int) ([]Accepted, error) {
 	if err != nil {
 		return nil, err
 	}
-	upTo := to
 	if cut {
-		upTo = out[len(out)-1].Index
+		for index := range held {
+			if index > out[len(out)-1].Index {
+				delete(held, index)
+			}
+		}
 	}
-	if held := l.overlayRange(from, upTo); len(held) > 0 {
+	if len(held) > 0 {
 		if out, err = mergeHeld(out, held, maxBytes); err != nil {
 			return nil, err
 		}
