@@ -59,9 +59,6 @@ type TestingKnobs struct {
 	// calls in the group. A non-nil error acts as a failed sync. Several
 	// may run at once (Options.MaxSyncsInFlight).
 	BeforeSync func(ops int) error
-	// InRange runs in Range between its two reads: of the records held
-	// in memory, and of Badger.
-	InRange func()
 }
 
 const (

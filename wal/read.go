@@ -121,9 +121,6 @@ func (l *Log) Range(from, to uint64, maxBytes int) ([]Accepted, error) {
 	// The overlay first: a group applied while Badger is read leaves the
 	// overlay only after Badger has it, so it is found in one of the two.
 	held := l.overlayRange(from, to)
-	if l.opts.Knobs != nil && l.opts.Knobs.InRange != nil {
-		l.opts.Knobs.InRange()
-	}
 	var out []Accepted
 	cut := false
 	err = l.db.View(func(txn *badger.Txn) error {

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/dgraph-io/badger/v4"
@@ -314,28 +313,6 @@ func TestLazyReadsBeforeApply(t *testing.T) {
 	}
 	want = append(want, acc(10, 1))
 	check()
-}
-
-// TestRangeWhileHeldGroupsApply: a lazy group applied to Badger while
-// Range reads is found in the overlay or in Badger, never in neither
-// (a gap here once made a spare's ReadNext skip a chosen instance).
-func TestRangeWhileHeldGroupsApply(t *testing.T) {
-	var l *Log
-	var once sync.Once
-	opts := quietOptions()
-	opts.Knobs = &TestingKnobs{InRange: func() {
-		once.Do(func() { mustSave(t, l, Update{Accepted: []Accepted{acc(6, 1)}}) })
-	}}
-	l = openTest(t, t.TempDir(), opts)
-	mustSave(t, l, Update{Accepted: []Accepted{acc(4, 1)}})
-	mustSave(t, l, Update{Accepted: []Accepted{acc(5, 1)}, NoSync: true})
-	got, err := l.Range(1, 10, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) < 2 || got[0].Index != 4 || got[1].Index != 5 {
-		t.Fatalf("Range while a held group was applied = %+v, want 4 and 5 at least", got)
-	}
 }
 
 func FuzzReadFrame(f *testing.F) {
