@@ -177,6 +177,8 @@
 //
 // Get and Range read Badger, and the record from its segment, directly
 // and concurrently with writes (and a lazy group's records from memory).
+// They look in memory first: a lazy group leaves memory only after Badger
+// has it, so a read that overlaps its apply finds it in one of the two.
 // They may see a Save's records before that Save returns (they are durable
 // once it does); HardState only ever shows durable state. Open takes an
 // exclusive flock on dir/wal.lock before opening Badger, so a second Log
