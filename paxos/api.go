@@ -314,9 +314,10 @@ func (n *Node) RegisterGRPC(s *grpc.Server) { registerPeerService(s, n) }
 
 // GRPCServerOptions returns the options a server given to RegisterGRPC
 // needs for nodes configured like cfg: a receive limit of
-// MaxMessageBytes.
+// MaxMessageBytes, and keepalive that lets peers ping (and pings them),
+// so links that lost packets are closed and redialled (grpc.go).
 func GRPCServerOptions(cfg Config) []grpc.ServerOption {
-	return []grpc.ServerOption{grpc.MaxRecvMsgSize(cfg.MaxMessageBytes())}
+	return append([]grpc.ServerOption{grpc.MaxRecvMsgSize(cfg.MaxMessageBytes())}, linkServerOptions(cfg)...)
 }
 
 // MaxMessageBytes bounds what one peer sends in one gRPC message. Accepts,

@@ -38,9 +38,11 @@ type Node struct {
 	lease *masterlease.Lease
 	repl  *replserver.Server
 	gs    *grpc.Server
-	http  *http.Server
-	m     *metrics
-	ret   *retention
+	// peerLink: dial options for links to other nodes (paxos.PeerDialOptions)
+	peerLink []grpc.DialOption
+	http     *http.Server
+	m        *metrics
+	ret      *retention
 
 	dbMu sync.Mutex
 	db   *sql.DB // root over the unix socket; nil while mysqld is down
@@ -125,6 +127,7 @@ func (n *Node) Run(ctx context.Context) error {
 	pcfg.Join = n.cfg.Join
 	pcfg.Thrifty = n.cfg.Thrifty()
 	pcfg.WALSegmentBytes = walSegmentBytes(n.cfg.LogRetentionBytes)
+	n.peerLink = append(paxos.PeerDialOptions(pcfg), n.dialOption(), grpc.WithContextDialer(n.dialFromSelf))
 	px, err := paxos.Start(pcfg, lease, paxos.WithDialOptions(n.dialOption(), grpc.WithContextDialer(n.dialFromSelf)),
 		paxos.WithCommitObserver(func(d time.Duration) { n.m.commitLatency.Observe(d.Seconds()) }))
 	if err != nil {

@@ -19,7 +19,7 @@ func (n *Node) peerAdmin(id uint32) (pb.AdminClient, error) {
 		if cc, ok := peerConns.Load(m.GRPCAddr); ok {
 			return pb.NewAdminClient(cc.(*grpc.ClientConn)), nil
 		}
-		cc, err := grpc.NewClient(m.GRPCAddr, n.dialOption(), grpc.WithContextDialer(n.dialFromSelf))
+		cc, err := grpc.NewClient(m.GRPCAddr, n.peerLink...)
 		if err != nil {
 			return nil, err
 		}
