@@ -11,7 +11,14 @@
 #                                   serverAuth + clientAuth (each link's two
 #                                   ends use the same pair), SANs:
 #                                   DNS:localhost, IP:127.0.0.1..127.0.0.9,
-#                                   IP:::1 and any HOSTS given (IP or name)
+#                                   IP:::1, any HOSTS given (IP or name) and
+#                                   URI:phxgo://node/N (the identity binlogd
+#                                   authorises by)
+#   DIR/proxyN.crt, .key            sqlproxy N, URI:phxgo://proxy/N
+#   DIR/admin.crt, .key             the operator's CLI, URI:phxgo://admin
+#
+# `binlogd init` issues the same with Go's crypto (binlogd/mtls.WriteCert);
+# this script stays for tests and trials that want openssl's view.
 #
 # Running it again on the same DIR keeps the CA and reissues the node
 # certificates (e.g. with a larger NODES after adding a member).
@@ -42,19 +49,28 @@ if [[ ! -s $dir/ca.key ]]; then
 		-out "$dir/ca.crt" 2>/dev/null
 fi
 
-for ((n = 1; n <= nodes; n++)); do
-	openssl ecparam -name prime256v1 -genkey -noout -out "$dir/node$n.key"
-	openssl req -new -key "$dir/node$n.key" -subj "/O=phxgo test/CN=node$n" -out "$dir/node$n.csr" 2>/dev/null
-	cat >"$dir/node$n.ext" <<EXT
+# issue BASE URI: BASE.crt/.key with the shared SANs plus the identity URI
+# that binlogd authorises by (phxgo://node/N, phxgo://proxy/N, phxgo://admin).
+issue() {
+	local base=$1 uri=$2
+	openssl ecparam -name prime256v1 -genkey -noout -out "$dir/$base.key"
+	openssl req -new -key "$dir/$base.key" -subj "/O=phxgo test/CN=$base" -out "$dir/$base.csr" 2>/dev/null
+	cat >"$dir/$base.ext" <<EXT
 basicConstraints=critical,CA:FALSE
 keyUsage=critical,digitalSignature,keyEncipherment
 extendedKeyUsage=serverAuth,clientAuth
-subjectAltName=$san
+subjectAltName=$san,URI:$uri
 EXT
-	openssl x509 -req -in "$dir/node$n.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" -CAcreateserial \
-		-days 365 -sha256 -extfile "$dir/node$n.ext" -out "$dir/node$n.crt" 2>/dev/null
-	rm -f "$dir/node$n.csr" "$dir/node$n.ext"
+	openssl x509 -req -in "$dir/$base.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" -CAcreateserial \
+		-days 365 -sha256 -extfile "$dir/$base.ext" -out "$dir/$base.crt" 2>/dev/null
+	rm -f "$dir/$base.csr" "$dir/$base.ext"
+}
+
+for ((n = 1; n <= nodes; n++)); do
+	issue "node$n" "phxgo://node/$n"
+	issue "proxy$n" "phxgo://proxy/$n"
 done
+issue admin "phxgo://admin"
 rm -f "$dir/ca.srl"
 chmod 0644 "$dir"/*.crt
-echo "test CA and $nodes node certificates in $dir"
+echo "test CA, $nodes node and proxy certificates and an admin certificate in $dir"

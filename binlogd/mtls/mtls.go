@@ -57,6 +57,8 @@ type Material struct {
 	Cert  tls.Certificate
 	Leaf  *x509.Certificate
 	Pool  *x509.CertPool
+	// Identity is who Leaf says we are (its phxgo:// URI SAN).
+	Identity Identity
 }
 
 // Load reads and checks f at time now. Errors are *FileError (which file,
@@ -113,7 +115,13 @@ func Load(f Files, now time.Time) (*Material, error) {
 			return nil, &FileError{Cert, f.Cert, fmt.Errorf("%w %s (%s usage): %v", ErrNotByCA, f.CA, usageName(usage), err)}
 		}
 	}
-	return &Material{Files: f, Cert: pair, Leaf: leaf, Pool: pool}, nil
+	// A certificate without an identity would be refused by every peer's
+	// authorisation; refuse it here, where the error can name the file.
+	id, err := IdentityOf(leaf)
+	if err != nil {
+		return nil, &FileError{Cert, f.Cert, err}
+	}
+	return &Material{Files: f, Cert: pair, Leaf: leaf, Pool: pool, Identity: id}, nil
 }
 
 func hasCert(pemBytes []byte) bool {
