@@ -186,6 +186,7 @@ func (n *Node) Run(ctx context.Context) error {
 	run(func(ctx context.Context) { _ = lease.Run(ctx, n.canAcquire) })
 	run(n.roleLoop)
 	run(n.retentionLoop)
+	run(n.notifyReady)
 	<-ctx.Done()
 	hs.Shutdown() // NOT_SERVING while stopping
 	n.stopping.Store(true)
