@@ -404,10 +404,22 @@ type NodeStatus struct {
 	// stored and the last valid GTID before it (a replica must be at or
 	// after it); reseed_needed: this node's MariaDB is behind first_gtid,
 	// the history it needs is gone, and it must be reseeded from a replica.
-	FirstIndex    uint64 `protobuf:"varint,16,opt,name=first_index,json=firstIndex,proto3" json:"first_index,omitempty"`
-	FirstGtid     string `protobuf:"bytes,17,opt,name=first_gtid,json=firstGtid,proto3" json:"first_gtid,omitempty"`
-	ReseedNeeded  bool   `protobuf:"varint,18,opt,name=reseed_needed,json=reseedNeeded,proto3" json:"reseed_needed,omitempty"`
-	LogBytes      uint64 `protobuf:"varint,19,opt,name=log_bytes,json=logBytes,proto3" json:"log_bytes,omitempty"`
+	FirstIndex   uint64 `protobuf:"varint,16,opt,name=first_index,json=firstIndex,proto3" json:"first_index,omitempty"`
+	FirstGtid    string `protobuf:"bytes,17,opt,name=first_gtid,json=firstGtid,proto3" json:"first_gtid,omitempty"`
+	ReseedNeeded bool   `protobuf:"varint,18,opt,name=reseed_needed,json=reseedNeeded,proto3" json:"reseed_needed,omitempty"`
+	LogBytes     uint64 `protobuf:"varint,19,opt,name=log_bytes,json=logBytes,proto3" json:"log_bytes,omitempty"`
+	// The build this binlogd runs (phxgo/binlogd/version short form, e.g.
+	// "v0.4.0-993dfab1c2d3"), so `binlogd cluster status` shows each member's.
+	Version string `protobuf:"bytes,20,opt,name=version,proto3" json:"version,omitempty"`
+	// Replica lag. lag_transactions: valid transactions in the log that this
+	// node's MariaDB has not applied (last_valid_gtid's seq_no minus
+	// mysql_gtid_pos's, same domain; 0 on a master, whose MariaDB is the
+	// source). lag_seconds: MariaDB's Seconds_Behind_Master on a replica;
+	// 0 on a master; -1 when unknown (replication not running, MariaDB down).
+	LagTransactions uint64 `protobuf:"varint,21,opt,name=lag_transactions,json=lagTransactions,proto3" json:"lag_transactions,omitempty"`
+	LagSeconds      int64  `protobuf:"varint,22,opt,name=lag_seconds,json=lagSeconds,proto3" json:"lag_seconds,omitempty"`
+	// mysql_up: binlogd's connection to its MariaDB answers.
+	MysqlUp       bool `protobuf:"varint,23,opt,name=mysql_up,json=mysqlUp,proto3" json:"mysql_up,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -573,6 +585,34 @@ func (x *NodeStatus) GetLogBytes() uint64 {
 		return x.LogBytes
 	}
 	return 0
+}
+
+func (x *NodeStatus) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *NodeStatus) GetLagTransactions() uint64 {
+	if x != nil {
+		return x.LagTransactions
+	}
+	return 0
+}
+
+func (x *NodeStatus) GetLagSeconds() int64 {
+	if x != nil {
+		return x.LagSeconds
+	}
+	return 0
+}
+
+func (x *NodeStatus) GetMysqlUp() bool {
+	if x != nil {
+		return x.MysqlUp
+	}
+	return false
 }
 
 type RecoverPointRequest struct {
@@ -816,7 +856,7 @@ const file_admin_proto_rawDesc = "" +
 	"mysql_addr\x18\x03 \x01(\tR\tmysqlAddr\x12\x1b\n" +
 	"\trepl_addr\x18\x04 \x01(\tR\breplAddr\x12\x1d\n" +
 	"\n" +
-	"proxy_addr\x18\x05 \x01(\tR\tproxyAddr\"\xa4\x05\n" +
+	"proxy_addr\x18\x05 \x01(\tR\tproxyAddr\"\xa5\x06\n" +
 	"\n" +
 	"NodeStatus\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\rR\x06nodeId\x12%\n" +
@@ -840,7 +880,12 @@ const file_admin_proto_rawDesc = "" +
 	"\n" +
 	"first_gtid\x18\x11 \x01(\tR\tfirstGtid\x12#\n" +
 	"\rreseed_needed\x18\x12 \x01(\bR\freseedNeeded\x12\x1b\n" +
-	"\tlog_bytes\x18\x13 \x01(\x04R\blogBytes\"D\n" +
+	"\tlog_bytes\x18\x13 \x01(\x04R\blogBytes\x12\x18\n" +
+	"\aversion\x18\x14 \x01(\tR\aversion\x12)\n" +
+	"\x10lag_transactions\x18\x15 \x01(\x04R\x0flagTransactions\x12\x1f\n" +
+	"\vlag_seconds\x18\x16 \x01(\x03R\n" +
+	"lagSeconds\x12\x19\n" +
+	"\bmysql_up\x18\x17 \x01(\bR\amysqlUp\"D\n" +
 	"\x13RecoverPointRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\rR\x06nodeId\x12\x14\n" +
 	"\x05gtids\x18\x02 \x03(\tR\x05gtids\"\x7f\n" +
