@@ -81,6 +81,20 @@ func ParseGreeting(p []byte) (*Greeting, error) {
 	return g, nil
 }
 
+// MaxHandshakePacket bounds every packet a client sends before it is
+// logged in (SSLRequest, HandshakeResponse41, auth switch answer). The
+// fixed part, user (at most 80 characters of 4 bytes), token (255), database
+// (64×4) and plugin name take well under 2 KiB; connection attributes
+// are one length-encoded string that libmysqlclient and Connector/J cap
+// at 64 KiB. 64 KiB + 4 KiB therefore admits every real client.
+const MaxHandshakePacket = 68 << 10
+
+// maxAttrs bounds the connection attributes ParseResponse keeps (a
+// stranger's 64 KiB of tiny distinct keys would otherwise become a map of
+// thousands of entries); later ones are skipped. The proxy's own
+// attributes come first in its hop's response.
+const maxAttrs = 64
+
 // Response is the client's HandshakeResponse41.
 type Response struct {
 	Caps      uint32
@@ -163,7 +177,9 @@ func ParseResponse(p []byte) (*Response, error) {
 				return nil, bad
 			}
 			all = all[n:]
-			r.Attrs[string(k)] = string(v)
+			if len(r.Attrs) < maxAttrs {
+				r.Attrs[string(k)] = string(v)
+			}
 		}
 	}
 	return r, nil
@@ -178,11 +194,15 @@ func (r *Response) Encode() []byte {
 	b = append(b, make([]byte, 23)...)
 	b = append(b, r.User...)
 	b = append(b, 0)
-	if r.Caps&ClientPluginAuthLenenc != 0 {
+	switch {
+	case r.Caps&ClientPluginAuthLenenc != 0:
 		b = AppendLenEncString(b, r.Auth)
-	} else {
+	case r.Caps&ClientSecureConn != 0:
 		b = append(b, byte(len(r.Auth)))
 		b = append(b, r.Auth...)
+	default: // pre-4.1 token: NUL-terminated
+		b = append(b, r.Auth...)
+		b = append(b, 0)
 	}
 	if r.Caps&ClientConnectWithDB != 0 {
 		b = append(b, r.DB...)

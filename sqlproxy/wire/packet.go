@@ -2,15 +2,35 @@ package wire
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"net"
+	"slices"
 )
 
 // MaxPayload is the largest payload of one frame; a payload of exactly
 // MaxPayload is continued by the next frame (possibly empty).
 const MaxPayload = 1<<24 - 1
+
+// ErrTooBig is returned by ReadPacket and ReadPacketReuse when a packet
+// announces more than Conn.Limit bytes. Nothing of it was buffered beyond
+// what arrived; the caller answers 1153 (TooBig) and closes the
+// connection, as MariaDB does: the rest of the packet is still unread.
+var ErrTooBig = errors.New("wire: packet bigger than the limit")
+
+// TooBig is MariaDB's ER_NET_PACKET_TOO_LARGE, sent before it closes a
+// connection whose packet exceeds max_allowed_packet.
+var TooBig = &Error{Code: 1153, SQLState: "08S01", Message: "Got a packet bigger than 'max_allowed_packet' bytes"}
+
+// DefaultBufferSize is the read and write buffer size of NewConn.
+const DefaultBufferSize = 64 << 10
+
+// firstChunk is the most a read allocates for a frame before its bytes
+// arrive; the buffer then doubles as data comes in (readGrow).
+const firstChunk = 16 << 10
 
 // Conn frames MySQL packets over a net.Conn with buffered I/O. It is not
 // safe for concurrent use: a session owns its client Conn and, while it
@@ -20,20 +40,47 @@ type Conn struct {
 	R   *bufio.Reader
 	W   *bufio.Writer
 	Seq uint8 // sequence number of the next packet written
+	// Limit bounds the length of one logical packet read (continuation
+	// frames joined); 0 means no bound. A longer one fails with ErrTooBig
+	// as soon as its header is read.
+	Limit int
 
 	scratch []byte // ReadPacketReuse's buffer
 }
 
 // NewConn wraps c with 64 KiB read and write buffers.
-func NewConn(c net.Conn) *Conn {
-	return &Conn{Conn: c, R: bufio.NewReaderSize(c, 64<<10), W: bufio.NewWriterSize(c, 64<<10)}
+func NewConn(c net.Conn) *Conn { return NewConnSize(c, DefaultBufferSize) }
+
+// NewConnSize wraps c with read and write buffers of size bytes (a
+// client before login gets small ones: strangers cost little).
+func NewConnSize(c net.Conn, size int) *Conn {
+	return &Conn{Conn: c, R: bufio.NewReaderSize(c, size), W: bufio.NewWriterSize(c, size)}
+}
+
+// Resize replaces the buffers with ones of size bytes. Call it with the
+// write buffer flushed; bytes the old read buffer holds are read first.
+func (c *Conn) Resize(size int) {
+	if c.R.Size() == size {
+		return
+	}
+	var src io.Reader = c.Conn
+	if n := c.R.Buffered(); n > 0 {
+		held, _ := c.R.Peek(n)
+		src = io.MultiReader(bytes.NewReader(bytes.Clone(held)), c.Conn)
+	}
+	c.R = bufio.NewReaderSize(src, size)
+	c.W = bufio.NewWriterSize(c.Conn, size)
 }
 
 // ReadPacket reads one logical packet (continuation frames joined) and
 // sets Seq to the sequence number after it. The returned slice is owned
-// by the caller.
-func (c *Conn) ReadPacket() ([]byte, error) {
-	var out []byte
+// by the caller. Memory grows with the bytes that arrive, never with what
+// a header announces (readGrow).
+func (c *Conn) ReadPacket() ([]byte, error) { return c.readFrames(nil) }
+
+// readFrames reads frames and appends their payloads to out until one
+// shorter than MaxPayload ends the logical packet.
+func (c *Conn) readFrames(out []byte) ([]byte, error) {
 	for {
 		var hdr [4]byte
 		if _, err := io.ReadFull(c.R, hdr[:]); err != nil {
@@ -41,15 +88,39 @@ func (c *Conn) ReadPacket() ([]byte, error) {
 		}
 		n := int(uint32(hdr[0]) | uint32(hdr[1])<<8 | uint32(hdr[2])<<16)
 		c.Seq = hdr[3] + 1
-		start := len(out)
-		out = append(out, make([]byte, n)...)
-		if _, err := io.ReadFull(c.R, out[start:]); err != nil {
+		if c.Limit > 0 && len(out)+n > c.Limit {
+			return nil, ErrTooBig
+		}
+		var err error
+		if out, err = readGrow(c.R, out, n); err != nil {
 			return nil, err
 		}
 		if n < MaxPayload {
+			if out == nil {
+				out = []byte{}
+			}
 			return out, nil
 		}
 	}
+}
+
+// readGrow appends n bytes from r to b. It allocates at most firstChunk
+// ahead of the data, then doubles the buffer as bytes arrive, so a peer
+// announcing 16 MiB and sending nothing costs 16 KiB, not 16 MiB.
+func readGrow(r io.Reader, b []byte, n int) ([]byte, error) {
+	for n > 0 {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, min(n, max(cap(b), firstChunk)))
+		}
+		k := min(n, cap(b)-len(b))
+		m, err := io.ReadFull(r, b[len(b):len(b)+k])
+		b = b[:len(b)+m]
+		n -= m
+		if err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
 }
 
 // ReadPacketReuse is ReadPacket into a buffer the Conn keeps: the slice
@@ -61,10 +132,16 @@ func (c *Conn) ReadPacketReuse() ([]byte, error) {
 	}
 	n := int(uint32(hdr[0]) | uint32(hdr[1])<<8 | uint32(hdr[2])<<16)
 	c.Seq = hdr[3] + 1
+	if c.Limit > 0 && n > c.Limit {
+		return nil, ErrTooBig
+	}
 	if n == MaxPayload || n > 64<<10 {
-		// Rare big packets: allocate, and do not keep a huge buffer.
-		rest, err := c.readRest(n)
-		return rest, err
+		// Rare big packets: a new slice grown as bytes arrive, not kept.
+		out, err := readGrow(c.R, nil, n)
+		if err != nil || n < MaxPayload {
+			return out, err
+		}
+		return c.readFrames(out)
 	}
 	if cap(c.scratch) < n {
 		c.scratch = make([]byte, n, max(n, 256))
@@ -74,23 +151,6 @@ func (c *Conn) ReadPacketReuse() ([]byte, error) {
 		return nil, err
 	}
 	return p, nil
-}
-
-// readRest reads the payload of a frame whose header announced n bytes
-// and any continuation frames, into a new slice.
-func (c *Conn) readRest(n int) ([]byte, error) {
-	out := make([]byte, n)
-	if _, err := io.ReadFull(c.R, out); err != nil {
-		return nil, err
-	}
-	if n < MaxPayload {
-		return out, nil
-	}
-	more, err := c.ReadPacket()
-	if err != nil {
-		return nil, err
-	}
-	return append(out, more...), nil
 }
 
 // WritePacket buffers payload as one logical packet starting at Seq,
