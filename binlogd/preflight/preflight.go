@@ -1,0 +1,25 @@
+package preflight
+
+import "context"
+
+// Run runs every check against env, in the order an operator fixes
+// things: the config first (the rest read it; when it is not even JSON
+// only the host checks run), then MariaDB, ports, directories and
+// permissions, clock, disk, certificates, credentials.
+func Run(ctx context.Context, env *Env) []Result {
+	out := CheckConfig(env)
+	out = append(out, CheckMariaDB(ctx, env)...)
+	if env.Config != nil {
+		out = append(out, CheckMySQLExtra(env.Config.MySQLExtra, env.ConfigPath)...)
+		out = append(out, CheckPorts(ctx, env)...)
+		out = append(out, CheckDirs(env)...)
+		out = append(out, CheckSecretFiles(env)...)
+	}
+	out = append(out, CheckClock(ctx, env)...)
+	if env.Config != nil {
+		out = append(out, CheckDisk(env)...)
+		out = append(out, CheckCerts(env)...)
+		out = append(out, CheckCredentials(env)...)
+	}
+	return out
+}
