@@ -72,6 +72,7 @@ func (n *Node) Status() *pb.NodeStatus {
 	} else if r := n.replInfo.Load(); r != nil {
 		st.ReplicationState = *r
 	}
+	n.statusExtra(st)
 	n.retentionStatus(st)
 	for _, m := range n.members() {
 		st.Members = append(st.Members, &pb.Member{Id: m.ID, GrpcAddr: m.GRPCAddr, MysqlAddr: m.MySQLAddr, ReplAddr: m.ReplAddr, ProxyAddr: m.ProxyAddr})

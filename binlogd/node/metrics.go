@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"phxgo/binlogd/version"
 	"phxgo/masterlease"
 )
 
@@ -56,7 +57,7 @@ func newMetrics(n *Node) *metrics {
 			Help:    "this node's proposals (binlog batches, lease requests), submission to applied",
 			Buckets: prometheus.ExponentialBuckets(0.00025, 2, 14)}), // 0.25 ms .. 2 s
 	}
-	reg.MustRegister(m.commitLatency)
+	reg.MustRegister(m.commitLatency, version.Collector())
 	registerPaxosMetrics(reg, n)
 	registerBinlogMetrics(reg, n)
 	registerWALMetrics(reg, n)
