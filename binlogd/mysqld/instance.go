@@ -77,15 +77,24 @@ func (i *Instance) ServerID() uint32   { return i.opts.ServerID }
 // BinlogIndex is the path of the binlog index file (binlog basename "binlog").
 func (i *Instance) BinlogIndex() string { return filepath.Join(i.DataDir(), "binlog.index") }
 
-func (i *Instance) writeConfig() error {
+func (i *Instance) writeConfig(su *osUser) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "[mysqld]\n")
 	fmt.Fprintf(&b, "datadir=%s\nsocket=%s\nport=%d\nbind-address=%s\nserver-id=%d\n",
 		i.DataDir(), i.Socket(), i.opts.Port, i.opts.Host, i.opts.ServerID)
 	// A private tmpdir: other programs cleaning /tmp must not delete the
 	// server's temporary tables under it.
-	fmt.Fprintf(&b, "pid-file=%s\nlog-error=%s\ntmpdir=%s\nuser=root\n",
-		filepath.Join(i.opts.Dir, "mysqld.pid"), i.ErrorLog(), i.TmpDir())
+	fmt.Fprintf(&b, "pid-file=%s\nlog-error=%s\ntmpdir=%s\n", i.PidFile(), i.ErrorLog(), i.TmpDir())
+	if su != nil {
+		fmt.Fprintf(&b, "user=%s\n", su.name) // never root: see ServerOSUser
+	}
+	// No file import/export outside FilesDir, no client-side LOAD DATA
+	// LOCAL; only InnoDB tables (MyISAM, Aria, MEMORY... writes are
+	// visible and durable before the semi-sync ACK, and a binlog cut
+	// cannot undo them). NO_ENGINE_SUBSTITUTION makes another ENGINE= an
+	// error instead of a silent switch to InnoDB.
+	fmt.Fprintf(&b, "secure_file_priv=%s\nlocal_infile=OFF\nenforce_storage_engine=InnoDB\n", i.FilesDir())
+	b.WriteString("sql_mode=STRICT_TRANS_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_AUTO_CREATE_USER,NO_ENGINE_SUBSTITUTION\n")
 	b.WriteString(`log-bin=binlog
 log-bin-index=binlog.index
 relay-log=relay
@@ -124,21 +133,37 @@ func (i *Instance) Init(ctx context.Context) error {
 	if _, err := exec.LookPath("mariadb-install-db"); err != nil {
 		return ErrNotInstalled
 	}
-	if err := os.MkdirAll(i.TmpDir(), 0o755); err != nil {
+	su, err := serverUser()
+	if err != nil {
 		return err
 	}
-	if err := i.writeConfig(); err != nil {
+	if err := i.prepareDirs(su); err != nil {
+		return fmt.Errorf("mysqld: prepare %s: %w", i.opts.Dir, err)
+	}
+	if err := i.writeConfig(su); err != nil {
 		return fmt.Errorf("mysqld: write config: %w", err)
 	}
 	if _, err := os.Stat(filepath.Join(i.DataDir(), "mysql")); err == nil {
 		return nil
 	}
+	// root@localhost and the admin account (AdminUser) are created
+	// IDENTIFIED VIA unix_socket: no account without a password exists
+	// at any moment, and none is reachable over TCP.
+	osUser := AdminUser()
+	if su != nil {
+		osUser = su.name
+	}
 	cmd := exec.CommandContext(ctx, "mariadb-install-db",
-		"--defaults-file="+i.ConfigFile(), "--user=root",
-		"--auth-root-authentication-method=normal", "--skip-test-db")
+		"--defaults-file="+i.ConfigFile(), "--user="+osUser,
+		"--auth-root-authentication-method=socket", "--auth-root-socket-user="+AdminUser(), "--skip-test-db")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("mysqld: mariadb-install-db in %s: %w\n%s", i.DataDir(), err, tail(out, 2000))
+	}
+	if su != nil { // install-db leaves a file or two owned by root
+		if err := chownTree(i.DataDir(), su); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -197,7 +222,12 @@ func (i *Instance) waitReady(ctx context.Context, done <-chan struct{}) error {
 		err := db.PingContext(pctx)
 		cancel()
 		if err == nil {
-			return nil
+			return i.Harden(ctx)
+		}
+		if adopted, aerr := i.adoptLegacyAdmin(ctx, err); aerr != nil {
+			return aerr
+		} else if adopted {
+			continue
 		}
 		select {
 		case <-done:
@@ -287,21 +317,27 @@ func (i *Instance) signalAndWait(sig syscall.Signal, timeout time.Duration) erro
 	}
 }
 
-// RootDSN is a go-sql-driver DSN for root over the unix socket.
-func (i *Instance) RootDSN(db string) string {
+// AdminDSN is a go-sql-driver DSN for the admin account (AdminUser,
+// unix_socket authentication) over the instance's unix socket.
+func (i *Instance) AdminDSN(db string) string {
+	cfg := i.dsnConfig(AdminUser(), db)
+	return cfg.FormatDSN()
+}
+
+func (i *Instance) dsnConfig(user, db string) *mysql.Config {
 	cfg := mysql.NewConfig()
-	cfg.User = "root"
+	cfg.User = user
 	cfg.Net = "unix"
 	cfg.Addr = i.Socket()
 	cfg.DBName = db
 	cfg.InterpolateParams = true
 	cfg.MultiStatements = true
 	cfg.Timeout = 5 * time.Second
-	return cfg.FormatDSN()
+	return cfg
 }
 
 func (i *Instance) open(db string) (*sql.DB, error) {
-	d, err := sql.Open("mysql", i.RootDSN(db))
+	d, err := sql.Open("mysql", i.AdminDSN(db))
 	if err != nil {
 		return nil, err
 	}
@@ -309,7 +345,7 @@ func (i *Instance) open(db string) (*sql.DB, error) {
 	return d, nil
 }
 
-// DB opens a root connection pool over the unix socket.
+// DB opens an admin connection pool (AdminUser) over the unix socket.
 func (i *Instance) DB(db string) (*sql.DB, error) { return i.open(db) }
 
 // TmpDir is the server's private tmpdir: other programs cleaning /tmp must
