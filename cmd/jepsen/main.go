@@ -21,6 +21,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"phxgo/binlogd/version"
 	"phxgo/jepsen"
 	"phxgo/jepsen/phxcluster"
 )
@@ -45,7 +46,12 @@ func main() {
 	flag.IntVar(&cfg.Workloads.Keys, "keys", cfg.Workloads.Keys, "register: concurrent keys; append: keys")
 	flag.IntVar(&cfg.Workloads.Accounts, "accounts", cfg.Workloads.Accounts, "bank: accounts")
 	flag.BoolVar(&cfg.KeepData, "keep", false, "keep the cluster's data directory after a run that is not valid")
+	showVersion := flag.Bool("version", false, "print the build and exit")
 	flag.Parse()
+	if *showVersion {
+		version.Print(os.Stdout, "jepsen")
+		return
+	}
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, nil)))
 	// go-sql-driver logs every dropped connection; the history has them.
 	_ = mysql.SetLogger(log.New(io.Discard, "", 0))

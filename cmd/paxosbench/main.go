@@ -25,6 +25,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"phxgo/binlogd/version"
 	"phxgo/paxos"
 	"phxgo/wal"
 )
@@ -64,7 +65,12 @@ func main() {
 	keep := flag.Uint64("keep", 2000, "indexes kept below the applied index by -compact")
 	traceFile := flag.String("trace", "", "write an execution trace of the measured phase (go tool trace)")
 	timeline := flag.Duration("timeline", 0, "print latency per slice of this length, with each node's memtable rotations, to stderr (0: off)")
+	showVersion := flag.Bool("version", false, "print the build and exit")
 	flag.Parse()
+	if *showVersion {
+		version.Print(os.Stdout, "paxosbench")
+		return
+	}
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 
 	base := *dir

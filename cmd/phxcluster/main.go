@@ -17,12 +17,17 @@ import (
 	"time"
 
 	"phxgo/binlogd/localcluster"
+	"phxgo/binlogd/version"
 )
 
 func main() {
 	if len(os.Args) < 2 {
 		fmt.Fprintln(os.Stderr, "usage: phxcluster up|down|status [flags]  (-h for flags)")
 		os.Exit(2)
+	}
+	if a := os.Args[1]; a == "-version" || a == "--version" || a == "version" {
+		version.Print(os.Stdout, "phxcluster")
+		return
 	}
 	fs := flag.NewFlagSet(os.Args[1], flag.ContinueOnError)
 	dir := fs.String("dir", ".cluster", "cluster directory")

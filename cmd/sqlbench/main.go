@@ -20,6 +20,8 @@ package main
 import (
 	"fmt"
 	"os"
+
+	"phxgo/binlogd/version"
 )
 
 func main() {
@@ -29,6 +31,9 @@ func main() {
 	}
 	var err error
 	switch os.Args[1] {
+	case "-version", "--version", "version":
+		version.Print(os.Stdout, "sqlbench")
+		return
 	case "baseline-up":
 		err = cmdBaselineUp(os.Args[2:])
 	case "baseline-down":
