@@ -28,7 +28,7 @@ func TestReportFormats(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got struct {
-		Results []struct{ Check, Status, Finding, Fix string }
+		Results        []struct{ Check, Status, Finding, Fix string }
 		OK, Warn, Fail int
 	}
 	if err := json.Unmarshal(b.Bytes(), &got); err != nil {
