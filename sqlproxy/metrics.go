@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"phxgo/binlogd/version"
 	"phxgo/sqlproxy/wire"
 )
 
@@ -46,6 +47,7 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 	m.refused = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "phxgo_sqlproxy_refused_connections_total",
 		Help: "Client connections refused before login: network (outside the allowed networks), hop_tls (a forwarding hop without TLS and a CA certificate), tls_handshake (a failed TLS handshake, e.g. a certificate of another CA)."}, []string{"reason"})
 	reg.MustRegister(m.conns, m.statements, m.errors, m.latency, m.refused)
+	reg.MustRegister(version.Collector()) // phxgo_build_info{version,revision,goversion} 1
 	for k := range m.byRoute {
 		name := routeKind(k).String()
 		m.byRoute[k] = routeMetrics{ok: m.statements.WithLabelValues(name, "ok"),
