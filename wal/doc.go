@@ -69,11 +69,23 @@
 // on the current one's fill, per Badger v4's layout) first fdatasyncs the
 // current one. TestFillBoundHolds checks the bound against Badger.
 //
-// In the newest segment, the first frame that is not whole and intact
-// (length, CRC32C, its own segment and offset) ends the log: it and every
-// later frame were never answered, and Open cuts them off. In an older
-// segment it is corruption (ErrCorrupt naming the segment): a new segment
-// starts only after the old one is synced.
+// Where a segment's frames stop before the end of its file (a frame that
+// is not whole and intact: length, CRC32C, its own segment and offset; or
+// zeros), Open looks for a valid frame further on (scan.go: every later
+// offset whose bytes name this segment and that offset is checked in
+// full). If one follows, the bad bytes are damage, not a torn write (a
+// crash only loses the unsynced END of the newest segment, and the frames
+// after the damage may hold answered promises and votes): Open refuses
+// with a *DamageError (ErrCorrupt) naming the file, the byte offset, what
+// is there and where valid frames resume, in any segment. If nothing
+// valid follows, in the newest segment it is a torn tail: never answered,
+// logged and cut off; in an older segment (synced before the next one
+// began) bad bytes are ErrCorrupt and zeros are logged and left. The scan
+// runs only at Open and only where frames stop early. Inspect and Repair
+// (repair.go; binlogd wal-repair) report damage offline and, when the
+// operator says so, cut the log at a frame boundary before it (refusing
+// where Badger already holds what lies beyond). A cut forgets promises and
+// votes: the node must not vote again as if it remembered them (reseed it).
 //
 // Lazy groups (every op NoSync, or raising only Chosen) are written in
 // order like the rest but skip the fdatasync: the next synced group in the

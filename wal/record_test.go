@@ -12,7 +12,7 @@ import (
 	"testing"
 )
 
-var updateCorpus = flag.Bool("update-corpus", false, "rewrite testdata/fuzz/FuzzDecodeRecord seeds")
+var updateCorpus = flag.Bool("update-corpus", false, "rewrite the seeds in testdata/fuzz (FuzzDecodeRecord, FuzzWalkSegment)")
 
 // corpusSeeds are the committed seeds of FuzzDecodeRecord: valid records
 // of every kind and near misses.

@@ -1,7 +1,6 @@
 package wal
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -103,12 +102,17 @@ func (l *Log) openSegments() error {
 }
 
 // replaySegment applies the frames of segment id from off on and returns
-// how many it applied. In the newest segment (last) the first frame that
-// is not whole and intact ends the log: it and what follows were never
-// answered (a group is answered after its sync, which covers every
-// earlier frame), so they are cut off. Anywhere else it is corruption.
+// how many it applied. Where the frames stop before the end of the file,
+// walkSegment (scan.go) tells a torn tail from damage: damage (a valid
+// frame after the bad bytes) fails Open with a *DamageError in any
+// segment. A torn tail of the newest segment (last) was never answered (a
+// group is answered after its sync, which covers every earlier frame) and
+// is cut off. In an older segment, synced before the next one began, bad
+// bytes are corruption; zeros up to its end are left and logged (a log
+// written before torn tails of zeros were cut may hold them).
 func (l *Log) replaySegment(id, off uint64, last bool) (int, error) {
 	f := l.segs.files[id]
+	path := l.segs.path(id)
 	fi, err := f.Stat()
 	if err != nil {
 		return 0, fmt.Errorf("wal: stat segment %d: %w", id, err)
@@ -117,35 +121,37 @@ func (l *Log) replaySegment(id, off uint64, last bool) (int, error) {
 		return 0, fmt.Errorf("%w: segment %d is %d bytes, the log's replay starts at %d", ErrCorrupt, id, fi.Size(), off)
 	}
 	n := 0
-	for {
-		es, refs, next, err := readFrame(f, uint64(fi.Size()), id, off)
-		if errors.Is(err, errFrameEnd) {
-			return n, nil
-		}
-		if errors.Is(err, errBadRecord) && last {
-			l.opts.Logger.Warn("wal: cutting off a torn tail (groups never answered)",
-				"dir", l.dir, "segment", id, "offset", off, "bytes", fi.Size()-int64(off), "reason", err)
-			if err := f.Truncate(int64(off)); err != nil {
-				return n, fmt.Errorf("wal: cut segment %d: %w", id, err)
-			}
-			if !l.opts.NoSync {
-				if err := fdatasync(f); err != nil {
-					return n, fmt.Errorf("wal: sync segment %d: %w", id, err)
-				}
-			}
-			return n, nil
-		}
-		if errors.Is(err, errBadRecord) {
-			return n, fmt.Errorf("%w: segment %d at offset %d: %w", ErrCorrupt, id, off, err)
-		}
-		if err != nil {
-			return n, fmt.Errorf("wal: read segment %d at offset %d: %w", id, off, err)
-		}
+	tail, err := walkSegment(f, path, uint64(fi.Size()), id, off, func(es []entry, refs []uint64, next uint64) error {
 		if err := l.applyFrame(es, refs, segPos{id, next}); err != nil {
-			return n, fmt.Errorf("wal: replay segment %d at offset %d: %w", id, off, err)
+			return fmt.Errorf("wal: replay segment %d at offset %d: %w", id, off, err)
 		}
 		n++
 		off = next
+		return nil
+	})
+	switch {
+	case err != nil:
+		return n, err
+	case tail == nil:
+		return n, nil
+	case last:
+		l.opts.Logger.Warn("wal: cutting off a torn tail (groups never answered; nothing valid follows)",
+			"dir", l.dir, "segment", path, "offset", tail.off, "bytes", fi.Size()-int64(tail.off), "reason", tail.reason)
+		if err := f.Truncate(int64(tail.off)); err != nil {
+			return n, fmt.Errorf("wal: cut segment %d: %w", id, err)
+		}
+		if !l.opts.NoSync {
+			if err := fdatasync(f); err != nil {
+				return n, fmt.Errorf("wal: sync segment %d: %w", id, err)
+			}
+		}
+		return n, nil
+	case tail.zeros:
+		l.opts.Logger.Warn("wal: zeros after the last frame of an older segment",
+			"dir", l.dir, "segment", path, "offset", tail.off, "bytes", fi.Size()-int64(tail.off))
+		return n, nil
+	default:
+		return n, fmt.Errorf("%w: segment %d (file %s) at offset %d: %w", ErrCorrupt, id, path, tail.off, tail.reason)
 	}
 }
 

@@ -1,0 +1,201 @@
+package wal
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Offline inspection and repair of a log's segments (binlogd wal-repair).
+// Both take the directory's lock, so they refuse while a Log (a running
+// node) has it open.
+
+// Problem is a place where a segment's valid frames stop before the end
+// of its file.
+type Problem struct {
+	Segment uint64
+	Path    string
+	Offset  uint64 // where the valid frames stop
+	Reason  string // what is there: a bad checksum, a bad length, zeros
+	Bytes   uint64 // from Offset to the end of the file
+	// Next is the offset of the first valid frame after Offset, and
+	// FramesAfter how many valid frames follow from there; Next == 0: none
+	// follow (a torn tail, which Open cuts off by itself in the newest
+	// segment).
+	Next        uint64
+	FramesAfter int
+	// Applied: Badger already holds what lies beyond Offset (its replay
+	// starts after it), so references point into the damaged bytes;
+	// cutting cannot repair that (reads of those instances fail with
+	// ErrCorrupt); the node's log must be reseeded.
+	Applied bool
+}
+
+// Damage reports whether p is damage (valid frames after the bad bytes)
+// rather than a torn tail.
+func (p Problem) Damage() bool { return p.Next != 0 }
+
+// Report is what Inspect found.
+type Report struct {
+	Dir      string
+	Segments []uint64 // ids, ascending
+	Frames   int      // valid frames before the first problem of each segment, in all
+	// Replay is where Open's replay starts (Badger holds every frame
+	// before it); ReplaySegment == 0: Badger holds no position yet.
+	ReplaySegment, ReplayOffset uint64
+	Problems                    []Problem
+}
+
+// Inspect reads every segment of the log in dir from its start and
+// reports where its frames stop before the end of the file. It changes
+// nothing. Errors: ErrLocked (the log is open), I/O errors.
+func Inspect(dir string, opts Options) (*Report, error) {
+	r := &Report{Dir: dir}
+	err := offline(dir, opts, func(db *badger.DB, segs *segments, ids []uint64) error {
+		pos, have, err := readSegPos(db)
+		if err != nil {
+			return err
+		}
+		if have {
+			r.ReplaySegment, r.ReplayOffset = pos.seg, pos.off
+		}
+		r.Segments = ids
+		for _, id := range ids {
+			f, path := segs.files[id], segs.path(id)
+			fi, err := f.Stat()
+			if err != nil {
+				return fmt.Errorf("wal: stat %s: %w", path, err)
+			}
+			size := uint64(fi.Size())
+			count := func([]entry, []uint64, uint64) error { r.Frames++; return nil }
+			tail, err := walkSegment(f, path, size, id, 0, count)
+			var dmg *DamageError
+			switch {
+			case errors.As(err, &dmg):
+				p := Problem{Segment: id, Path: path, Offset: dmg.Offset, Reason: dmg.Reason.Error(), Bytes: size - dmg.Offset, Next: dmg.Next}
+				after := 0
+				_, _ = walkSegment(f, path, size, id, dmg.Next, func([]entry, []uint64, uint64) error { after++; return nil })
+				p.FramesAfter = after
+				p.Applied = have && (segPos{id, dmg.Offset}).less(pos)
+				r.Problems = append(r.Problems, p)
+			case err != nil:
+				return err
+			case tail != nil:
+				r.Problems = append(r.Problems, Problem{Segment: id, Path: path, Offset: tail.off, Reason: tail.reason.Error(),
+					Bytes: size - tail.off, Applied: have && (segPos{id, tail.off}).less(pos)})
+			}
+		}
+		return nil
+	})
+	return r, err
+}
+
+// RepairResult says what Repair dropped.
+type RepairResult struct {
+	Bytes   uint64   // cut from the segment
+	Removed []uint64 // later segments deleted
+}
+
+// Repair cuts segment seg at offset off, which must be a frame boundary
+// at or before the point where its valid frames stop, and deletes every
+// later segment: the log then ends at off, and the next Open starts from
+// there. Whatever the dropped frames held (promises, votes, chosen
+// indexes) is forgotten: see the caller's warning. It refuses
+// (ErrInvalid) when Badger already holds frames beyond off.
+func Repair(dir string, seg, off uint64, opts Options) (RepairResult, error) {
+	var res RepairResult
+	err := offline(dir, opts, func(db *badger.DB, segs *segments, ids []uint64) error {
+		f := segs.files[seg]
+		if f == nil {
+			return fmt.Errorf("%w: no segment %d in %s (segments: %v)", ErrInvalid, seg, dir, ids)
+		}
+		path := segs.path(seg)
+		fi, err := f.Stat()
+		if err != nil {
+			return fmt.Errorf("wal: stat %s: %w", path, err)
+		}
+		size := uint64(fi.Size())
+		bounds := map[uint64]bool{0: true}
+		_, err = walkSegment(f, path, size, seg, 0, func(_ []entry, _ []uint64, next uint64) error { bounds[next] = true; return nil })
+		var dmg *DamageError
+		if err != nil && !errors.As(err, &dmg) {
+			return err
+		}
+		if !bounds[off] {
+			return fmt.Errorf("%w: offset %d of %s is not where a frame of the valid prefix ends", ErrInvalid, off, path)
+		}
+		pos, have, err := readSegPos(db)
+		if err != nil {
+			return err
+		}
+		if have && (segPos{seg, off}).less(pos) {
+			return fmt.Errorf("%w: Badger already holds the frames up to segment %d offset %d, beyond the cut: it would refer to dropped bytes; reseed this node's log instead", ErrInvalid, pos.seg, pos.off)
+		}
+		if err := f.Truncate(int64(off)); err != nil {
+			return fmt.Errorf("wal: cut %s: %w", path, err)
+		}
+		if err := fdatasync(f); err != nil {
+			return fmt.Errorf("wal: sync %s: %w", path, err)
+		}
+		res.Bytes = size - off
+		for _, id := range ids {
+			if id > seg {
+				if err := segs.remove(id); err != nil {
+					return err
+				}
+				res.Removed = append(res.Removed, id)
+			}
+		}
+		return syncDir(dir)
+	})
+	return res, err
+}
+
+// offline runs fn with the directory locked, Badger open and every
+// segment open.
+func offline(dir string, opts Options, fn func(db *badger.DB, segs *segments, ids []uint64) error) error {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(dir); err != nil {
+		return fmt.Errorf("wal: %w", err)
+	}
+	lk, err := lockDir(dir)
+	if err != nil {
+		return err
+	}
+	defer unlockDir(lk)
+	db, err := badger.Open(opts.badger(dir))
+	if err != nil {
+		return fmt.Errorf("wal: open badger in %s: %w", dir, err)
+	}
+	defer db.Close()
+	ids, err := segFiles(dir)
+	if err != nil {
+		return err
+	}
+	segs := newSegments(dir)
+	defer segs.closeAll()
+	for _, id := range ids {
+		if _, err := segs.open(id); err != nil {
+			return err
+		}
+	}
+	return fn(db, segs, ids)
+}
+
+func readSegPos(db *badger.DB) (pos segPos, have bool, err error) {
+	err = db.View(func(txn *badger.Txn) error {
+		rec, ok, err := getValue(txn, keySegPos)
+		if err != nil || !ok {
+			return err
+		}
+		have = true
+		pos, err = decodeSegPos(rec)
+		return err
+	})
+	return pos, have, err
+}
