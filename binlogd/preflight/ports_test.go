@@ -133,3 +133,5 @@ func fakeProc(t *testing.T, pid int, comm string) string {
 	}
 	return root
 }
+
+var netListen = func(addr string) (net.Listener, error) { return net.Listen("tcp", addr) }

@@ -32,6 +32,17 @@ func (s Status) String() string {
 // MarshalText lets -json print "ok", "warn" or "FAIL".
 func (s Status) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
+// UnmarshalText reads what MarshalText wrote (scripts in Go, tests).
+func (s *Status) UnmarshalText(b []byte) error {
+	for _, v := range []Status{OK, Warn, Fail} {
+		if string(b) == v.String() {
+			*s = v
+			return nil
+		}
+	}
+	return fmt.Errorf("preflight: unknown status %q", b)
+}
+
 // Result is one finding of one check.
 type Result struct {
 	// Check names what was checked, e.g. "port grpc_addr", "perms credentials_file".
