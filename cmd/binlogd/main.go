@@ -7,6 +7,7 @@
 //	binlogd init -member ID=GRPC,MYSQL,REPL[,PROXY]... -out DIR
 //	binlogd members list|add|remove -addr MEMBER ...
 //	binlogd seed -config NEW.json -from-socket REPLICA_SOCK
+//	binlogd check -config FILE [-json]   preflight the host (exit 1 on any FAIL)
 package main
 
 import (
@@ -44,6 +45,7 @@ commands:
   init        write the configs of a new cluster (-member ID=GRPC,MYSQL,REPL[,PROXY] ... | -hosts H1,H2,H3)
   members     list, add or remove members through the log (members list|add|remove -addr MEMBER ...)
   seed        load a new node's MariaDB from a replica's dump before its first start (-config NEW.json -from-socket SOCK)
+  check       preflight a node's host against its config: MariaDB, ports, dirs, clock, disk, certificates (-config FILE [-json])
 
 Run 'binlogd <command> -h' for a command's flags.
 `
@@ -76,6 +78,8 @@ func main() {
 		err = cmdMembers(os.Args[2:])
 	case "seed":
 		err = cmdSeed(os.Args[2:])
+	case "check":
+		os.Exit(cmdCheck(os.Args[2:]))
 	default:
 		fmt.Fprintf(os.Stderr, "binlogd: unknown command %q\n\n%s", os.Args[1], usage)
 		os.Exit(2)
