@@ -10,9 +10,16 @@ BASE_PORT ?= 17000
 
 all: build
 
+# The build's name (binlogd/version): the newest v* tag (v0.0.0 without one),
+# the commit and whether the tree had changes. A release: make build VERSION=v0.4.0.
+VERSION   ?= $(shell git describe --tags --match 'v[0-9]*' --abbrev=0 2>/dev/null)
+REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null)
+MODIFIED  ?= $(shell git diff --quiet HEAD 2>/dev/null && echo false || echo true)
+LDFLAGS   ?= -X phxgo/binlogd/version.Version=$(VERSION) -X phxgo/binlogd/version.Revision=$(REVISION) -X phxgo/binlogd/version.Modified=$(MODIFIED)
+
 build:
 	$(GO) build ./...
-	$(GO) build -o bin/ ./cmd/...
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ ./cmd/...
 
 # The README's test command. Unit tests with -race, then integration tests
 # that start real mariadbd processes (scripts/install-mariadb.sh installs them).

@@ -2,6 +2,8 @@
 //
 //	binlogd run -config FILE            run the node (supervises MariaDB)
 //	binlogd status -addr HOST:PORT      print a node's view (-json)
+//	binlogd cluster status -addr HOST:PORT  every member's view in one table (-json); exit 1 when unhealthy
+//	binlogd -version                    print the build
 //	binlogd recover -config FILE        cut the local binlog back to the log (before mysqld starts)
 //	binlogd switchover -addr MASTER -to N
 //	binlogd init -member ID=GRPC,MYSQL,REPL[,PROXY]... -out DIR
@@ -25,11 +27,11 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/protobuf/encoding/protojson"
 
 	"phxgo/binlogd/config"
 	"phxgo/binlogd/node"
 	"phxgo/binlogd/recovery"
+	"phxgo/binlogd/version"
 	pb "phxgo/proto"
 )
 
@@ -38,6 +40,7 @@ const usage = `usage: binlogd <command> [flags]
 commands:
   run         run the node daemon (-config FILE)
   status      print a node's status (-addr HOST:PORT [-json] [-config FILE | -tls-cert/-tls-key/-tls-ca])
+  cluster     cluster status: one row per member (-addr ANY_MEMBER [-json] [TLS flags as status]); exit 0 healthy, 1 not, 2 usage
   recover     cut the local binlog back to what the cluster's log holds (-config FILE)
   switchover  hand the master lease to node N (-addr MASTER_GRPC -to N [TLS flags as status])
   log         print a stopped node's Paxos log with every entry's verdict (-config FILE)
@@ -47,7 +50,7 @@ commands:
   seed        load a new node's MariaDB from a replica's dump before its first start (-config NEW.json -from-socket SOCK)
   check       preflight a node's host against its config: MariaDB, ports, dirs, clock, disk, certificates (-config FILE [-json])
 
-Run 'binlogd <command> -h' for a command's flags.
+Run 'binlogd <command> -h' for a command's flags; 'binlogd -version' prints the build.
 `
 
 func main() {
@@ -60,6 +63,11 @@ func main() {
 	}
 	var err error
 	switch os.Args[1] {
+	case "-version", "--version", "version":
+		version.Print(os.Stdout, "binlogd")
+		return
+	case "cluster":
+		os.Exit(cmdCluster(os.Args[2:], os.Stdout, os.Stderr))
 	case "run":
 		err = cmdRun(os.Args[2:])
 	case "status":
@@ -150,12 +158,9 @@ func cmdStatus(args []string) error {
 		return fmt.Errorf("status of %s: %w", *addr, tf.hint(err))
 	}
 	if *asJSON {
-		b, _ := protojson.MarshalOptions{Multiline: true, EmitUnpopulated: true}.Marshal(st)
-		fmt.Println(string(b))
-		return nil
+		return writeJSON(os.Stdout, newStatusJSON(st))
 	}
-	role := strings.TrimPrefix(st.Role.String(), "ROLE_")
-	fmt.Printf("node            %d\nrole            %s\nmaster          %d (lease version %d, epoch %d)\n", st.NodeId, strings.ToLower(role), st.MasterId, st.LeaseVersion, st.Epoch)
+	fmt.Printf("node            %d\nrole            %s\nmaster          %d (lease version %d, epoch %d)\n", st.NodeId, roleName(st.Role), st.MasterId, st.LeaseVersion, st.Epoch)
 	fmt.Printf("lease remaining %v\nchosen/applied  %d / %d (paxos leader %d)\nlast valid GTID %s\nMariaDB GTID    %s\nreplication     %s\n",
 		time.Duration(st.LeaseRemainingNs).Round(time.Millisecond), st.ChosenIndex, st.AppliedIndex, st.PaxosLeader, orNone(st.LastValidGtid), orNone(st.MysqlGtidPos), st.ReplicationState)
 	var ids []uint32
@@ -163,6 +168,7 @@ func cmdStatus(args []string) error {
 		ids = append(ids, m.Id)
 	}
 	fmt.Printf("members         %v\n", ids)
+	fmt.Printf("replica lag     %d transactions, %s\nversion         %s\n", st.LagTransactions, lagSeconds(st.LagSeconds), orNone(st.Version))
 	fmt.Printf("log             first index %d, first GTID %s, %d bytes\n", st.FirstIndex, orNone(st.FirstGtid), st.LogBytes)
 	if st.ReseedNeeded {
 		fmt.Printf("RESEED          reseed this node: its MariaDB (at %s) needs binlog before %s, which the log no longer holds (see README \"Log retention\")\n",
