@@ -16,6 +16,11 @@ import (
 // proxy serves it only if it is the master itself and never forwards it.
 const hopAttr = "_phxgo_hop"
 
+// clientAttr carries the original client's address on a hop, so the
+// master's proxy judges host rules by it (guard.go: clientOf; trusted
+// only on a hop verified by TLS).
+const clientAttr = "_phxgo_client"
+
 // poolKey identifies interchangeable backend connections.
 type poolKey struct {
 	addr    string
@@ -23,6 +28,7 @@ type poolKey struct {
 	stage1  string // the login secret the connection was opened with
 	caps    uint32
 	charset uint8
+	client  string // a hop's original client address (clientAttr); "" otherwise
 }
 
 // backend is one connection to a MariaDB or to the master's proxy.
@@ -109,6 +115,9 @@ func (b *backend) handshake(ctx context.Context, db string, peerTLS *mtls.Materi
 	if b.kind == routeForward && g.Caps&wire.ClientConnectAttrs != 0 {
 		r.Caps |= wire.ClientConnectAttrs
 		r.Attrs = map[string]string{hopAttr: "1"}
+		if b.key.client != "" {
+			r.Attrs[clientAttr] = b.key.client
+		}
 	}
 	if err := b.c.WriteFlush(r.Encode()); err != nil {
 		return nil, err

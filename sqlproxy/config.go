@@ -111,8 +111,26 @@ type Config struct {
 	// dev VM). MariaDB then matches accounts as user@localhost: enable
 	// it only where those grant what user@'%' grants.
 	MySQLSocket string
-	Logger      *slog.Logger
-	Metrics     *Metrics // nil: a private registry
+	// DenyUsers are user names the proxy never logs in (guard.go): a
+	// name, or a prefix ending in '*'. AdminUser is always denied too.
+	// nil: DefaultDenyUsers.
+	DenyUsers []string
+	// MaxConnections caps client connections (logged in or not); one
+	// more gets MariaDB's 1040 "Too many connections" (guard.go).
+	MaxConnections int
+	// LoginTimeout bounds the handshake and login of a client (MariaDB's
+	// connect_timeout): a stranger cannot hold a slot longer.
+	LoginTimeout time.Duration
+	// MaxAllowedPacket bounds a logged-in client's packet; a longer one
+	// gets 1153 and the connection is closed, as MariaDB does. 0: the
+	// master's @@global.max_allowed_packet when the authenticator can
+	// read it (auth.Store), else DefaultMaxAllowedPacket.
+	MaxAllowedPacket int
+	// Knobs are test hooks; nil in production.
+	Knobs *Knobs
+
+	Logger  *slog.Logger
+	Metrics *Metrics // nil: a private registry
 }
 
 // DefaultConfig returns the defaults.
@@ -129,6 +147,8 @@ func DefaultConfig() Config {
 		DialTimeout:      3 * time.Second,
 		PeerTimeout:      5 * time.Second,
 		IdleInTxTimeout:  10 * time.Second,
+		MaxConnections:   DefaultMaxConnections,
+		LoginTimeout:     10 * time.Second,
 	}
 }
 
@@ -157,6 +177,12 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: peer-timeout %v must be 0 or at least 1s", ErrConfig, c.PeerTimeout)
 	case c.IdleInTxTimeout < 0:
 		return fmt.Errorf("%w: idle-in-tx-timeout %v < 0", ErrConfig, c.IdleInTxTimeout)
+	case c.MaxConnections <= 0:
+		return fmt.Errorf("%w: max-connections %d must be > 0", ErrConfig, c.MaxConnections)
+	case c.LoginTimeout <= 0:
+		return fmt.Errorf("%w: connect-timeout %v must be > 0", ErrConfig, c.LoginTimeout)
+	case c.MaxAllowedPacket < 0 || c.MaxAllowedPacket > 1<<30:
+		return fmt.Errorf("%w: max-allowed-packet %d not in 0..1G", ErrConfig, c.MaxAllowedPacket)
 	case c.SourceIP != nil && len(c.SourceIP) != net.IPv4len && len(c.SourceIP) != net.IPv6len:
 		return fmt.Errorf("%w: source-ip %v is not an IP address", ErrConfig, c.SourceIP)
 	}

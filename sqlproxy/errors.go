@@ -43,7 +43,15 @@ var (
 	errUnknownStmt = &wire.Error{Code: 1243, SQLState: "HY000", Message: "Unknown prepared statement handler given to the proxy"}
 )
 
-func accessDenied(user, host string) *wire.Error {
+// errBadHandshake is MariaDB's answer to a malformed handshake response.
+var errBadHandshake = &wire.Error{Code: 1043, SQLState: "08S01", Message: "Bad handshake"}
+
+// accessDenied is MariaDB's 1045 for user at host.
+func accessDenied(user, host string, password bool) *wire.Error {
+	using := "NO"
+	if password {
+		using = "YES"
+	}
 	return &wire.Error{Code: 1045, SQLState: "28000",
-		Message: "Access denied for user '" + user + "'@'" + host + "' (using password: YES)"}
+		Message: "Access denied for user '" + user + "'@'" + host + "' (using password: " + using + ")"}
 }

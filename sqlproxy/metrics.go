@@ -17,6 +17,7 @@ type Metrics struct {
 	errors     *prometheus.CounterVec
 	latency    *prometheus.HistogramVec
 	refused    *prometheus.CounterVec
+	panics     prometheus.Counter
 
 	// Resolved children per route, so a statement does no label lookup.
 	byRoute [3]routeMetrics
@@ -45,8 +46,10 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18)}, []string{"route"}),
 	}
 	m.refused = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "phxgo_sqlproxy_refused_connections_total",
-		Help: "Client connections refused before login: network (outside the allowed networks), hop_tls (a forwarding hop without TLS and a CA certificate), tls_handshake (a failed TLS handshake, e.g. a certificate of another CA)."}, []string{"reason"})
-	reg.MustRegister(m.conns, m.statements, m.errors, m.latency, m.refused)
+		Help: "Client connections refused before login: network (outside the allowed networks), hop_tls (a forwarding hop without TLS and a CA certificate), tls_handshake (a failed TLS handshake, e.g. a certificate of another CA), denied_user (root, phxgo's own accounts, -deny-users), max_connections (over -max-connections), too_big (a pre-login packet over the handshake bound)."}, []string{"reason"})
+	m.panics = prometheus.NewCounter(prometheus.CounterOpts{Name: "phxgo_sqlproxy_session_panics_total",
+		Help: "Sessions ended by a recovered panic (the proxy kept serving the others; the log has the stack)."})
+	reg.MustRegister(m.conns, m.statements, m.errors, m.latency, m.refused, m.panics)
 	reg.MustRegister(version.Collector()) // phxgo_build_info{version,revision,goversion} 1
 	for k := range m.byRoute {
 		name := routeKind(k).String()

@@ -42,6 +42,20 @@ func (p *pool) put(b *backend) {
 	p.mu.Unlock()
 }
 
+// take removes b from the idle lists; false if it is not there.
+func (p *pool) take(b *backend) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l := p.idle[b.key]
+	for i, x := range l {
+		if x == b {
+			p.idle[b.key] = append(l[:i:i], l[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
 // sweep closes connections idle longer than the timeout or whose address
 // is not in keep (a former master).
 func (p *pool) sweep(keep func(addr string) bool) {

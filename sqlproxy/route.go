@@ -168,6 +168,7 @@ func (s *session) acquire(d decision) (*backend, routeKind, *wire.Error) {
 				continue
 			}
 		}
+		s.using = b
 		if kind == routeMaster && !s.srv.topo.View().LeaseValid(time.Now()) {
 			s.keep(b) // lease ran out meanwhile: wait for the next view
 			if attempt < 3 {
@@ -182,6 +183,9 @@ func (s *session) acquire(d decision) (*backend, routeKind, *wire.Error) {
 // connect takes a pooled connection or dials one, then syncs state.
 func (s *session) connect(addr string, kind routeKind) (*backend, *wire.Error) {
 	key := poolKey{addr: addr, user: s.user, stage1: s.stage1, caps: s.caps, charset: s.charset}
+	if kind == routeForward {
+		key.client = s.client.Addr() // a hop serves one client address: the master judges it
+	}
 	for b := s.srv.pool.get(key); b != nil; b = s.srv.pool.get(key) {
 		if time.Since(b.idleAt) > time.Second {
 			if res, err := b.exec(wire.ComPing, nil, s.caps); err != nil || res.Err != nil {

@@ -16,11 +16,18 @@ import (
 	"phxgo/sqlproxy/wire"
 )
 
-// Authenticator verifies a client's mysql_native_password token and
-// returns SHA1(password) (nil for an empty password). *auth.Store is the
-// real one. Errors: auth.ErrDenied, auth.ErrUnavailable.
+// Authenticator verifies a client's mysql_native_password token for the
+// account that applies to a client at that address and returns
+// SHA1(password). *auth.Store is the real one. Errors: auth.ErrDenied,
+// auth.ErrUnavailable.
 type Authenticator interface {
-	Verify(ctx context.Context, user string, salt, token []byte) ([]byte, error)
+	Verify(ctx context.Context, user string, client auth.Client, salt, token []byte) ([]byte, error)
+}
+
+// packetLimiter is an Authenticator that can read the master's
+// max_allowed_packet (auth.Store).
+type packetLimiter interface {
+	MaxAllowedPacket(ctx context.Context) (int, error)
 }
 
 // Server is a MySQL-protocol proxy in front of the cluster.
@@ -37,6 +44,7 @@ type Server struct {
 	peerTLS *tls.Config // server side of hop TLS; nil when Config.PeerTLS is
 
 	connID atomic.Uint32
+	slots  chan struct{} // one per open client connection (MaxConnections)
 	rr     atomic.Uint64
 
 	ctx    context.Context
@@ -67,6 +75,10 @@ func New(cfg Config, topo topology.Topology, a Authenticator) (*Server, error) {
 		pool: newPool(256, cfg.IdleTimeout), ctx: ctx, cancel: cancel,
 		lns: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}}
 	s.dial = DialFrom(cfg.SourceIP, cfg.DialTimeout)
+	s.slots = make(chan struct{}, cfg.MaxConnections)
+	if s.cfg.DenyUsers == nil {
+		s.cfg.DenyUsers, _ = ParseDenyUsers(DefaultDenyUsers)
+	}
 	if s.cfg.Allow == nil {
 		s.cfg.Allow = mustParseAllow(DefaultAllow)
 	}
@@ -116,10 +128,15 @@ func (s *Server) Serve(ln net.Listener, mode Mode) error {
 			}
 			return err
 		}
+		if !s.takeSlot() {
+			go s.refuseFull(nc)
+			continue
+		}
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
 			nc.Close()
+			s.freeSlot()
 			return ErrClosed
 		}
 		s.conns[nc] = struct{}{}
@@ -127,6 +144,7 @@ func (s *Server) Serve(ln net.Listener, mode Mode) error {
 		s.mu.Unlock()
 		go func() {
 			defer s.wg.Done()
+			defer s.freeSlot()
 			s.handle(nc, mode)
 			s.mu.Lock()
 			delete(s.conns, nc)
@@ -193,11 +211,12 @@ func (s *Server) handle(nc net.Conn, mode Mode) {
 	if err := setPeerTimeout(nc, s.cfg.PeerTimeout); err != nil {
 		s.log.Warn("sqlproxy: cannot set peer timeout on client connection", "remote", nc.RemoteAddr(), "err", err)
 	}
-	sess := &session{srv: s, mode: mode, cl: wire.NewConn(nc), id: s.connID.Add(1),
-		stmts: map[uint32]*pstmt{}}
+	sess := &session{srv: s, mode: mode, cl: wire.NewConnSize(nc, preLoginBuffer), id: s.connID.Add(1),
+		stmts: map[uint32]*pstmt{}, client: auth.ClientFromAddr(nc.RemoteAddr())}
 	s.metrics.conns.WithLabelValues(mode.String()).Inc()
 	defer s.metrics.conns.WithLabelValues(mode.String()).Dec()
 	defer nc.Close()
+	defer s.recoverSession(sess)
 	if err := sess.login(); err != nil {
 		s.log.Debug("sqlproxy: login failed", "remote", nc.RemoteAddr(), "err", err)
 		s.metrics.errors.WithLabelValues("login").Inc()
@@ -216,7 +235,8 @@ var errQuit = errors.New("client quit")
 func (sess *session) login() error {
 	s := sess.srv
 	nc := sess.cl.Conn
-	_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
+	_ = nc.SetDeadline(time.Now().Add(s.cfg.LoginTimeout))
+	sess.cl.Limit = wire.MaxHandshakePacket
 	salt := wire.NewSalt()
 	caps := uint32(wire.ServerCaps)
 	if s.peerTLS != nil {
@@ -227,7 +247,7 @@ func (sess *session) login() error {
 	if err := sess.cl.WriteFlush(g.Encode()); err != nil {
 		return err
 	}
-	p, err := sess.cl.ReadPacket()
+	p, err := sess.readPreLogin()
 	if err != nil {
 		return err
 	}
@@ -241,12 +261,14 @@ func (sess *session) login() error {
 			return err
 		}
 		sess.cl, verified = cl, v
-		if p, err = sess.cl.ReadPacket(); err != nil {
+		sess.cl.Limit = wire.MaxHandshakePacket
+		if p, err = sess.readPreLogin(); err != nil {
 			return err
 		}
 	}
 	resp, err := wire.ParseResponse(p)
 	if err != nil {
+		_ = sess.cl.WriteFlush(errBadHandshake.Packet())
 		return err
 	}
 	token := resp.Auth
@@ -254,7 +276,7 @@ func (sess *session) login() error {
 		if err := sess.cl.WriteFlush(wire.AuthSwitch(salt)); err != nil {
 			return err
 		}
-		if token, err = sess.cl.ReadPacket(); err != nil {
+		if token, err = sess.readPreLogin(); err != nil {
 			return err
 		}
 	}
@@ -266,12 +288,19 @@ func (sess *session) login() error {
 		_ = sess.cl.WriteFlush(errHopNeedsTLS.Packet())
 		return errHopNeedsTLS
 	}
-	host, _, _ := net.SplitHostPort(nc.RemoteAddr().String())
+	sess.client = clientOf(nc, resp.Attrs, sess.hop && verified)
+	host := sess.client.Addr()
+	if s.deniedUser(resp.User) {
+		s.metrics.refused.WithLabelValues("denied_user").Inc()
+		s.log.Info("sqlproxy: refused a login as a denied user", "user", resp.User, "client", host, "remote", nc.RemoteAddr().String())
+		_ = sess.cl.WriteFlush(accessDenied(resp.User, host, len(token) > 0).Packet())
+		return auth.ErrDenied
+	}
 	ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
-	stage1, err := s.auth.Verify(ctx, resp.User, salt, token)
+	stage1, err := s.auth.Verify(ctx, resp.User, sess.client, salt, token)
 	cancel()
 	if err != nil {
-		werr := accessDenied(resp.User, host)
+		werr := accessDenied(resp.User, host, len(token) > 0)
 		if errors.Is(err, auth.ErrUnavailable) {
 			werr = &wire.Error{Code: 1045, SQLState: "28000", Message: "phxgo: cannot verify credentials now: no server answered"}
 			s.log.Warn("sqlproxy: credentials unavailable", "user", resp.User, "err", err)
@@ -282,6 +311,8 @@ func (sess *session) login() error {
 	sess.stage1 = string(stage1)
 	sess.db = resp.DB
 	_ = nc.SetDeadline(time.Time{})
+	sess.cl.Resize(wire.DefaultBufferSize)
+	sess.cl.Limit = s.maxAllowedPacket()
 	// Open the master connection now so MariaDB judges the login and the
 	// database (its errors reach the client unchanged). A read/write split
 	// session may log in without a master; its writes will wait or fail.

@@ -8,6 +8,7 @@ import (
 	"time"
 	"unsafe"
 
+	"phxgo/sqlproxy/auth"
 	"phxgo/sqlproxy/classify"
 	"phxgo/sqlproxy/wire"
 )
@@ -28,7 +29,9 @@ type session struct {
 	stage1  string
 	caps    uint32
 	charset uint8
-	hop     bool // opened by another proxy: never forward again
+	hop     bool        // opened by another proxy: never forward again
+	client  auth.Client // the real client's address (a verified hop's report)
+	using   *backend    // the backend of the command under way (guard.go: abandon)
 
 	// Session state replayed on a new backend connection.
 	db       string
@@ -71,13 +74,24 @@ func (s *session) serve() error {
 		s.idleTxArm()
 		pkt, err := s.cl.ReadPacketReuse() // valid until the next read: command copies what it keeps
 		s.idleTxDisarm()
+		if errors.Is(err, wire.ErrTooBig) {
+			s.srv.metrics.errors.WithLabelValues("too_big").Inc()
+			_ = s.cl.WriteFlush(wire.TooBig.Packet())
+			drainClose(s.cl)
+			return err
+		}
 		if err != nil {
 			return err
 		}
 		if len(pkt) == 0 {
 			return wire.ErrShort // malformed: close this client only
 		}
-		if err := s.command(pkt); err != nil {
+		if k := s.srv.cfg.Knobs; k != nil && k.OnCommand != nil {
+			k.OnCommand(pkt)
+		}
+		err = s.command(pkt)
+		s.using = nil
+		if err != nil {
 			return err
 		}
 	}

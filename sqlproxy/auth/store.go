@@ -18,12 +18,20 @@ import (
 
 // Sentinel errors.
 var (
-	// ErrDenied means the user is unknown, uses another plugin, or the
-	// token does not match: the client gets MariaDB's "Access denied".
+	// ErrDenied means the user is unknown, has no row for the client's
+	// host, or the token does not match: the client gets MariaDB's
+	// "Access denied".
 	ErrDenied = errors.New("auth: access denied")
+	// ErrUnusable means the account that applies to the client cannot log
+	// in through the proxy: another plugin (unix_socket, ed25519, …), an
+	// invalid hash, or no password. It wraps ErrDenied.
+	ErrUnusable = fmt.Errorf("%w: account has no mysql_native_password hash", ErrDenied)
 	// ErrUnavailable means no server could be asked for the user's hash.
 	ErrUnavailable = errors.New("auth: credential source unavailable")
 )
+
+// DefaultMaxEntries bounds the cache of users looked up (Config.MaxEntries).
+const DefaultMaxEntries = 4096
 
 // Config says how to reach mysql.user.
 type Config struct {
@@ -35,13 +43,23 @@ type Config struct {
 	// (default 10s). A failed check re-reads at most once per MinRefresh
 	// (default 500ms), so a new password works at once.
 	TTL, MinRefresh time.Duration
+	// MaxEntries bounds the users cached (default DefaultMaxEntries), the
+	// unknown names strangers try included: when full, expired entries go
+	// first, then arbitrary ones.
+	MaxEntries int
 	// Dial, when set, opens the connections to Addrs (e.g. bound to the
 	// node's source address); nil: the driver's default dialer.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
+// row is one mysql.user row of a user.
+type row struct {
+	host hostPattern
+	hash []byte // SHA1(SHA1(pw)); nil: the row cannot log in through the proxy
+}
+
 type entry struct {
-	hashes  [][]byte // SHA1(SHA1(pw)) per host row; nil slice entry = empty password
+	rows    []row // most specific host first (sortRows); none: unknown user
 	fetched time.Time
 }
 
@@ -51,9 +69,11 @@ type entry struct {
 type Store struct {
 	cfg Config
 
-	mu    sync.Mutex
-	cache map[string]*entry
-	dbs   map[string]*sql.DB
+	mu        sync.Mutex
+	cache     map[string]*entry
+	dbs       map[string]*sql.DB
+	maxPacket int // @@global.max_allowed_packet, read with the users
+	packetAt  time.Time
 }
 
 // New returns a Store.
@@ -64,25 +84,40 @@ func New(cfg Config) *Store {
 	if cfg.MinRefresh == 0 {
 		cfg.MinRefresh = 500 * time.Millisecond
 	}
+	if cfg.MaxEntries <= 0 {
+		cfg.MaxEntries = DefaultMaxEntries
+	}
 	return &Store{cfg: cfg, cache: map[string]*entry{}, dbs: map[string]*sql.DB{}}
 }
 
-// Verify checks the client's token for user against salt and returns
-// SHA1(password) (nil for an empty password). Errors: ErrDenied,
+// Verify checks the client's token for user, connecting from client,
+// against salt and returns SHA1(password). The account is the user's
+// most specific row whose host matches the client (host.go). Errors:
+// ErrDenied (ErrUnusable when that row has no native hash),
 // ErrUnavailable (wrapped with the cause).
-func (s *Store) Verify(ctx context.Context, user string, salt, token []byte) ([]byte, error) {
+func (s *Store) Verify(ctx context.Context, user string, client Client, salt, token []byte) ([]byte, error) {
+	err := ErrDenied
 	for attempt := 0; attempt < 2; attempt++ {
-		e, err := s.lookup(ctx, user, attempt == 1)
-		if err != nil {
-			return nil, err
+		e, lerr := s.lookup(ctx, user, attempt == 1)
+		if lerr != nil {
+			return nil, lerr
 		}
-		for _, h := range e.hashes {
-			if st1, ok := wire.Stage1FromToken(salt, token, h); ok {
+		r, ok := match(e.rows, client)
+		switch {
+		case !ok:
+			err = ErrDenied
+		case r.hash == nil:
+			err = ErrUnusable
+		case len(token) == 0:
+			err = ErrDenied // a real hash never matches an empty token
+		default:
+			if st1, ok := wire.Stage1FromToken(salt, token, r.hash); ok {
 				return st1, nil
 			}
+			err = ErrDenied
 		}
 	}
-	return nil, ErrDenied
+	return nil, err
 }
 
 func (s *Store) lookup(ctx context.Context, user string, refresh bool) (*entry, error) {
@@ -96,21 +131,48 @@ func (s *Store) lookup(ctx context.Context, user string, refresh bool) (*entry, 
 			return e, nil
 		}
 	}
-	hashes, err := s.fetch(ctx, user)
+	rows, err := s.fetch(ctx, user)
 	if err != nil {
 		if e != nil {
 			return e, nil // stale beats nothing; MariaDB still checks the backend login
 		}
 		return nil, err
 	}
-	e = &entry{hashes: hashes, fetched: now}
+	e = &entry{rows: rows, fetched: now}
 	s.mu.Lock()
-	s.cache[user] = e
+	s.put(user, e, now)
 	s.mu.Unlock()
 	return e, nil
 }
 
-func (s *Store) fetch(ctx context.Context, user string) ([][]byte, error) {
+// put caches e, first making room when the cache is full: expired
+// entries go, then arbitrary ones (map order), so a stranger trying a
+// million user names keeps at most MaxEntries. Caller holds mu.
+func (s *Store) put(user string, e *entry, now time.Time) {
+	if _, ok := s.cache[user]; !ok && len(s.cache) >= s.cfg.MaxEntries {
+		for u, old := range s.cache {
+			if now.Sub(old.fetched) >= s.cfg.TTL {
+				delete(s.cache, u)
+			}
+		}
+		for u := range s.cache {
+			if len(s.cache) < s.cfg.MaxEntries {
+				break
+			}
+			delete(s.cache, u)
+		}
+	}
+	s.cache[user] = e
+}
+
+// cached reports how many users the cache holds (tests).
+func (s *Store) cached() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.cache)
+}
+
+func (s *Store) fetch(ctx context.Context, user string) ([]row, error) {
 	var last error = errors.New("no address")
 	for _, addr := range s.cfg.Addrs() {
 		db, err := s.db(addr)
@@ -119,50 +181,96 @@ func (s *Store) fetch(ctx context.Context, user string) ([][]byte, error) {
 			continue
 		}
 		qctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		hashes, err := query(qctx, db, user)
+		rows, err := query(qctx, db, user)
 		cancel()
 		if err == nil {
-			return hashes, nil
+			return rows, nil
 		}
 		last = fmt.Errorf("%s: %w", addr, err)
 	}
 	return nil, fmt.Errorf("%w: %v", ErrUnavailable, last)
 }
 
-func query(ctx context.Context, db *sql.DB, user string) ([][]byte, error) {
-	rows, err := db.QueryContext(ctx,
-		"SELECT plugin, authentication_string FROM mysql.user WHERE User = ?", user)
+// query reads the user's account rows. Roles (is_role) are not accounts
+// (a role's empty password must not make its name a passwordless user),
+// and User is compared exactly in Go: the column's collation pads, so
+// "root " = "root" in SQL.
+func query(ctx context.Context, db *sql.DB, user string) ([]row, error) {
+	rs, err := db.QueryContext(ctx,
+		"SELECT User, Host, plugin, authentication_string FROM mysql.user WHERE User = ? AND is_role = 'N'", user)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out [][]byte
-	for rows.Next() {
-		var plugin, as string
-		if err := rows.Scan(&plugin, &as); err != nil {
+	defer rs.Close()
+	var out []row
+	for rs.Next() {
+		var u, host, plugin, as string
+		if err := rs.Scan(&u, &host, &plugin, &as); err != nil {
 			return nil, err
 		}
-		if h, ok := parseNative(plugin, as); ok {
-			out = append(out, h)
+		if u != user {
+			continue
 		}
+		r := row{host: parseHost(host)}
+		if h, ok := parseNative(plugin, as); ok {
+			r.hash = h
+		}
+		out = append(out, r)
 	}
-	return out, rows.Err()
+	if err := rs.Err(); err != nil {
+		return nil, err
+	}
+	sortRows(out)
+	return out, nil
 }
 
-// parseNative decodes "*HEX" of a mysql_native_password row; "" is the
-// empty password (returned as a nil hash).
+// parseNative decodes "*HEX" of a mysql_native_password row. An empty
+// string (no password), any other plugin and anything not 41 characters
+// of "*HEX" (e.g. 'invalid') are refused: the proxy logs in nobody
+// without a real password.
 func parseNative(plugin, as string) ([]byte, bool) {
 	if plugin != "" && plugin != wire.NativePlugin {
 		return nil, false
-	}
-	if as == "" {
-		return nil, true
 	}
 	if len(as) != 41 || as[0] != '*' {
 		return nil, false
 	}
 	h, err := hex.DecodeString(strings.ToLower(as[1:]))
 	return h, err == nil
+}
+
+// MaxAllowedPacket returns the master's @@global.max_allowed_packet
+// (the first of Addrs that answers), cached for TTL. Errors:
+// ErrUnavailable.
+func (s *Store) MaxAllowedPacket(ctx context.Context) (int, error) {
+	s.mu.Lock()
+	n, at := s.maxPacket, s.packetAt
+	s.mu.Unlock()
+	if n > 0 && time.Since(at) < s.cfg.TTL {
+		return n, nil
+	}
+	var last error = errors.New("no address")
+	for _, addr := range s.cfg.Addrs() {
+		db, err := s.db(addr)
+		if err != nil {
+			last = err
+			continue
+		}
+		qctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		err = db.QueryRowContext(qctx, "SELECT @@global.max_allowed_packet").Scan(&n)
+		cancel()
+		if err == nil && n > 0 {
+			s.mu.Lock()
+			s.maxPacket, s.packetAt = n, time.Now()
+			s.mu.Unlock()
+			return n, nil
+		}
+		last = fmt.Errorf("%s: %v", addr, err)
+	}
+	if n > 0 {
+		return n, nil // stale beats nothing
+	}
+	return 0, fmt.Errorf("%w: %v", ErrUnavailable, last)
 }
 
 func (s *Store) db(addr string) (*sql.DB, error) {

@@ -1,0 +1,290 @@
+package sqlproxy
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"phxgo/binlogd/mtls/mtlstest"
+	"phxgo/binlogd/mysqld"
+	"phxgo/sqlproxy/topology"
+	"phxgo/sqlproxy/wire"
+)
+
+// userDB opens a single-connection pool as user through addr.
+func userDB(t *testing.T, addr, user, pw, attrs string) *sql.DB {
+	t.Helper()
+	cfg := mysql.NewConfig()
+	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr = user, pw, "tcp", addr
+	cfg.Timeout = 5 * time.Second
+	cfg.ConnectionAttributes = attrs
+	c, err := mysql.NewConnector(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := sql.OpenDB(c)
+	db.SetMaxIdleConns(0)
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// execRoot runs statements on inst directly (not through a proxy).
+func execRoot(t *testing.T, inst *mysqld.Instance, stmts ...string) {
+	t.Helper()
+	db, err := inst.DB("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, s := range stmts {
+		if _, err := db.Exec(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+}
+
+func wantDenied(t *testing.T, db *sql.DB, what string) {
+	t.Helper()
+	err := db.PingContext(context.Background())
+	if err == nil {
+		t.Fatalf("%s: logged in", what)
+	}
+	if me := mysqlErr(t, err); me.Number != 1045 || !strings.HasPrefix(me.Message, "Access denied for user") {
+		t.Fatalf("%s: got %v, want MariaDB's 1045 Access denied", what, me)
+	}
+}
+
+// TestDeniedAccounts is the attack "log in through the proxy as root or
+// as phxgo's own accounts, or as an account that has no password hash":
+// each gets MariaDB's 1045, and denied names are counted.
+func TestDeniedAccounts(t *testing.T) {
+	a := startInstances(t, 1)[0]
+	execRoot(t, a,
+		"CREATE USER 'phxgo_admin'@'%' IDENTIFIED BY 'admin-secret'",
+		"GRANT ALL ON *.* TO 'phxgo_admin'@'%'",
+		"CREATE USER 'sock'@'%' IDENTIFIED VIA unix_socket",
+		"CREATE USER 'nopw'@'%'",
+		"CREATE ROLE 'rolename'",
+		"CREATE USER 'carol'@'%' IDENTIFIED BY 'carol-secret'",
+	)
+	p := startProxy(t, 1, masterView(a), Linearizable, []string{a.Addr()}, func(c *Config) { c.AdminUser = adminUser })
+	acc := mysqld.DefaultAccounts()
+	for _, tc := range []struct{ user, pw string }{
+		{"root", ""}, {"root", "x"}, {"root ", ""}, {"phxgo_admin", "admin-secret"},
+		{acc.CaptureUser, acc.CapturePassword}, {adminUser, adminPass}, {"mariadb.sys", ""}, {"mysql", ""},
+	} {
+		wantDenied(t, userDB(t, p.addr, tc.user, tc.pw, ""), "as "+tc.user)
+	}
+	if n := refused(t, p, "denied_user"); n != 8 {
+		t.Fatalf("refused denied_user = %v, want 8", n)
+	}
+	// No native hash: never logged in, least of all with an empty token.
+	for _, u := range []string{"sock", "nopw", "rolename"} {
+		wantDenied(t, userDB(t, p.addr, u, "", ""), "as "+u)
+	}
+	if err := userDB(t, p.addr, "carol", "carol-secret", "").Ping(); err != nil {
+		t.Fatalf("an ordinary account: %v", err)
+	}
+	// A narrower deny list lets phxgo_admin through (its real password).
+	q := startProxy(t, 1, masterView(a), Linearizable, []string{a.Addr()}, func(c *Config) { c.DenyUsers = []string{"root"} })
+	if err := userDB(t, q.addr, "phxgo_admin", "admin-secret", "").Ping(); err != nil {
+		t.Fatalf("phxgo_admin with -deny-users=root: %v", err)
+	}
+	if _, err := ParseDenyUsers("a*b"); err == nil {
+		t.Fatal("a '*' inside a name accepted")
+	}
+}
+
+// TestHostRules: 'bob'@'10.9.9.9' does not let bob in from loopback;
+// once 'bob'@'127.0.0.1' exists he gets in. A client claiming another
+// address in connection attributes is judged by its real one.
+func TestHostRules(t *testing.T) {
+	a := startInstances(t, 1)[0]
+	execRoot(t, a, "CREATE USER 'bob'@'10.9.9.9' IDENTIFIED BY 'bob-secret'", "GRANT SELECT ON *.* TO 'bob'@'10.9.9.9'")
+	p := startProxy(t, 1, masterView(a), Linearizable, []string{a.Addr()}, nil)
+	wantDenied(t, userDB(t, p.addr, "bob", "bob-secret", ""), "bob from 127.0.0.1 with only bob@10.9.9.9")
+	wantDenied(t, userDB(t, p.addr, "bob", "bob-secret", hopAttr+":1,"+clientAttr+":10.9.9.9"), "bob forging a hop from 10.9.9.9")
+
+	execRoot(t, a, "CREATE USER 'bob'@'127.0.0.1' IDENTIFIED BY 'bob-secret'", "GRANT SELECT ON *.* TO 'bob'@'127.0.0.1'")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	db := userDB(t, p.addr, "bob", "bob-secret", "")
+	await(t, ctx, "bob@127.0.0.1 logs in", func() bool { return db.PingContext(ctx) == nil })
+	var user string
+	if err := db.QueryRowContext(ctx, "SELECT CURRENT_USER()").Scan(&user); err != nil || user != "bob@127.0.0.1" {
+		t.Fatalf("CURRENT_USER() = %q, %v", user, err)
+	}
+}
+
+// TestHopCarriesClient: the forwarding hop reports the original client's
+// address, and the master's proxy trusts it only on a TLS hop with a
+// cluster certificate. Node 2's proxy dials from 127.0.0.2; bob exists
+// only @'127.0.0.1', where the client is.
+func TestHopCarriesClient(t *testing.T) {
+	a := startInstances(t, 1)[0]
+	execRoot(t, a, "CREATE USER 'bob'@'127.0.0.1' IDENTIFIED BY 'bob-secret'", "GRANT SELECT ON *.* TO 'bob'@'127.0.0.1'")
+	ca := mtlstest.MakeCA(t, 2)
+	authAddrs := []string{a.Addr()}
+	start := func(tls bool) (master, fwd *testProxy) {
+		master = startProxy(t, 1, masterView(a), Linearizable, authAddrs, func(c *Config) {
+			if tls {
+				c.PeerTLS = loadMaterial(t, mtlstest.Files(ca, 1))
+			}
+		})
+		v := topology.View{MasterID: 1, MasterProxyAddr: master.addr, MasterMySQLAddr: a.Addr(), SelfMySQLAddr: a.Addr()}
+		fwd = startProxy(t, 2, v, Linearizable, authAddrs, func(c *Config) {
+			c.SourceIP = net.ParseIP("127.0.0.2")
+			if tls {
+				c.PeerTLS = loadMaterial(t, mtlstest.Files(ca, 2))
+			}
+		})
+		return master, fwd
+	}
+	_, fwd := start(true)
+	db := userDB(t, fwd.addr, "bob", "bob-secret", "")
+	if id := serverID(t, db, "SELECT @@server_id"); id != 1 {
+		t.Fatalf("ran on %d", id)
+	}
+	// In the clear the hop's claim is ignored: the master judges the
+	// forwarding proxy's own address, 127.0.0.2, which bob lacks.
+	_, fwd = start(false)
+	wantDenied(t, userDB(t, fwd.addr, "bob", "bob-secret", ""), "bob over an unverified hop")
+}
+
+// rawConn dials addr and reads the greeting (or a pre-greeting error).
+func rawConn(t *testing.T, addr string) (*wire.Conn, []byte) {
+	t.Helper()
+	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	_ = nc.SetDeadline(time.Now().Add(20 * time.Second))
+	c := wire.NewConn(nc)
+	p, err := c.ReadPacket()
+	if err != nil {
+		t.Fatalf("greeting: %v", err)
+	}
+	return c, p
+}
+
+// TestConnectionCap: with MaxConnections open (strangers that never log
+// in), one more gets MariaDB's 1040; a stranger is dropped after
+// LoginTimeout, which frees its slot.
+func TestConnectionCap(t *testing.T) {
+	a := startInstances(t, 1)[0]
+	p := startProxy(t, 1, masterView(a), Linearizable, []string{a.Addr()}, func(c *Config) {
+		c.MaxConnections, c.LoginTimeout = 2, 2*time.Second
+	})
+	c1, _ := rawConn(t, p.addr)
+	rawConn(t, p.addr)
+	err := appDB(t, p.addr, "", false).Ping()
+	if me := mysqlErr(t, err); me.Number != 1040 || me.Message != "Too many connections" {
+		t.Fatalf("over the cap: %v", me)
+	}
+	if n := refused(t, p, "max_connections"); n < 1 {
+		t.Fatalf("refused max_connections = %v", n)
+	}
+	start := time.Now()
+	if _, err := c1.ReadPacket(); err == nil {
+		t.Fatal("an idle stranger was not dropped")
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("stranger dropped after %v", d)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	db := appDB(t, p.addr, "", false)
+	await(t, ctx, "a slot freed by the login timeout", func() bool { return db.PingContext(ctx) == nil })
+}
+
+// TestPacketBounds: before login a packet over wire.MaxHandshakePacket,
+// after login one over max_allowed_packet, gets 1153 and the connection
+// is closed; the proxy serves on.
+func TestPacketBounds(t *testing.T) {
+	a := startInstances(t, 1)[0]
+	p := startProxy(t, 1, masterView(a), Linearizable, []string{a.Addr()}, func(c *Config) { c.MaxAllowedPacket = 4096 })
+	c, _ := rawConn(t, p.addr)
+	if _, err := c.Conn.Write([]byte{0xff, 0xff, 0xff, 1}); err != nil { // announces 16 MiB
+		t.Fatal(err)
+	}
+	pkt, err := c.ReadPacket()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := wire.ParseError(pkt); e.Code != 1153 {
+		t.Fatalf("pre-login 16 MiB header: %v", e)
+	}
+	if _, err := c.ReadPacket(); err == nil {
+		t.Fatal("connection left open")
+	}
+
+	db := appDB(t, p.addr, "", false)
+	db.SetMaxOpenConns(1)
+	_, err = db.Exec("SELECT '" + strings.Repeat("x", 5000) + "'")
+	if me := mysqlErr(t, err); me.Number != 1153 {
+		t.Fatalf("over max_allowed_packet: %v", me)
+	}
+	if id := serverID(t, appDB(t, p.addr, "", false), "SELECT @@server_id"); id != 1 {
+		t.Fatal(id)
+	}
+}
+
+// TestSessionPanic: a panic inside one session (a test hook) closes that
+// client only; another client keeps working and the panic is counted.
+func TestSessionPanic(t *testing.T) {
+	a := startInstances(t, 1)[0]
+	p := startProxy(t, 1, masterView(a), Linearizable, []string{a.Addr()}, func(c *Config) {
+		c.Knobs = &Knobs{OnCommand: func(pkt []byte) {
+			if strings.Contains(string(pkt), "boom") {
+				panic("test: boom")
+			}
+		}}
+	})
+	ctx := context.Background()
+	other := appDB(t, p.addr, "", false)
+	oc, err := other.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer oc.Close()
+	if err := oc.PingContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	victim := appDB(t, p.addr, "", false)
+	_, err = victim.ExecContext(ctx, "SELECT 'boom'")
+	if err == nil || !(errors.Is(err, mysql.ErrInvalidConn) || strings.Contains(err.Error(), "EOF") || strings.Contains(err.Error(), "bad connection")) {
+		t.Fatalf("panicking session: %v", err)
+	}
+	if id := serverID(t, oc, "SELECT @@server_id"); id != 1 {
+		t.Fatal(id)
+	}
+	if id := serverID(t, victim, "SELECT @@server_id"); id != 1 {
+		t.Fatal("a new connection after the panic:", id)
+	}
+	if n := counter(t, p, "phxgo_sqlproxy_session_panics_total"); n != 1 {
+		t.Fatalf("session panics = %v", n)
+	}
+}
+
+// counter reads an unlabelled counter from the proxy's registry.
+func counter(t *testing.T, p *testProxy, name string) float64 {
+	t.Helper()
+	mfs, err := p.srv.metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.Metric) > 0 {
+			return mf.Metric[0].Counter.GetValue()
+		}
+	}
+	return 0
+}
+
