@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"sort"
@@ -14,13 +13,18 @@ import (
 // ErrInvalid wraps every validation error.
 var ErrInvalid = errors.New("invalid config")
 
-// Member is one node of the cluster as every node knows it.
+// Member is one node of the cluster as every node knows it: only the
+// addresses OTHER nodes dial, as advertised to them (addrs.go). What a
+// node listens on is its own top-level keys.
 type Member struct {
 	ID        uint32 `json:"id"`
-	GRPCAddr  string `json:"grpc_addr"`  // binlogd peer + admin gRPC
-	MySQLAddr string `json:"mysql_addr"` // the node's MariaDB (host:port)
-	ReplAddr  string `json:"repl_addr"`  // binlogd's replication endpoint
-	ProxyAddr string `json:"proxy_addr"` // sqlproxy's linearizable port ("" if none)
+	GRPCAddr  string `json:"grpc_addr"`  // binlogd peer + admin gRPC, as peers dial it
+	MySQLAddr string `json:"mysql_addr"` // the node's MariaDB, as the other nodes' proxies dial it
+	ProxyAddr string `json:"proxy_addr"` // sqlproxy's linearizable port, as the other proxies dial it ("" if none)
+	// LegacyReplAddr is the obsolete members[].repl_addr of files (and
+	// membership entries in the log) written before the split; Load moves
+	// this node's to Config.ReplAddr and clears the rest.
+	LegacyReplAddr string `json:"repl_addr,omitempty"`
 }
 
 // Duration is a time.Duration written as "5s" in JSON.
@@ -52,6 +56,18 @@ type Config struct {
 	// by `binlogd init`). Once the log holds membership changes the log
 	// governs (`binlogd members`); these only seed it.
 	Members []Member `json:"members"`
+	// grpc_listen: where this node's gRPC server listens (default: its
+	// members[].grpc_addr). Set it when that advertised address is not
+	// this host's own (NAT, containers): e.g. "0.0.0.0:17011".
+	GRPCListen string `json:"grpc_listen,omitempty"`
+	// mysql_listen: MariaDB's bind-address and port (default: its
+	// members[].mysql_addr); binlogd's capture dials it (a wildcard host
+	// as loopback).
+	MySQLListen string `json:"mysql_listen,omitempty"`
+	// repl_addr: this node's replication endpoint, which only its own
+	// MariaDB pulls from (default 127.0.0.1:17012); loopback unless
+	// allow_remote_repl. No other node uses it, so it is not in members.
+	ReplAddr string `json:"repl_addr,omitempty"`
 	// join: this node joins a running cluster (`binlogd members add`):
 	// members lists the current members and this node; binlogd learns the
 	// members from them and votes once the change that adds it is active.
@@ -90,7 +106,8 @@ type Config struct {
 	// tls_cert, tls_key, tls_ca, allow_remote_repl: see Security.
 	Security
 
-	path string
+	path     string
+	warnings []string // what Load changed in an old-style file (addrs.go)
 }
 
 // Credentials are the MySQL secrets binlogd uses.
@@ -121,6 +138,7 @@ func Load(path string) (*Config, error) {
 		return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, path, err)
 	}
 	c.path = path
+	c.migrateAddrs()
 	c.setDefaults()
 	c.resolve(filepath.Dir(path))
 	if err := c.Validate(); err != nil {
@@ -154,6 +172,7 @@ func (c *Config) setDefaults() {
 	if c.DriftMargin.Duration == 0 {
 		c.DriftMargin.Duration = 500 * time.Millisecond
 	}
+	c.setAddrDefaults()
 }
 
 func (c *Config) resolve(base string) {
@@ -192,31 +211,8 @@ func (c *Config) Validate() error {
 	if len(c.Members) == 0 {
 		return c.bad("members", "required")
 	}
-	ids := map[uint32]bool{}
-	addrs := map[string]string{}
-	self := false
-	for i, m := range c.Members {
-		k := fmt.Sprintf("members[%d]", i)
-		if m.ID == 0 || ids[m.ID] {
-			return c.bad(k+".id", "must be > 0 and unique (got %d)", m.ID)
-		}
-		ids[m.ID] = true
-		self = self || m.ID == c.ID
-		for name, a := range map[string]string{"grpc_addr": m.GRPCAddr, "mysql_addr": m.MySQLAddr, "repl_addr": m.ReplAddr, "proxy_addr": m.ProxyAddr} {
-			if a == "" && name == "proxy_addr" {
-				continue
-			}
-			if _, _, err := net.SplitHostPort(a); err != nil {
-				return c.bad(k+"."+name, "%q is not host:port", a)
-			}
-			if prev, dup := addrs[a]; dup {
-				return c.bad(k+"."+name, "%s is also %s", a, prev)
-			}
-			addrs[a] = k + "." + name
-		}
-	}
-	if !self {
-		return c.bad("id", "%d is not in members", c.ID)
+	if err := c.validateAddrs(); err != nil {
+		return err
 	}
 	if len(c.Members)%2 == 0 && !c.Join {
 		return c.bad("members", "%d members: use an odd number (an even one tolerates no more failures and splits votes)", len(c.Members))

@@ -16,7 +16,9 @@ func write(t *testing.T, dir, name, body string, mode os.FileMode) string {
 	return p
 }
 
-const good = `{"id":1,"dir":"n1","mysql_dir":"n1/mysql","credentials_file":"cred.json",
+// good runs without TLS on purpose (insecure_no_tls): most tests here are
+// about other keys; security_test.go swaps it for tls_* keys.
+const good = `{"id":1,"insecure_no_tls":true,"dir":"n1","mysql_dir":"n1/mysql","credentials_file":"cred.json",
  "members":[
   {"id":1,"grpc_addr":"127.0.0.1:1","mysql_addr":"127.0.0.1:2","repl_addr":"127.0.0.1:3"},
   {"id":2,"grpc_addr":"127.0.0.1:4","mysql_addr":"127.0.0.1:5","repl_addr":"127.0.0.1:6"},
@@ -49,7 +51,7 @@ func TestLoadGoodAndDefaults(t *testing.T) {
 func TestErrorsNameTheKey(t *testing.T) {
 	cases := []struct{ from, to, key string }{
 		{`"id":1,`, `"id":9,`, `"id"`},
-		{`"repl_addr":"127.0.0.1:3"`, `"repl_addr":"nope"`, `members[0].repl_addr`},
+		{`"repl_addr":"127.0.0.1:3"`, `"repl_addr":"nope"`, `"repl_addr"`}, // an old-style members[].repl_addr is this node's repl_addr
 		{`"mysql_addr":"127.0.0.1:5"`, `"mysql_addr":"127.0.0.1:2"`, `members[1].mysql_addr`},
 		{`"dir":"n1",`, `"dir":"n1","lease_duration":"5s","drift_margin":"3s",`, `drift_margin`},
 		{`"credentials_file"`, `"bogus_key":1,"credentials_file"`, `bogus_key`},

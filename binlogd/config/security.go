@@ -2,7 +2,6 @@ package config
 
 import (
 	"errors"
-	"fmt"
 	"net"
 	"time"
 
@@ -23,6 +22,9 @@ type Security struct {
 	TLSCert string `json:"tls_cert,omitempty"`
 	TLSKey  string `json:"tls_key,omitempty"`
 	TLSCA   string `json:"tls_ca,omitempty"`
+	// insecure_no_tls: run the gRPC links without TLS. Without it a config
+	// with no tls_* keys is refused (linksec.go).
+	InsecureNoTLS bool `json:"insecure_no_tls,omitempty"`
 	// allow_remote_repl: let this node's repl_addr be a non-loopback
 	// address. The replication endpoint serves the whole binlog to the
 	// capture account and only the node's own MariaDB needs it, so by
@@ -55,16 +57,8 @@ func (c *Config) resolveSecurity(abs func(string) string) {
 }
 
 func (c *Config) validateSecurity() error {
-	if _, err := c.TLS(); err != nil {
+	if err := c.validateLinkSecurity(); err != nil {
 		return err
-	}
-	self := c.Self()
-	if !c.AllowRemoteRepl && !isLoopback(self.ReplAddr) {
-		for i, m := range c.Members {
-			if m.ID == c.ID {
-				return c.bad(fmt.Sprintf("members[%d].repl_addr", i), "%s is not a loopback address: the replication endpoint serves the whole binlog and only this node's MariaDB needs it; use 127.0.0.1:PORT or set \"allow_remote_repl\": true", m.ReplAddr)
-			}
-		}
 	}
 	return nil
 }

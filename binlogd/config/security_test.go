@@ -23,7 +23,7 @@ func TestTLSKeys(t *testing.T) {
 		return strings.Join(parts, ",")
 	}
 	load := func(keys string) (*Config, error) {
-		body := strings.Replace(good, `"id":1,`, `"id":1,`+keys+`,`, 1)
+		body := strings.Replace(good, `"insecure_no_tls":true,`, keys+`,`, 1)
 		return Load(write(t, t.TempDir(), "c.json", body, 0o644))
 	}
 	c, err := load(tlsKeys(f1.Cert, f1.Key, f1.CA))
@@ -54,7 +54,7 @@ func TestTLSKeys(t *testing.T) {
 func TestReplAddrLoopback(t *testing.T) {
 	body := strings.Replace(good, `"repl_addr":"127.0.0.1:3"`, `"repl_addr":"10.0.0.1:3"`, 1)
 	_, err := Load(write(t, t.TempDir(), "c.json", body, 0o644))
-	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "members[0].repl_addr") || !strings.Contains(err.Error(), "allow_remote_repl") {
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `key "repl_addr"`) || !strings.Contains(err.Error(), "allow_remote_repl") {
 		t.Fatalf("non-loopback repl_addr: %v", err)
 	}
 	body = strings.Replace(body, `"id":1,`, `"id":1,"allow_remote_repl":true,`, 1)

@@ -250,7 +250,7 @@ func (c *Cluster) WriteInfo() error {
 	for _, id := range c.IDs() {
 		m := c.Spec.member(int(id))
 		info.Nodes = append(info.Nodes, NodeInfo{
-			ID: m.ID, MySQLAddr: m.MySQLAddr, BinlogdAddr: m.GRPCAddr, ReplAddr: m.ReplAddr, ProxyAddr: m.ProxyAddr,
+			ID: m.ID, MySQLAddr: m.MySQLAddr, BinlogdAddr: m.GRPCAddr, ReplAddr: c.Spec.addr(int(m.ID), offRepl), ProxyAddr: m.ProxyAddr,
 			HTTPAddr:    c.Spec.addr(int(m.ID), offHTTP),
 			MariadbdPid: c.Pid(m.ID, "mariadbd"), BinlogdPid: c.Pid(m.ID, "binlogd"), SqlproxyPid: c.Pid(m.ID, "sqlproxy"),
 			Dir: c.Spec.NodeDir(int(m.ID)),

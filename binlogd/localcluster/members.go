@@ -65,7 +65,7 @@ func (c *Cluster) AddNode(ctx context.Context, seedFrom, via uint32) (uint32, er
 	}
 	m := c.Spec.member(int(id))
 	if _, err := a.AddMember(ctx, &pb.AddMemberRequest{Member: &pb.Member{Id: id, GrpcAddr: m.GRPCAddr,
-		MysqlAddr: m.MySQLAddr, ReplAddr: m.ReplAddr, ProxyAddr: m.ProxyAddr}}); err != nil {
+		MysqlAddr: m.MySQLAddr, ProxyAddr: m.ProxyAddr}}); err != nil {
 		return 0, fmt.Errorf("localcluster: add node %d via node %d: %w", id, via, err)
 	}
 	return id, c.WriteInfo()

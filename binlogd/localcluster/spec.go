@@ -72,7 +72,7 @@ func (s Spec) members() []config.Member {
 
 // member is node id's entry, as every node's config lists it.
 func (s Spec) member(id int) config.Member {
-	m := config.Member{ID: uint32(id), GRPCAddr: s.addr(id, offGRPC), MySQLAddr: s.addr(id, offMySQL), ReplAddr: s.addr(id, offRepl)}
+	m := config.Member{ID: uint32(id), GRPCAddr: s.addr(id, offGRPC), MySQLAddr: s.addr(id, offMySQL)}
 	if s.Proxy {
 		m.ProxyAddr = s.addr(id, offProxy)
 	}
@@ -144,7 +144,9 @@ func (s Spec) writeNodeConfig(id int, members []config.Member, join bool) error 
 	}
 	c := config.Config{
 		ID: uint32(id), Dir: dir, MySQLDir: filepath.Join(dir, "mysql"),
-		Members: members, Join: join, SuperviseMySQL: true, CredentialsFile: filepath.Join(s.Dir, "credentials.json"),
+		Members: members, Join: join, SuperviseMySQL: true,
+		CredentialsFile:   filepath.Join(s.Dir, "credentials.json"),
+		ReplAddr:          s.addr(id, offRepl), // node-local; distinct per node as they share a host
 		LeaseDuration:     config.Duration{Duration: lease},
 		DriftMargin:       config.Duration{Duration: lease / 10},
 		HTTPAddr:          s.addr(id, offHTTP),

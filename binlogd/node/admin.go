@@ -75,7 +75,7 @@ func (n *Node) Status() *pb.NodeStatus {
 	n.statusExtra(st)
 	n.retentionStatus(st)
 	for _, m := range n.members() {
-		st.Members = append(st.Members, &pb.Member{Id: m.ID, GrpcAddr: m.GRPCAddr, MysqlAddr: m.MySQLAddr, ReplAddr: m.ReplAddr, ProxyAddr: m.ProxyAddr})
+		st.Members = append(st.Members, &pb.Member{Id: m.ID, GrpcAddr: m.GRPCAddr, MysqlAddr: m.MySQLAddr, ProxyAddr: m.ProxyAddr})
 	}
 	return st
 }

@@ -67,7 +67,7 @@ func (n *Node) isMember() bool {
 func membersReply(m paxos.Membership, pending bool, entries []config.Member) *pb.MembersReply {
 	r := &pb.MembersReply{Index: m.Index, Active: m.Active, Pending: pending}
 	for _, e := range entries {
-		r.Members = append(r.Members, &pb.Member{Id: e.ID, GrpcAddr: e.GRPCAddr, MysqlAddr: e.MySQLAddr, ReplAddr: e.ReplAddr, ProxyAddr: e.ProxyAddr})
+		r.Members = append(r.Members, &pb.Member{Id: e.ID, GrpcAddr: e.GRPCAddr, MysqlAddr: e.MySQLAddr, ProxyAddr: e.ProxyAddr})
 	}
 	return r
 }
@@ -82,7 +82,9 @@ func (a *adminServer) AddMember(ctx context.Context, req *pb.AddMemberRequest) (
 	if pm == nil {
 		return nil, status.Error(codes.InvalidArgument, "member: required")
 	}
-	e := config.Member{ID: pm.Id, GRPCAddr: pm.GrpcAddr, MySQLAddr: pm.MysqlAddr, ReplAddr: pm.ReplAddr, ProxyAddr: pm.ProxyAddr}
+	// pm.ReplAddr (sent by older CLIs) is ignored: a replication endpoint
+	// is node-local (config repl_addr), no other member uses it.
+	e := config.Member{ID: pm.Id, GRPCAddr: pm.GrpcAddr, MySQLAddr: pm.MysqlAddr, ProxyAddr: pm.ProxyAddr}
 	probe := config.Config{ID: e.ID, Dir: "-", MySQLDir: "-", CredentialsFile: "-", Join: true,
 		Members: append(a.n.members(), e)}
 	probe.SetDefaults()

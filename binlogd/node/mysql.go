@@ -312,5 +312,5 @@ func (n *Node) keepReplica(ctx context.Context, db *sql.DB) {
 }
 
 func (n *Node) upstream() role.Upstream {
-	return role.Upstream{Addr: n.cfg.Self().ReplAddr, User: n.cred.CaptureUser, Password: n.cred.CapturePassword}
+	return role.Upstream{Addr: n.cfg.ReplAddr, User: n.cred.CaptureUser, Password: n.cred.CapturePassword}
 }

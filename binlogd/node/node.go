@@ -82,11 +82,10 @@ func New(cfg *config.Config, logger *slog.Logger) (*Node, error) {
 		logger = slog.Default()
 	}
 	logger = logger.With("node", cfg.ID)
-	self := cfg.Self()
-	_, portS, _ := net.SplitHostPort(self.MySQLAddr)
-	host, _, _ := net.SplitHostPort(self.MySQLAddr)
-	port := 0
-	fmt.Sscan(portS, &port)
+	for _, w := range cfg.Warnings() {
+		logger.Warn("config: " + w)
+	}
+	host, port := cfg.MySQLBind()
 	inst, err := mysqld.New(mysqld.Options{
 		Dir: cfg.MySQLDir, Host: host, Port: port, ServerID: cfg.ID,
 		Extra: cfg.MySQLExtra, Logger: logger,
@@ -137,9 +136,9 @@ func (n *Node) Run(ctx context.Context) error {
 	defer px.Stop()
 	lease.Attach(px)
 
-	gl, err := net.Listen("tcp", self.GRPCAddr)
+	gl, err := net.Listen("tcp", n.cfg.GRPCListenAddr())
 	if err != nil {
-		return fmt.Errorf("listen grpc_addr %s: %w", self.GRPCAddr, err)
+		return fmt.Errorf("listen grpc_listen %s (advertised as grpc_addr %s): %w", n.cfg.GRPCListenAddr(), self.GRPCAddr, err)
 	}
 	n.gs = grpc.NewServer(append(n.serverOptions(), paxos.GRPCServerOptions(pcfg)...)...)
 	px.RegisterGRPC(n.gs)
@@ -149,16 +148,16 @@ func (n *Node) Run(ctx context.Context) error {
 	defer n.gs.Stop()
 
 	rcfg := replserver.DefaultConfig()
-	rcfg.Addr, rcfg.User, rcfg.Password = self.ReplAddr, n.cred.CaptureUser, n.cred.CapturePassword
+	rcfg.Addr, rcfg.User, rcfg.Password = n.cfg.ReplAddr, n.cred.CaptureUser, n.cred.CapturePassword
 	rcfg.ServerID, rcfg.Logger = 2000+n.cfg.ID, n.log
 	rcfg.HeartbeatPeriod = time.Second
 	repl, err := replserver.New(rcfg, newLogSource(px))
 	if err != nil {
 		return err
 	}
-	rl, err := net.Listen("tcp", self.ReplAddr)
+	rl, err := net.Listen("tcp", n.cfg.ReplAddr)
 	if err != nil {
-		return fmt.Errorf("listen repl_addr %s: %w", self.ReplAddr, err)
+		return fmt.Errorf("listen repl_addr %s: %w", n.cfg.ReplAddr, err)
 	}
 	n.repl = repl
 	go func() { _ = repl.Serve(rl) }()
@@ -172,7 +171,7 @@ func (n *Node) Run(ctx context.Context) error {
 	}
 
 	n.logLinkSecurity()
-	n.log.Info("binlogd started", "grpc", self.GRPCAddr, "repl", self.ReplAddr, "mysql", self.MySQLAddr, "members", len(n.members()), "join", n.cfg.Join)
+	n.log.Info("binlogd started", "grpc", self.GRPCAddr, "grpc_listen", n.cfg.GRPCListenAddr(), "repl", n.cfg.ReplAddr, "mysql", self.MySQLAddr, "mysql_listen", n.cfg.MySQLListenAddr(), "members", len(n.members()), "join", n.cfg.Join)
 
 	var wg sync.WaitGroup
 	run := func(f func(context.Context)) {
@@ -186,6 +185,7 @@ func (n *Node) Run(ctx context.Context) error {
 	run(func(ctx context.Context) { _ = lease.Run(ctx, n.canAcquire) })
 	run(n.roleLoop)
 	run(n.retentionLoop)
+	run(n.warnInsecureLoop)
 	run(n.notifyReady)
 	<-ctx.Done()
 	hs.Shutdown() // NOT_SERVING while stopping
@@ -221,15 +221,15 @@ func (n *Node) setUnsafe(reason string) {
 
 var errNoMySQL = errors.New("binlogd: MariaDB is not running")
 
-// dialFromSelf dials peers from this node's own gRPC address, so a node's
-// traffic carries its address (partitions cut by address pairs, and
-// firewalls see the member, not whatever the kernel picks).
+// dialFromSelf dials peers from this node's own gRPC listen address, so a
+// node's traffic carries its address (partitions cut by address pairs, and
+// firewalls see the member, not whatever the kernel picks). A node that
+// listens on every interface (grpc_listen 0.0.0.0:PORT, e.g. behind NAT)
+// lets the kernel pick: its advertised address may not be its own.
 func (n *Node) dialFromSelf(ctx context.Context, addr string) (net.Conn, error) {
 	d := net.Dialer{KeepAlive: 15 * time.Second}
-	if host, _, err := net.SplitHostPort(n.cfg.Self().GRPCAddr); err == nil {
-		if ip := net.ParseIP(host); ip != nil && !ip.IsUnspecified() {
-			d.LocalAddr = &net.TCPAddr{IP: ip}
-		}
+	if ip := n.cfg.GRPCSourceIP(); ip != nil {
+		d.LocalAddr = &net.TCPAddr{IP: ip}
 	}
 	return d.DialContext(ctx, "tcp", addr)
 }

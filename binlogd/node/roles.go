@@ -84,8 +84,7 @@ func (n *Node) becomeMaster(ctx context.Context, st masterlease.Status) error {
 		return err
 	}
 	ccfg := capture.DefaultConfig()
-	self := n.cfg.Self()
-	ccfg.Addr, ccfg.User, ccfg.Password = self.MySQLAddr, n.cred.CaptureUser, n.cred.CapturePassword
+	ccfg.Addr, ccfg.User, ccfg.Password = n.cfg.MySQLLocalAddr(), n.cred.CaptureUser, n.cred.CapturePassword
 	ccfg.ServerID = 1000 + n.cfg.ID
 	ccfg.After = after
 	ccfg.Logger = n.log

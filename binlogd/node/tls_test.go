@@ -36,14 +36,16 @@ func testNodes(t *testing.T, files []mtls.Files, hooks ...func(*Node)) (cfgs []*
 	var members []config.Member
 	for id := 1; id <= len(files); id++ {
 		a := func(off int) string { return fmt.Sprintf("127.0.0.1:%d", base+10*id+off) }
-		members = append(members, config.Member{ID: uint32(id), MySQLAddr: a(0), GRPCAddr: a(1), ReplAddr: a(2)})
+		members = append(members, config.Member{ID: uint32(id), MySQLAddr: a(0), GRPCAddr: a(1)})
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for i, f := range files {
 		c := &config.Config{ID: uint32(i + 1), Dir: filepath.Join(dir, fmt.Sprint("n", i+1)),
 			MySQLDir: filepath.Join(dir, fmt.Sprint("n", i+1), "mysql"), Members: members, CredentialsFile: cred,
+			ReplAddr:      fmt.Sprintf("127.0.0.1:%d", base+10*(i+1)+2),
 			LeaseDuration: config.Duration{Duration: 2 * time.Second}, DriftMargin: config.Duration{Duration: 200 * time.Millisecond},
-			Security: config.Security{TLSCert: f.Cert, TLSKey: f.Key, TLSCA: f.CA}}
+			Security: config.Security{TLSCert: f.Cert, TLSKey: f.Key, TLSCA: f.CA, InsecureNoTLS: !f.Enabled()}, // zero Files: plain on purpose
+			HTTPAddr: fmt.Sprintf("127.0.0.1:%d", base+10*(i+1)+4)}                                              // tests scrape /metrics
 		c.SetDefaults()
 		if err := c.Validate(); err != nil {
 			t.Fatal(err)
@@ -93,7 +95,7 @@ func TestMutualTLS(t *testing.T) {
 	cfgs, nodes, _ := testNodes(t, []mtls.Files{mtlstest.Files(ca, 1), mtlstest.Files(ca, 2), mtlstest.Files(other, 3)}, func(n *Node) {
 		n.log = slog.New(slog.NewTextHandler(logs, nil)).With("node", n.cfg.ID)
 	})
-	good := DialOption(material(t, mtlstest.Files(ca, 3))) // an operator's CLI with the cluster's CA
+	good := DialOption(material(t, mtls.DirFiles(ca, mtls.Identity{Role: mtls.RoleAdmin}))) // an operator's CLI with the cluster's CA
 	addr1 := cfgs[0].Self().GRPCAddr
 
 	admin, _ := dialAdmin(t, addr1, good)

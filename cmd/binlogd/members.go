@@ -23,7 +23,7 @@ func cmdMembers(args []string) error {
 	id := fs.Uint("id", 0, "node id (add, remove)")
 	grpcAddr := fs.String("grpc", "", "add: the new node's binlogd gRPC address")
 	mysqlAddr := fs.String("mysql", "", "add: its MariaDB address")
-	replAddr := fs.String("repl", "", "add: its binlogd replication address")
+	_ = fs.String("repl", "", "add: ignored (obsolete: a replication endpoint is the node's own repl_addr, no member needs it)")
 	proxyAddr := fs.String("proxy", "", "add: its sqlproxy address (optional)")
 	newCfg := fs.String("config", "", "add: take -id and the addresses from the new node's config file")
 	timeout := fs.Duration("timeout", time.Minute, "give up after this long (the outcome of a change is then unknown: list again)")
@@ -53,13 +53,13 @@ func cmdMembers(args []string) error {
 				return err
 			}
 			self := c.Self()
-			*id, *grpcAddr, *mysqlAddr, *replAddr, *proxyAddr = uint(self.ID), self.GRPCAddr, self.MySQLAddr, self.ReplAddr, self.ProxyAddr
+			*id, *grpcAddr, *mysqlAddr, *proxyAddr = uint(self.ID), self.GRPCAddr, self.MySQLAddr, self.ProxyAddr
 		}
-		if *id == 0 || *grpcAddr == "" || *mysqlAddr == "" || *replAddr == "" {
-			return errors.New("members add: -id, -grpc, -mysql and -repl are required")
+		if *id == 0 || *grpcAddr == "" || *mysqlAddr == "" {
+			return errors.New("members add: -id, -grpc and -mysql are required (or -config NEW.json)")
 		}
 		r, err = cl.AddMember(ctx, &pb.AddMemberRequest{Member: &pb.Member{
-			Id: uint32(*id), GrpcAddr: *grpcAddr, MysqlAddr: *mysqlAddr, ReplAddr: *replAddr, ProxyAddr: *proxyAddr}})
+			Id: uint32(*id), GrpcAddr: *grpcAddr, MysqlAddr: *mysqlAddr, ProxyAddr: *proxyAddr}})
 	case "remove":
 		if *id == 0 {
 			return errors.New("members remove: -id is required")
@@ -77,7 +77,7 @@ func cmdMembers(args []string) error {
 	}
 	fmt.Printf("members (log index %d, %s from index %d):\n", r.Index, state, r.Active)
 	for _, m := range r.Members {
-		fmt.Printf("  %-3d grpc=%s mysql=%s repl=%s proxy=%s\n", m.Id, m.GrpcAddr, m.MysqlAddr, m.ReplAddr, orNone(m.ProxyAddr))
+		fmt.Printf("  %-3d grpc=%s mysql=%s proxy=%s\n", m.Id, m.GrpcAddr, m.MysqlAddr, orNone(m.ProxyAddr))
 	}
 	return nil
 }

@@ -14,7 +14,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
@@ -100,9 +99,7 @@ func cmdSeed(args []string) error {
 		return fmt.Errorf("seed: list databases on the source: %w", err)
 	}
 
-	self := cfg.Self()
-	host, portS, _ := net.SplitHostPort(self.MySQLAddr)
-	port, _ := strconv.Atoi(portS)
+	host, port := cfg.MySQLBind()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	inst, err := mysqld.New(mysqld.Options{Dir: cfg.MySQLDir, Host: host, Port: port, ServerID: cfg.ID, Extra: cfg.MySQLExtra, Logger: logger})
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -38,8 +37,7 @@ func cmdStopMySQL(args []string) error {
 	if err != nil {
 		return err
 	}
-	host, portS, _ := net.SplitHostPort(cfg.Self().MySQLAddr)
-	port, _ := strconv.Atoi(portS)
+	host, port := cfg.MySQLBind()
 	inst, err := mysqld.New(mysqld.Options{Dir: cfg.MySQLDir, Host: host, Port: port, ServerID: cfg.ID})
 	if err != nil {
 		return err
