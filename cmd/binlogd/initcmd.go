@@ -1,135 +1,221 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
-
-	"phxgo/binlogd/config"
-	pb "phxgo/proto"
 )
 
-// memberFlags collects repeated -member ID=GRPC,MYSQL,REPL[,PROXY].
-type memberFlags []config.Member
+// binlogd init: everything a new cluster's nodes need, one directory per
+// node, written without sending a single packet (-probe opts in to asking
+// the nodes' addresses whether a binlogd already answers there).
+//
+//	initcmd.go    flags and the node list (-node, -member, -hosts)
+//	initplan.go   each node's binlogd.json and sqlproxy settings
+//	initwrite.go  the output directory: CA, certificates, credentials, files
+//	initprobe.go  -probe
 
-func (m *memberFlags) String() string { return fmt.Sprint(len(*m), " members") }
+const initUsage = `usage: binlogd init [flags] (-hosts H1,H2,H3 | -node ID=GRPC,MYSQL[,PROXY] ...)
 
-func (m *memberFlags) Set(s string) error {
-	id, rest, ok := strings.Cut(s, "=")
-	addrs := strings.Split(rest, ",")
-	n, err := strconv.ParseUint(id, 10, 32)
-	if !ok || err != nil || n == 0 || len(addrs) < 3 || len(addrs) > 4 {
-		return fmt.Errorf("-member %q: want ID=GRPC,MYSQL,REPL[,PROXY] (host:port each)", s)
+Writes a new cluster's files into -out, one directory per node, plus the
+CA and the operator's certificate. Dials nothing unless -probe is given.
+
+  OUT/node<id>/   binlogd.json, credentials.json, proxy-password, sqlproxy.env,
+                  ca.crt, node<id>.crt/.key, proxy<id>.crt/.key
+                  -> copy to the node's host as INSTALL_DIR/node<id>/
+  OUT/admin.crt, admin.key   the operator's certificate (binlogd status ... -tls-*)
+  OUT/ca.key      the CA's key: keep it offline, it only issues certificates
+
+Nodes are given by the addresses the OTHER nodes dial (members[] in
+binlogd.json): binlogd gRPC, MariaDB, and sqlproxy. Each node listens on
+those same addresses unless -listen-any; its replication endpoint is its
+own and stays on loopback (repl_addr, 127.0.0.1:REPL_PORT).
+
+Examples:
+  binlogd init -out ./phxgo-init -hosts 10.0.0.1,10.0.0.2,10.0.0.3
+  binlogd init -out ./phxgo-init \
+    -node 1=db1.example:17011,db1.example:3306,db1.example:3307 \
+    -node 2=db2.example:17011,db2.example:3306,db2.example:3307 \
+    -node 3=db3.example:17011,db3.example:3306,db3.example:3307
+
+Flags:
+`
+
+// initOptions are init's flags, parsed.
+type initOptions struct {
+	nodes        []nodeSpec
+	out          string
+	installDir   string
+	dir          string
+	mysqlDir     string
+	credentials  string
+	lease        time.Duration
+	replPort     int
+	proxyHTTP    int
+	listenAny    bool
+	probe        bool
+	caValidity   time.Duration
+	certValidity time.Duration
+}
+
+// nodeSpec is one node as given on the command line: its advertised
+// addresses and, from the older -member form, its own repl address.
+type nodeSpec struct {
+	id                       uint32
+	grpc, mysql, proxy, repl string
+	from                     string // the flag it came from, for errors
+}
+
+// nodeFlags collects repeated -node ID=GRPC,MYSQL[,PROXY].
+type nodeFlags struct{ specs *[]nodeSpec }
+
+func (f nodeFlags) String() string { return "" }
+
+func (f nodeFlags) Set(s string) error {
+	id, addrs, err := splitNodeFlag(s)
+	if err != nil || len(addrs) < 2 || len(addrs) > 3 {
+		return fmt.Errorf("want ID=GRPC,MYSQL[,PROXY] (host:port each, as the other nodes dial them), got %q", s)
 	}
-	e := config.Member{ID: uint32(n), GRPCAddr: addrs[0], MySQLAddr: addrs[1], ReplAddr: addrs[2]}
-	if len(addrs) == 4 {
-		e.ProxyAddr = addrs[3]
+	n := nodeSpec{id: id, grpc: addrs[0], mysql: addrs[1], from: "-node " + s}
+	if len(addrs) == 3 {
+		n.proxy = addrs[2]
 	}
-	*m = append(*m, e)
+	*f.specs = append(*f.specs, n)
 	return nil
 }
 
-// cmdInit writes the config files of a new cluster, one per node, after
-// checking that no node already belongs to a cluster.
-func cmdInit(args []string) error {
+// memberFlags collects the older -member ID=GRPC,MYSQL,REPL[,PROXY]:
+// REPL is that node's own repl_addr (loopback), not an advertised one.
+type memberFlags struct{ specs *[]nodeSpec }
+
+func (f memberFlags) String() string { return "" }
+
+func (f memberFlags) Set(s string) error {
+	id, addrs, err := splitNodeFlag(s)
+	if err != nil || len(addrs) < 3 || len(addrs) > 4 {
+		return fmt.Errorf("want ID=GRPC,MYSQL,REPL[,PROXY] (host:port each), got %q", s)
+	}
+	n := nodeSpec{id: id, grpc: addrs[0], mysql: addrs[1], repl: addrs[2], from: "-member " + s}
+	if len(addrs) == 4 {
+		n.proxy = addrs[3]
+	}
+	*f.specs = append(*f.specs, n)
+	return nil
+}
+
+func splitNodeFlag(s string) (uint32, []string, error) {
+	idS, rest, ok := strings.Cut(s, "=")
+	n, err := strconv.ParseUint(idS, 10, 32)
+	if !ok || err != nil || n == 0 {
+		return 0, nil, errors.New("bad id")
+	}
+	addrs := strings.Split(rest, ",")
+	for _, a := range addrs {
+		if _, _, err := net.SplitHostPort(a); err != nil && a != "" {
+			return 0, nil, err
+		}
+	}
+	return uint32(n), addrs, nil
+}
+
+// parseInit parses init's flags; errors are usage errors.
+func parseInit(args []string, stderr io.Writer) (*initOptions, error) {
+	o := &initOptions{}
 	fs := flag.NewFlagSet("init", flag.ContinueOnError)
-	var ms memberFlags
-	fs.Var(&ms, "member", "a node: ID=GRPC,MYSQL,REPL[,PROXY] (repeat per node)")
-	hosts := fs.String("hosts", "", "shorthand: comma-separated hosts, node i+1 on the i-th, default ports")
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), initUsage)
+		fs.PrintDefaults()
+	}
+	fs.Var(nodeFlags{&o.nodes}, "node", "a node: ID=GRPC,MYSQL[,PROXY], the addresses the other nodes dial (repeat per node)")
+	fs.Var(memberFlags{&o.nodes}, "member", "older form of -node: ID=GRPC,MYSQL,REPL[,PROXY], REPL being that node's own (loopback) repl_addr")
+	hosts := fs.String("hosts", "", "shorthand: comma-separated hosts (IPs or DNS names), node i+1 on the i-th, default ports")
 	grpcPort := fs.Int("grpc-port", 17011, "with -hosts: binlogd gRPC port")
 	mysqlPort := fs.Int("mysql-port", 3306, "with -hosts: MariaDB port")
-	replPort := fs.Int("repl-port", 17012, "with -hosts: binlogd replication port")
-	proxyPort := fs.Int("proxy-port", 3307, "with -hosts: sqlproxy port (0: none)")
-	out := fs.String("out", ".", "write node{id}.json here")
-	dir := fs.String("dir", "/var/lib/phxgo/binlogd", "each node's binlogd state dir ({id} is replaced)")
-	mysqlDir := fs.String("mysql-dir", "/var/lib/phxgo/mysql", "each node's MariaDB instance dir ({id} is replaced)")
-	cred := fs.String("credentials", "/etc/phxgo/credentials.json", "credentials file path (on every node)")
-	lease := fs.Duration("lease", 5*time.Second, "master lease duration")
+	proxyPort := fs.Int("proxy-port", 3307, "with -hosts: sqlproxy port (0: no sqlproxy)")
+	fs.IntVar(&o.replPort, "repl-port", 17012, "each node's replication endpoint, on loopback (nodes sharing a host get the next ports)")
+	fs.IntVar(&o.proxyHTTP, "proxy-http-port", 9307, "each sqlproxy's metrics HTTP port, on loopback (nodes sharing a host get the next ports)")
+	fs.BoolVar(&o.listenAny, "listen-any", false, "nodes listen on every interface (0.0.0.0:PORT) and advertise the given addresses: for hosts behind NAT or in containers")
+	fs.StringVar(&o.out, "out", "phxgo-init", "write here (must not exist or be empty)")
+	fs.StringVar(&o.installDir, "install-dir", "/etc/phxgo", "where each node's directory will live on its host (INSTALL_DIR/node<id>; sqlproxy.env names files there)")
+	fs.StringVar(&o.dir, "dir", "/var/lib/phxgo/node{id}/binlogd", "each node's binlogd state dir ({id} is replaced)")
+	fs.StringVar(&o.mysqlDir, "mysql-dir", "/var/lib/phxgo/node{id}/mysql", "each node's MariaDB instance dir ({id} is replaced)")
+	fs.StringVar(&o.credentials, "credentials", "", "copy this credentials file (mode 0600) to every node instead of generating random passwords")
+	fs.DurationVar(&o.lease, "lease", 5*time.Second, "master lease duration")
+	fs.DurationVar(&o.caValidity, "ca-validity", 10*365*24*time.Hour, "validity of the new CA")
+	fs.DurationVar(&o.certValidity, "cert-validity", 3*365*24*time.Hour, "validity of the node, proxy and admin certificates")
+	fs.BoolVar(&o.probe, "probe", false, "before writing, dial each node's grpc address and refuse if something answers there (sends traffic to every node address)")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, usageErr{fmt.Errorf("init: unexpected arguments %q", fs.Args())}
 	}
 	if *hosts != "" {
+		if len(o.nodes) > 0 {
+			return nil, usageErr{errors.New("init: give -hosts or -node/-member, not both")}
+		}
 		for i, h := range strings.Split(*hosts, ",") {
-			e := config.Member{ID: uint32(i + 1), GRPCAddr: net.JoinHostPort(h, strconv.Itoa(*grpcPort)),
-				MySQLAddr: net.JoinHostPort(h, strconv.Itoa(*mysqlPort)), ReplAddr: net.JoinHostPort(h, strconv.Itoa(*replPort))}
-			if *proxyPort != 0 {
-				e.ProxyAddr = net.JoinHostPort(h, strconv.Itoa(*proxyPort))
+			h = strings.Trim(strings.TrimSpace(h), "[]")
+			if h == "" {
+				return nil, usageErr{fmt.Errorf("init: -hosts %q: empty host at position %d", *hosts, i+1)}
 			}
-			ms = append(ms, e)
+			n := nodeSpec{id: uint32(i + 1), grpc: net.JoinHostPort(h, strconv.Itoa(*grpcPort)),
+				mysql: net.JoinHostPort(h, strconv.Itoa(*mysqlPort)), from: "-hosts " + h}
+			if *proxyPort != 0 {
+				n.proxy = net.JoinHostPort(h, strconv.Itoa(*proxyPort))
+			}
+			o.nodes = append(o.nodes, n)
 		}
 	}
-	if len(ms) == 0 {
-		return errors.New("init: give the nodes with -member (repeated) or -hosts")
+	if len(o.nodes) == 0 {
+		return nil, usageErr{errors.New("init: give the nodes with -hosts H1,H2,H3 or -node ID=GRPC,MYSQL[,PROXY] (repeated); -h for help")}
 	}
-	var cfgs []*config.Config
-	for _, m := range ms {
-		sub := func(t string) string { return strings.ReplaceAll(t, "{id}", strconv.Itoa(int(m.ID))) }
-		c := &config.Config{ID: m.ID, Dir: sub(*dir), MySQLDir: sub(*mysqlDir), Members: ms,
-			SuperviseMySQL: true, CredentialsFile: *cred,
-			LeaseDuration: config.Duration{Duration: *lease}, DriftMargin: config.Duration{Duration: *lease / 10}}
-		c.SetDefaults()
-		if err := c.Validate(); err != nil {
-			return fmt.Errorf("init: node %d: %w", m.ID, err)
+	for _, p := range []string{o.installDir, o.dir, o.mysqlDir} {
+		if strings.ContainsAny(p, " \t\n\"'$\\") {
+			return nil, usageErr{fmt.Errorf("init: path %q: no spaces, quotes, $ or \\ (sqlproxy.env is read by systemd)", p)}
 		}
-		cfgs = append(cfgs, c)
 	}
-	if err := checkFresh(cfgs, *out); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		return err
-	}
-	for _, c := range cfgs {
-		p := filepath.Join(*out, fmt.Sprintf("node%d.json", c.ID))
-		if err := c.Save(p); err != nil {
-			return fmt.Errorf("init: write %s: %w", p, err)
-		}
-		fmt.Printf("wrote %s (node %d: grpc %s, mysql %s)\n", p, c.ID, c.Self().GRPCAddr, c.Self().MySQLAddr)
-	}
-	fmt.Printf("new cluster of %d nodes: copy node{id}.json to each node and start binlogd run -config there\n", len(cfgs))
-	return nil
+	return o, nil
 }
 
-// checkFresh refuses when a config file exists already, a node's state
-// dir (on this host) holds a Paxos log, or a binlogd answers at a node's
-// address: that node belongs to a cluster already.
-func checkFresh(cfgs []*config.Config, out string) error {
-	for _, c := range cfgs {
-		p := filepath.Join(out, fmt.Sprintf("node%d.json", c.ID))
-		if _, err := os.Stat(p); err == nil {
-			return fmt.Errorf("init: %s exists already; refusing to overwrite a cluster's config (remove it to start over)", p)
-		}
-		for _, f := range []string{filepath.Join(c.Dir, "paxos", "paxos-membership"), filepath.Join(c.Dir, "paxos", "MANIFEST")} {
-			if _, err := os.Stat(f); err == nil {
-				return fmt.Errorf("init: node %d: %s exists: its dir %s already holds a cluster's Paxos log; a node joins a running cluster with 'binlogd members add', or use an empty dir", c.ID, f, c.Dir)
-			}
-		}
-		creds, err := dialOptionFor(c.TLSFiles())
-		if err != nil {
+// usageErr is a bad command line (exit status 2, as flag parse errors).
+type usageErr struct{ error }
+
+func (u usageErr) Unwrap() error { return u.error }
+
+// cmdInit is `binlogd init`.
+func cmdInit(args []string) error {
+	o, err := parseInit(args, os.Stderr)
+	if err != nil {
+		return err
+	}
+	return runInit(o, os.Stdout)
+}
+
+// runInit plans, optionally probes, writes and checks.
+func runInit(o *initOptions, stdout io.Writer) error {
+	plan, err := planInit(o)
+	if err != nil {
+		return err
+	}
+	if err := checkFresh(plan, o); err != nil {
+		return err
+	}
+	if o.probe {
+		if err := probeNodes(plan); err != nil {
 			return err
 		}
-		cl, closeFn, err := dial(c.Self().GRPCAddr, creds)
-		if err != nil {
-			continue
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		st, err := cl.Status(ctx, &pb.StatusRequest{})
-		cancel()
-		closeFn()
-		if err == nil {
-			var ids []uint32
-			for _, m := range st.Members {
-				ids = append(ids, m.Id)
-			}
-			return fmt.Errorf("init: node %d: a binlogd already answers at %s (node %d of a cluster with members %v); refusing to create a new cluster over it", c.ID, c.Self().GRPCAddr, st.NodeId, ids)
-		}
 	}
+	if err := writeInit(plan, o); err != nil {
+		return err
+	}
+	printNextSteps(stdout, plan, o)
 	return nil
 }
