@@ -244,6 +244,26 @@ func (p *peerSender) sleep(d time.Duration) {
 	}
 }
 
+// PeerAuth is who the transport under an incoming Send stream has
+// authenticated the far end as (binlogd: the node id in the peer's TLS
+// certificate). The caller's gRPC interceptor attaches it with
+// WithPeerAuth; Send then drops every message whose From is not ID, so a
+// node can speak only for itself. Without it (plain links, tests) From is
+// trusted as sent.
+type PeerAuth struct {
+	ID uint32
+	// Forged, if set, is called for each message dropped because its From
+	// (claimed) is not ID; it must not block.
+	Forged func(claimed uint32)
+}
+
+type peerAuthKey struct{}
+
+// WithPeerAuth returns ctx carrying a for the Send stream it belongs to.
+func WithPeerAuth(ctx context.Context, a PeerAuth) context.Context {
+	return context.WithValue(ctx, peerAuthKey{}, a)
+}
+
 // peerServer receives peers' streams.
 type peerServer struct {
 	pb.UnimplementedPaxosPeerServer
@@ -255,6 +275,7 @@ func registerPeerService(s *grpc.Server, n *Node) {
 }
 
 func (s *peerServer) Send(stream grpc.ClientStreamingServer[pb.PaxosBatch, pb.PaxosEmpty]) error {
+	auth, authOK := stream.Context().Value(peerAuthKey{}).(PeerAuth)
 	for {
 		b, err := stream.Recv()
 		if err == io.EOF {
@@ -265,6 +286,14 @@ func (s *peerServer) Send(stream grpc.ClientStreamingServer[pb.PaxosBatch, pb.Pa
 		}
 		ms := make([]Message, 0, len(b.Messages))
 		for _, pm := range b.Messages {
+			if authOK && pm.From != auth.ID {
+				// A peer speaking for another node: with TLS, its
+				// certificate says who it is; From is only what it claims.
+				if auth.Forged != nil {
+					auth.Forged(pm.From)
+				}
+				continue
+			}
 			if m, ok := messageFromProto(pm); ok {
 				ms = append(ms, m)
 			}

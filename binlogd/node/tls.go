@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
@@ -41,21 +42,67 @@ func DialOption(m *mtls.Material) grpc.DialOption {
 
 func (n *Node) logLinkSecurity() {
 	if n.tls == nil {
-		n.log.Warn("binlogd gRPC links are unencrypted and unauthenticated (set tls_cert, tls_key and tls_ca for mutual TLS)")
+		n.warnInsecure()
 		return
 	}
-	n.log.Info("binlogd gRPC links use mutual TLS", "cert", n.cfg.TLSCert, "subject", n.tls.Leaf.Subject.String(),
+	n.log.Info("binlogd gRPC links use mutual TLS", "cert", n.cfg.TLSCert, "identity", n.tls.Identity.String(),
 		"expires", n.tls.Leaf.NotAfter, "ca", n.cfg.TLSCA)
+}
+
+// insecureWarnEvery: without TLS the warning repeats, so it is in every
+// log window someone looks at, not only at start.
+const insecureWarnEvery = time.Minute
+
+func (n *Node) warnInsecure() {
+	n.log.Warn("INSECURE: binlogd gRPC links run without TLS (\"insecure_no_tls\": true): anyone who can reach grpc_addr can vote in Paxos as any node, switch the master over and change the members; set tls_cert, tls_key and tls_ca (`binlogd init` issues them)",
+		"grpc_addr", n.cfg.Self().GRPCAddr)
+}
+
+// warnInsecureLoop repeats warnInsecure while the node runs without TLS.
+func (n *Node) warnInsecureLoop(ctx context.Context) {
+	if n.tls != nil {
+		return
+	}
+	t := time.NewTicker(insecureWarnEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			n.warnInsecure()
+		}
+	}
 }
 
 // serverOptions and dialOption are ServerOptions and DialOption with
 // handshake failures logged: a peer with a wrong certificate otherwise
 // shows only as a Paxos stream that keeps breaking.
+//
+// With TLS, every call is also authorised by the identity in the client's
+// certificate (authz.go); m's registry gets the refusal counters.
 func (n *Node) serverOptions() []grpc.ServerOption {
+	var reg prometheus.Registerer
+	if n.m != nil {
+		reg = n.m.reg
+		insecure := 0.0
+		if n.tls == nil {
+			insecure = 1
+		}
+		g := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "phxgo", Subsystem: "binlogd", Name: "insecure_no_tls",
+			Help: "1 while this node's gRPC links run without TLS (insecure_no_tls): anyone who reaches grpc_addr can control the cluster"})
+		g.Set(insecure)
+		reg.MustRegister(g)
+	}
 	if n.tls == nil {
 		return nil
 	}
-	return []grpc.ServerOption{grpc.Creds(newLoggedCreds(credentials.NewTLS(n.tls.Server()), n.log))}
+	a := newAuthorizer(n.log, reg)
+	return []grpc.ServerOption{
+		grpc.Creds(newLoggedCreds(credentials.NewTLS(n.tls.Server()), n.log)),
+		grpc.ChainUnaryInterceptor(a.unary),
+		grpc.ChainStreamInterceptor(a.stream),
+	}
 }
 
 func (n *Node) dialOption() grpc.DialOption {
