@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"time"
@@ -14,44 +15,58 @@ import (
 	"phxgo/binlogd/node"
 )
 
-// tlsFlags are the operator commands' certificate flags. A node with
-// tls_* keys accepts only clients holding a certificate of the cluster
-// CA, so the commands that dial it take the same files: from -config (the
-// node's own config file) or from -tls-cert/-tls-key/-tls-ca, which win.
+// tlsFlags are the operator commands' certificate flags. Every binlogd
+// runs mutual TLS unless its config says "insecure_no_tls", and authorises
+// each call by the identity in the client's certificate
+// (binlogd/node/authz.go): status works with any of the cluster's
+// certificates, switchover and members add/remove need the admin one. The
+// files come from -tls-dir (a directory `binlogd init` or
+// scripts/make-test-ca.sh wrote: its admin.crt, admin.key, ca.crt), from
+// -config (a node's own config: that node's certificate) or from
+// -tls-cert/-tls-key/-tls-ca, which win. A plain connection must be asked
+// for with -insecure.
 type tlsFlags struct {
-	config, cert, key, ca *string
+	config, dir, cert, key, ca *string
+	insecure                   *bool
 }
 
 func addTLSFlags(fs *flag.FlagSet) tlsFlags {
-	return tlsFlags{
-		config: fs.String("config", "", "take tls_cert, tls_key and tls_ca from this binlogd config file"),
-		cert:   fs.String("tls-cert", "", "client certificate (PEM) for a node with mutual TLS"),
-		key:    fs.String("tls-key", "", "its private key (PEM)"),
-		ca:     fs.String("tls-ca", "", "the cluster CA (PEM)"),
-	}
+	f := addTLSFileFlags(fs)
+	f.config = fs.String("config", "", "take tls_cert, tls_key and tls_ca from this binlogd config file (the node's certificate: enough for status, not for switchover)")
+	return f
 }
 
 // addTLSFileFlags is addTLSFlags without -config, for commands whose
 // -config names another file (members add: the new node's config).
 func addTLSFileFlags(fs *flag.FlagSet) tlsFlags {
 	return tlsFlags{
-		config: new(string),
-		cert:   fs.String("tls-cert", "", "client certificate (PEM) for a node with mutual TLS"),
-		key:    fs.String("tls-key", "", "its private key (PEM)"),
-		ca:     fs.String("tls-ca", "", "the cluster CA (PEM)"),
+		config:   new(string),
+		dir:      fs.String("tls-dir", "", "certificate directory (binlogd init, scripts/make-test-ca.sh): use its admin.crt, admin.key and ca.crt"),
+		cert:     fs.String("tls-cert", "", "client certificate (PEM)"),
+		key:      fs.String("tls-key", "", "its private key (PEM)"),
+		ca:       fs.String("tls-ca", "", "the cluster CA (PEM)"),
+		insecure: fs.Bool("insecure", false, "connect without TLS (only for a cluster whose nodes set \"insecure_no_tls\": true)"),
 	}
 }
 
-// dialOption is the transport credential the flags ask for (plain when
-// none is set).
+// errNoCert: an operator command with neither certificate flags nor
+// -insecure.
+var errNoCert = errors.New("no client certificate: pass -tls-dir DIR (its admin certificate), -tls-cert/-tls-key/-tls-ca, " +
+	"or -config FILE (a node's config: its certificate); -insecure only for a cluster running with \"insecure_no_tls\": true")
+
+// dialOption is the transport credential the flags ask for.
 func (f tlsFlags) dialOption() (grpc.DialOption, error) {
 	var files mtls.Files
+	insecureCfg := false
 	if *f.config != "" {
 		cfg, err := config.Load(*f.config)
 		if err != nil {
 			return nil, err
 		}
-		files = cfg.TLSFiles()
+		files, insecureCfg = cfg.TLSFiles(), cfg.InsecureNoTLS
+	}
+	if *f.dir != "" {
+		files = mtls.DirFiles(*f.dir, mtls.Identity{Role: mtls.RoleAdmin})
 	}
 	for _, o := range []struct {
 		flag string
@@ -61,9 +76,19 @@ func (f tlsFlags) dialOption() (grpc.DialOption, error) {
 			*o.dst = o.flag
 		}
 	}
+	switch {
+	case *f.insecure && (*f.dir != "" || *f.cert != "" || *f.key != "" || *f.ca != ""):
+		return nil, errors.New("-insecure with certificate flags: give one or the other")
+	case *f.insecure || insecureCfg && !files.Enabled():
+		return node.DialOption(nil), nil
+	case !files.Enabled():
+		return nil, errNoCert
+	}
 	return dialOptionFor(files)
 }
 
+// dialOptionFor: files' mTLS, or plain when files is empty (callers made
+// sure that is what the config asks for).
 func dialOptionFor(files mtls.Files) (grpc.DialOption, error) {
 	if !files.Enabled() {
 		return node.DialOption(nil), nil
@@ -82,12 +107,17 @@ func flagName(err error) string {
 	return "cert"
 }
 
-// hint adds what to try to an Unavailable error of a call made without a
-// certificate: a node with mutual TLS shows a plain client only a closed
-// connection.
+// hint adds what to try to an error of a call: a node with mutual TLS
+// shows a client without a certificate only a closed connection, and a
+// refusal by identity needs another certificate.
 func (f tlsFlags) hint(err error) error {
-	if err == nil || *f.config != "" || *f.cert != "" || status.Code(err) != codes.Unavailable {
-		return err
+	switch {
+	case err == nil:
+		return nil
+	case status.Code(err) == codes.PermissionDenied:
+		return fmt.Errorf("%w (pass the admin certificate: -tls-dir DIR or -tls-cert admin.crt -tls-key admin.key -tls-ca ca.crt)", err)
+	case status.Code(err) == codes.Unavailable && *f.insecure:
+		return fmt.Errorf("%w (-insecure: if the node has tls_* keys, pass -tls-dir DIR or -tls-cert/-tls-key/-tls-ca instead)", err)
 	}
-	return fmt.Errorf("%w (if the node has tls_* keys, pass -config FILE or -tls-cert/-tls-key/-tls-ca)", err)
+	return err
 }
