@@ -405,16 +405,15 @@ func (l *Log) fit(ops []*op) int {
 // syncGroup makes g durable (sync goroutine).
 func (l *Log) syncGroup(g *group) {
 	defer close(g.synced)
+	var err error
 	if l.opts.Knobs != nil && l.opts.Knobs.BeforeSync != nil {
-		if g.err = l.opts.Knobs.BeforeSync(len(g.ops)); g.err != nil {
-			return
-		}
+		err = l.opts.Knobs.BeforeSync(len(g.ops)) // acts as a failed sync
 	}
-	if l.opts.NoSync || g.lazy {
-		return
+	if err == nil && !l.opts.NoSync && !g.lazy {
+		l.stats.syncs.Add(1)
+		err = fdatasync(g.file)
 	}
-	l.stats.syncs.Add(1)
-	if err := fdatasync(g.file); err != nil {
+	if err != nil {
 		g.err = fmt.Errorf("wal: sync segment %d: %w", g.seg, err)
 	}
 }
