@@ -120,8 +120,11 @@ func checkWritableDir(key, path string, a Account) Result {
 }
 
 // checkMySQLReach: mariadbd's account can traverse every directory down
-// to mysql_dir, and owns the datadir if one exists. When binlogd is not
-// root, mariadbd runs as binlogd's own user and checkWritableDir covered it.
+// to mysql_dir. binlogd (binlogd/mysqld prepareDirs) adds the search bit
+// to such a directory itself at start, and chowns the datadir to mysql,
+// so an untraversable one is a warn: it will change a mode the operator
+// set. When binlogd is not root, mariadbd runs as binlogd's own user and
+// checkWritableDir covered it.
 func checkMySQLReach(env *Env, mysqlDir string) []Result {
 	const name = "dir mysql_dir (mariadbd)"
 	if env.Runner.UID != 0 {
@@ -130,24 +133,16 @@ func checkMySQLReach(env *Env, mysqlDir string) []Result {
 	m, found := env.mariadbdUser()
 	if !found {
 		return []Result{fail(name, "sudo useradd --system --no-create-home --shell /usr/sbin/nologin "+MySQLUser,
-			"binlogd runs as root, so mariadbd runs as the OS user %q, which does not exist", MySQLUser)}
+			"binlogd runs as root, so mariadbd runs as the OS user %q, which does not exist (binlogd refuses to run it as root)", MySQLUser)}
 	}
 	var out []Result
-	// Every existing directory from / down to mysql_dir needs x for m.
-	for p := filepath.Clean(mysqlDir); ; p = filepath.Dir(p) {
+	for p := filepath.Dir(filepath.Clean(mysqlDir)); ; p = filepath.Dir(p) {
 		if st, err := os.Stat(p); err == nil && st.IsDir() && !may(m, st, permX) {
-			out = append(out, fail(name, fmt.Sprintf("sudo chmod o+x %s (or chgrp %s it and chmod g+x)", p, m.Name),
-				"%s cannot traverse %s (mode %v), so mariadbd cannot reach %s", m.Name, p, st.Mode().Perm(), mysqlDir))
+			out = append(out, warn(name, fmt.Sprintf("sudo chmod o+x %s (or move mysql_dir where %s can reach it)", p, m.Name),
+				"%s cannot traverse %s (mode %v) to reach %s; binlogd will add o+x to it at start", m.Name, p, st.Mode().Perm(), mysqlDir))
 		}
 		if p == filepath.Dir(p) {
 			break
-		}
-	}
-	data := filepath.Join(mysqlDir, "data")
-	if st, err := os.Stat(data); err == nil {
-		if uid, _ := owner(st); uid != m.UID {
-			out = append(out, fail(name, fmt.Sprintf("sudo chown -R %s:%s %s", m.Name, m.Name, data),
-				"%s is owned by uid %d, not %s (uid %d), who runs mariadbd", data, uid, m.Name, m.UID))
 		}
 	}
 	if len(out) == 0 {

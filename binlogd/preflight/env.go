@@ -75,8 +75,12 @@ const MySQLUser = "mysql"
 // timedatectl, chronyc): a hung one must not hang the preflight.
 const runTimeout = 5 * time.Second
 
-// NewEnv is the Env of this host for the config file at path.
+// NewEnv is the Env of this host for the config file at path (made
+// absolute, so every path in the report is).
 func NewEnv(path string) *Env {
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
 	e := &Env{
 		ConfigPath: path,
 		LookPath:   exec.LookPath,

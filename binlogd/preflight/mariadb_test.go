@@ -85,8 +85,11 @@ func TestCheckMySQLExtra(t *testing.T) {
 		{"port=3306", Fail},
 		{"user=root", Fail},
 		{"datadir=/var/lib/mysql", Fail},
-		{"local_infile=ON", Warn},
-		{"secure_file_priv=", Warn},
+		{"local_infile=ON", Fail},
+		{"secure_file_priv=", Fail},
+		{"secure_file_priv=/var/tmp", Warn},
+		{"sql_mode=STRICT_TRANS_TABLES", Warn},
+		{"sql_mode=STRICT_TRANS_TABLES,NO_ENGINE_SUBSTITUTION", OK},
 		{"skip_name_resolve=OFF", Warn},
 		{"!includedir /etc/mysql/conf.d", Warn},
 	} {

@@ -118,10 +118,10 @@ func (e *Env) portInUse(name string, ep endpoint, port int, moveFix string, binl
 	switch {
 	case ep.owner == "binlogd" && binlogd.pid != 0 && (holder.pid == 0 || holder.pid == binlogd.pid):
 		return warn(name, fmt.Sprintf("none if this node should be running; to check a fresh start stop it first: kill -TERM %d", binlogd.pid),
-			"%s is in use by this node's binlogd (%s), which is running", ep.addr, binlogd)
+			"%s is in use by this node's binlogd (pid %d), which is running", ep.addr, binlogd.pid)
 	case ep.owner == "mariadbd" && mariadbd.pid != 0 && (holder.pid == 0 || holder.pid == mariadbd.pid):
 		return warn(name, fmt.Sprintf("none if this node should be running; to check a fresh start: binlogd stop-mysql -config %s", e.ConfigPath),
-			"%s is in use by this node's MariaDB (%s), which is running", ep.addr, mariadbd)
+			"%s is in use by this node's MariaDB (pid %d), which is running", ep.addr, mariadbd.pid)
 	case ep.owner == "sqlproxy" && holder.comm == "sqlproxy":
 		return warn(name, fmt.Sprintf("none if this node's sqlproxy should be running; else stop it: kill -TERM %d", holder.pid),
 			"%s is in use by a sqlproxy (%s), presumably this node's", ep.addr, holder)
