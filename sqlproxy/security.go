@@ -25,15 +25,15 @@ import (
 // client port, so it is wrapped the way MySQL wraps any connection: the
 // master's proxy offers CLIENT_SSL in its greeting, the forwarding proxy
 // sends an SSLRequest and runs a TLS handshake on the same socket,
-// presenting its node certificate and checking the master's against the
-// CA and the host it dialled, then logs in inside TLS:
+// presenting its proxy certificate and checking the master's against the
+// CA, the host it dialled and the proxy identity, then logs in inside TLS:
 //
 //	non-master proxy                         master's proxy
 //	 dial ──────────────────────────────────▶ greeting (CLIENT_SSL)
 //	 SSLRequest ────────────────────────────▶
 //	 TLS handshake (client cert) ◀──────────▶ (cert verified if given)
 //	 HandshakeResponse (_phxgo_hop=1) ──────▶ hop without a verified
-//	                                          cert: ERR 1045, closed
+//	                                          proxy cert: ERR 1045, closed
 //
 // Ordinary clients need no certificate and may still connect in the
 // clear; a client that asks for TLS gets the node certificate. A hop
@@ -115,7 +115,7 @@ func (s *Server) refuseHost(nc net.Conn, host string) {
 // errHopNeedsTLS refuses a hop that did not come over TLS with a peer
 // certificate while Config.PeerTLS is set.
 var errHopNeedsTLS = &wire.Error{Code: 1045, SQLState: "28000",
-	Message: "phxgo: a forwarding hop from another proxy must use TLS with a certificate of the cluster CA (sqlproxy -tls-cert/-tls-key/-tls-ca on every node)"}
+	Message: "phxgo: a forwarding hop from another proxy must use TLS with a certificate of the cluster CA issued to a proxy (phxgo://proxy/N; sqlproxy -tls-cert/-tls-key/-tls-ca on every node)"}
 
 // bufConn reads through the bufio.Reader that already holds whatever the
 // peer sent after its SSLRequest (the start of its TLS handshake).
@@ -128,7 +128,9 @@ func (c bufConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
 // startServerTLS upgrades a client connection after its SSLRequest and
 // returns the new framed Conn (sequence number carried on) and whether
-// the client presented a certificate the CA signed.
+// the client may forward as a hop: it presented a certificate the CA
+// signed for a proxy identity (phxgo://proxy/N; a node's or the admin's
+// certificate does not make a hop).
 func startServerTLS(ctx context.Context, cl *wire.Conn, cfg *tls.Config) (*wire.Conn, bool, error) {
 	tc := tls.Server(bufConn{cl.Conn, cl.R}, cfg)
 	if err := tc.HandshakeContext(ctx); err != nil {
@@ -136,7 +138,17 @@ func startServerTLS(ctx context.Context, cl *wire.Conn, cfg *tls.Config) (*wire.
 	}
 	nc := wire.NewConn(tc)
 	nc.Seq = cl.Seq
-	return nc, mtls.PeerVerified(tc.ConnectionState()), nil
+	return nc, isProxyPeer(tc.ConnectionState()), nil
+}
+
+// isProxyPeer: the handshake verified a peer certificate of the CA that
+// names a proxy.
+func isProxyPeer(st tls.ConnectionState) bool {
+	if !mtls.PeerVerified(st) {
+		return false
+	}
+	id, err := mtls.IdentityOf(st.VerifiedChains[0][0])
+	return err == nil && id.Role == mtls.RoleProxy
 }
 
 // startClientTLS is the forwarding side: after the greeting it sends an
@@ -156,6 +168,10 @@ func startClientTLS(ctx context.Context, c *wire.Conn, m *mtls.Material, addr st
 	tc := tls.Client(bufConn{c.Conn, c.R}, m.Client(host))
 	if err := tc.HandshakeContext(ctx); err != nil {
 		return nil, fmt.Errorf("TLS handshake with the master's proxy %s: %w", addr, err)
+	}
+	if !isProxyPeer(tc.ConnectionState()) { // the CA also signs nodes and the admin
+		tc.Close()
+		return nil, fmt.Errorf("master's proxy %s presented a certificate that is not a proxy's (want phxgo://proxy/N)", addr)
 	}
 	nc := wire.NewConn(tc)
 	nc.Seq = c.Seq

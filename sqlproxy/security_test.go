@@ -26,6 +26,11 @@ func loadMaterial(t *testing.T, f mtls.Files) *mtls.Material {
 	return m
 }
 
+// proxyFiles are proxy id's certificate files in a make-test-ca directory.
+func proxyFiles(dir string, id uint32) mtls.Files {
+	return mtls.DirFiles(dir, mtls.Identity{Role: mtls.RoleProxy, ID: id})
+}
+
 // refused reads phxgo_sqlproxy_refused_connections_total{reason}.
 func refused(t *testing.T, p *testProxy, reason string) float64 {
 	t.Helper()
@@ -57,7 +62,7 @@ func TestPeerTLS(t *testing.T) {
 	ca, other := mtlstest.MakeCA(t, 2), mtlstest.MakeCA(t, 2)
 	authAddrs := []string{a.Addr()}
 	pa := startProxy(t, 1, masterView(a), Linearizable, authAddrs, func(c *Config) {
-		c.PeerTLS = loadMaterial(t, mtlstest.Files(ca, 1))
+		c.PeerTLS = loadMaterial(t, proxyFiles(ca, 1))
 	})
 	fwd := func(tlsm *mtls.Material) *testProxy {
 		v := topology.View{MasterID: 1, MasterProxyAddr: pa.addr, MasterMySQLAddr: a.Addr(), SelfMySQLAddr: a.Addr()}
@@ -66,7 +71,7 @@ func TestPeerTLS(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("tls_hop", func(t *testing.T) {
-		pb := fwd(loadMaterial(t, mtlstest.Files(ca, 2)))
+		pb := fwd(loadMaterial(t, proxyFiles(ca, 2)))
 		db := appDB(t, pb.addr, "", false)
 		if id := serverID(t, db, "SELECT @@server_id"); id != 1 {
 			t.Fatalf("forwarded statement ran on %d", id)
@@ -85,8 +90,16 @@ func TestPeerTLS(t *testing.T) {
 			t.Fatalf("refused hop_tls = %v", n)
 		}
 	})
+	t.Run("node_cert_hop_refused", func(t *testing.T) {
+		// Node 2's binlogd certificate is of the cluster CA but names a
+		// node, not a proxy: it does not make a hop.
+		err := appDB(t, fwd(loadMaterial(t, mtlstest.Files(ca, 2))).addr, "", false).PingContext(ctx)
+		if me := mysqlErr(t, err); me.Number != 1045 || !strings.Contains(me.Message, "issued to a proxy") {
+			t.Fatalf("hop with a node certificate: %v", me)
+		}
+	})
 	t.Run("other_CA_refused", func(t *testing.T) {
-		pb := fwd(loadMaterial(t, mtlstest.Files(other, 2)))
+		pb := fwd(loadMaterial(t, proxyFiles(other, 2)))
 		err := appDB(t, pb.addr, "", false).PingContext(ctx)
 		if err == nil {
 			t.Fatal("a hop with another CA's certificate got through")
@@ -98,8 +111,8 @@ func TestPeerTLS(t *testing.T) {
 		await(t, wctx, "tls_handshake refusal counted", func() bool { return refused(t, pa, "tls_handshake") >= 1 })
 		// A forwarder that trusts our CA but holds another's certificate:
 		// it cannot present one the master accepts, so the hop is refused.
-		m := loadMaterial(t, mtlstest.Files(other, 2))
-		m.Pool = loadMaterial(t, mtlstest.Files(ca, 2)).Pool
+		m := loadMaterial(t, proxyFiles(other, 2))
+		m.Pool = loadMaterial(t, proxyFiles(ca, 2)).Pool
 		err = appDB(t, fwd(m).addr, "", false).PingContext(ctx)
 		if me := mysqlErr(t, err); me.Number != 1045 || !strings.Contains(me.Message, "certificate of the cluster CA") {
 			t.Fatalf("stranger's certificate: %v", me)
