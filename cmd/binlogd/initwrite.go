@@ -191,11 +191,11 @@ func printNextSteps(w io.Writer, p *initPlan, o *initOptions) {
 	first := p.nodes[0]
 	fmt.Fprintf(w, `next steps:
   1. copy each node directory to its host as %s/node<id>/, keeping modes (keys and passwords are 0600),
-     e.g. scp -rp %s %s:%s/
+     e.g. scp -rp %s %s:%s/, owned by the units' User= (chown -R mysql:mysql %s/node<id>)
   2. install bin/binlogd, bin/sqlproxy and scripts/systemd/*.service, then on each host:
      systemctl enable --now phxgo-binlogd@node<id> phxgo-sqlproxy@node<id>
   3. check: binlogd status -addr %s -tls-cert %s -tls-key %s -tls-ca %s
-`, o.installDir, filepath.Join(o.out, first.dirName()), hostOf(first.spec.grpc), o.installDir,
+`, o.installDir, filepath.Join(o.out, first.dirName()), hostOf(first.spec.grpc), o.installDir, o.installDir,
 		first.spec.grpc, filepath.Join(o.out, "admin.crt"), filepath.Join(o.out, "admin.key"), filepath.Join(o.out, mtls.CACertFile))
 }
 
