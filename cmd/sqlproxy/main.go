@@ -65,6 +65,10 @@ func run(args []string) error {
 	binlogdPlain := fs.Bool("binlogd-plain", false, "dial -binlogd without TLS even with -tls-* set (a binlogd without tls_* keys)")
 	sourceIP := fs.String("source-ip", "", "local address of every outgoing connection (MariaDBs, the master's proxy); default: the host of -listen when it is a specific IP")
 	mysqlSocket := fs.String("mysql-socket", "", "unix socket of this node's MariaDB, used instead of TCP for connections to it (cheaper per packet); MariaDB then matches accounts as user@localhost")
+	denyUsers := fs.String("deny-users", sqlproxy.DefaultDenyUsers, "users never logged in through the proxy (names, or prefixes ending in '*'); -admin-user is always denied; such a login gets ERR 1045")
+	maxConns := fs.Int("max-connections", def.MaxConnections, "client connections at most (logged in or not); one more gets ERR 1040 Too many connections")
+	connectTimeout := fs.Duration("connect-timeout", def.LoginTimeout, "a client must finish its handshake and login within this (MariaDB's connect_timeout)")
+	maxPacket := fs.Int("max-allowed-packet", 0, "largest packet of a logged-in client in bytes (a longer one: ERR 1153, closed); 0: the master's @@max_allowed_packet (16 MiB until read)")
 	poll := fs.Duration("poll", 50*time.Millisecond, "binlogd status poll interval")
 	procs := fs.Int("procs", 0, "GOMAXPROCS; 0: half the CPUs (at least 1) unless $GOMAXPROCS is set")
 	verbose := fs.Bool("v", false, "debug logging")
@@ -108,6 +112,10 @@ func run(args []string) error {
 	cfg.MaxReplicaBehind, cfg.CausalWait = *maxBehind, *causalWait
 	cfg.AdminUser, cfg.AdminPassword, cfg.Logger = *adminUser, pw, log
 	cfg.PeerTimeout, cfg.IdleInTxTimeout = *peerTimeout, *idleTx
+	if cfg.DenyUsers, err = sqlproxy.ParseDenyUsers(*denyUsers); err != nil {
+		return err
+	}
+	cfg.MaxConnections, cfg.LoginTimeout, cfg.MaxAllowedPacket = *maxConns, *connectTimeout, *maxPacket
 	if cfg.Allow, err = sqlproxy.ParseAllow(*allow); err != nil {
 		return err
 	}
