@@ -211,7 +211,7 @@ func TestRetentionReseed(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	t.Logf("node %d: %s; MariaDB at %s, log starts at index %d GTID %s", victim, st.ReplicationState, st.MysqlGtidPos, st.FirstIndex, st.FirstGtid)
-	out, err := exec.Command(filepath.Join(binDir, "binlogd"), "status", "-addr", st.Members[victim-1].GrpcAddr).CombinedOutput()
+	out, err := exec.Command(filepath.Join(binDir, "binlogd"), "status", "-addr", st.Members[victim-1].GrpcAddr, "-tls-dir", c.Spec.TLSPath()).CombinedOutput()
 	if err != nil {
 		t.Fatalf("binlogd status: %v\n%s", err, out)
 	}

@@ -15,12 +15,15 @@ import (
 )
 
 // TestTLSCluster runs the real 3-node cluster with every link in mutual
-// TLS (certificates from scripts/make-test-ca.sh): a master is elected
-// over Paxos-in-TLS, a write through a non-master's proxy crosses the
-// TLS hop and replicates everywhere, `binlogd status` works with the
-// node's config and is refused without a certificate or with another
-// CA's, and `binlogd switchover` (which makes the master ask the target
-// over Admin-in-TLS whether it caught up) hands the lease over.
+// TLS (certificates from scripts/make-test-ca.sh; the other e2e tests use
+// the ones localcluster issues by default): a master is elected over
+// Paxos-in-TLS, a write through a non-master's proxy crosses the TLS hop
+// (proxy certificates) and replicates everywhere, `binlogd status` works
+// with the node's config and is refused without a certificate, with
+// -insecure and with another CA's; `binlogd switchover` with a node's
+// certificate is PermissionDenied, and with the admin certificate (the
+// master then asks the target over Admin-in-TLS whether it caught up)
+// hands the lease over.
 func TestTLSCluster(t *testing.T) {
 	start := time.Now()
 	ca, other := mtlstest.MakeCA(t, 3), mtlstest.MakeCA(t, 1)
@@ -72,8 +75,11 @@ func TestTLSCluster(t *testing.T) {
 	if out, err := run("status", "-addr", grpcOf(follower), "-config", cfgOf(follower)); err != nil || !strings.Contains(out, "role") {
 		t.Fatalf("binlogd status with the node's config: %v\n%s", err, out)
 	}
-	if out, err := run("status", "-addr", grpcOf(follower)); err == nil || !strings.Contains(out, "pass -config FILE") {
+	if out, err := run("status", "-addr", grpcOf(follower)); err == nil || !strings.Contains(out, "no client certificate") {
 		t.Fatalf("binlogd status without a certificate: %v\n%s", err, out)
+	}
+	if out, err := run("status", "-addr", grpcOf(follower), "-insecure"); err == nil || !strings.Contains(out, "-insecure: if the node has tls_* keys") {
+		t.Fatalf("binlogd status -insecure against a TLS node: %v\n%s", err, out)
 	}
 	o := mtlstest.Files(other, 1)
 	out, err := run("status", "-addr", grpcOf(follower), "-tls-cert", o.Cert, "-tls-key", o.Key, "-tls-ca", o.CA)
@@ -83,8 +89,13 @@ func TestTLSCluster(t *testing.T) {
 	t.Logf("another CA's certificate: %s", strings.TrimSpace(out))
 
 	out, err = run("switchover", "-addr", grpcOf(master), "-config", cfgOf(master), "-to", fmt.Sprint(follower))
+	if err == nil || !strings.Contains(out, "PermissionDenied") || !strings.Contains(out, "role admin") || !strings.Contains(out, fmt.Sprintf("node %d", master)) {
+		t.Fatalf("binlogd switchover with a node's certificate: %v\n%s", err, out)
+	}
+	t.Logf("switchover with node %d's certificate: %s", master, strings.TrimSpace(out))
+	out, err = run("switchover", "-addr", grpcOf(master), "-tls-dir", ca, "-to", fmt.Sprint(follower))
 	if err != nil {
-		t.Fatalf("binlogd switchover over TLS: %v\n%s", err, out)
+		t.Fatalf("binlogd switchover with the admin certificate: %v\n%s", err, out)
 	}
 	for {
 		st, err := c.Status(ctx, follower)

@@ -27,10 +27,13 @@ type Spec struct {
 	Proxy bool
 	// MySQLExtra are extra my.cnf lines for every node.
 	MySQLExtra []string
-	// TLSDir, when set, holds scripts/make-test-ca.sh output (ca.crt,
-	// nodeN.crt, nodeN.key): every binlogd link, the proxies' hops and
-	// this package's Admin clients use mutual TLS (tls.go).
+	// TLSDir holds the cluster's certificates (tls.go); empty: <Dir>/tls.
+	// What is missing there is issued at start (a make-test-ca.sh or
+	// `binlogd init` directory works as it is).
 	TLSDir string
+	// InsecureNoTLS runs every link in the clear: binlogd's
+	// "insecure_no_tls", sqlproxy -insecure, plain Admin clients.
+	InsecureNoTLS bool
 	// LogRetention and LogRetentionBytes set binlogd's log_retention and
 	// log_retention_bytes (0: binlogd's defaults).
 	LogRetention      time.Duration
@@ -140,6 +143,9 @@ func (s Spec) writeNodeConfig(id int, members []config.Member, join bool) error 
 	}
 	dir := s.NodeDir(id)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := s.ensureTLS(id); err != nil {
 		return err
 	}
 	c := config.Config{
