@@ -59,9 +59,10 @@ func run(args []string) error {
 	idleTx := fs.Duration("idle-in-tx-timeout", def.IdleInTxTimeout, "roll back a forwarded session's transaction (from another node's proxy) idle this long, freeing its locks on the master; 0 disables")
 	httpAddr := fs.String("http", "127.0.0.1:9307", "admin HTTP (/metrics, /backends); empty disables; an empty host (:9307) means loopback")
 	allow := fs.String("allow", sqlproxy.DefaultAllow, "client networks that may connect (CIDRs or IPs, comma-separated; \"all\" for any); others get ERR 1130")
-	tlsCert := fs.String("tls-cert", "", "this node's certificate (PEM): mutual TLS on the hop to the master's proxy and to -binlogd")
+	tlsCert := fs.String("tls-cert", "", "this node's proxy certificate (PEM, phxgo://proxy/N): mutual TLS on the hop to the master's proxy and to -binlogd")
 	tlsKey := fs.String("tls-key", "", "its private key (PEM)")
 	tlsCA := fs.String("tls-ca", "", "the cluster CA (PEM); -tls-cert, -tls-key and -tls-ca go together")
+	insecureTLS := fs.Bool("insecure", false, "run without TLS: the hop to the master's proxy in the clear, -binlogd plain (only for a cluster whose binlogd nodes set \"insecure_no_tls\")")
 	binlogdPlain := fs.Bool("binlogd-plain", false, "dial -binlogd without TLS even with -tls-* set (a binlogd without tls_* keys)")
 	sourceIP := fs.String("source-ip", "", "local address of every outgoing connection (MariaDBs, the master's proxy); default: the host of -listen when it is a specific IP")
 	mysqlSocket := fs.String("mysql-socket", "", "unix socket of this node's MariaDB, used instead of TCP for connections to it (cheaper per packet); MariaDB then matches accounts as user@localhost")
@@ -120,6 +121,12 @@ func run(args []string) error {
 		return err
 	}
 	files := mtls.Files{Cert: *tlsCert, Key: *tlsKey, CA: *tlsCA}
+	switch {
+	case files.Enabled() && *insecureTLS:
+		return errors.New("-insecure with -tls-*: give one or the other")
+	case !files.Enabled() && !*insecureTLS:
+		return errors.New("no TLS: pass -tls-cert, -tls-key and -tls-ca (this node's proxy certificate, e.g. proxyN.crt from binlogd init), or -insecure for a cluster running with \"insecure_no_tls\"")
+	}
 	if files.Enabled() {
 		if cfg.PeerTLS, err = mtls.Load(files, time.Now()); err != nil {
 			var fe *mtls.FileError
@@ -128,9 +135,12 @@ func run(args []string) error {
 			}
 			return err
 		}
-		log.Info("sqlproxy: hop to the master's proxy uses mutual TLS", "cert", files.Cert, "subject", cfg.PeerTLS.Leaf.Subject.String(), "expires", cfg.PeerTLS.Leaf.NotAfter)
+		if id := cfg.PeerTLS.Identity; id.Role != mtls.RoleProxy {
+			return fmt.Errorf("-tls-cert: %s is the certificate of %s; sqlproxy needs a proxy certificate (phxgo://proxy/N): other proxies accept a hop only from one", files.Cert, id)
+		}
+		log.Info("sqlproxy: hop to the master's proxy uses mutual TLS", "cert", files.Cert, "identity", cfg.PeerTLS.Identity.String(), "expires", cfg.PeerTLS.Leaf.NotAfter)
 	} else {
-		log.Warn("sqlproxy: the hop to the master's proxy is unencrypted (set -tls-cert, -tls-key and -tls-ca for mutual TLS)")
+		log.Warn("sqlproxy: INSECURE (-insecure): the hop to the master's proxy and the link to binlogd run without TLS")
 	}
 	if err := cfg.Validate(); err != nil {
 		return err
