@@ -37,14 +37,15 @@ func main() {
 	lease := fs.Duration("lease", 5*time.Second, "master lease duration")
 	proxy := fs.Bool("proxy", true, "start a sqlproxy per node")
 	wait := fs.Duration("wait", 5*time.Minute, "how long up waits for a healthy cluster")
-	tlsDir := fs.String("tls-dir", "", "run every link in mutual TLS with certificates from scripts/make-test-ca.sh DIR (give it to status too)")
+	tlsDir := fs.String("tls-dir", "", "certificate directory (default DIR/tls; missing certificates are issued there; a scripts/make-test-ca.sh or binlogd init directory works too; give it to status too)")
+	insecureNoTLS := fs.Bool("insecure", false, "run every link without TLS (binlogd insecure_no_tls, sqlproxy -insecure): anyone who reaches the ports controls the cluster")
 	if err := fs.Parse(os.Args[2:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return
 		}
 		os.Exit(2)
 	}
-	spec := localcluster.Spec{Dir: *dir, Nodes: *nodes, BasePort: *base, BinDir: *bin, LeaseDuration: *lease, Proxy: *proxy, TLSDir: *tlsDir}
+	spec := localcluster.Spec{Dir: *dir, Nodes: *nodes, BasePort: *base, BinDir: *bin, LeaseDuration: *lease, Proxy: *proxy, TLSDir: *tlsDir, InsecureNoTLS: *insecureNoTLS}
 	if abs, err := filepath.Abs(*dir); err == nil {
 		spec.Dir = abs
 	}
@@ -109,7 +110,11 @@ func up(ctx context.Context, spec localcluster.Spec, wait time.Duration) error {
 		}
 	}
 	fmt.Printf("\nconnect (any node's proxy; statements run on the master):\n  mariadb -h%s -P%s -u%s -p%s\n", host, port, info.AppUser, info.AppPass)
-	fmt.Printf("status:  bin/binlogd status -addr %s\nstop:    make cluster-down\n", info.Nodes[0].BinlogdAddr)
+	creds := "-insecure"
+	if dir := spec.TLSPath(); dir != "" {
+		creds = "-tls-dir " + dir // the admin certificate
+	}
+	fmt.Printf("status:  bin/binlogd cluster status -addr %s %s\nstop:    make cluster-down\n", info.Nodes[0].BinlogdAddr, creds)
 	return nil
 }
 
