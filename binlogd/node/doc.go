@@ -35,5 +35,13 @@
 // The gRPC server (Paxos, Admin, grpc.health.v1) runs in mutual TLS when
 // the config has tls_* keys, and every dial to a peer presents this node's
 // certificate (tls.go); health is SERVING while the node runs and
-// NOT_SERVING once it starts stopping (health.go).
+// NOT_SERVING once it starts stopping (health.go) or its Paxos storage
+// failed (storage.go).
+//
+// A wal write, fsync or full-disk error stops the Paxos node; binlogd
+// then takes itself out of service and stays up, unhealthy, until the
+// operator restarts it (storage.go says what it does and why it does not
+// exit): health NOT_SERVING, /healthz 503, status UNSAFE "storage failed",
+// phxgo_binlogd_storage_failed 1, no lease requests or renewals, and a
+// master steps down (read_only on; SIGKILL when commits wait for an ACK).
 package node

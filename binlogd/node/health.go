@@ -12,7 +12,8 @@ const HealthService = "phxgo.binlogd"
 
 // registerHealth adds grpc.health.v1.Health to s: SERVING from the moment
 // the node serves gRPC, NOT_SERVING once it starts stopping (load
-// balancers and probes stop sending to it while it hands off safely).
+// balancers and probes stop sending to it while it hands off safely) or
+// once its Paxos storage failed (storage.go).
 func registerHealth(s *grpc.Server) *health.Server {
 	hs := health.NewServer()
 	healthpb.RegisterHealthServer(s, hs)

@@ -182,7 +182,10 @@ func (n *Node) Run(ctx context.Context) error {
 		run(n.supervise)
 	}
 	run(n.poll)
-	run(func(ctx context.Context) { _ = lease.Run(ctx, n.canAcquire) })
+	leaseCtx, stopLease := context.WithCancel(ctx)
+	defer stopLease()
+	n.watchStorage(ctx, hs, stopLease) // storage.go: a wal failure takes the node out
+	run(func(context.Context) { _ = lease.Run(leaseCtx, n.canAcquire) })
 	run(n.roleLoop)
 	run(n.retentionLoop)
 	run(n.warnInsecureLoop)

@@ -48,6 +48,7 @@ commands:
   init        write the configs of a new cluster (-member ID=GRPC,MYSQL,REPL[,PROXY] ... | -hosts H1,H2,H3)
   members     list, add or remove members through the log (members list|add|remove -addr MEMBER ...)
   seed        load a new node's MariaDB from a replica's dump before its first start (-config NEW.json -from-socket SOCK)
+  wal-repair  report damage in a stopped node's Paxos log; cut it only when told to (-config FILE [-truncate-at-offset N -yes])
   check       preflight a node's host against its config: MariaDB, ports, dirs, clock, disk, certificates (-config FILE [-json])
 
 Run 'binlogd <command> -h' for a command's flags; 'binlogd -version' prints the build.
@@ -86,6 +87,8 @@ func main() {
 		err = cmdMembers(os.Args[2:])
 	case "seed":
 		err = cmdSeed(os.Args[2:])
+	case "wal-repair":
+		err = cmdWALRepair(os.Args[2:])
 	case "check":
 		os.Exit(cmdCheck(os.Args[2:]))
 	default:
