@@ -65,6 +65,7 @@ func main() {
 	keep := flag.Uint64("keep", 2000, "indexes kept below the applied index by -compact")
 	traceFile := flag.String("trace", "", "write an execution trace of the measured phase (go tool trace)")
 	timeline := flag.Duration("timeline", 0, "print latency per slice of this length, with each node's memtable rotations, to stderr (0: off)")
+	useTLS := flag.Bool("tls", false, "mutual TLS between the nodes with certificate identities, as binlogd runs by default (tls.go)")
 	showVersion := flag.Bool("version", false, "print the build and exit")
 	flag.Parse()
 	if *showVersion {
@@ -94,6 +95,13 @@ func main() {
 	ns := map[uint32]*paxos.Node{}
 	wals := map[uint32]*wal.Log{}
 	var srvs []*grpc.Server
+	var btls *benchTLS
+	if *useTLS {
+		var err error
+		if btls, err = newBenchTLS(base, *nodes); err != nil {
+			log.Fatal(err)
+		}
+	}
 	for id, l := range lis {
 		cfg := paxos.DefaultConfig()
 		cfg.ID, cfg.Peers, cfg.Dir = id, peers, fmt.Sprintf("%s/n%d", base, id)
@@ -116,11 +124,12 @@ func main() {
 			opts = append(opts, paxos.WithStorage(w))
 			wals[id] = w
 		}
+		opts = append(opts, btls.dialOptions(id)...)
 		n, err := paxos.Start(cfg, &counterSM{}, opts...)
 		if err != nil {
 			log.Fatal(err)
 		}
-		s := grpc.NewServer(paxos.GRPCServerOptions(cfg)...)
+		s := grpc.NewServer(append(btls.serverOptions(id), paxos.GRPCServerOptions(cfg)...)...)
 		n.RegisterGRPC(s)
 		go s.Serve(l)
 		ns[id], srvs = n, append(srvs, s)
