@@ -29,6 +29,7 @@ type poolKey struct {
 	caps    uint32
 	charset uint8
 	client  string // a hop's original client address (clientAttr); "" otherwise
+	socket  bool   // may use this node's MariaDB socket (session.socketOK)
 }
 
 // backend is one connection to a MariaDB or to the master's proxy.

@@ -134,14 +134,14 @@ func TestHopCarriesClient(t *testing.T) {
 	start := func(tls bool) (master, fwd *testProxy) {
 		master = startProxy(t, 1, masterView(a), Linearizable, authAddrs, func(c *Config) {
 			if tls {
-				c.PeerTLS = loadMaterial(t, mtlstest.Files(ca, 1))
+				c.PeerTLS = loadMaterial(t, proxyFiles(ca, 1))
 			}
 		})
 		v := topology.View{MasterID: 1, MasterProxyAddr: master.addr, MasterMySQLAddr: a.Addr(), SelfMySQLAddr: a.Addr()}
 		fwd = startProxy(t, 2, v, Linearizable, authAddrs, func(c *Config) {
 			c.SourceIP = net.ParseIP("127.0.0.2")
 			if tls {
-				c.PeerTLS = loadMaterial(t, mtlstest.Files(ca, 2))
+				c.PeerTLS = loadMaterial(t, proxyFiles(ca, 2))
 			}
 		})
 		return master, fwd
@@ -288,3 +288,42 @@ func counter(t *testing.T, p *testProxy, name string) float64 {
 	return 0
 }
 
+// TestSocketOnlyForTheSameAccount: with Config.MySQLSocket, MariaDB
+// judges a socket login as user@localhost. A client whose own account is
+// another row (here a remote client, reported by a verified hop) must
+// not get localhost's privileges: its session goes over TCP.
+func TestSocketOnlyForTheSameAccount(t *testing.T) {
+	a := startInstances(t, 1)[0]
+	execRoot(t, a,
+		"CREATE USER 'dave'@'localhost' IDENTIFIED BY 'dave-secret'", "GRANT ALL ON *.* TO 'dave'@'localhost'",
+		"CREATE USER 'dave'@'%' IDENTIFIED BY 'dave-secret'", "GRANT SELECT ON mysql.* TO 'dave'@'%'")
+	ca := mtlstest.MakeCA(t, 2)
+	p := startProxy(t, 1, masterView(a), Linearizable, []string{a.Addr()}, func(c *Config) {
+		c.MySQLSocket = a.Socket()
+		c.PeerTLS = loadMaterial(t, proxyFiles(ca, 1))
+	})
+	current := func(db *sql.DB) string {
+		t.Helper()
+		var u string
+		if err := db.QueryRow("SELECT CURRENT_USER()").Scan(&u); err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	if u := current(userDB(t, p.addr, "dave", "dave-secret", "")); u != "dave@localhost" {
+		t.Fatalf("a local client: %s", u)
+	}
+	cfg := mysql.NewConfig()
+	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr, cfg.Timeout = "dave", "dave-secret", "tcp", p.addr, 5*time.Second
+	cfg.TLS = loadMaterial(t, proxyFiles(ca, 2)).Client("127.0.0.1")
+	cfg.ConnectionAttributes = hopAttr + ":1," + clientAttr + ":10.0.0.5"
+	c, err := mysql.NewConnector(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hop := sql.OpenDB(c)
+	defer hop.Close()
+	if u := current(hop); u != "dave@%" {
+		t.Fatalf("a remote client (verified hop from 10.0.0.5): %s, want dave@%%", u)
+	}
+}

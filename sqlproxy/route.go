@@ -186,6 +186,10 @@ func (s *session) connect(addr string, kind routeKind) (*backend, *wire.Error) {
 	if kind == routeForward {
 		key.client = s.client.Addr() // a hop serves one client address: the master judges it
 	}
+	dialer := s.srv.dial
+	if s.socketOK && kind != routeForward {
+		key.socket, dialer = true, s.srv.beDial
+	}
 	for b := s.srv.pool.get(key); b != nil; b = s.srv.pool.get(key) {
 		if time.Since(b.idleAt) > time.Second {
 			if res, err := b.exec(wire.ComPing, nil, s.caps); err != nil || res.Err != nil {
@@ -203,7 +207,7 @@ func (s *session) connect(addr string, kind routeKind) (*backend, *wire.Error) {
 		return b, nil
 	}
 	ctx := s.ctx()
-	b, werr, err := dial(ctx, s.srv.beDial, key, kind, s.db, s.srv.cfg.DialTimeout, s.srv.cfg.PeerTimeout, s.srv.cfg.PeerTLS)
+	b, werr, err := dial(ctx, dialer, key, kind, s.db, s.srv.cfg.DialTimeout, s.srv.cfg.PeerTimeout, s.srv.cfg.PeerTLS)
 	if err != nil {
 		s.srv.log.Warn("sqlproxy: backend dial failed", "addr", addr, "err", err)
 		s.srv.metrics.errors.WithLabelValues("dial").Inc()

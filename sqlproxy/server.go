@@ -18,10 +18,10 @@ import (
 
 // Authenticator verifies a client's mysql_native_password token for the
 // account that applies to a client at that address and returns
-// SHA1(password). *auth.Store is the real one. Errors: auth.ErrDenied,
-// auth.ErrUnavailable.
+// SHA1(password) and which account it was. *auth.Store is the real one.
+// Errors: auth.ErrDenied, auth.ErrUnavailable.
 type Authenticator interface {
-	Verify(ctx context.Context, user string, client auth.Client, salt, token []byte) ([]byte, error)
+	Verify(ctx context.Context, user string, client auth.Client, salt, token []byte) (auth.Account, error)
 }
 
 // packetLimiter is an Authenticator that can read the master's
@@ -297,7 +297,7 @@ func (sess *session) login() error {
 		return auth.ErrDenied
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
-	stage1, err := s.auth.Verify(ctx, resp.User, sess.client, salt, token)
+	acct, err := s.auth.Verify(ctx, resp.User, sess.client, salt, token)
 	cancel()
 	if err != nil {
 		werr := accessDenied(resp.User, host, len(token) > 0)
@@ -308,7 +308,8 @@ func (sess *session) login() error {
 		_ = sess.cl.WriteFlush(werr.Packet())
 		return err
 	}
-	sess.stage1 = string(stage1)
+	sess.stage1 = string(acct.Stage1)
+	sess.socketOK = acct.SameLocally
 	sess.db = resp.DB
 	_ = nc.SetDeadline(time.Time{})
 	sess.cl.Resize(wire.DefaultBufferSize)

@@ -32,6 +32,10 @@ type session struct {
 	hop     bool        // opened by another proxy: never forward again
 	client  auth.Client // the real client's address (a verified hop's report)
 	using   *backend    // the backend of the command under way (guard.go: abandon)
+	// socketOK: MariaDB would judge a login by its unix socket
+	// (user@localhost) as the account the client matched, so
+	// Config.MySQLSocket may be used for this session.
+	socketOK bool
 
 	// Session state replayed on a new backend connection.
 	db       string

@@ -1,10 +1,16 @@
 package auth
 
 import (
+	"bytes"
+	"context"
+	"crypto/sha1"
+	"errors"
 	"fmt"
 	"net"
 	"testing"
 	"time"
+
+	"phxgo/sqlproxy/wire"
 )
 
 func ip(s string) Client { return Client{IP: net.ParseIP(s)} }
@@ -155,4 +161,41 @@ func containsEscape(p string) bool {
 		}
 	}
 	return false
+}
+
+// TestVerifyPicksRow: the token is checked against the row that applies
+// to the client, and Account says whether a unix-socket login
+// (user@localhost) would be that same account.
+func TestVerifyPicksRow(t *testing.T) {
+	stage1 := sha1.Sum([]byte("pw"))
+	hash := sha1.Sum(stage1[:])
+	other := sha1.Sum([]byte("other"))
+	s := New(Config{Addrs: func() []string { return nil }})
+	rows := []row{{host: parseHost("localhost"), hash: hash[:]}, {host: parseHost("%"), hash: hash[:]},
+		{host: parseHost("10.9.%"), hash: other[:]}, {host: parseHost("10.8.0.1")}}
+	sortRows(rows)
+	s.cache["dave"] = &entry{rows: rows, fetched: time.Now()}
+	salt := []byte("01234567890123456789")
+	token := wire.ScrambleFromStage1(salt, stage1[:])
+	ctx := context.Background()
+	for _, tc := range []struct {
+		client    Client
+		host      string
+		sameLocal bool
+		err       error
+	}{
+		{ip("127.0.0.1"), "localhost", true, nil},
+		{Client{}, "localhost", true, nil},
+		{ip("10.0.0.5"), "%", false, nil},
+		{ip("10.9.0.5"), "", false, ErrDenied},   // its row has another password
+		{ip("10.8.0.1"), "", false, ErrUnusable}, // its row has no native hash
+	} {
+		acct, err := s.Verify(ctx, "dave", tc.client, salt, token)
+		if !errors.Is(err, tc.err) || err == nil && (acct.Host != tc.host || acct.SameLocally != tc.sameLocal || !bytes.Equal(acct.Stage1, stage1[:])) {
+			t.Errorf("%s: %+v %v", tc.client.Addr(), acct, err)
+		}
+	}
+	if _, err := s.Verify(ctx, "dave", ip("10.0.0.5"), salt, nil); !errors.Is(err, ErrDenied) {
+		t.Errorf("empty token: %v", err)
+	}
 }

@@ -90,17 +90,27 @@ func New(cfg Config) *Store {
 	return &Store{cfg: cfg, cache: map[string]*entry{}, dbs: map[string]*sql.DB{}}
 }
 
+// Account is a verified login.
+type Account struct {
+	Stage1 []byte // SHA1(password), to answer the backend's challenge
+	Host   string // Host of the mysql.user row that applied to the client
+	// SameLocally: a login by the unix socket (user@localhost) gets this
+	// same row, so MariaDB judges a socket login as the client's own
+	// account; otherwise the proxy must not use the socket for this
+	// client (it would get user@localhost's privileges).
+	SameLocally bool
+}
+
 // Verify checks the client's token for user, connecting from client,
-// against salt and returns SHA1(password). The account is the user's
-// most specific row whose host matches the client (host.go). Errors:
-// ErrDenied (ErrUnusable when that row has no native hash),
-// ErrUnavailable (wrapped with the cause).
-func (s *Store) Verify(ctx context.Context, user string, client Client, salt, token []byte) ([]byte, error) {
+// against salt. The account is the user's most specific row whose host
+// matches the client (host.go). Errors: ErrDenied (ErrUnusable when that
+// row has no native hash), ErrUnavailable (wrapped with the cause).
+func (s *Store) Verify(ctx context.Context, user string, client Client, salt, token []byte) (Account, error) {
 	err := ErrDenied
 	for attempt := 0; attempt < 2; attempt++ {
 		e, lerr := s.lookup(ctx, user, attempt == 1)
 		if lerr != nil {
-			return nil, lerr
+			return Account{}, lerr
 		}
 		r, ok := match(e.rows, client)
 		switch {
@@ -112,12 +122,13 @@ func (s *Store) Verify(ctx context.Context, user string, client Client, salt, to
 			err = ErrDenied // a real hash never matches an empty token
 		default:
 			if st1, ok := wire.Stage1FromToken(salt, token, r.hash); ok {
-				return st1, nil
+				local, _ := match(e.rows, Client{})
+				return Account{Stage1: st1, Host: r.host.text, SameLocally: local.host.text == r.host.text}, nil
 			}
 			err = ErrDenied
 		}
 	}
-	return nil, err
+	return Account{}, err
 }
 
 func (s *Store) lookup(ctx context.Context, user string, refresh bool) (*entry, error) {
