@@ -108,8 +108,9 @@ type Config struct {
 	// MariaDB: session connections to it (the view's SelfMySQLAddr) use
 	// the socket instead of loopback TCP, which costs the kernel less
 	// per packet (about 15-20% more point selects direct on the 2-vCPU
-	// dev VM). MariaDB then matches accounts as user@localhost: enable
-	// it only where those grant what user@'%' grants.
+	// dev VM). MariaDB then matches accounts as user@localhost, so a
+	// session uses the socket only when user@localhost is the very row
+	// its client matched (auth.Account.SameLocally); others go by TCP.
 	MySQLSocket string
 	// DenyUsers are user names the proxy never logs in (guard.go): a
 	// name, or a prefix ending in '*'. AdminUser is always denied too.

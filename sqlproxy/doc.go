@@ -18,10 +18,24 @@
 // _phxgo_hop=1; a proxy never forwards a hop again (it serves it as
 // master or refuses), so there are no forwarding loops.
 //
-// Authentication is MariaDB's: see package auth. Backend connections
-// log in as the client's own user with SHA1(pw) recovered from the
-// client's token, so MariaDB enforces privileges; its errors (code and
-// SQLSTATE) are relayed unchanged.
+// Authentication is MariaDB's: see package auth. The account is the
+// user's mysql.user row whose Host matches the client's real address
+// (MariaDB's order, most specific first); on a forwarding hop verified by
+// TLS the master's proxy judges the original client's address, which the
+// hop carries as the connect attribute _phxgo_client (an unverified
+// hop's claim is ignored). Only accounts with a mysql_native_password
+// hash log in; root, phxgo_* (phxgo's own accounts), mariadb.sys, mysql
+// and the proxy's admin user never do (Config.DenyUsers, -deny-users).
+// Backend connections log in as the client's own user with SHA1(pw)
+// recovered from the client's token, so MariaDB enforces privileges; its
+// errors (code and SQLSTATE) are relayed unchanged.
+//
+// Strangers (guard.go). At most Config.MaxConnections clients (ERR 1040
+// beyond); before login 4 KiB buffers, packets of at most 68 KiB
+// (wire.MaxHandshakePacket) and Config.LoginTimeout for the whole login;
+// after it packets up to max_allowed_packet (ERR 1153 and closed beyond).
+// No read allocates for a length it was only told about. A panic in a
+// session closes that client and its backends only.
 //
 // Relaying is frame by frame (package wire); only OK/EOF status flags are
 // read, which gives the transaction state (SERVER_STATUS_IN_TRANS).
@@ -110,7 +124,7 @@
 // its local address to that IP (DialFrom), so a partition cut by address
 // pairs (the Jepsen harness) cuts the proxy's traffic too.
 //
-// Security (security.go). Config.Allow lists the client networks that may
+// Security (security.go, guard.go). Config.Allow lists the client networks that may
 // connect; others get ERR 1130 before the greeting. Config.PeerTLS wraps
 // the forwarding hop in mutual TLS (a MySQL SSLRequest upgrade on the
 // master's client port) and makes the master's proxy refuse a hop that is

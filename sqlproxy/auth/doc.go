@@ -11,5 +11,17 @@
 // and MariaDB, not the proxy, is the last word on the login.
 //
 // SHA1(pw) lives only in the memory of the session that recovered it.
-// Accounts with other plugins (ed25519, unix_socket, ...) are refused.
+//
+// Which account: a user may have several rows ('bob'@'10.0.%',
+// 'bob'@'%'); the one whose Host matches the client's real address, most
+// specific first, is the account, exactly as MariaDB picks it (host.go).
+// A user without a row for the client is denied. The proxy resolves no
+// names (phxgo's MariaDB runs skip-name-resolve); 'localhost' matches a
+// loopback client. Account.SameLocally tells the proxy whether a login by
+// MariaDB's unix socket (user@localhost) would be the same account.
+//
+// Refused: accounts with other plugins (ed25519, unix_socket, ...), an
+// invalid hash ('invalid'), no password at all, and roles. The cache of
+// looked-up users is bounded (Config.MaxEntries), so strangers trying
+// names cannot grow it.
 package auth

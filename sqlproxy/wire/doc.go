@@ -9,6 +9,10 @@
 // CURSOR_EXISTS). Rows are never parsed; a frame that fits the 64 KiB
 // read buffer is copied buffer to buffer, a larger one streamed.
 //
+// Reads are bounded: Conn.Limit caps a logical packet (ErrTooBig, which
+// the proxy answers with 1153), and a payload buffer grows with the bytes
+// that arrive, never with the length a header announces (readGrow).
+//
 // Invariant: both sides of a relay negotiated the same
 // CLIENT_DEPRECATE_EOF, so terminators look the same on both.
 package wire
