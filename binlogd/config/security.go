@@ -12,13 +12,14 @@ import (
 // Config, so its keys sit at the top level of the file.
 type Security struct {
 	// tls_cert, tls_key, tls_ca: PEM files of this node's certificate,
-	// its key and the cluster CA. All three or none. Set, every
-	// binlogd-to-binlogd gRPC link (Paxos, Admin) and the operator
-	// commands use mutual TLS: both sides present a certificate and
-	// accept only one the CA signed. Unset, the links are plain and
-	// unauthenticated (binlogd logs so at start). The certificate needs
-	// serverAuth and clientAuth and a SAN for the host of this node's
-	// grpc_addr (scripts/make-test-ca.sh makes test ones).
+	// its key and the cluster CA. Required (all three) unless
+	// insecure_no_tls. Every binlogd gRPC link (Paxos, Admin) and the
+	// operator commands use mutual TLS: both sides present a certificate
+	// the CA signed, and binlogd authorises each call by the identity in
+	// the caller's (binlogd/node/authz.go). The certificate must be this
+	// node's (SAN URI phxgo://node/<id>), with serverAuth and clientAuth
+	// and a SAN for the host of its grpc_addr (`binlogd init` issues them;
+	// scripts/make-test-ca.sh makes test ones).
 	TLSCert string `json:"tls_cert,omitempty"`
 	TLSKey  string `json:"tls_key,omitempty"`
 	TLSCA   string `json:"tls_ca,omitempty"`

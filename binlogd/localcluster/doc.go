@@ -10,6 +10,13 @@
 //	<dir>/node<N>/binlogd.log     binlogd's log (slog, JSON lines)
 //	<dir>/node<N>/mysql/          the MariaDB instance (datadir, my.cnf, error.log)
 //	<dir>/node<N>/paxos/          the Paxos log (Badger)
+//	<dir>/tls/                    the CA and the nodeN, proxyN and admin
+//	                              certificates (Spec.TLSDir to use others)
+//
+// Every link runs in mutual TLS, as on real hosts (tls.go): missing
+// certificates are issued at start, binlogd N gets nodeN's, sqlproxy N
+// proxyN's, and this package's Admin clients the admin one (AddNode and
+// RemoveNode need it). Spec.InsecureNoTLS runs everything in the clear.
 //
 // Processes are started in their own session, so they outlive the command
 // that started them (`make cluster` returns) and a Ctrl-C to a test does

@@ -32,9 +32,23 @@
 // transport dials added members and drops removed ones, and a node that
 // is not a member (joining, or removed) never asks for the lease.
 //
-// The gRPC server (Paxos, Admin, grpc.health.v1) runs in mutual TLS when
-// the config has tls_* keys, and every dial to a peer presents this node's
-// certificate (tls.go); health is SERVING while the node runs and
+// The gRPC server (Paxos, Admin, grpc.health.v1) runs in mutual TLS (the
+// config's tls_* keys; without them the config is refused unless it says
+// "insecure_no_tls", and then the node warns every minute), and every dial
+// to a peer presents this node's certificate (tls.go). Who may call what
+// is decided by the identity in the caller's certificate (authz.go):
+//
+//	Paxos Send                     node certs only; a message whose From
+//	                               is not the sender's node id is dropped
+//	                               and counted
+//	Admin Status                   node, proxy, admin
+//	Admin Members                  node, admin
+//	Admin RecoverPoint             admin, or a node asking about itself
+//	Switchover, Add/RemoveMember   admin
+//	grpc.health.v1                 any certificate of the CA
+//
+// and everything else is PermissionDenied. Health is SERVING while the
+// node runs and
 // NOT_SERVING once it starts stopping (health.go) or its Paxos storage
 // failed (storage.go).
 //
