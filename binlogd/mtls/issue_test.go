@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,5 +110,17 @@ func TestIdentityOfRefuses(t *testing.T) {
 		if id, err := mtls.IdentityOf(c); !errors.Is(err, mtls.ErrBadIdentity) {
 			t.Fatalf("%v: got %v, %v; want ErrBadIdentity", uris, id, err)
 		}
+	}
+}
+
+// TestLoadRefusesNoIdentity: a certificate without a phxgo:// URI (as
+// make-test-ca.sh made them before identities) is refused at load time,
+// naming the file and telling to re-issue.
+func TestLoadRefusesNoIdentity(t *testing.T) {
+	f := writeSelfSignedCA(t, t.TempDir(), time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
+	_, err := mtls.Load(f, time.Now())
+	var fe *mtls.FileError
+	if !errors.Is(err, mtls.ErrNoIdentity) || !errors.As(err, &fe) || fe.Which != mtls.Cert || !strings.Contains(err.Error(), f.Cert) || !strings.Contains(err.Error(), "re-issue") {
+		t.Fatalf("err = %v; want ErrNoIdentity naming %s", err, f.Cert)
 	}
 }
