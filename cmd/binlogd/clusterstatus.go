@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"phxgo/binlogd/config"
 	pb "phxgo/proto"
@@ -27,8 +29,9 @@ import (
 //	3. judge: per-row health and cluster problems (pure, table-tested)
 //	4. print the table (or -json) and exit 0 healthy, 1 unhealthy, 2 usage
 //
-// It reads only (Members, Status), so any identity allowed to read a
-// node's status may run it.
+// It reads only: Members (node and admin certificates) and Status (any
+// certificate of the cluster CA; with a proxy's, the membership comes
+// from the first member's Status instead of Members).
 
 // Exit codes of `binlogd cluster status` (README "Cluster status").
 const (
@@ -144,7 +147,17 @@ func askMembership(ctx context.Context, addrs []string, cfgPath string, creds gr
 			continue
 		}
 		r, err := call(ctx, addr, creds, timeout, func(ctx context.Context, cl pb.AdminClient) (*pb.MembersReply, error) {
-			return cl.Members(ctx, &pb.MembersRequest{})
+			r, err := cl.Members(ctx, &pb.MembersRequest{})
+			if status.Code(err) != codes.PermissionDenied {
+				return r, err
+			}
+			// A proxy's certificate may read Status but not Members
+			// (binlogd/node authz.go): Status carries the same list.
+			st, err := cl.Status(ctx, &pb.StatusRequest{})
+			if err != nil {
+				return nil, err
+			}
+			return &pb.MembersReply{Members: st.Members}, nil
 		})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("members from %s: %w", addr, hint(err)))

@@ -1,9 +1,18 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"net"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+
+	pb "phxgo/proto"
 )
 
 // judge is the whole policy of the exit code: a table of clusters and the
@@ -86,4 +95,92 @@ func TestClusterUsage(t *testing.T) {
 			t.Errorf("%q: exit %d, want %d (stderr %q)", args, code, exitUsage, errb.String())
 		}
 	}
+}
+
+// fakeAdmin is a member's Admin service over real gRPC: Members and
+// Status as a healthy node answers them.
+type fakeAdmin struct {
+	pb.UnimplementedAdminServer
+	members []*pb.Member
+	st      *pb.NodeStatus
+}
+
+func (f *fakeAdmin) Members(context.Context, *pb.MembersRequest) (*pb.MembersReply, error) {
+	return &pb.MembersReply{Members: f.members}, nil
+}
+
+func (f *fakeAdmin) Status(context.Context, *pb.StatusRequest) (*pb.NodeStatus, error) {
+	return f.st, nil
+}
+
+// A member that accepts connections and never answers (a paused process,
+// a black-holed host) costs the command one -timeout, not more, and is a
+// row "unreachable"; the others are asked meanwhile.
+func TestClusterStatusHungMember(t *testing.T) {
+	var lns []net.Listener
+	for range 3 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns = append(lns, ln)
+	}
+	var members []*pb.Member
+	for i, ln := range lns {
+		members = append(members, &pb.Member{Id: uint32(i + 1), GrpcAddr: ln.Addr().String()})
+	}
+	for i, ln := range lns[:2] {
+		st := &pb.NodeStatus{NodeId: uint32(i + 1), Role: pb.Role_ROLE_REPLICA, MasterId: 1, MysqlUp: true, Version: "v0.4.0", Members: members}
+		if i == 0 {
+			st.Role, st.Ready, st.LeaseRemainingNs = pb.Role_ROLE_MASTER, true, int64(2*time.Second)
+		}
+		srv := grpc.NewServer()
+		pb.RegisterAdminServer(srv, &fakeAdmin{members: members, st: st})
+		go srv.Serve(ln)
+		t.Cleanup(srv.Stop)
+	}
+	var held []net.Conn // the hung member: accepts, never speaks
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := lns[2].Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		lns[2].Close()
+		mu.Lock()
+		for _, c := range held {
+			c.Close()
+		}
+		mu.Unlock()
+	})
+
+	var out, errb strings.Builder
+	start := time.Now()
+	code := cmdCluster([]string{"status", "-addr", members[0].GrpcAddr, "-timeout", "700ms", "-json", "-insecure"}, &out, &errb)
+	took := time.Since(start)
+	if code != exitUnhealthy {
+		t.Fatalf("exit %d, want %d\n%s%s", code, exitUnhealthy, out.String(), errb.String())
+	}
+	var v clusterJSON
+	if err := json.Unmarshal([]byte(out.String()), &v); err != nil {
+		t.Fatal(err)
+	}
+	health := []string{}
+	for _, r := range v.Members {
+		health = append(health, r.Health)
+	}
+	if !reflect.DeepEqual(health, []string{"ok", "ok", "unreachable"}) || v.MasterID != 1 || v.Members[2].Error == "" {
+		t.Fatalf("health %q master %d\n%s", health, v.MasterID, out.String())
+	}
+	if took < 700*time.Millisecond || took > 2*time.Second {
+		t.Fatalf("took %v with -timeout 700ms: want about one timeout", took)
+	}
+	t.Logf("hung member: exit %d after %v; its error: %s", code, took.Round(time.Millisecond), v.Members[2].Error)
 }
