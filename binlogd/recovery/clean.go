@@ -48,3 +48,22 @@ func CutAfterCleanShutdown(plan Plan, clean bool) error {
 	return fmt.Errorf("%w: mariadbd was shut down cleanly with %d transactions the cluster never chose (%s); InnoDB committed them at shutdown and no binlog cut can undo that: reseed this node from a replica",
 		ErrCommittedPastCut, len(plan.Cut), gtids(plan.Cut))
 }
+
+// NonTransactionalCut is the check binlogd runs before it cuts: a cut
+// undoes an InnoDB transaction (XA recovery rolls it back), but not DDL.
+// MariaDB 10.11 applies DDL before the semi-sync wait, and measured after
+// kill -9 and a cut (TestDDLCutSurvives): DROP TABLE, ALTER TABLE (instant
+// and copy), CREATE INDEX, TRUNCATE, CREATE and DROP DATABASE stay done;
+// CREATE TABLE, RENAME, CREATE VIEW, PROCEDURE, TRIGGER and SEQUENCE are
+// rolled back by its DDL recovery log. Rather than track which is which
+// per version, any cut group that is not transactional makes the node
+// unsafe: it must be reseeded, never rejoin as a replica with a forked
+// schema. No acknowledged DDL is lost by this: the cut group was never
+// chosen, so its client never got an OK.
+func NonTransactionalCut(plan Plan) error {
+	if len(plan.CutNonTransactional) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: the cut removes %d DDL or non-transactional group(s) (%s) that MariaDB already applied and a binlog cut cannot undo; this node's data has diverged from the cluster: reseed it from a replica (binlogd seed)",
+		ErrNonTransactionalCut, len(plan.CutNonTransactional), gtids(plan.CutNonTransactional))
+}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"phxgo/binlogd/binlog"
 )
@@ -18,6 +19,9 @@ type Plan struct {
 	Offset   int64  // its new length
 	Removed  []string
 	LastKept binlog.GTID
+	// CutNonTransactional are the cut groups that were DDL or wrote a
+	// non-transactional table (no FL_TRANSACTIONAL): see NonTransactionalCut.
+	CutNonTransactional []binlog.GTID
 }
 
 func (p Plan) String() string {
@@ -55,6 +59,9 @@ func MakePlan(groups []Group, valid []bool) (Plan, error) {
 			p.File, p.Offset = g.File, g.Start
 		}
 		p.Cut = append(p.Cut, g.GTID)
+		if !g.Transactional {
+			p.CutNonTransactional = append(p.CutNonTransactional, g.GTID)
+		}
 	}
 	return p, nil
 }
@@ -97,8 +104,11 @@ func Apply(indexPath string, p Plan) (Plan, error) {
 	return p, nil
 }
 
+// truncateSync does not follow a symlink: the datadir belongs to the
+// server's OS user, and a link planted there must not make binlogd (root)
+// truncate its target.
 func truncateSync(path string, size int64) error {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	f, err := os.OpenFile(path, os.O_RDWR|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return err
 	}
@@ -109,11 +119,32 @@ func truncateSync(path string, size int64) error {
 	return f.Sync()
 }
 
+// writeAtomic replaces path with data, keeping path's owner, group and
+// mode: mariadbd runs as its own OS user (mysqld.ServerOSUser) and must
+// still be able to read and rewrite the index after binlogd, as root,
+// replaced it. The temp file is created afresh (O_EXCL, no symlink
+// followed) in a directory the server's user can write to.
 func writeAtomic(path string, data []byte) error {
-	tmp := path + ".phxgo-tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o660)
+	st, err := os.Lstat(path)
 	if err != nil {
 		return err
+	}
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("recovery: %s is not a regular file", path)
+	}
+	tmp := path + ".phxgo-tmp"
+	if err := os.Remove(tmp); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY|syscall.O_NOFOLLOW, st.Mode().Perm())
+	if err != nil {
+		return err
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && (int(sys.Uid) != os.Geteuid() || int(sys.Gid) != os.Getegid()) {
+		if err := f.Chown(int(sys.Uid), int(sys.Gid)); err != nil {
+			f.Close()
+			return fmt.Errorf("recovery: keep the owner of %s: %w", path, err)
+		}
 	}
 	if _, err := f.Write(data); err != nil {
 		f.Close()

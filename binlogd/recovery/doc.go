@@ -14,6 +14,18 @@
 // transactions whose XID is no longer in the binlog: a transaction commits
 // iff it is in the log. A transaction InnoDB already committed (after a
 // graceful shutdown with commits waiting) cannot be undone by a cut;
-// CommittedPastCut detects that from the error log so the node is reseeded
-// instead of rejoining with a fork.
+// CutAfterCleanShutdown detects that (the binlog was closed cleanly) so
+// the node is reseeded instead of rejoining with a fork.
+//
+// DDL is not transactional: MariaDB applies it before the semi-sync wait,
+// and most DDL survives a cut (measured in TestDDLCutSurvives). Scan reads
+// each group's FL_TRANSACTIONAL flag; a plan that cuts a group without it
+// is refused by NonTransactionalCut and binlogd marks the node UNSAFE
+// (reseed needed). DDL is allowed: a DDL cut at recovery costs that one
+// node a reseed, never a fork, and no acknowledged DDL is lost because the
+// client's OK waits for the log. Writes to non-transactional engines are
+// refused up front (enforce_storage_engine=InnoDB, package mysqld).
+//
+// Files this package rewrites in the datadir (binlog.index) keep their
+// owner: mariadbd runs as its own OS user, binlogd usually as root.
 package recovery

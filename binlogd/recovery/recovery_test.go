@@ -72,6 +72,13 @@ func TestCutPendingCommitRollsBack(t *testing.T) {
 	if len(plan.Cut) != 1 || plan.Cut[0] != last.GTID || plan.LastKept.String() != before {
 		t.Fatalf("plan %v; binlog pos before the pending commit was %s", plan, before)
 	}
+	// An InnoDB commit is transactional: the cut undoes it, no reseed.
+	if !last.Transactional || last.DDL {
+		t.Fatalf("pending InnoDB commit scanned as %+v", last)
+	}
+	if err := NonTransactionalCut(plan); err != nil {
+		t.Fatal(err)
+	}
 	if plan, err = Apply(inst.BinlogIndex(), plan); err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,10 @@ var (
 	// ErrCommittedPastCut means InnoDB committed transactions the log does
 	// not hold; the node must be reseeded.
 	ErrCommittedPastCut = errors.New("recovery: InnoDB committed past the cut")
+	// ErrNonTransactionalCut means the cut would remove DDL (or a
+	// non-transactional write) MariaDB already applied; the node must be
+	// reseeded.
+	ErrNonTransactionalCut = errors.New("recovery: a cut DDL cannot be undone")
 )
 
 var magic = []byte{0xfe, 'b', 'i', 'n'}
@@ -33,6 +37,11 @@ const (
 	typeXID            = 16
 	typeMariaGTID      = 162
 	gtidFlagStandalone = 1
+	// gtidFlagTransactional marks a group MariaDB wrote for a
+	// transactional engine only (InnoDB): XA recovery rolls it back when
+	// it is cut. Its absence means DDL or a non-transactional write.
+	gtidFlagTransactional = 4
+	gtidFlagDDL           = 32
 )
 
 // Group is one GTID group (a transaction) in a local binlog file.
@@ -43,6 +52,11 @@ type Group struct {
 	End   int64  // offset just past its last event
 	// Complete is false for a group torn by a crash (no ending event).
 	Complete bool
+	// Transactional is the GTID event's FL_TRANSACTIONAL flag: the group
+	// changed InnoDB tables only, so a cut undoes it. DDL is the FL_DDL
+	// flag. A group that is not transactional (DDL, or a write to a
+	// non-transactional table) mostly survives a cut: see NonTransactionalCut.
+	Transactional, DDL bool
 }
 
 // Files returns the binlog files listed in the index, oldest first, as
@@ -113,8 +127,8 @@ func ScanFile(path string) (groups []Group, validLen int64, err error) {
 				GTID: binlog.GTID{Seq: binary.LittleEndian.Uint64(body), Domain: binary.LittleEndian.Uint32(body[8:]), Server: serverID},
 				File: base, Start: start, End: off,
 			}
-			standalone := body[12]&gtidFlagStandalone != 0
-			_ = standalone
+			cur.Transactional = body[12]&gtidFlagTransactional != 0
+			cur.DDL = body[12]&gtidFlagDDL != 0
 		case typeXID:
 			if cur != nil {
 				cur.End, cur.Complete = off, true
