@@ -149,7 +149,11 @@ func (n *Node) recoverBinlog(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			if err := recovery.CutAfterCleanShutdown(plan, clean); err != nil {
+			err = recovery.CutAfterCleanShutdown(plan, clean)
+			if err == nil {
+				err = recovery.NonTransactionalCut(plan)
+			}
+			if err != nil {
 				n.setUnsafe(err.Error())
 				<-ctx.Done() // never start this mysqld: it must be reseeded
 				return err
