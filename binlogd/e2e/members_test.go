@@ -23,14 +23,14 @@ func TestMembersAddRemove(t *testing.T) {
 	defer cancel()
 	replica := master%3 + 1
 
-	// binlogd init over a running cluster's addresses is refused.
+	// binlogd init -probe over a running cluster's addresses is refused.
 	st, err := c.Status(ctx, master)
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"init", "-out", t.TempDir(), "-dir", t.TempDir() + "/n{id}"}
+	args := []string{"init", "-probe", "-out", t.TempDir(), "-dir", t.TempDir() + "/n{id}"}
 	for _, m := range st.Members {
-		args = append(args, "-member", fmt.Sprintf("%d=%s,%s,%s", m.Id, m.GrpcAddr, m.MysqlAddr, m.ReplAddr))
+		args = append(args, "-node", fmt.Sprintf("%d=%s,%s", m.Id, m.GrpcAddr, m.MysqlAddr))
 	}
 	out, err := exec.Command(filepath.Join(binDir, "binlogd"), args...).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "already answers") {

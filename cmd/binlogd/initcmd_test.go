@@ -127,7 +127,7 @@ func readEnv(t *testing.T, path string) map[string]string {
 		if !ok {
 			t.Fatalf("%s: bad line %q", path, line)
 		}
-		env[k] = v
+		env[k] = strings.Trim(v, `"`) // systemd strips the quotes
 	}
 	return env
 }

@@ -121,11 +121,11 @@ func (pp *proxyPlan) env(id uint32) string {
 #   sqlproxy -listen $LISTEN -binlogd $BINLOGD -http $HTTP $EXTRA_FLAGS
 # plus -admin-user phxgo_proxy -admin-password-file <dir>/proxy-password.
 # Add your applications' networks with -allow in EXTRA_FLAGS when they are
-# not loopback or private ranges.
+# not loopback or private ranges. (Also valid shell: set -a; . sqlproxy.env)
 LISTEN=%s
 BINLOGD=%s
 HTTP=%s
-EXTRA_FLAGS=%s
+EXTRA_FLAGS="%s"
 `, id, pp.listen, pp.binlogd, pp.http, strings.Join(pp.extra, " "))
 }
 
