@@ -190,13 +190,24 @@ type usageErr struct{ error }
 
 func (u usageErr) Unwrap() error { return u.error }
 
-// cmdInit is `binlogd init`.
+// cmdInit is `binlogd init`. Exit status: 0 written (or -h), 2 a bad
+// command line (nothing written), 1 anything else (errors on stderr).
 func cmdInit(args []string) error {
 	o, err := parseInit(args, os.Stderr)
-	if err != nil {
-		return err
+	if err == nil {
+		err = runInit(o, os.Stdout)
 	}
-	return runInit(o, os.Stdout)
+	var ue usageErr
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return err
+	case errors.As(err, &ue):
+		fmt.Fprintln(os.Stderr, "binlogd:", err)
+		os.Exit(2)
+	case o == nil: // the flag package printed the error and the usage
+		os.Exit(2)
+	}
+	return err
 }
 
 // runInit plans, optionally probes, writes and checks.

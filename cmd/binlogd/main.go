@@ -6,7 +6,7 @@
 //	binlogd -version                    print the build
 //	binlogd recover -config FILE        cut the local binlog back to the log (before mysqld starts)
 //	binlogd switchover -addr MASTER -to N
-//	binlogd init -member ID=GRPC,MYSQL,REPL[,PROXY]... -out DIR
+//	binlogd init -hosts H1,H2,H3 | -node ID=GRPC,MYSQL[,PROXY]... -out DIR
 //	binlogd members list|add|remove -addr MEMBER ...
 //	binlogd seed -config NEW.json -from-socket REPLICA_SOCK
 //	binlogd check -config FILE [-json]   preflight the host (exit 1 on any FAIL)
@@ -45,7 +45,7 @@ commands:
   switchover  hand the master lease to node N (-addr MASTER_GRPC -to N [TLS flags as status])
   log         print a stopped node's Paxos log with every entry's verdict (-config FILE)
   stop-mysql  stop the node's MariaDB safely: never gracefully while commits wait (-config FILE)
-  init        write the configs of a new cluster (-member ID=GRPC,MYSQL,REPL[,PROXY] ... | -hosts H1,H2,H3)
+  init        write a new cluster's node dirs: configs, certificates, credentials; dials nothing (-hosts H1,H2,H3 | -node ID=GRPC,MYSQL[,PROXY] ... [-out DIR])
   members     list, add or remove members through the log (members list|add|remove -addr MEMBER ...)
   seed        load a new node's MariaDB from a replica's dump before its first start (-config NEW.json -from-socket SOCK)
   wal-repair  report damage in a stopped node's Paxos log; cut it only when told to (-config FILE [-truncate-at-offset N -yes])
