@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sort"
 	"time"
+
+	"phxgo/binlogd/mysqld"
 )
 
 // ErrInvalid wraps every validation error.
@@ -120,6 +122,13 @@ type Credentials struct {
 	// mysql.user, checks replicas). Optional.
 	ProxyUser     string `json:"proxy_user,omitempty"`
 	ProxyPassword string `json:"proxy_password,omitempty"`
+	// app_databases: the databases app_user may use, as GRANT patterns
+	// ('%' any string, '_' any character, '\' escapes; in JSON "app\\_%"
+	// is app_ followed by anything). app_user gets DML and DDL there and
+	// nothing else; a pattern matching mysql, sys, performance_schema or
+	// information_schema is refused. Default: mysqld.DefaultAppDatabases
+	// (app, app_*, sbtest, jepsen, e2e, big, tlsdb, stmtdb, test, test_*).
+	AppDatabases []string `json:"app_databases,omitempty"`
 }
 
 // Thrifty reports paxos_thrifty, true unless set false.
@@ -290,6 +299,9 @@ func LoadCredentials(path string) (Credentials, error) {
 		if v == "" {
 			return cr, fmt.Errorf("%w: %s: key %q is required", ErrInvalid, path, k)
 		}
+	}
+	if err := mysqld.ValidateAppDatabases(cr.AppDatabases); err != nil {
+		return cr, fmt.Errorf("%w: %s: key \"app_databases\": %v", ErrInvalid, path, err)
 	}
 	return cr, nil
 }

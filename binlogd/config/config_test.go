@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -74,7 +75,7 @@ func TestCredentialsMode(t *testing.T) {
 	if err := SaveCredentials(p, cr); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := LoadCredentials(p); err != nil || got != cr {
+	if got, err := LoadCredentials(p); err != nil || !reflect.DeepEqual(got, cr) {
 		t.Fatal(got, err)
 	}
 	os.Chmod(p, 0o644)

@@ -105,7 +105,7 @@ func (n *Node) startMySQL(ctx context.Context) error {
 	bctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	err = mysqld.Bootstrap(bctx, db, mysqld.Accounts{
 		CaptureUser: n.cred.CaptureUser, CapturePassword: n.cred.CapturePassword,
-		AppUser: n.cred.AppUser, AppPassword: n.cred.AppPassword,
+		AppUser: n.cred.AppUser, AppPassword: n.cred.AppPassword, AppDatabases: n.cred.AppDatabases,
 		ProxyUser: n.cred.ProxyUser, ProxyPassword: n.cred.ProxyPassword,
 	})
 	cancel()
