@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"net"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -83,6 +84,14 @@ func TestDeniedAccounts(t *testing.T) {
 	}
 	if n := refused(t, p, "denied_user"); n != 8 {
 		t.Fatalf("refused denied_user = %v, want 8", n)
+	}
+	// The finding as reported: the mariadb CLI as root without a password.
+	if cli, err := exec.LookPath("mariadb"); err == nil {
+		host, port, _ := strings.Cut(p.addr, ":")
+		out, err := exec.Command(cli, "-h", host, "-P", port, "-uroot", "-e", "SELECT CURRENT_USER()").CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "ERROR 1045 (28000): Access denied for user 'root'@'127.0.0.1' (using password: NO)") {
+			t.Fatalf("mariadb -uroot through the proxy: %v\n%s", err, out)
+		}
 	}
 	// No native hash: never logged in, least of all with an empty token.
 	for _, u := range []string{"sock", "nopw", "rolename"} {
