@@ -49,7 +49,7 @@ func soloLauncher(t *testing.T) Launcher {
 			return nil, err
 		}
 		out, err := exec.CommandContext(ctx, "mariadb-install-db", "--defaults-file="+c.cnf, "--user=root",
-			"--auth-root-authentication-method=normal", "--skip-test-db").CombinedOutput()
+			"--auth-root-authentication-method=socket", "--skip-test-db").CombinedOutput() // root by socket only, as on a phxgo node
 		if err != nil {
 			return nil, fmt.Errorf("install-db: %w: %s", err, out)
 		}

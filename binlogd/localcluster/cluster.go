@@ -260,7 +260,7 @@ func (c *Cluster) WriteInfo() error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(c.Spec.Dir, "cluster.json"), append(b, '\n'), 0o644)
+	return writeSecret(filepath.Join(c.Spec.Dir, "cluster.json"), append(b, '\n')) // holds the app password
 }
 
 // Admin returns a gRPC admin client for node id.

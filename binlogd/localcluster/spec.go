@@ -123,7 +123,7 @@ func (s Spec) writeConfigs() error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(s.Dir, "proxy-password"), []byte(cr.ProxyPassword+"\n"), 0o600); err != nil {
+	if err := writeSecret(filepath.Join(s.Dir, "proxy-password"), []byte(cr.ProxyPassword+"\n")); err != nil {
 		return err
 	}
 	for id := 1; id <= s.Nodes; id++ {

@@ -135,10 +135,12 @@ func (c *Cluster) AppDB(addr string) (*sql.DB, error) {
 	return sql.Open("mysql", cfg.FormatDSN())
 }
 
-// RootDB opens root over node id's MariaDB unix socket.
+// RootDB opens node id's MariaDB admin account over its unix socket
+// (mysqld.AdminUser, authenticated by the socket peer's OS user; the
+// only way in as an administrator).
 func (c *Cluster) RootDB(id uint32) (*sql.DB, error) {
 	cfg := mysql.NewConfig()
-	cfg.User, cfg.Net, cfg.Addr = "root", "unix", filepath.Join(c.Spec.NodeDir(int(id)), "mysql", "mysqld.sock")
+	cfg.User, cfg.Net, cfg.Addr = mysqld.AdminUser(), "unix", filepath.Join(c.Spec.NodeDir(int(id)), "mysql", "mysqld.sock")
 	cfg.Timeout = 5 * time.Second
 	return sql.Open("mysql", cfg.FormatDSN())
 }
