@@ -113,6 +113,17 @@ func TestClusterStatusCommand(t *testing.T) {
 	if masters != 1 {
 		t.Fatalf("%d rows say master", masters)
 	}
+	// The VERSION column and binlogd's build-info metric name the same build.
+	ver := v.Members[0].Status.Version
+	found := false
+	for name, val := range scrape(t, c, master) {
+		if strings.HasPrefix(name, "phxgo_build_info{") && strings.Contains(name, `version="`+ver+`"`) && val == 1 {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("node %d /metrics has no phxgo_build_info{version=%q} 1", master, ver)
+	}
 	text, code, took := run(addr[master], false)
 	t.Logf("healthy (exit %d, %v):\n%s", code, took.Round(time.Millisecond), text)
 	if code != 0 || !strings.Contains(text, "cluster healthy: master "+fmt.Sprint(master)) {
