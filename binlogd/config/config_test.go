@@ -93,7 +93,7 @@ func TestJoinAllowsEvenMembers(t *testing.T) {
 	if _, err := Load(write(t, dir, "even.json", four, 0o644)); err == nil || !strings.Contains(err.Error(), `"members"`) {
 		t.Fatalf("4 initial members: %v", err)
 	}
-	join := strings.Replace(four, `"id":1,"dir"`, `"id":4,"join":true,"dir"`, 1)
+	join := strings.Replace(four, `"id":1,`, `"id":4,"join":true,`, 1)
 	c, err := Load(write(t, dir, "join.json", join, 0o644))
 	if err != nil {
 		t.Fatal(err)
