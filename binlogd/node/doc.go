@@ -24,7 +24,11 @@
 //     graceful shutdown would commit it in InnoDB); the supervisor restarts
 //     it through recovery, which cuts what the log does not hold.
 //  4. poll: MariaDB's applied GTID and replication state, for the election
-//     condition, the catch-up check, and status.
+//     condition, the catch-up check, and status. Status (admin.go,
+//     status_extra.go) also reports the build (binlogd/version), whether
+//     MariaDB answers, and replica lag: valid transactions MariaDB has not
+//     applied, and its Seconds_Behind_Master (0 on the master, which is
+//     the source); `binlogd cluster status` shows them per member.
 //
 // Members (members.go) come from the Paxos log, not the config file: the
 // Admin service's AddMember/RemoveMember propose a change through it,
