@@ -113,7 +113,7 @@ func (s Spec) writeConfigs() error {
 	if _, err := os.Stat(cred); os.IsNotExist(err) {
 		if err := config.SaveCredentials(cred, config.Credentials{
 			CaptureUser: "phxgo_capture", CapturePassword: secret(),
-			AppUser: "app", AppPassword: "app",
+			AppUser: "app", AppPassword: secret(), // printed by `make cluster`, kept in cluster.json (0600)
 			ProxyUser: "phxgo_proxy", ProxyPassword: secret(),
 		}); err != nil {
 			return err

@@ -52,6 +52,7 @@ func cmdBaselineUp(args []string) error {
 	fs := flag.NewFlagSet("baseline-up", flag.ContinueOnError)
 	dir := fs.String("dir", "", "baseline directory (created)")
 	base := fs.Int("base-port", 0, "node N listens on base-port+N")
+	appPass := fs.String("app-password", baselineAccounts.AppPassword, "the app account's password (bench.sh passes phxgo's, so both systems log in alike)")
 	wait := fs.Duration("wait", 3*time.Minute, "how long to wait for semi-sync to come up")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -59,6 +60,8 @@ func cmdBaselineUp(args []string) error {
 	if *dir == "" || *base <= 0 {
 		return fmt.Errorf("%w: -dir and -base-port are required", errBadFlags)
 	}
+	accounts := baselineAccounts
+	accounts.AppPassword = *appPass
 	ctx, cancel := context.WithTimeout(context.Background(), *wait)
 	defer cancel()
 	ins, err := instances(*dir, *base)
@@ -78,7 +81,7 @@ func cmdBaselineUp(args []string) error {
 			return err
 		}
 		defer db.Close()
-		if err := mysqld.Bootstrap(ctx, db, baselineAccounts); err != nil {
+		if err := mysqld.Bootstrap(ctx, db, accounts); err != nil {
 			return err
 		}
 		dbs[k] = db
