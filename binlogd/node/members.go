@@ -86,7 +86,10 @@ func (a *adminServer) AddMember(ctx context.Context, req *pb.AddMemberRequest) (
 	// is node-local (config repl_addr), no other member uses it.
 	e := config.Member{ID: pm.Id, GRPCAddr: pm.GrpcAddr, MySQLAddr: pm.MysqlAddr, ProxyAddr: pm.ProxyAddr}
 	probe := config.Config{ID: e.ID, Dir: "-", MySQLDir: "-", CredentialsFile: "-", Join: true,
-		Members: append(a.n.members(), e)}
+		Members: append(a.n.members(), e),
+		// The probe checks the member entries; link security is in the
+		// new node's own config, not here.
+		Security: config.Security{InsecureNoTLS: true}}
 	probe.SetDefaults()
 	if err := probe.Validate(); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "member %d: %v", e.ID, err)
