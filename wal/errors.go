@@ -24,4 +24,9 @@ var (
 	// unknown; every later call fails with it. Close and reopen the Log.
 	// A Save that got it may or may not be durable.
 	ErrFailed = errors.New("wal: failed earlier write; reopen")
+	// ErrDiskFull: the filesystem's free space fell under
+	// Options.MinFreeBytes (space.go). A Save that got it was not written;
+	// the Log is failed (ErrFailed) like after a write error, and Open
+	// refuses until space is freed.
+	ErrDiskFull = errors.New("wal: disk full")
 )

@@ -328,6 +328,11 @@ func (l *Log) commitGroup(ops []*op) int {
 		close(g.synced)
 		return n
 	}
+	if err := l.checkSpace(int64(frameSize(es))); err != nil {
+		g.err = err // fails the log, as a write error would (space.go)
+		close(g.synced)
+		return n
+	}
 	frame, refs := encodeFrame(l.segID, l.segOff, es)
 	if _, err := l.segFile.WriteAt(frame, int64(l.segOff)); err != nil {
 		g.err = fmt.Errorf("wal: write segment %d: %w", l.segID, err)

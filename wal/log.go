@@ -51,8 +51,9 @@ type Log struct {
 	// unsynced groups, lazyBytes of them (commit goroutine only).
 	lazyDirty bool
 	lazyBytes int64
-	drop      dropState // reclaim.go
-	held      bool      // the commit goroutine holds a slot for its next group
+	drop      dropState  // reclaim.go
+	space     spaceGuard // space.go
+	held      bool       // the commit goroutine holds a slot for its next group
 
 	// Owned by the apply path (apply.go): Badger's state as applied, the
 	// end of the last frame applied, the lazy groups answered but not
@@ -120,6 +121,10 @@ func Open(dir string, opts Options) (*Log, error) {
 	}
 	lk, err := lockDir(dir)
 	if err != nil {
+		return nil, err
+	}
+	if err := freeSpace(dir, opts.MinFreeBytes); err != nil { // space.go
+		unlockDir(lk)
 		return nil, err
 	}
 	db, err := badger.Open(opts.badger(dir))

@@ -44,6 +44,12 @@ type Options struct {
 	// segments are deleted once truncation passes every instance in them
 	// (0: 64 MiB, minimum 4 KiB).
 	SegmentBytes int64
+	// MinFreeBytes is the free space the log's filesystem must keep: a
+	// write that finds less fails the Log with ErrDiskFull, and Open
+	// refuses (space.go says why: Badger writes through memory mappings,
+	// where a full disk is a SIGBUS, not an error). 0: 256 MiB; negative:
+	// no check.
+	MinFreeBytes int64
 	// NoSync skips the fsync of each group: a Save is then durable against
 	// a process crash but not a machine crash. For simulations and
 	// benchmarks only.
@@ -70,6 +76,7 @@ const (
 	defaultReclaimDelay = time.Minute
 	defaultSegmentBytes = 64 << 20
 	minSegmentBytes     = 4 << 10
+	defaultMinFree      = 256 << 20
 )
 
 func (o Options) withDefaults() (Options, error) {
@@ -96,6 +103,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.SegmentBytes < minSegmentBytes {
 		return o, fmt.Errorf("%w: Options.SegmentBytes %d below %d", ErrInvalid, o.SegmentBytes, minSegmentBytes)
+	}
+	if o.MinFreeBytes == 0 {
+		o.MinFreeBytes = defaultMinFree
 	}
 	if o.LazySyncBytes == 0 {
 		o.LazySyncBytes = defaultLazySync
