@@ -27,6 +27,7 @@
 #   BENCH_PROXY     master (the master node's proxy) or other (a non-master node's, one more hop); default master
 #   BENCH_PORT      base port (default 23000): baseline on +1..+3, phxgo on +110..+136
 #   BENCH_LEASE     phxgo lease (default 5s)
+#   BENCH_INSECURE=1  run phxgo without TLS (phxcluster up -insecure), to measure what TLS costs
 #   BENCH_DIR       work directory (default: a new temp dir, removed at exit)
 #   BENCH_KEEP=1    keep the work directory (logs, results)
 # Needs root on Debian 12 (installs MariaDB and sysbench if missing).
@@ -46,6 +47,8 @@ PROXY_CHOICE=${BENCH_PROXY:-master}
 PORT=${BENCH_PORT:-23000}
 LEASE=${BENCH_LEASE:-5s}
 PHX_BASE=$((PORT + 100))
+PHX_TLS=() # phxcluster up flags; the binlogd CLI's certificate flags are set after start
+[ "${BENCH_INSECURE:-0}" = 1 ] && PHX_TLS=(-insecure)
 
 log() { printf '[bench %s] %s\n' "$(date +%T)" "$*" >&2; }
 die() { log "FATAL: $*"; exit 1; }
@@ -106,8 +109,10 @@ trap 'exit 130' INT TERM
 
 # --- start both systems ----------------------------------------------------
 log "starting phxgo (3 nodes, lease $LEASE) in $PHX_DIR"
-bin/phxcluster up -dir "$PHX_DIR" -base-port "$PHX_BASE" -bin bin -lease "$LEASE" >"$WORK/phxcluster-up.txt" 2>&1 ||
+bin/phxcluster up -dir "$PHX_DIR" -base-port "$PHX_BASE" -bin bin -lease "$LEASE" "${PHX_TLS[@]}" >"$WORK/phxcluster-up.txt" 2>&1 ||
   { cat "$WORK/phxcluster-up.txt" >&2; die "phxcluster up failed"; }
+CLI_TLS=(-tls-dir "$PHX_DIR/tls") # the admin certificate phxcluster issued
+[ "${BENCH_INSECURE:-0}" = 1 ] && CLI_TLS=(-insecure)
 
 # json_field FILE KEY: every value of "KEY": "..." in FILE, in order.
 json_field() { grep -o "\"$2\": *\"[^\"]*\"" "$1" | sed 's/.*: *"\(.*\)"/\1/'; }
@@ -134,11 +139,11 @@ find_master() {
   master=-1
   while [ "$master" -lt 0 ]; do
     for i in 0 1 2; do
-      st=$(bin/binlogd status -addr "${PHX_BINLOGD[$i]}" 2>/dev/null || true)
+      st=$(bin/binlogd status -addr "${PHX_BINLOGD[$i]}" "${CLI_TLS[@]}" 2>/dev/null || true)
       if grep -E '^role +master$' >/dev/null <<<"$st"; then master=$i; fi
     done
     if [ "$master" -lt 0 ] && [ $SECONDS -ge $deadline ]; then
-      for i in 0 1 2; do bin/binlogd status -addr "${PHX_BINLOGD[$i]}" >&2 || true; done
+      for i in 0 1 2; do bin/binlogd status -addr "${PHX_BINLOGD[$i]}" "${CLI_TLS[@]}" >&2 || true; done
       die "no phxgo node says role master for 300 s (statuses above; logs in $PHX_DIR/node*/binlogd.log)"
     fi
     [ "$master" -ge 0 ] || sleep 0.5
