@@ -11,6 +11,10 @@
 #                SEED_PASSWORD_FILE, mode 0600). Prefer a replica to the
 #                master: the dump takes a brief FLUSH TABLES WITH READ LOCK.
 #   MEMBER_GRPC  any member's binlogd gRPC address (host:port).
+#   TLS_DIR      (environment) the directory with the operator's admin.crt,
+#                admin.key and ca.crt (binlogd init's -out): members add
+#                needs the admin certificate. INSECURE=1 instead for a
+#                cluster running with "insecure_no_tls".
 #
 # Steps:
 #   1. binlogd seed: create the new node's MariaDB, load
@@ -32,7 +36,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ $# -ne 3 ]; then
-  sed -n '2,16p' "$0" >&2
+  sed -n '2,20p' "$0" >&2
   exit 2
 fi
 cfg=$1 src=$2 member=$3
@@ -53,5 +57,7 @@ if [ "${NO_START:-0}" != 1 ]; then
   echo "seed-node: binlogd started (pid $!, log $log)"
 fi
 
-"$binlogd" members add -addr "$member" -config "$cfg"
+if [ "${INSECURE:-0}" = 1 ]; then creds=(-insecure); else
+  creds=(-tls-dir "${TLS_DIR:?set TLS_DIR to the directory with admin.crt (or INSECURE=1)}"); fi
+"$binlogd" members add -addr "$member" -config "$cfg" "${creds[@]}"
 echo "seed-node: added; follow the catch-up with: $binlogd status -addr <its grpc_addr>"
