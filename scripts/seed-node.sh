@@ -42,6 +42,9 @@ fi
 cfg=$1 src=$2 member=$3
 BIN=${BIN:-bin}
 binlogd="$BIN/binlogd"
+# Checked before seeding: members add at the end needs the admin certificate.
+if [ "${INSECURE:-0}" = 1 ]; then creds=(-insecure); else
+  creds=(-tls-dir "${TLS_DIR:?set TLS_DIR to the directory with admin.crt (or INSECURE=1)}"); fi
 [ -x "$binlogd" ] || { echo "seed-node: $binlogd not found (make build, or set BIN)" >&2; exit 1; }
 
 case "$src" in
@@ -57,7 +60,5 @@ if [ "${NO_START:-0}" != 1 ]; then
   echo "seed-node: binlogd started (pid $!, log $log)"
 fi
 
-if [ "${INSECURE:-0}" = 1 ]; then creds=(-insecure); else
-  creds=(-tls-dir "${TLS_DIR:?set TLS_DIR to the directory with admin.crt (or INSECURE=1)}"); fi
 "$binlogd" members add -addr "$member" -config "$cfg" "${creds[@]}"
 echo "seed-node: added; follow the catch-up with: $binlogd status -addr <its grpc_addr>"
