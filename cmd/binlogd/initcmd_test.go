@@ -336,3 +336,37 @@ func TestInitBinaryConnectsNowhere(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Three nodes on one host (one loopback IP, distinct advertised ports):
+// their node-local listeners get distinct ports; -credentials is copied
+// to every node as it is.
+func TestInitSharedHostAndCredentials(t *testing.T) {
+	noDial(t)
+	dir := t.TempDir()
+	cred := config.Credentials{CaptureUser: "cap", CapturePassword: "c-pw", AppUser: "app", AppPassword: "a-pw", ProxyUser: "phxgo_proxy", ProxyPassword: "p-pw"}
+	credPath := filepath.Join(dir, "cred.json")
+	if err := config.SaveCredentials(credPath, cred); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "o")
+	if _, err := initArgs(t, "-out", out, "-credentials", credPath,
+		"-node", "1=127.0.0.1:17011,127.0.0.1:17010,127.0.0.1:17013",
+		"-node", "2=127.0.0.1:17021,127.0.0.1:17020,127.0.0.1:17023",
+		"-node", "3=127.0.0.1:17031,127.0.0.1:17030,127.0.0.1:17033"); err != nil {
+		t.Fatal(err)
+	}
+	cfgs := checkInitOut(t, out, 1, 2, 3)
+	for i, c := range cfgs {
+		wantRepl := "127.0.0.1:" + strconv.Itoa(17012+i)
+		env := readEnv(t, filepath.Join(out, "node"+itoa(c.ID), "sqlproxy.env"))
+		if c.ReplAddr != wantRepl || env["HTTP"] != "127.0.0.1:"+strconv.Itoa(9307+i) {
+			t.Errorf("node %d: repl_addr %s (want %s), proxy http %s", c.ID, c.ReplAddr, wantRepl, env["HTTP"])
+		}
+		if got, err := c.LoadCredentials(); err != nil || got.AppPassword != "a-pw" || got.ProxyPassword != "p-pw" {
+			t.Errorf("node %d: credentials %+v, %v", c.ID, got, err)
+		}
+		if b, _ := os.ReadFile(filepath.Join(out, "node"+itoa(c.ID), "proxy-password")); string(b) != "p-pw\n" {
+			t.Errorf("node %d: proxy-password %q", c.ID, b)
+		}
+	}
+}
