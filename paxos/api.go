@@ -60,6 +60,14 @@ type Status struct {
 	// the commands and bytes in them (their ratio is the batch size), and
 	// how often the leader it knows changed.
 	ValuesProposed, CommandsProposed, BytesProposed, LeaderChanges uint64
+	// Dropped counts peer messages refused as hostile or out of range,
+	// by DropReason (doc.go, "Hostile input"); never panicked on.
+	Dropped [NumDropReasons]uint64
+	// BallotExhausted: this node can no longer run an election: its
+	// rounds reached MaxRound, or it restored a promise above MaxRound
+	// (StuckPromise: it keeps the promise, so it never votes again, and
+	// still learns and applies the log).
+	BallotExhausted, StuckPromise bool
 }
 
 // Option adjusts Start.

@@ -52,6 +52,13 @@ type Config struct {
 	Thrifty bool
 	// FetchMaxBytes bounds one catch-up reply.
 	FetchMaxBytes int
+	// MaxIndexAhead bounds how far above its chosen index a node stores an
+	// instance a peer sends (an Accept's entries; a Promise's, above the
+	// higher of both chosen indexes). A message beyond it is dropped (see
+	// "Hostile input" in doc.go): a leader keeps at most Window instances
+	// in flight, so only a node lagging this far (it fetches, then votes
+	// again) or a forged message goes there. At least 1024.
+	MaxIndexAhead uint64
 	// SnapshotEvery is how many applied entries pass between persisted
 	// (applied, snapshot) pairs; Stop persists one too. Entries applied
 	// after the last one are re-applied to the restored snapshot at start.
@@ -59,6 +66,10 @@ type Config struct {
 	// Logger receives the engine's logs (slog.Default() if nil).
 	Logger *slog.Logger
 }
+
+// DefaultMaxIndexAhead is Config.MaxIndexAhead's default: 65536
+// instances, a thousand windows.
+const DefaultMaxIndexAhead = 1 << 16
 
 // DefaultConfig returns a Config with every field but ID, Peers and Dir set.
 func DefaultConfig() Config {
@@ -71,6 +82,7 @@ func DefaultConfig() Config {
 		HeartbeatInterval: 50 * time.Millisecond,
 		ElectionTimeout:   500 * time.Millisecond,
 		FetchMaxBytes:     1 << 20,
+		MaxIndexAhead:     DefaultMaxIndexAhead,
 		SnapshotEvery:     1000,
 	}
 }
@@ -101,6 +113,8 @@ func (c Config) Validate() error {
 		return bad("ElectionTimeout", "%v must be at least 3 x HeartbeatInterval (%v)", c.ElectionTimeout, c.HeartbeatInterval)
 	case c.FetchMaxBytes <= 0:
 		return bad("FetchMaxBytes", "must be positive, got %d", c.FetchMaxBytes)
+	case c.MaxIndexAhead < 1024 || c.MaxIndexAhead > 1<<32:
+		return bad("MaxIndexAhead", "%d, must be in [1024, 1<<32]", c.MaxIndexAhead)
 	case c.SnapshotEvery <= 0:
 		return bad("SnapshotEvery", "must be positive, got %d", c.SnapshotEvery)
 	}
@@ -138,6 +152,8 @@ func (c Config) coreConfig(seed int64, seqStart uint64) coreConfig {
 		Thrifty:         c.Thrifty,
 		BatchMaxBytes:   c.BatchMaxBytes,
 		FetchMaxBytes:   c.FetchMaxBytes,
+		MaxValueBytes:   c.MaxValueBytes,
+		MaxIndexAhead:   c.MaxIndexAhead,
 		Seed:            seed,
 		SeqStart:        seqStart,
 	}

@@ -41,6 +41,8 @@ type coreConfig struct {
 	Thrifty         bool
 	BatchMaxBytes   int
 	FetchMaxBytes   int
+	MaxValueBytes   int    // 0: DefaultConfig's
+	MaxIndexAhead   uint64 // 0: DefaultMaxIndexAhead
 	Seed            int64
 	SeqStart        uint64 // first command seq of this incarnation
 }
@@ -131,6 +133,20 @@ type core struct {
 	// Counters for monitoring (Status): values this node proposed as
 	// leader, the commands and bytes they carried, leader changes seen.
 	valuesProposed, cmdsProposed, bytesProposed, leaderChanges uint64
+	// dropped counts peer messages refused by admit, by reason;
+	// lastDrop is the latest, for the driver's rate-limited log.
+	dropped  [NumDropReasons]uint64
+	lastDrop dropNote
+	// stuckPromise: the persisted promise is above MaxRound (a forged
+	// message before hostile input was checked). The node keeps it (it
+	// must never forget a promise), so it can neither vote nor lead again;
+	// it still learns and applies the log (see doc.go, "Hostile input").
+	stuckPromise bool
+	// exhausted: this node's rounds reached MaxRound; it no longer
+	// campaigns (nextRound).
+	exhausted bool
+
+	lim msgLimits
 
 	cfg     coreConfig
 	id      uint32
@@ -147,7 +163,10 @@ type core struct {
 	stable   uint64               // highest index applied and durable (compact)
 	log      map[uint64]*instance // Invariant: every key > stable
 	last     uint64               // highest key of log (or applied)
-	maxRound uint64               // highest round seen anywhere
+	// maxRound is the highest round seen anywhere, a hint for our next
+	// ballot. Invariant: maxRound <= MaxRound (inputs are checked, and
+	// one above reach only raises it to reach: see admit).
+	maxRound uint64
 
 	role   role
 	leader uint32 // 0 = unknown
@@ -252,7 +271,8 @@ func newCore(cfg coreConfig, hs wal.HardState, entries []wal.Accepted, reader lo
 		applied:       hs.Applied,
 		stable:        hs.Applied,
 		log:           make(map[uint64]*instance),
-		maxRound:      hs.Promised.Round,
+		maxRound:      min(hs.Promised.Round, MaxRound),
+		stuckPromise:  hs.Promised.Round > MaxRound,
 		seq:           cfg.SeqStart,
 		pending:       make(map[uint64]*pendingCmd),
 		accPos:        make(map[uint64]int),
@@ -263,17 +283,20 @@ func newCore(cfg coreConfig, hs wal.HardState, entries []wal.Accepted, reader lo
 	for i, p := range peers {
 		c.peerPos[p] = i
 	}
+	c.lim = coreLimits(cfg)
 	c.lastHeard = make([]int64, len(peers))
 	c.ackAt = make([]uint64, len(peers))
 	c.initHistory()
 	c.last = c.applied
 	for _, a := range entries {
-		if a.Index <= c.applied {
+		if a.Index <= c.applied || a.Index > MaxIndex {
+			// Above MaxIndex: a forged Accept stored before inputs were
+			// checked; no leader proposes there (restore logs it).
 			continue
 		}
 		c.log[a.Index] = &instance{ballot: a.Ballot, value: a.Value, chosen: a.Index <= c.chosen}
 		c.last = max(c.last, a.Index)
-		c.maxRound = max(c.maxRound, a.Ballot.Round)
+		c.maxRound = max(c.maxRound, min(a.Ballot.Round, MaxRound))
 	}
 	for i := c.applied + 1; i <= c.chosen; i++ {
 		if c.log[i] == nil {
@@ -288,21 +311,14 @@ func newCore(cfg coreConfig, hs wal.HardState, entries []wal.Accepted, reader lo
 
 // ---- inputs ----
 
-// step processes one peer message.
+// step processes one peer message. A message that fails admit is
+// dropped whole and counted (core_validate.go).
 func (c *core) step(m Message) {
-	if m.To != c.id || m.From == c.id {
+	if err := c.admit(&m); err != nil {
+		c.drop(&m, err)
 		return
 	}
-	pos, ok := c.peerPos[m.From]
-	if !ok {
-		// A node added by a change we have not learned yet: hear it (its
-		// chosen index makes us fetch); votesFrom guards our promises.
-		if len(c.peers) >= 64 {
-			return
-		}
-		c.known(m.From)
-		pos = c.peerPos[m.From]
-	}
+	pos := c.peerPos[m.From]
 	if m.Type == MsgPrepare && !c.votesFrom(m.From) {
 		// A non-member (or a node we cannot judge yet) may not disturb
 		// us; the reply's chosen index lets a removed node learn so.
@@ -315,7 +331,7 @@ func (c *core) step(m Message) {
 	if m.Chosen > c.peerChosen && (m.Type == MsgAccept || m.Type == MsgAccepted || m.Type == MsgLearn || m.Type == MsgPromise || m.Type == MsgPrepare) {
 		c.peerChosen, c.fetchFrom = m.Chosen, m.From
 	}
-	c.maxRound = max(c.maxRound, m.Ballot.Round, m.Promised.Round)
+	c.maxRound = max(c.maxRound, min(max(m.Ballot.Round, m.Promised.Round), c.roundReach()))
 	switch m.Type {
 	case MsgPrepare:
 		if m.Probe {
@@ -541,6 +557,11 @@ func (c *core) compact(index uint64) {
 
 func (c *core) send(m Message) {
 	m.From = c.id
+	if m.Promised.Round > MaxRound {
+		// A stuck promise (restored from before inputs were checked):
+		// peers would drop the whole reply for it.
+		m.Promised = Ballot{}
+	}
 	if m.Type == MsgAccept && m.Chosen > c.chosenSent {
 		c.chosenSent = m.Chosen
 	}

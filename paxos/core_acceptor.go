@@ -137,7 +137,7 @@ func (c *core) onFetch(m Message) {
 		as, err := c.reader.Range(i, c.stable, c.cfg.FetchMaxBytes)
 		if err == nil {
 			for _, a := range as {
-				if a.Index != i {
+				if a.Index != i || len(reply.Entries) >= c.lim.listLen {
 					break
 				}
 				reply.Entries = append(reply.Entries, Entry{Index: a.Index, Ballot: a.Ballot, Value: a.Value})
@@ -150,7 +150,9 @@ func (c *core) onFetch(m Message) {
 			return
 		}
 	}
-	for ; i <= c.chosen && (size == 0 || size < c.cfg.FetchMaxBytes); i++ {
+	// At most listLen entries: a run of Noops weighs nothing, and the
+	// receiver drops a longer list (validateMessage).
+	for ; i <= c.chosen && (size == 0 || size < c.cfg.FetchMaxBytes) && len(reply.Entries) < c.lim.listLen; i++ {
 		in := c.log[i]
 		if in == nil {
 			break

@@ -1,5 +1,10 @@
 package paxos
 
+import (
+	"cmp"
+	"slices"
+)
+
 // Elections: the probe (pre-vote), phase 1, and Campaign.
 //
 //	follower ──timeout──▶ probe (Prepare{Probe}, nothing persisted)
@@ -71,8 +76,15 @@ func (c *core) startProbe() {
 		c.electionTimeout = c.randomTimeout()
 		return
 	}
+	round, ok := c.nextRound()
+	if !ok {
+		// Ballot space used up (see nextRound): never stand again.
+		c.electionElapsed = 0
+		c.electionTimeout = c.randomTimeout()
+		return
+	}
 	c.probing = true
-	c.probeBallot = Ballot{Round: max(c.maxRound, c.promised.Round) + 1, Node: c.id}
+	c.probeBallot = Ballot{Round: round, Node: c.id}
 	c.probeVotes = c.bit(c.id)
 	c.electionElapsed = 0
 	c.electionTimeout = c.randomTimeout()
@@ -150,11 +162,18 @@ func (c *core) startElection() {
 	if !c.member() {
 		return
 	}
+	round, ok := c.nextRound()
+	if !ok {
+		// Ballot space used up: a ballot above MaxRound would wrap or be
+		// refused by every peer. Stay a follower (learner).
+		c.stopCampaign()
+		return
+	}
 	c.role = candidate
 	c.leader = 0
 	c.probing = false
 	c.campaignWait = 0
-	c.maxRound = max(c.maxRound, c.promised.Round) + 1
+	c.maxRound = round
 	c.ballot = Ballot{Round: c.maxRound, Node: c.id}
 	c.electionElapsed = 0
 	c.electionTimeout = c.randomTimeout()
@@ -177,13 +196,18 @@ func (c *core) sendPrepares() {
 }
 
 // promiseFor is this acceptor's phase-1b answer for b (already promised).
+// It walks the instances held, not the index range up to c.last: an
+// instance restored far above the rest (a forged Accept stored before
+// inputs were checked) made that range astronomically long.
 func (c *core) promiseFor(b Ballot, from uint64) Message {
 	m := Message{Type: MsgPromise, From: c.id, Ballot: b, Chosen: c.chosen}
-	for i := max(from, c.chosen+1); i <= c.last; i++ {
-		if in := c.log[i]; in != nil && !in.ballot.IsZero() {
+	lo := max(from, c.chosen+1)
+	for i, in := range c.log {
+		if i >= lo && !in.ballot.IsZero() {
 			m.Entries = append(m.Entries, Entry{Index: i, Ballot: in.ballot, Value: in.value})
 		}
 	}
+	slices.SortFunc(m.Entries, func(a, b Entry) int { return cmp.Compare(a.Index, b.Index) })
 	return m
 }
 
@@ -233,9 +257,10 @@ func (c *core) becomeLeader() {
 	c.queue, c.queueBytes, c.flush = nil, 0, false
 	// Instances beyond the horizon wait until we know their members
 	// (proposeDeferred); the rest are re-proposed now.
-	c.deferred, c.deferFrom, c.deferTo = make(map[uint64][]byte), start, end
-	for i := start; i <= end; i++ {
-		c.deferred[i] = best[i].Value
+	// Holes are absent from deferred: a missing value is a Noop.
+	c.deferred, c.deferFrom, c.deferTo = make(map[uint64][]byte, len(best)), start, end
+	for i, e := range best {
+		c.deferred[i] = e.Value
 	}
 	c.next = end + 1
 	c.proposeDeferred()

@@ -1,6 +1,9 @@
 package paxos
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+)
 
 // The core's side of membership (rules in doc.go, "Membership"):
 //
@@ -153,6 +156,9 @@ func (c *core) adoptMeta(b []byte) error {
 	if err != nil {
 		return err
 	}
+	if err := c.checkPeerHistory(h); err != nil {
+		return err
+	}
 	if c.hist == nil {
 		c.hist = h
 	} else if changed, err := c.hist.merge(h); err != nil || !changed {
@@ -246,4 +252,35 @@ func (c *core) flushChange() {
 		c.proposeAt(c.next, nil)
 		c.next++
 	}
+}
+
+// checkPeerHistory checks a history that came from a peer (a seed's
+// answer, a snapshot) before this core adopts it: it must be one that
+// history.apply could have built (genesis at index 0, each change active
+// Alpha later, 1 to 64 distinct members sorted by id), and, merged with
+// what this core knows, name at most 64 node ids; a forged one with more
+// would have made known() panic.
+func (c *core) checkPeerHistory(h *history) error {
+	ids := make(map[uint32]bool, len(c.peers))
+	for _, p := range c.peers {
+		ids[p] = true
+	}
+	for k, it := range h.items {
+		if k == 0 && (it.Index != 0 || it.Active != 1) || k > 0 && (it.Index == 0 || it.Index > MaxIndex || it.Active != it.Index+Alpha) {
+			return fmt.Errorf("%w: membership item %d: index %d active %d", ErrBadValue, k, it.Index, it.Active)
+		}
+		if len(it.Members) == 0 || len(it.Members) > 64 {
+			return fmt.Errorf("%w: membership item %d: %d members", ErrBadValue, k, len(it.Members))
+		}
+		for j, m := range it.Members {
+			if j > 0 && m.ID <= it.Members[j-1].ID {
+				return fmt.Errorf("%w: membership item %d: member ids not ascending", ErrBadValue, k)
+			}
+			ids[m.ID] = true
+		}
+	}
+	if len(ids) > 64 {
+		return fmt.Errorf("%w: membership history names %d node ids, at most 64", ErrBadValue, len(ids))
+	}
+	return nil
 }

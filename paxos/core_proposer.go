@@ -215,7 +215,10 @@ const maxResendShift = 3
 // from the voters, so the next instances ask a spare instead.
 func (c *core) retransmitAccepts() {
 	per := make(map[uint32][]Entry)
-	for i := c.chosen + 1; i < c.next; i++ {
+	// Instances are proposed only up to the horizon (proposeDeferred,
+	// window), while next may lie far beyond it after phase 1 (a promiser
+	// far ahead): do not walk that range.
+	for i := c.chosen + 1; i < c.next && i <= c.horizon(); i++ {
 		in := c.log[i]
 		if in == nil || !in.proposed || in.chosen || c.tick-in.sentTick < int64(c.cfg.RetransmitTicks)<<min(in.resends, maxResendShift) {
 			continue

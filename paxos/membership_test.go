@@ -163,14 +163,14 @@ func TestSimRemovedNodeStopsVoting(t *testing.T) {
 	}
 	// It votes in no instance the new members govern...
 	j := removed.Active + 1000
-	on.core.step(Message{Type: MsgAccept, From: s.leaderID(), To: old, Ballot: Ballot{Round: 1 << 40, Node: s.leaderID()}, Entries: []Entry{{Index: j, Value: []byte("x")}}})
+	on.core.step(Message{Type: MsgAccept, From: s.leaderID(), To: old, Ballot: Ballot{Round: on.core.roundReach(), Node: s.leaderID()}, Entries: []Entry{{Index: j, Value: testValue("x")}}})
 	rd := on.core.ready()
 	for _, m := range rd.Messages {
 		if m.Type == MsgAccepted && slices.Contains(m.Indexes, j) {
 			s.fatalf("removed node accepted instance %d", j)
 		}
 	}
-	on.core.step(Message{Type: MsgPrepare, From: s.leaderID(), To: old, Ballot: Ballot{Round: 1 << 41, Node: s.leaderID()}, Index: j})
+	on.core.step(Message{Type: MsgPrepare, From: s.leaderID(), To: old, Ballot: Ballot{Round: on.core.roundReach(), Node: s.leaderID()}, Index: j})
 	rd = on.core.ready()
 	for _, m := range rd.Messages {
 		if m.Type == MsgPromise && !m.Reject {

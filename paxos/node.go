@@ -62,6 +62,8 @@ type Node struct {
 	snapSaving   bool          // applier goroutine: a background save is out (snapsave.go)
 	snapDone     chan snapSave // its outcome
 
+	dropLog dropLogger // run loop: rate-limited log of dropped messages
+
 	meta     metaStore
 	members  atomic.Pointer[history] // published copy of the core's
 	chosenAt atomic.Uint64           // core's chosen index, for Membership
@@ -152,6 +154,12 @@ func Start(cfg Config, sm StateMachine, opts ...Option) (*Node, error) {
 		return nil, err
 	}
 	n.core = core
+	if core.stuckPromise {
+		n.log.Error("paxos: the wal holds a promise above the highest valid round (written by a forged message before peer input was checked); "+
+			"this node keeps it, as Paxos requires, so it will never vote or lead again, but it learns and applies the log. "+
+			"To make it a voter again, remove it from the membership and add it back with an empty data directory.",
+			"promised_round", st.HardState().Promised.Round, "promised_node", st.HardState().Promised.Node, "max_round", MaxRound)
+	}
 	n.applied.Store(n.app.applied)
 	if hs := st.HardState(); hs.Snapshot != nil {
 		n.addCheckpoint(hs.Applied, hs.Snapshot)
@@ -177,6 +185,12 @@ func Start(cfg Config, sm StateMachine, opts ...Option) (*Node, error) {
 // restore rebuilds the applier and the core from durable state.
 func restore(st Storage, app *applier, cc coreConfig) (*core, error) {
 	hs := st.HardState()
+	if hs.Chosen > MaxIndex || hs.Applied > MaxIndex {
+		// Only a forged Snapshot (before peer input was checked) gets
+		// here; every index above would wrap. No safe way to go on.
+		return nil, fmt.Errorf("%w: corrupt hard state: chosen index %d, applied %d above the maximum %d (a forged snapshot?)",
+			ErrStorage, hs.Chosen, hs.Applied, MaxIndex)
+	}
 	if err := app.restore(hs.Applied, hs.Snapshot); err != nil {
 		return nil, fmt.Errorf("restore snapshot at %d: %w", hs.Applied, err)
 	}
@@ -191,6 +205,9 @@ func restore(st Storage, app *applier, cc coreConfig) (*core, error) {
 			break
 		}
 		acc = append(acc, as...)
+		if as[len(as)-1].Index >= last {
+			break // also: Index+1 would wrap at the uint64 limit
+		}
 		from = as[len(as)-1].Index + 1
 	}
 	return newCore(cc, hs, acc, st), nil
@@ -470,6 +487,9 @@ func (n *Node) publishCore() {
 	n.status.ValuesProposed, n.status.CommandsProposed, n.status.BytesProposed = c.valuesProposed, c.cmdsProposed, c.bytesProposed
 	n.status.Ballot, n.status.BallotNode = c.promised.Round, c.promised.Node
 	n.status.Chosen, n.status.Pending = c.chosen, len(c.pending)
+	n.status.Dropped = c.dropped
+	n.status.BallotExhausted, n.status.StuckPromise = c.exhausted || c.stuckPromise, c.stuckPromise
+	n.dropLog.maybeLog(n.log, c, time.Now())
 	n.chosenAt.Store(c.chosen)
 	n.leading.Store(c.role == leader)
 }

@@ -13,7 +13,7 @@ func TestRepeatedAcceptIsNotSavedAgain(t *testing.T) {
 	n := newThriftyNet(t, 1, 2, 3)
 	f := n.cores[2]
 	b := Ballot{Round: 1, Node: 1}
-	acc := Message{Type: MsgAccept, From: 1, To: 2, Ballot: b, Entries: []Entry{{Index: 1, Ballot: b, Value: []byte("v")}}}
+	acc := Message{Type: MsgAccept, From: 1, To: 2, Ballot: b, Entries: []Entry{{Index: 1, Ballot: b, Value: testValue("v")}}}
 	saved := func() []wal.Update {
 		rd := f.ready()
 		var votes []Message
@@ -41,7 +41,7 @@ func TestRepeatedAcceptIsNotSavedAgain(t *testing.T) {
 
 	// Stored without a vote, then asked to vote: saved, synced.
 	spare := acc
-	spare.NoVote, spare.Entries = true, []Entry{{Index: 2, Ballot: b, Value: []byte("w")}}
+	spare.NoVote, spare.Entries = true, []Entry{{Index: 2, Ballot: b, Value: testValue("w")}}
 	f.step(spare)
 	if rd := f.ready(); len(rd.Update.Accepted) != 1 || !rd.Update.NoSync {
 		t.Fatalf("NoVote Accept: update %+v; want the value stored without a sync", rd.Update)

@@ -104,7 +104,7 @@ func (s *MemoryStorage) Range(from, to uint64, maxBytes int) ([]wal.Accepted, er
 	var out []wal.Accepted
 	size := 0
 	to = min(to, s.last)
-	if len(s.log) < int(to-from+1) && to >= from {
+	if to >= from && to-from >= uint64(len(s.log)) { // (no int conversion: to-from+1 may wrap)
 		// Sparse: walk the keys.
 		keys := make([]uint64, 0, len(s.log))
 		for k := range s.log {

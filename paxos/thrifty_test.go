@@ -191,7 +191,7 @@ func TestEmptyAcceptAnsweredOncePerTick(t *testing.T) {
 	if k := answers(); k != 1 {
 		t.Fatalf("an empty Accept in the next tick: %d answers, want 1", k)
 	}
-	f.step(Message{Type: MsgAccept, From: 1, To: 2, Ballot: b, Entries: []Entry{{Index: 1, Ballot: b, Value: []byte("x")}}})
+	f.step(Message{Type: MsgAccept, From: 1, To: 2, Ballot: b, Entries: []Entry{{Index: 1, Ballot: b, Value: testValue("x")}}})
 	if k := answers(); k != 1 {
 		t.Fatalf("an Accept with entries: %d answers, want 1 (a vote is always answered)", k)
 	}
