@@ -124,6 +124,23 @@ func TestClusterStatusCommand(t *testing.T) {
 	if !found {
 		t.Fatalf("node %d /metrics has no phxgo_build_info{version=%q} 1", master, ver)
 	}
+	// `binlogd status -json` of one node: the README's keys, numbers as numbers.
+	one, err := exec.CommandContext(ctx, filepath.Join(binDir, "binlogd"), "status", "-addr", addr[master], "-config", cfg, "-json").Output()
+	if err != nil {
+		t.Fatalf("status -json: %v\n%s", err, one)
+	}
+	var node map[string]any
+	if err := json.Unmarshal(one, &node); err != nil {
+		t.Fatalf("status -json: %v\n%s", err, one)
+	}
+	for _, k := range []string{"node_id", "epoch", "chosen_index", "first_index", "log_bytes", "lag_transactions", "lag_seconds", "lease_remaining_seconds"} {
+		if _, ok := node[k].(float64); !ok {
+			t.Fatalf("status -json: %q is %#v, want a number\n%s", k, node[k], one)
+		}
+	}
+	if node["role"] != "master" || node["reseed_needed"] != false || node["version"] != ver {
+		t.Fatalf("status -json of the master:\n%s", one)
+	}
 	text, code, took := run(addr[master], false)
 	t.Logf("healthy (exit %d, %v):\n%s", code, took.Round(time.Millisecond), text)
 	if code != 0 || !strings.Contains(text, "cluster healthy: master "+fmt.Sprint(master)) {
