@@ -194,6 +194,10 @@ func (i *Instance) Start(ctx context.Context) error {
 	// Own process group: a Ctrl-C to the parent must not reach mariadbd
 	// before binlogd decides how to stop it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// mariadbd speaks sd_notify itself ("Taking your SQL requests
+	// now..."); under binlogd's Type=notify unit that would tell systemd
+	// the node is ready before binlogd knows it is.
+	cmd.Env = withoutEnv(os.Environ(), "NOTIFY_SOCKET")
 	if err := cmd.Start(); err != nil {
 		i.mu.Unlock()
 		return fmt.Errorf("mysqld: start %s: %w", bin, err)
@@ -351,3 +355,14 @@ func (i *Instance) DB(db string) (*sql.DB, error) { return i.open(db) }
 // TmpDir is the server's private tmpdir: other programs cleaning /tmp must
 // not delete the server's temporary tables.
 func (i *Instance) TmpDir() string { return filepath.Join(i.opts.Dir, "tmp") }
+
+// withoutEnv returns env without the variable named key.
+func withoutEnv(env []string, key string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, key+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
