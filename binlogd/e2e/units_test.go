@@ -13,6 +13,7 @@ import (
 
 	"phxgo/binlogd/localcluster"
 	"phxgo/binlogd/mysqld"
+	"phxgo/jepsen/sdunit"
 )
 
 // unitFile is the binlogd unit as shipped.
@@ -28,32 +29,32 @@ func unitFile(t *testing.T, name string) string {
 // TestBinlogdUnitDeclaresTheStopPromise checks the lines that keep the
 // data promise and the hardening, without running anything.
 func TestBinlogdUnitDeclaresTheStopPromise(t *testing.T) {
-	u, err := parseUnit(unitFile(t, "phxgo-binlogd@.service"), "node1", nil)
+	u, err := sdunit.Parse(unitFile(t, "phxgo-binlogd@.service"), "node1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// control-group and process would both let systemd SIGTERM mariadbd
 	// (at once, or as a leftover); none would leave it running unsupervised.
-	if u.killMode != "mixed" || !u.sendSIGKILL {
-		t.Errorf("KillMode=%s SendSIGKILL=%v: a stop or a binlogd crash could SIGTERM mariadbd", u.killMode, u.sendSIGKILL)
+	if u.KillMode != "mixed" || !u.SendSIGKILL {
+		t.Errorf("KillMode=%s SendSIGKILL=%v: a stop or a binlogd crash could SIGTERM mariadbd", u.KillMode, u.SendSIGKILL)
 	}
-	if u.typ != "notify" || u.notifyAccess != "main" {
-		t.Errorf("Type=%s NotifyAccess=%s: systemd would call the node started before it serves", u.typ, u.notifyAccess)
+	if u.Type != "notify" || u.NotifyAccess != "main" {
+		t.Errorf("Type=%s NotifyAccess=%s: systemd would call the node started before it serves", u.Type, u.NotifyAccess)
 	}
-	if u.user == "" || u.user == "root" {
-		t.Errorf("User=%q: the node must not run as root", u.user)
+	if u.User == "" || u.User == "root" {
+		t.Errorf("User=%q: the node must not run as root", u.User)
 	}
 	for _, k := range []string{"NoNewPrivileges", "ProtectSystem", "ReadWritePaths", "ProtectHome", "PrivateTmp", "CapabilityBoundingSet", "RestrictSUIDSGID"} {
-		if len(u.raw[k]) == 0 {
+		if len(u.Raw[k]) == 0 {
 			t.Errorf("hardening directive %s missing", k)
 		}
 	}
-	m, err := parseUnit(unitFile(t, "phxgo-mariadb@.service"), "node1", nil)
+	m, err := sdunit.Parse(unitFile(t, "phxgo-mariadb@.service"), "node1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.killMode == "control-group" || m.killMode == "process" && m.killSignal != 9 {
-		t.Errorf("mariadb unit: KillMode=%s KillSignal=%v would SIGTERM a mariadbd that stop-mysql left running", m.killMode, m.killSignal)
+	if m.KillMode == "control-group" || m.KillMode == "process" && m.KillSignal != 9 {
+		t.Errorf("mariadb unit: KillMode=%s KillSignal=%v would SIGTERM a mariadbd that stop-mysql left running", m.KillMode, m.KillSignal)
 	}
 }
 
@@ -68,15 +69,15 @@ func TestUnitsRollingRestartKeepsNodesSafe(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a real cluster")
 	}
-	if os.Geteuid() != 0 || cgroupV2() == "" {
+	if os.Geteuid() != 0 || sdunit.CgroupV2() == "" {
 		t.Skip("needs root and a cgroup v2 mount to stand in for systemd")
 	}
-	u0, err := parseUnit(unitFile(t, "phxgo-binlogd@.service"), "node1", nil)
+	u0, err := sdunit.Parse(unitFile(t, "phxgo-binlogd@.service"), "node1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := user.Lookup(u0.user); err != nil {
-		t.Skipf("unit user %q does not exist here (installed with mariadb-server)", u0.user)
+	if _, err := user.Lookup(u0.User); err != nil {
+		t.Skipf("unit user %q does not exist here (installed with mariadb-server)", u0.User)
 	}
 	spec := localcluster.Spec{BinDir: binDir, Nodes: 3, LeaseDuration: failoverLease, Dir: t.TempDir(),
 		BasePort: localcluster.FreeBasePort(4)}
@@ -86,7 +87,7 @@ func TestUnitsRollingRestartKeepsNodesSafe(t *testing.T) {
 	// The units read /etc/phxgo/<node>/ and run /usr/local/bin/*; here
 	// both live in the test's directories, owned by the unit's user as an
 	// operator would install them.
-	if out, err := exec.Command("chown", "-R", u0.user+":", spec.Dir).CombinedOutput(); err != nil {
+	if out, err := exec.Command("chown", "-R", u0.User+":", spec.Dir).CombinedOutput(); err != nil {
 		t.Fatalf("chown: %v %s", err, out)
 	}
 	if err := makeTraversable(spec.Dir); err != nil {
@@ -96,8 +97,8 @@ func TestUnitsRollingRestartKeepsNodesSafe(t *testing.T) {
 		t.Fatal(err)
 	}
 	subst := map[string]string{"/usr/local/bin/": binDir + "/", "/etc/phxgo/": spec.Dir + "/"}
-	unitOf := func(id uint32) *unit {
-		u, err := parseUnit(unitFile(t, "phxgo-binlogd@.service"), "node"+itoa(id), subst)
+	unitOf := func(id uint32) *sdunit.Unit {
+		u, err := sdunit.Parse(unitFile(t, "phxgo-binlogd@.service"), "node"+itoa(id), subst)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -105,10 +106,10 @@ func TestUnitsRollingRestartKeepsNodesSafe(t *testing.T) {
 	}
 	logOf := func(id uint32) string { return filepath.Join(spec.NodeDir(int(id)), "binlogd.log") }
 
-	services := map[uint32]*service{}
+	services := map[uint32]*sdunit.Service{}
 	var mu sync.Mutex
 	start := func(id uint32) error {
-		s, err := startService(t, unitOf(id), logOf(id))
+		s, err := sdunit.Start(context.Background(), unitOf(id), logOf(id), t.Logf)
 		if err != nil {
 			return err
 		}
@@ -138,7 +139,7 @@ func TestUnitsRollingRestartKeepsNodesSafe(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
 		for _, s := range services {
-			_, _ = s.stop(ctx)
+			_, _ = s.Stop(ctx)
 		}
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
@@ -165,9 +166,9 @@ func TestUnitsRollingRestartKeepsNodesSafe(t *testing.T) {
 		var sigtermed []int
 		var err error
 		if how == "crash" {
-			sigtermed, err = services[id].crash(ctx)
+			sigtermed, err = services[id].Crash(ctx)
 		} else {
-			sigtermed, err = services[id].stop(ctx)
+			sigtermed, err = services[id].Stop(ctx)
 		}
 		if err != nil {
 			t.Fatalf("node %d %s: %v", id, how, err)

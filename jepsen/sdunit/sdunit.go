@@ -1,4 +1,4 @@
-package e2e
+package sdunit
 
 import (
 	"bufio"
@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"testing"
 	"time"
 )
 
@@ -25,34 +24,39 @@ import (
 // machines, and a test that only read the unit file could not show what
 // its lines do to a node.
 
-// unit is the [Service] part of a unit file, specifiers resolved.
-type unit struct {
-	name                      string
-	typ                       string
-	user                      string
-	execStartPre, execStop    [][]string
-	execStart                 []string
-	killMode                  string
-	killSignal                syscall.Signal
-	timeoutStart, timeoutStop time.Duration
-	sendSIGKILL               bool
-	notifyAccess              string
-	raw                       map[string][]string // every [Service] key, for tests of hardening lines
+// Unit is the [Service] part of a unit file, specifiers resolved.
+type Unit struct {
+	Name                      string
+	Type                      string
+	User                      string
+	ExecStartPre, ExecStop    [][]string
+	ExecStart                 []string
+	KillMode                  string
+	KillSignal                syscall.Signal
+	TimeoutStart, TimeoutStop time.Duration
+	SendSIGKILL               bool
+	NotifyAccess              string
+	Raw                       map[string][]string // every [Service] key, for tests of hardening lines
+	// Prefix, when set, is put before every command line, e.g. nsenter
+	// into a test host's network namespace with the unit's user
+	// ("nsenter --net=/run/netns/h1 -S 102 -G 105 --"); the unit's User=
+	// is then the prefix's business.
+	Prefix []string
 }
 
 var signalsByName = map[string]syscall.Signal{"SIGTERM": syscall.SIGTERM, "SIGINT": syscall.SIGINT, "SIGKILL": syscall.SIGKILL, "SIGQUIT": syscall.SIGQUIT}
 
-// parseUnit reads path for instance %i, rewriting the paths in subst
+// Parse reads path for instance %i, rewriting the paths in subst
 // (e.g. /usr/local/bin/ to the test's binaries) in command lines.
-func parseUnit(path, instance string, subst map[string]string) (*unit, error) {
+func Parse(path, instance string, subst map[string]string) (*Unit, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	u := &unit{name: filepath.Base(path) + ":" + instance, typ: "simple", killMode: "control-group",
-		killSignal: syscall.SIGTERM, timeoutStart: 90 * time.Second, timeoutStop: 90 * time.Second,
-		sendSIGKILL: true, raw: map[string][]string{}}
+	u := &Unit{Name: filepath.Base(path) + ":" + instance, Type: "simple", KillMode: "control-group",
+		KillSignal: syscall.SIGTERM, TimeoutStart: 90 * time.Second, TimeoutStop: 90 * time.Second,
+		SendSIGKILL: true, Raw: map[string][]string{}}
 	section := ""
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
@@ -72,7 +76,7 @@ func parseUnit(path, instance string, subst map[string]string) (*unit, error) {
 			return nil, fmt.Errorf("%s: bad line %q", path, line)
 		}
 		v = strings.ReplaceAll(v, "%i", instance)
-		u.raw[k] = append(u.raw[k], v)
+		u.Raw[k] = append(u.Raw[k], v)
 		cmd := func() []string {
 			for from, to := range subst {
 				v = strings.ReplaceAll(v, from, to)
@@ -81,27 +85,27 @@ func parseUnit(path, instance string, subst map[string]string) (*unit, error) {
 		}
 		switch k {
 		case "Type":
-			u.typ = v
+			u.Type = v
 		case "User":
-			u.user = v
+			u.User = v
 		case "ExecStartPre":
-			u.execStartPre = append(u.execStartPre, cmd())
+			u.ExecStartPre = append(u.ExecStartPre, cmd())
 		case "ExecStart":
-			u.execStart = cmd()
+			u.ExecStart = cmd()
 		case "ExecStop":
-			u.execStop = append(u.execStop, cmd())
+			u.ExecStop = append(u.ExecStop, cmd())
 		case "KillMode":
-			u.killMode = v
+			u.KillMode = v
 		case "KillSignal":
 			s, ok := signalsByName[v]
 			if !ok {
 				return nil, fmt.Errorf("%s: KillSignal=%s unknown to the test", path, v)
 			}
-			u.killSignal = s
+			u.KillSignal = s
 		case "SendSIGKILL":
-			u.sendSIGKILL = v == "yes" || v == "true"
+			u.SendSIGKILL = v == "yes" || v == "true"
 		case "NotifyAccess":
-			u.notifyAccess = v
+			u.NotifyAccess = v
 		case "TimeoutStartSec", "TimeoutStopSec":
 			d := 24 * time.Hour
 			if v != "infinity" {
@@ -114,32 +118,32 @@ func parseUnit(path, instance string, subst map[string]string) (*unit, error) {
 				}
 			}
 			if k == "TimeoutStartSec" {
-				u.timeoutStart = d
+				u.TimeoutStart = d
 			} else {
-				u.timeoutStop = d
+				u.TimeoutStop = d
 			}
 		}
 	}
-	if len(u.execStart) == 0 {
+	if len(u.ExecStart) == 0 {
 		return nil, fmt.Errorf("%s: no ExecStart", path)
 	}
 	return u, sc.Err()
 }
 
-// service is a running unit.
-type service struct {
-	u      *unit
+// Service is a running unit.
+type Service struct {
+	u      *Unit
 	cgroup string // cgroup v2 directory holding every process of the service
 	main   *exec.Cmd
 	exited chan struct{}
-	logf   *os.File
+	out    *os.File // the service's stdout and stderr (its journal)
 }
 
 const cgroupRoot = "/sys/fs/cgroup/unified"
 
-// cgroupV2 returns where cgroup v2 is mounted, or "" when the test cannot
+// CgroupV2 returns where cgroup v2 is mounted, or "" when the test cannot
 // use one.
-func cgroupV2() string {
+func CgroupV2() string {
 	for _, p := range []string{cgroupRoot, "/sys/fs/cgroup"} {
 		if _, err := os.Stat(filepath.Join(p, "cgroup.procs")); err == nil {
 			if _, err := os.Stat(filepath.Join(p, "cgroup.controllers")); err == nil || p == cgroupRoot {
@@ -151,13 +155,13 @@ func cgroupV2() string {
 }
 
 // credential runs a command as the unit's User=.
-func (u *unit) credential() (*syscall.Credential, error) {
-	if u.user == "" || u.user == "root" {
+func (u *Unit) credential() (*syscall.Credential, error) {
+	if u.User == "" || u.User == "root" {
 		return nil, nil
 	}
-	usr, err := user.Lookup(u.user)
+	usr, err := user.Lookup(u.User)
 	if err != nil {
-		return nil, fmt.Errorf("%s: User=%s: %w", u.name, u.user, err)
+		return nil, fmt.Errorf("%s: User=%s: %w", u.Name, u.User, err)
 	}
 	uid, _ := strconv.Atoi(usr.Uid)
 	gid, _ := strconv.Atoi(usr.Gid)
@@ -165,10 +169,15 @@ func (u *unit) credential() (*syscall.Credential, error) {
 }
 
 // command prepares argv inside the service's cgroup, as its user.
-func (s *service) command(argv []string, env ...string) (*exec.Cmd, error) {
-	cred, err := s.u.credential()
-	if err != nil {
-		return nil, err
+func (s *Service) command(argv []string, env ...string) (*exec.Cmd, error) {
+	var cred *syscall.Credential
+	if len(s.u.Prefix) > 0 {
+		argv = append(append([]string(nil), s.u.Prefix...), argv...)
+	} else {
+		var err error
+		if cred, err = s.u.credential(); err != nil {
+			return nil, err
+		}
 	}
 	cg, err := os.Open(s.cgroup)
 	if err != nil {
@@ -176,44 +185,51 @@ func (s *service) command(argv []string, env ...string) (*exec.Cmd, error) {
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = s.logf, s.logf
+	cmd.Stdout, cmd.Stderr = s.out, s.out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: cred, UseCgroupFD: true, CgroupFD: int(cg.Fd())}
 	// The descriptor must live until the child is started.
 	go func() { time.Sleep(10 * time.Second); cg.Close() }()
 	return cmd, nil
 }
 
-// startService runs ExecStartPre lines (each must succeed), then
+// Start runs ExecStartPre lines (each must succeed), then
 // ExecStart, and with Type=notify waits for READY=1 from the main process
 // as systemd does before it calls the unit started.
-func startService(t *testing.T, u *unit, logPath string) (*service, error) {
-	t.Helper()
-	root := cgroupV2()
+func Start(ctx context.Context, u *Unit, logPath string, logf func(format string, args ...any)) (*Service, error) {
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	root := CgroupV2()
 	if root == "" {
 		return nil, fmt.Errorf("no cgroup v2 mount")
 	}
-	cg := filepath.Join(root, fmt.Sprintf("phxgo-test-%s-%d", strings.NewReplacer("@", "_", ":", "_", ".", "_").Replace(u.name), time.Now().UnixNano()))
+	cg := filepath.Join(root, fmt.Sprintf("phxgo-test-%s-%d", strings.NewReplacer("@", "_", ":", "_", ".", "_").Replace(u.Name), time.Now().UnixNano()))
 	if err := os.Mkdir(cg, 0o755); err != nil {
 		return nil, err
 	}
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	out, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	s := &service{u: u, cgroup: cg, logf: logf, exited: make(chan struct{})}
-	for _, argv := range u.execStartPre {
+	s := &Service{u: u, cgroup: cg, out: out, exited: make(chan struct{})}
+	for _, argv := range u.ExecStartPre {
 		cmd, err := s.command(argv)
 		if err != nil {
 			return nil, err
 		}
 		if err := cmd.Run(); err != nil {
-			return nil, fmt.Errorf("%s: ExecStartPre %v: %w (see %s)", u.name, argv, err, logPath)
+			return nil, fmt.Errorf("%s: ExecStartPre %v: %w (see %s)", u.Name, argv, err, logPath)
 		}
 	}
 	var env []string
 	var sock *net.UnixConn
-	if u.typ == "notify" {
-		path := filepath.Join(t.TempDir(), "notify.sock")
+	if u.Type == "notify" {
+		dir, err := os.MkdirTemp("", "sdunit-notify-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		path := filepath.Join(dir, "notify.sock")
 		if sock, err = net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"}); err != nil {
 			return nil, err
 		}
@@ -223,13 +239,13 @@ func startService(t *testing.T, u *unit, logPath string) (*service, error) {
 		if raw, err := sock.SyscallConn(); err == nil {
 			_ = raw.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_PASSCRED, 1) })
 		}
-		if u.user != "" {
+		if u.User != "" {
 			_ = os.Chmod(path, 0o777)
 			_ = os.Chmod(filepath.Dir(path), 0o755)
 		}
 		env = append(env, "NOTIFY_SOCKET="+path)
 	}
-	cmd, err := s.command(u.execStart, env...)
+	cmd, err := s.command(u.ExecStart, env...)
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +257,7 @@ func startService(t *testing.T, u *unit, logPath string) (*service, error) {
 	if sock == nil {
 		return s, nil
 	}
-	deadline := time.Now().Add(u.timeoutStart)
+	deadline := time.Now().Add(u.TimeoutStart)
 	buf := make([]byte, 4096)
 	oob := make([]byte, syscall.CmsgSpace(syscall.SizeofUcred))
 	for {
@@ -249,20 +265,20 @@ func startService(t *testing.T, u *unit, logPath string) (*service, error) {
 		k, oobn, _, _, err := sock.ReadMsgUnix(buf, oob)
 		if err == nil && strings.Contains("\n"+string(buf[:k]), "\nREADY=1\n") {
 			from := senderPid(oob[:oobn])
-			if u.notifyAccess != "all" && from != cmd.Process.Pid {
-				t.Logf("%s: READY from pid %d, not the main process %d: ignored (NotifyAccess=%s)", u.name, from, cmd.Process.Pid, u.notifyAccess)
+			if u.NotifyAccess != "all" && from != cmd.Process.Pid {
+				logf("%s: READY from pid %d, not the main process %d: ignored (NotifyAccess=%s)", u.Name, from, cmd.Process.Pid, u.NotifyAccess)
 				continue
 			}
-			t.Logf("%s: READY (%s)", u.name, strings.ReplaceAll(strings.TrimSpace(string(buf[:k])), "\n", "; "))
+			logf("%s: READY (%s)", u.Name, strings.ReplaceAll(strings.TrimSpace(string(buf[:k])), "\n", "; "))
 			return s, nil
 		}
 		select {
 		case <-s.exited:
-			return nil, fmt.Errorf("%s: main process exited before READY=1 (see %s)", u.name, logPath)
+			return nil, fmt.Errorf("%s: main process exited before READY=1 (see %s)", u.Name, logPath)
 		default:
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("%s: no READY=1 within TimeoutStartSec=%v", u.name, u.timeoutStart)
+			return nil, fmt.Errorf("%s: no READY=1 within TimeoutStartSec=%v", u.Name, u.TimeoutStart)
 		}
 	}
 }
@@ -281,8 +297,8 @@ func senderPid(oob []byte) int {
 	return 0
 }
 
-// procs lists the pids in the service's cgroup.
-func (s *service) procs() []int {
+// Procs lists the pids in the service's cgroup.
+func (s *Service) Procs() []int {
 	b, _ := os.ReadFile(filepath.Join(s.cgroup, "cgroup.procs"))
 	var out []int
 	for _, f := range strings.Fields(string(b)) {
@@ -293,48 +309,48 @@ func (s *service) procs() []int {
 	return out
 }
 
-// stop does what `systemctl stop` does: ExecStop lines with $MAINPID,
+// Stop does what `systemctl stop` does: ExecStop lines with $MAINPID,
 // then the unit's KillSignal to the main process only (mixed, process) or
 // to every process (control-group), up to TimeoutStopSec for the main
 // process to exit, then SIGKILL to whatever is left in the cgroup
 // (control-group, mixed). It returns the signals each leftover got, so a
 // test can assert that no mariadbd was ever sent SIGTERM.
-func (s *service) stop(ctx context.Context) (sigtermed []int, err error) {
-	defer s.logf.Close()
+func (s *Service) Stop(ctx context.Context) (sigtermed []int, err error) {
+	defer s.out.Close()
 	pid := s.main.Process.Pid
-	for _, argv := range s.u.execStop {
+	for _, argv := range s.u.ExecStop {
 		cmd, err := s.command(argv, "MAINPID="+strconv.Itoa(pid))
 		if err != nil {
 			return nil, err
 		}
 		_ = cmd.Run()
 	}
-	switch s.u.killMode {
+	switch s.u.KillMode {
 	case "control-group":
-		for _, p := range s.procs() {
-			_ = syscall.Kill(p, s.u.killSignal)
+		for _, p := range s.Procs() {
+			_ = syscall.Kill(p, s.u.KillSignal)
 			if p != pid {
 				sigtermed = append(sigtermed, p)
 			}
 		}
 	case "mixed", "process":
-		_ = syscall.Kill(pid, s.u.killSignal)
+		_ = syscall.Kill(pid, s.u.KillSignal)
 	case "none":
 	default:
-		return nil, fmt.Errorf("KillMode=%s unknown to the test", s.u.killMode)
+		return nil, fmt.Errorf("KillMode=%s unknown to the test", s.u.KillMode)
 	}
 	select {
 	case <-s.exited:
-	case <-time.After(s.u.timeoutStop):
+	case <-time.After(s.u.TimeoutStop):
 	case <-ctx.Done():
 		return sigtermed, ctx.Err()
 	}
-	if s.u.sendSIGKILL && (s.u.killMode == "control-group" || s.u.killMode == "mixed") {
-		for _, p := range s.procs() {
+	if s.u.SendSIGKILL && (s.u.KillMode == "control-group" || s.u.KillMode == "mixed") {
+		for _, p := range s.Procs() {
 			_ = syscall.Kill(p, syscall.SIGKILL)
 		}
 	}
-	for len(s.procs()) > 0 {
+	for len(s.Procs()) > 0 {
 		select {
 		case <-ctx.Done():
 			return sigtermed, ctx.Err()
@@ -353,10 +369,10 @@ func (s *service) stop(ctx context.Context) (sigtermed []int, err error) {
 	}
 }
 
-// kill is a crash of the main process (kill -9), after which systemd
+// Crash is a crash of the main process (kill -9), after which systemd
 // cleans up the rest of the cgroup as a stop would.
-func (s *service) crash(ctx context.Context) ([]int, error) {
+func (s *Service) Crash(ctx context.Context) ([]int, error) {
 	_ = s.main.Process.Signal(syscall.SIGKILL)
 	<-s.exited
-	return s.stop(ctx)
+	return s.Stop(ctx)
 }
