@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"phxgo/binlogd/config"
+	"phxgo/binlogd/sdnotify"
 	"phxgo/binlogd/mtls"
 	"phxgo/binlogd/version"
 	pb "phxgo/proto"
@@ -203,11 +204,15 @@ func run(args []string) error {
 		hs = &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 5 * time.Second}
 		go func() { errc <- hs.Serve(ln) }()
 	}
+	// Every port is bound: a Type=notify unit is started now.
+	sd := sdnotify.FromEnv()
+	_ = sd.Ready("listening on " + *listen)
 	select {
 	case <-ctx.Done():
 		err = nil
 	case err = <-errc:
 	}
+	_ = sd.Stopping("stopping")
 	if hs != nil {
 		_ = hs.Close()
 	}
