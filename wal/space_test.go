@@ -95,3 +95,14 @@ func TestDiskFullFailsCleanly(t *testing.T) {
 		t.Fatalf("after freeing space: promised %d, last %d; want %d", hs.Promised.Round, l.LastIndex(), acked)
 	}
 }
+
+// BenchmarkCheckSpace: what the free-space guard adds to each group
+// written (a group's frame of 4 KiB; one statfs per MiB or second).
+func BenchmarkCheckSpace(b *testing.B) {
+	l := &Log{dir: b.TempDir(), opts: Options{MinFreeBytes: 1}}
+	for b.Loop() {
+		if err := l.checkSpace(4 << 10); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
