@@ -309,10 +309,11 @@ func TestLegacyDatadirRepaired(t *testing.T) {
 	if err := os.MkdirAll(inst.TmpDir(), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(cnf, []byte("[mysqld]\ndatadir="+inst.DataDir()+"\nuser=root\n"), 0o644); err != nil {
+	me := AdminUser() // the OS user: root, or (run as another user) the adoptLegacyAdmin path
+	if err := os.WriteFile(cnf, []byte("[mysqld]\ndatadir="+inst.DataDir()+"\nuser="+me+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.CommandContext(ctx, "mariadb-install-db", "--defaults-file="+cnf, "--user=root",
+	out, err := exec.CommandContext(ctx, "mariadb-install-db", "--defaults-file="+cnf, "--user="+me,
 		"--auth-root-authentication-method=normal", "--skip-test-db").CombinedOutput()
 	if err != nil {
 		t.Fatalf("legacy install-db: %v\n%s", err, out)
