@@ -126,11 +126,19 @@ func TestMutualTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sctx, scancel := short()
-	_, err = c3.Status(sctx, &pb.StatusRequest{})
-	scancel()
-	if err == nil || !strings.Contains(err.Error(), "certificate signed by unknown authority") {
-		t.Fatalf("node 1 -> node 3 (other CA): want an unknown-authority error, got %v", err)
+	// Node 3 may still be starting (connection refused): await its
+	// listener, then the refusal.
+	for {
+		sctx, scancel := short()
+		_, err = c3.Status(sctx, &pb.StatusRequest{})
+		scancel()
+		if err != nil && strings.Contains(err.Error(), "certificate signed by unknown authority") {
+			break
+		}
+		if err == nil || !strings.Contains(err.Error(), "connection refused") || ctx.Err() != nil {
+			t.Fatalf("node 1 -> node 3 (other CA): want an unknown-authority error, got %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	// Clients with another CA's certificate (trusting either CA), and a
 	// plain client.
