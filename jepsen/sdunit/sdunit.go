@@ -42,6 +42,11 @@ type Unit struct {
 	// ("nsenter --net=/run/netns/h1 -S 102 -G 105 --"); the unit's User=
 	// is then the prefix's business.
 	Prefix []string
+	// Environment and EnvironmentFiles are the unit's Environment= lines
+	// and EnvironmentFile= paths ("-" prefix: optional), read at Start and
+	// expanded in command lines as systemd does (env.go).
+	Environment      []string
+	EnvironmentFiles []string
 }
 
 var signalsByName = map[string]syscall.Signal{"SIGTERM": syscall.SIGTERM, "SIGINT": syscall.SIGINT, "SIGKILL": syscall.SIGKILL, "SIGQUIT": syscall.SIGQUIT}
@@ -77,13 +82,18 @@ func Parse(path, instance string, subst map[string]string) (*Unit, error) {
 		}
 		v = strings.ReplaceAll(v, "%i", instance)
 		u.Raw[k] = append(u.Raw[k], v)
-		cmd := func() []string {
+		substPaths := func() string {
 			for from, to := range subst {
 				v = strings.ReplaceAll(v, from, to)
 			}
-			return strings.Fields(strings.TrimLeft(v, "-+@!"))
+			return v
 		}
+		cmd := func() []string { return strings.Fields(strings.TrimLeft(substPaths(), "-+@!")) }
 		switch k {
+		case "Environment":
+			u.Environment = append(u.Environment, v)
+		case "EnvironmentFile":
+			u.EnvironmentFiles = append(u.EnvironmentFiles, substPaths())
 		case "Type":
 			u.Type = v
 		case "User":
@@ -137,6 +147,7 @@ type Service struct {
 	main   *exec.Cmd
 	exited chan struct{}
 	out    *os.File // the service's stdout and stderr (its journal)
+	env    map[string]string
 }
 
 const cgroupRoot = "/sys/fs/cgroup/unified"
@@ -171,6 +182,7 @@ func (u *Unit) credential() (*syscall.Credential, error) {
 // command prepares argv inside the service's cgroup, as its user.
 func (s *Service) command(argv []string, env ...string) (*exec.Cmd, error) {
 	var cred *syscall.Credential
+	argv = expand(argv, s.env)
 	if len(s.u.Prefix) > 0 {
 		argv = append(append([]string(nil), s.u.Prefix...), argv...)
 	} else {
@@ -184,7 +196,7 @@ func (s *Service) command(argv []string, env ...string) (*exec.Cmd, error) {
 		return nil, err
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(append(os.Environ(), envList(s.env)...), env...)
 	cmd.Stdout, cmd.Stderr = s.out, s.out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: cred, UseCgroupFD: true, CgroupFD: int(cg.Fd())}
 	// The descriptor must live until the child is started.
@@ -212,6 +224,11 @@ func Start(ctx context.Context, u *Unit, logPath string, logf func(format string
 		return nil, err
 	}
 	s := &Service{u: u, cgroup: cg, out: out, exited: make(chan struct{})}
+	if s.env, err = u.environment(); err != nil {
+		out.Close()
+		_ = os.Remove(cg)
+		return nil, err
+	}
 	for _, argv := range u.ExecStartPre {
 		cmd, err := s.command(argv)
 		if err != nil {
