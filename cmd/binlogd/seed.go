@@ -79,8 +79,9 @@ func cmdSeed(args []string) error {
 	src.User, src.Passwd, src.Timeout = *fromUser, pass, 10*time.Second
 	dumpArgs := []string{"--single-transaction", "--gtid", "--master-data=2", "--routines", "--triggers", "--events", "--hex-blob"}
 	if *fromSocket != "" {
-		src.User, src.Net, src.Addr = "root", "unix", *fromSocket
-		dumpArgs = append(dumpArgs, "--socket="+*fromSocket, "--user=root")
+		// The admin account is socket-only, named after this OS user.
+		src.User, src.Net, src.Addr = mysqld.AdminUser(), "unix", *fromSocket
+		dumpArgs = append(dumpArgs, "--socket="+*fromSocket, "--user="+mysqld.AdminUser())
 	} else {
 		host, port, err := net.SplitHostPort(*from)
 		if err != nil {
@@ -169,7 +170,7 @@ func dumpInto(ctx context.Context, dumpArgs []string, pass, socket string) (stri
 	if err != nil {
 		return "", err
 	}
-	load := exec.CommandContext(ctx, "mariadb", "--socket="+socket, "--user=root", "--binary-mode")
+	load := exec.CommandContext(ctx, "mariadb", "--socket="+socket, "--user="+mysqld.AdminUser(), "--binary-mode")
 	var loadErr strings.Builder
 	load.Stderr = &loadErr
 	in, err := load.StdinPipe()
