@@ -28,6 +28,12 @@
 // 127.0.0.1 is the harness's own address, and no rule ever touches it, so
 // clients keep reaching every node's proxy during a partition, as in Jepsen.
 //
+// Separate hosts (bridge.go): CreateBridge makes a namespace holding a
+// Linux bridge; Attach gives a host namespace a veth into it with its own
+// address on a private /24 (no route out), so hosts share one segment and
+// nothing else (each keeps its own loopback); SetPort(host, false) cuts a
+// host off like a pulled cable. jepsen/hosts runs a cluster this way.
+//
 // Cleanup: Close kills every process still in the namespace and deletes
 // it; RemoveStale deletes namespaces named <prefix><pid> whose pid is dead
 // (left by a crashed earlier run).
