@@ -122,7 +122,11 @@
 //
 // If a write, sync or apply fails, what is on disk is unknown, so the Log
 // turns sticky-failed: that group and every later call get ErrFailed.
-// Reopening recovers whatever the segments made durable.
+// Reopening recovers whatever the segments made durable. A full disk is
+// caught before it is hit (space.go): under Options.MinFreeBytes (256 MiB)
+// free, the next group fails with ErrDiskFull and the Log is failed the
+// same way, and Open refuses, because Badger writes through memory
+// mappings, where running out of space is a SIGBUS, not an error.
 //
 // # Key layout
 //
