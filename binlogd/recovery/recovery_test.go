@@ -4,6 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -83,6 +86,13 @@ func TestCutPendingCommitRollsBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log(plan)
+	// The rewritten index and the truncated file stay the server's (it
+	// runs as its own OS user and must rewrite them at the next rotation).
+	for _, f := range []string{inst.BinlogIndex(), filepath.Join(inst.DataDir(), plan.File)} {
+		if owner(t, f) != owner(t, inst.DataDir()) {
+			t.Fatalf("%s owned by uid %d after the cut, datadir by %d", f, owner(t, f), owner(t, inst.DataDir()))
+		}
+	}
 
 	if err := inst.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -105,6 +115,15 @@ func TestCutPendingCommitRollsBack(t *testing.T) {
 	if got, _ := binlog.ParseGTID(gtidPos(t, db)); got != last.GTID {
 		t.Fatalf("next GTID %v, expected reuse of %v", got, last.GTID)
 	}
+}
+
+func owner(t *testing.T, path string) uint32 {
+	t.Helper()
+	st, err := os.Lstat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Sys().(*syscall.Stat_t).Uid
 }
 
 func TestMakePlanTornAndGap(t *testing.T) {
