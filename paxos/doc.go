@@ -156,6 +156,72 @@
 // metaSnapshot/restoreMeta carry the history inside a log snapshot for
 // compacted logs.
 //
+// # Hostile input
+//
+// A peer message is input from the network, so it may come from a
+// stranger or a broken peer. Authentication (mTLS, the sender named in
+// the peer's certificate) is the transport's job; the core's is that no
+// message, however forged, panics a node, wraps an integer or gets
+// persisted out of range: one Prepare at round MaxUint64 used to be
+// promised, persisted, and then wrap the next round to 0, panicking every
+// node at every restart. The core checks each message before acting on
+// it (validateMessage in message.go, admit in core_validate.go) and drops
+// a failing one whole, counted by reason (Status.Dropped, logged at most
+// every 10 s with the latest example, droplog.go):
+//
+//   - type: one of the eight; sender: nonzero, not this node, and a node
+//     this core knows (an initial peer or a member of a configuration in
+//     its history). A node added by a change it has not learned is
+//     dropped too: it could not be answered anyway (the transport dials
+//     known members only), and the receiver's election timer then makes
+//     it probe the members it knows, whose replies carry their chosen
+//     index, so it fetches the change. Registering strangers, as before,
+//     let anyone fill the 64 peer positions;
+//   - rounds: every ballot round at most MaxRound (1<<62), so max+1
+//     never wraps; a Prepare or Accept (they make the receiver promise)
+//     at most MaxRoundStep (1<<16) above the highest round the receiver
+//     saw or promised. Beyond that it is dropped but raises the round
+//     hint by at most one step: a node that really lags catches up within
+//     a few messages, while a forger needs 2^46 messages to use up the
+//     ballot space. A node whose next round would pass MaxRound never
+//     campaigns again (Status.BallotExhausted) rather than wrap;
+//   - indexes: at most MaxIndex (1<<62) everywhere; an Accept's entries
+//     at most MaxIndexAhead (Config, 65536) above the receiver's chosen
+//     index, a Promise's above the higher of both chosen indexes (the
+//     candidate re-proposes or fills every index up to the highest one
+//     reported). A leader keeps at most Window instances in flight, so
+//     only a node lagging that far (it fetches first, then votes again)
+//     or a forger gets there; loops over index ranges walk what is held
+//     (promiseFor, retransmits up to the horizon), never the range;
+//   - sizes: values and forwarded commands at most max(BatchMaxBytes,
+//     MaxValueBytes)+64 bytes, at most max(MaxIndexAhead, 65536)
+//     entries, indexes or commands per message (a catch-up answer stops
+//     there);
+//   - formats: every value decodes (one that did not would stop every
+//     node applying it, at every restart), a snapshot's engine header
+//     decodes, a membership history decodes, is one history.apply could
+//     have built and names at most 64 node ids with what this node knows
+//     (else it is ignored: known() would panic); Prepares and Accepts
+//     carry the sender's own ballot, from round 1.
+//
+// A wal written before these checks may already hold the forged promise.
+// Lowering it is not safe: a node that saw a forged round R < MaxUint64
+// could legitimately have run round R+1 and had values chosen under it,
+// and an acceptor that forgot its promise to that ballot could accept a
+// lower ballot's different value. So such a node keeps the promise
+// (Status.StuckPromise, an error logged at start naming the round): it
+// refuses every ballot below it (its replies leave the round out, which
+// peers would drop), never campaigns, and still learns and applies the
+// log through Fetch and Learn. The others go on if they are a majority;
+// to make it a voter again, remove it and add it back with an empty
+// directory. If a majority holds such a promise, nothing more can be
+// chosen (safety holds, liveness does not); an offline tool that
+// rewrites every node's ballots order-preservingly below MaxRound would
+// be the way out, and does not exist yet. Accepted instances above
+// MaxIndex in such a wal are forged (no leader gets there) and are not
+// loaded; a chosen or applied index above MaxIndex (a forged snapshot) is
+// refused at start as corruption, naming it.
+//
 // # Invariants
 //
 //   - at most one value is chosen per index (checked by the simulation on
@@ -183,5 +249,8 @@
 // random one-at-a-time adds and removes (from 3 nodes and 2 spares);
 // TestSimCompact also truncates logs at random snapshots so lagging nodes
 // catch up through MsgSnapshot. grpc_test.go runs real
-// nodes over loopback gRPC. Values and snapshot tables are fuzzed.
+// nodes over loopback gRPC. Values and snapshot tables are fuzzed, and
+// FuzzCoreStep feeds three cores arbitrary scripts of ticks, proposals,
+// lost or delivered messages, restarts and forged messages (hostile
+// input above; hostile_test.go is its table of cases).
 package paxos
