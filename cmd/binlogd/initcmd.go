@@ -39,6 +39,7 @@ own and stays on loopback (repl_addr, 127.0.0.1:REPL_PORT).
 
 Examples:
   binlogd init -out ./phxgo-init -hosts 10.0.0.1,10.0.0.2,10.0.0.3
+  binlogd init -out ./phxgo-init -add -node 4=10.0.0.4:17011,10.0.0.4:3306,10.0.0.4:3307
   binlogd init -out ./phxgo-init \
     -node 1=db1.example:17011,db1.example:3306,db1.example:3307 \
     -node 2=db2.example:17011,db2.example:3306,db2.example:3307 \
@@ -62,6 +63,7 @@ type initOptions struct {
 	probe        bool
 	caValidity   time.Duration
 	certValidity time.Duration
+	add          bool // -add: one more node for the cluster in -out (initadd.go)
 }
 
 // nodeSpec is one node as given on the command line: its advertised
@@ -150,6 +152,7 @@ func parseInit(args []string, stderr io.Writer) (*initOptions, error) {
 	fs.DurationVar(&o.lease, "lease", 5*time.Second, "master lease duration")
 	fs.DurationVar(&o.caValidity, "ca-validity", 10*365*24*time.Hour, "validity of the new CA")
 	fs.DurationVar(&o.certValidity, "cert-validity", 3*365*24*time.Hour, "validity of the node, proxy and admin certificates")
+	fs.BoolVar(&o.add, "add", false, "add ONE node (-node ID=...) to the cluster init wrote in -out: certificates from its CA, \"join\": true, members from its node configs; writes -out/node<id>/ only")
 	fs.BoolVar(&o.probe, "probe", false, "before writing, dial each node's grpc address and refuse if something answers there (sends traffic to every node address)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -212,6 +215,9 @@ func cmdInit(args []string) error {
 
 // runInit plans, optionally probes, writes and checks.
 func runInit(o *initOptions, stdout io.Writer) error {
+	if o.add {
+		return runInitAdd(o, stdout)
+	}
 	plan, err := planInit(o)
 	if err != nil {
 		return err

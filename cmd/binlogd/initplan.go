@@ -56,7 +56,7 @@ const (
 // it advertises one (several nodes on one machine), with ports counted up
 // for nodes that share a host.
 func planInit(o *initOptions) (*initPlan, error) {
-	if len(o.nodes)%2 == 0 {
+	if len(o.nodes)%2 == 0 && !o.add { // a joining node makes any count
 		return nil, usageErr{fmt.Errorf("init: %d nodes: use an odd number (an even one tolerates no more failures and splits votes)", len(o.nodes))}
 	}
 	p := &initPlan{}
