@@ -62,6 +62,9 @@ func cmdWALRepair(args []string) error {
 	}
 	if *at < 0 {
 		printReseed(cfg, dir)
+		if first.Applied {
+			return errors.New("damage found under what Badger holds; nothing changed: reseed the node")
+		}
 		fmt.Printf("\nLast resort, only when reseeding is impossible (e.g. the other members cannot form a majority without this node):\n"+
 			"  binlogd wal-repair -config %s -segment %d -truncate-at-offset %d -yes\n", *cfgPath, first.Segment, first.Offset)
 		return errors.New("damage found; nothing changed")
@@ -101,12 +104,13 @@ cluster cannot make progress without it, and check it with 'binlogd log'.
 
 func printReseed(cfg *config.Config, dir string) {
 	fmt.Printf(`
-Recommended: reseed this node's log from its peers (it keeps its MariaDB):
-  1. on a healthy member:  binlogd members remove -addr HEALTHY_GRPC -id %d
+Recommended: reseed this node's Paxos log from its peers (its MariaDB data
+stays; recovery checks its binlog against the log at start):
+  1. on a healthy member:  binlogd members remove -addr HEALTHY_GRPC -id %d   (with the admin TLS flags)
   2. here:                 mv %s %s.damaged
   3. set "join": true in this node's config and start binlogd: it learns the
-     members and the log (or a snapshot of it) from its peers, and votes only
-     once it is a member again:
+     members and the log (or a snapshot of it) from its peers and does not
+     vote while it is not a member
   4. on a healthy member:  binlogd members add -addr HEALTHY_GRPC -config THIS_NODE.json
 `, cfg.ID, dir, dir)
 }
