@@ -833,6 +833,178 @@ func (x *SwitchoverReply) GetMasterId() uint32 {
 	return 0
 }
 
+type BackupRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	NodeId        uint32                 `protobuf:"varint,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"` // the node to be reseeded (the caller's own id with a node certificate)
+	Force         bool                   `protobuf:"varint,2,opt,name=force,proto3" json:"force,omitempty"`                 // serve even as master
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BackupRequest) Reset() {
+	*x = BackupRequest{}
+	mi := &file_admin_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BackupRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BackupRequest) ProtoMessage() {}
+
+func (x *BackupRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BackupRequest.ProtoReflect.Descriptor instead.
+func (*BackupRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *BackupRequest) GetNodeId() uint32 {
+	if x != nil {
+		return x.NodeId
+	}
+	return 0
+}
+
+func (x *BackupRequest) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
+}
+
+type BackupInfo struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	SourceNode     uint32                 `protobuf:"varint,1,opt,name=source_node,json=sourceNode,proto3" json:"source_node,omitempty"`
+	EstimatedBytes uint64                 `protobuf:"varint,2,opt,name=estimated_bytes,json=estimatedBytes,proto3" json:"estimated_bytes,omitempty"` // the source's datadir without binlogs and relay logs
+	MariadbVersion string                 `protobuf:"bytes,3,opt,name=mariadb_version,json=mariadbVersion,proto3" json:"mariadb_version,omitempty"`  // the source server's @@version
+	SourceGtidPos  string                 `protobuf:"bytes,4,opt,name=source_gtid_pos,json=sourceGtidPos,proto3" json:"source_gtid_pos,omitempty"`   // the source's @@gtid_current_pos when the backup began (informational)
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *BackupInfo) Reset() {
+	*x = BackupInfo{}
+	mi := &file_admin_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BackupInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BackupInfo) ProtoMessage() {}
+
+func (x *BackupInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BackupInfo.ProtoReflect.Descriptor instead.
+func (*BackupInfo) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *BackupInfo) GetSourceNode() uint32 {
+	if x != nil {
+		return x.SourceNode
+	}
+	return 0
+}
+
+func (x *BackupInfo) GetEstimatedBytes() uint64 {
+	if x != nil {
+		return x.EstimatedBytes
+	}
+	return 0
+}
+
+func (x *BackupInfo) GetMariadbVersion() string {
+	if x != nil {
+		return x.MariadbVersion
+	}
+	return ""
+}
+
+func (x *BackupInfo) GetSourceGtidPos() string {
+	if x != nil {
+		return x.SourceGtidPos
+	}
+	return ""
+}
+
+type BackupChunk struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Info          *BackupInfo            `protobuf:"bytes,1,opt,name=info,proto3" json:"info,omitempty"` // first message only
+	Data          []byte                 `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"` // xbstream bytes, in order
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BackupChunk) Reset() {
+	*x = BackupChunk{}
+	mi := &file_admin_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BackupChunk) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BackupChunk) ProtoMessage() {}
+
+func (x *BackupChunk) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BackupChunk.ProtoReflect.Descriptor instead.
+func (*BackupChunk) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *BackupChunk) GetInfo() *BackupInfo {
+	if x != nil {
+		return x.Info
+	}
+	return nil
+}
+
+func (x *BackupChunk) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
 var File_admin_proto protoreflect.FileDescriptor
 
 const file_admin_proto_rawDesc = "" +
@@ -898,13 +1070,26 @@ const file_admin_proto_rawDesc = "" +
 	"\x02to\x18\x01 \x01(\rR\x02to\"S\n" +
 	"\x0fSwitchoverReply\x12#\n" +
 	"\rlease_version\x18\x01 \x01(\x04R\fleaseVersion\x12\x1b\n" +
-	"\tmaster_id\x18\x02 \x01(\rR\bmasterId*`\n" +
+	"\tmaster_id\x18\x02 \x01(\rR\bmasterId\">\n" +
+	"\rBackupRequest\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\rR\x06nodeId\x12\x14\n" +
+	"\x05force\x18\x02 \x01(\bR\x05force\"\xa7\x01\n" +
+	"\n" +
+	"BackupInfo\x12\x1f\n" +
+	"\vsource_node\x18\x01 \x01(\rR\n" +
+	"sourceNode\x12'\n" +
+	"\x0festimated_bytes\x18\x02 \x01(\x04R\x0eestimatedBytes\x12'\n" +
+	"\x0fmariadb_version\x18\x03 \x01(\tR\x0emariadbVersion\x12&\n" +
+	"\x0fsource_gtid_pos\x18\x04 \x01(\tR\rsourceGtidPos\"N\n" +
+	"\vBackupChunk\x12+\n" +
+	"\x04info\x18\x01 \x01(\v2\x17.phxgo.admin.BackupInfoR\x04info\x12\x12\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data*`\n" +
 	"\x04Role\x12\x10\n" +
 	"\fROLE_UNKNOWN\x10\x00\x12\x10\n" +
 	"\fROLE_REPLICA\x10\x01\x12\x12\n" +
 	"\x0eROLE_CANDIDATE\x10\x02\x12\x0f\n" +
 	"\vROLE_MASTER\x10\x03\x12\x0f\n" +
-	"\vROLE_UNSAFE\x10\x042\xbb\x03\n" +
+	"\vROLE_UNSAFE\x10\x042\xfd\x03\n" +
 	"\x05Admin\x12=\n" +
 	"\x06Status\x12\x1a.phxgo.admin.StatusRequest\x1a\x17.phxgo.admin.NodeStatus\x12P\n" +
 	"\fRecoverPoint\x12 .phxgo.admin.RecoverPointRequest\x1a\x1e.phxgo.admin.RecoverPointReply\x12J\n" +
@@ -912,7 +1097,8 @@ const file_admin_proto_rawDesc = "" +
 	"Switchover\x12\x1e.phxgo.admin.SwitchoverRequest\x1a\x1c.phxgo.admin.SwitchoverReply\x12A\n" +
 	"\aMembers\x12\x1b.phxgo.admin.MembersRequest\x1a\x19.phxgo.admin.MembersReply\x12E\n" +
 	"\tAddMember\x12\x1d.phxgo.admin.AddMemberRequest\x1a\x19.phxgo.admin.MembersReply\x12K\n" +
-	"\fRemoveMember\x12 .phxgo.admin.RemoveMemberRequest\x1a\x19.phxgo.admin.MembersReplyB\x13Z\x11phxgo/proto;protob\x06proto3"
+	"\fRemoveMember\x12 .phxgo.admin.RemoveMemberRequest\x1a\x19.phxgo.admin.MembersReply\x12@\n" +
+	"\x06Backup\x12\x1a.phxgo.admin.BackupRequest\x1a\x18.phxgo.admin.BackupChunk0\x01B\x13Z\x11phxgo/proto;protob\x06proto3"
 
 var (
 	file_admin_proto_rawDescOnce sync.Once
@@ -927,7 +1113,7 @@ func file_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_admin_proto_goTypes = []any{
 	(Role)(0),                   // 0: phxgo.admin.Role
 	(*MembersRequest)(nil),      // 1: phxgo.admin.MembersRequest
@@ -941,29 +1127,35 @@ var file_admin_proto_goTypes = []any{
 	(*RecoverPointReply)(nil),   // 9: phxgo.admin.RecoverPointReply
 	(*SwitchoverRequest)(nil),   // 10: phxgo.admin.SwitchoverRequest
 	(*SwitchoverReply)(nil),     // 11: phxgo.admin.SwitchoverReply
+	(*BackupRequest)(nil),       // 12: phxgo.admin.BackupRequest
+	(*BackupInfo)(nil),          // 13: phxgo.admin.BackupInfo
+	(*BackupChunk)(nil),         // 14: phxgo.admin.BackupChunk
 }
 var file_admin_proto_depIdxs = []int32{
 	6,  // 0: phxgo.admin.MembersReply.members:type_name -> phxgo.admin.Member
 	6,  // 1: phxgo.admin.AddMemberRequest.member:type_name -> phxgo.admin.Member
 	0,  // 2: phxgo.admin.NodeStatus.role:type_name -> phxgo.admin.Role
 	6,  // 3: phxgo.admin.NodeStatus.members:type_name -> phxgo.admin.Member
-	5,  // 4: phxgo.admin.Admin.Status:input_type -> phxgo.admin.StatusRequest
-	8,  // 5: phxgo.admin.Admin.RecoverPoint:input_type -> phxgo.admin.RecoverPointRequest
-	10, // 6: phxgo.admin.Admin.Switchover:input_type -> phxgo.admin.SwitchoverRequest
-	1,  // 7: phxgo.admin.Admin.Members:input_type -> phxgo.admin.MembersRequest
-	3,  // 8: phxgo.admin.Admin.AddMember:input_type -> phxgo.admin.AddMemberRequest
-	4,  // 9: phxgo.admin.Admin.RemoveMember:input_type -> phxgo.admin.RemoveMemberRequest
-	7,  // 10: phxgo.admin.Admin.Status:output_type -> phxgo.admin.NodeStatus
-	9,  // 11: phxgo.admin.Admin.RecoverPoint:output_type -> phxgo.admin.RecoverPointReply
-	11, // 12: phxgo.admin.Admin.Switchover:output_type -> phxgo.admin.SwitchoverReply
-	2,  // 13: phxgo.admin.Admin.Members:output_type -> phxgo.admin.MembersReply
-	2,  // 14: phxgo.admin.Admin.AddMember:output_type -> phxgo.admin.MembersReply
-	2,  // 15: phxgo.admin.Admin.RemoveMember:output_type -> phxgo.admin.MembersReply
-	10, // [10:16] is the sub-list for method output_type
-	4,  // [4:10] is the sub-list for method input_type
-	4,  // [4:4] is the sub-list for extension type_name
-	4,  // [4:4] is the sub-list for extension extendee
-	0,  // [0:4] is the sub-list for field type_name
+	13, // 4: phxgo.admin.BackupChunk.info:type_name -> phxgo.admin.BackupInfo
+	5,  // 5: phxgo.admin.Admin.Status:input_type -> phxgo.admin.StatusRequest
+	8,  // 6: phxgo.admin.Admin.RecoverPoint:input_type -> phxgo.admin.RecoverPointRequest
+	10, // 7: phxgo.admin.Admin.Switchover:input_type -> phxgo.admin.SwitchoverRequest
+	1,  // 8: phxgo.admin.Admin.Members:input_type -> phxgo.admin.MembersRequest
+	3,  // 9: phxgo.admin.Admin.AddMember:input_type -> phxgo.admin.AddMemberRequest
+	4,  // 10: phxgo.admin.Admin.RemoveMember:input_type -> phxgo.admin.RemoveMemberRequest
+	12, // 11: phxgo.admin.Admin.Backup:input_type -> phxgo.admin.BackupRequest
+	7,  // 12: phxgo.admin.Admin.Status:output_type -> phxgo.admin.NodeStatus
+	9,  // 13: phxgo.admin.Admin.RecoverPoint:output_type -> phxgo.admin.RecoverPointReply
+	11, // 14: phxgo.admin.Admin.Switchover:output_type -> phxgo.admin.SwitchoverReply
+	2,  // 15: phxgo.admin.Admin.Members:output_type -> phxgo.admin.MembersReply
+	2,  // 16: phxgo.admin.Admin.AddMember:output_type -> phxgo.admin.MembersReply
+	2,  // 17: phxgo.admin.Admin.RemoveMember:output_type -> phxgo.admin.MembersReply
+	14, // 18: phxgo.admin.Admin.Backup:output_type -> phxgo.admin.BackupChunk
+	12, // [12:19] is the sub-list for method output_type
+	5,  // [5:12] is the sub-list for method input_type
+	5,  // [5:5] is the sub-list for extension type_name
+	5,  // [5:5] is the sub-list for extension extendee
+	0,  // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_admin_proto_init() }
@@ -977,7 +1169,7 @@ func file_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_admin_proto_rawDesc), len(file_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   11,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -25,6 +25,7 @@ const (
 	Admin_Members_FullMethodName      = "/phxgo.admin.Admin/Members"
 	Admin_AddMember_FullMethodName    = "/phxgo.admin.Admin/AddMember"
 	Admin_RemoveMember_FullMethodName = "/phxgo.admin.Admin/RemoveMember"
+	Admin_Backup_FullMethodName       = "/phxgo.admin.Admin/Backup"
 )
 
 // AdminClient is the client API for Admin service.
@@ -51,6 +52,13 @@ type AdminClient interface {
 	// fails with FAILED_PRECONDITION. Both return once the change is active.
 	AddMember(ctx context.Context, in *AddMemberRequest, opts ...grpc.CallOption) (*MembersReply, error)
 	RemoveMember(ctx context.Context, in *RemoveMemberRequest, opts ...grpc.CallOption) (*MembersReply, error)
+	// Backup streams a physical copy of this node's MariaDB (mariadb-backup
+	// --stream=xbstream) for `binlogd reseed` (binlogd/reseed). The first
+	// chunk carries only info; the rest carry the stream. A master refuses
+	// with FAILED_PRECONDITION unless force: the backup's locks and IO
+	// belong on a replica. A node certificate may ask only with its own
+	// node_id (a node reseeding itself); the admin certificate may ask for any.
+	Backup(ctx context.Context, in *BackupRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[BackupChunk], error)
 }
 
 type adminClient struct {
@@ -121,6 +129,25 @@ func (c *adminClient) RemoveMember(ctx context.Context, in *RemoveMemberRequest,
 	return out, nil
 }
 
+func (c *adminClient) Backup(ctx context.Context, in *BackupRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[BackupChunk], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Admin_ServiceDesc.Streams[0], Admin_Backup_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[BackupRequest, BackupChunk]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Admin_BackupClient = grpc.ServerStreamingClient[BackupChunk]
+
 // AdminServer is the server API for Admin service.
 // All implementations must embed UnimplementedAdminServer
 // for forward compatibility.
@@ -145,6 +172,13 @@ type AdminServer interface {
 	// fails with FAILED_PRECONDITION. Both return once the change is active.
 	AddMember(context.Context, *AddMemberRequest) (*MembersReply, error)
 	RemoveMember(context.Context, *RemoveMemberRequest) (*MembersReply, error)
+	// Backup streams a physical copy of this node's MariaDB (mariadb-backup
+	// --stream=xbstream) for `binlogd reseed` (binlogd/reseed). The first
+	// chunk carries only info; the rest carry the stream. A master refuses
+	// with FAILED_PRECONDITION unless force: the backup's locks and IO
+	// belong on a replica. A node certificate may ask only with its own
+	// node_id (a node reseeding itself); the admin certificate may ask for any.
+	Backup(*BackupRequest, grpc.ServerStreamingServer[BackupChunk]) error
 	mustEmbedUnimplementedAdminServer()
 }
 
@@ -172,6 +206,9 @@ func (UnimplementedAdminServer) AddMember(context.Context, *AddMemberRequest) (*
 }
 func (UnimplementedAdminServer) RemoveMember(context.Context, *RemoveMemberRequest) (*MembersReply, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method RemoveMember not implemented")
+}
+func (UnimplementedAdminServer) Backup(*BackupRequest, grpc.ServerStreamingServer[BackupChunk]) error {
+	return status.Errorf(codes.Unimplemented, "method Backup not implemented")
 }
 func (UnimplementedAdminServer) mustEmbedUnimplementedAdminServer() {}
 func (UnimplementedAdminServer) testEmbeddedByValue()               {}
@@ -302,6 +339,17 @@ func _Admin_RemoveMember_Handler(srv interface{}, ctx context.Context, dec func(
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Admin_Backup_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(BackupRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(AdminServer).Backup(m, &grpc.GenericServerStream[BackupRequest, BackupChunk]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Admin_BackupServer = grpc.ServerStreamingServer[BackupChunk]
+
 // Admin_ServiceDesc is the grpc.ServiceDesc for Admin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -334,6 +382,12 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _Admin_RemoveMember_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "Backup",
+			Handler:       _Admin_Backup_Handler,
+			ServerStreams: true,
+		},
+	},
 	Metadata: "admin.proto",
 }

@@ -68,6 +68,7 @@ var policy = map[string]rule{
 	pb.Admin_Switchover_FullMethodName:   {roles: []mtls.Role{mtls.RoleAdmin}},
 	pb.Admin_AddMember_FullMethodName:    {roles: []mtls.Role{mtls.RoleAdmin}},
 	pb.Admin_RemoveMember_FullMethodName: {roles: []mtls.Role{mtls.RoleAdmin}},
+	pb.Admin_Backup_FullMethodName:       {roles: []mtls.Role{mtls.RoleNode, mtls.RoleAdmin}}, // a node only for its own id: backup.go checks the request
 }
 
 // healthPrefix: the standard health service is open to any certificate of

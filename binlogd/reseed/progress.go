@@ -1,0 +1,79 @@
+package reseed
+
+import (
+	"fmt"
+	"io"
+	"sync/atomic"
+	"time"
+)
+
+// progress prints one line per interval while a copy runs: bytes, rate
+// and, against the source's estimate, percentage and ETA.
+type progress struct {
+	w         io.Writer
+	estimated int64
+	start     time.Time
+	bytes     atomic.Int64
+	stop      chan struct{}
+	done      chan struct{}
+}
+
+func startProgress(w io.Writer, estimated int64, every time.Duration) *progress {
+	p := &progress{w: w, estimated: estimated, start: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-p.stop:
+				return
+			case <-t.C:
+				fmt.Fprintln(p.w, p.line(time.Now()))
+			}
+		}
+	}()
+	return p
+}
+
+func (p *progress) add(n int) { p.bytes.Add(int64(n)) }
+
+// finish stops the ticker and prints the final line.
+func (p *progress) finish() {
+	close(p.stop)
+	<-p.done
+	n, d := p.bytes.Load(), time.Since(p.start)
+	fmt.Fprintf(p.w, "reseed: received %s in %s (%.1f MiB/s)\n", size(n), d.Round(100*time.Millisecond), mibps(n, d))
+}
+
+func (p *progress) line(now time.Time) string {
+	n, d := p.bytes.Load(), now.Sub(p.start)
+	rate := mibps(n, d)
+	s := fmt.Sprintf("reseed: %s", size(n))
+	if p.estimated > 0 {
+		// The estimate is the source's datadir: the stream may run past it
+		// a little (or stop short), so never claim 100% before the end.
+		pct := min(99, 100*n/p.estimated)
+		s += fmt.Sprintf(" of ~%s (%d%%)", size(p.estimated), pct)
+	}
+	s += fmt.Sprintf(", %.1f MiB/s", rate)
+	if p.estimated > 0 && rate > 0 {
+		left := max(0, p.estimated-n)
+		eta := time.Duration(float64(left) / (rate * (1 << 20)) * float64(time.Second))
+		s += fmt.Sprintf(", ETA %s", eta.Round(time.Second))
+	}
+	return s
+}
+
+// size formats a byte count for people.
+func size(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

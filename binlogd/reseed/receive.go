@@ -1,0 +1,161 @@
+package reseed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"time"
+
+	pb "phxgo/proto"
+)
+
+// Target is where and how Receive puts a copy.
+type Target struct {
+	DataDir string // the node's datadir (mysql_dir/data); it may be missing
+	// DiscardOld removes the old datadir after the swap instead of keeping
+	// it as <DataDir>.old-<time>.
+	DiscardOld bool
+	Progress   io.Writer     // progress lines (stderr); nil: none
+	Every      time.Duration // between progress lines; 0: a second
+	Now        func() time.Time
+}
+
+// Result is what a reseed did.
+type Result struct {
+	Info         *pb.BackupInfo
+	Bytes        int64
+	Copy         time.Duration // receiving and extracting
+	Prepare      time.Duration // mariadb-backup --prepare
+	Position     string        // GTID position of the copied data
+	PositionFrom string        // the file it was read from
+	OldDir       string        // where the old datadir went ("" if none or discarded)
+}
+
+// Receive reads a Backup stream (recv returns io.EOF at its end) into a
+// new directory beside t.DataDir, prepares it, reads its position and
+// swaps it in. On any failure the partial copy is removed and t.DataDir
+// is left as it was.
+func Receive(ctx context.Context, recv func() (*pb.BackupChunk, error), t Target) (res Result, err error) {
+	now := t.Now
+	if now == nil {
+		now = time.Now
+	}
+	out := t.Progress
+	if out == nil {
+		out = io.Discard
+	}
+	every := t.Every
+	if every <= 0 {
+		every = time.Second
+	}
+	first, err := recv()
+	if err != nil {
+		return res, fmt.Errorf("reseed: the source refused or failed: %w", err)
+	}
+	if first.Info == nil {
+		return res, errors.New("reseed: the stream does not start with the backup's info (a binlogd without Backup?)")
+	}
+	res.Info = first.Info
+	fmt.Fprintf(out, "reseed: copying from node %d (MariaDB %s, at %s), about %s\n",
+		res.Info.SourceNode, res.Info.MariadbVersion, orNone(res.Info.SourceGtidPos), size(int64(res.Info.EstimatedBytes)))
+
+	stamp := now().UTC().Format("20060102T150405")
+	newDir := t.DataDir + ".reseed-" + stamp
+	if err := os.Mkdir(newDir, 0o750); err != nil {
+		return res, fmt.Errorf("reseed: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = os.RemoveAll(newDir)
+		}
+	}()
+
+	xctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	x := exec.CommandContext(xctx, "mbstream", "-x", "-C", newDir)
+	xerr := &tailBuffer{max: stderrTail}
+	x.Stderr, x.Stdout = xerr, xerr
+	in, err := x.StdinPipe()
+	if err != nil {
+		return res, err
+	}
+	if err := x.Start(); err != nil {
+		return res, fmt.Errorf("reseed: start mbstream: %w (install the mariadb-backup package: scripts/install-deps.sh)", err)
+	}
+	p := startProgress(out, int64(res.Info.EstimatedBytes), every)
+	var copyErr error
+	for {
+		c, rerr := recv()
+		if errors.Is(rerr, io.EOF) {
+			break
+		}
+		if rerr != nil {
+			copyErr = fmt.Errorf("reseed: the stream from node %d broke after %d bytes: %w", res.Info.SourceNode, p.bytes.Load(), rerr)
+			break
+		}
+		if _, werr := in.Write(c.Data); werr != nil {
+			copyErr = fmt.Errorf("reseed: mbstream stopped taking the stream: %w", werr)
+			break
+		}
+		p.add(len(c.Data))
+	}
+	if copyErr != nil {
+		cancel()
+	}
+	in.Close()
+	werr := x.Wait()
+	p.finish()
+	res.Bytes, res.Copy = p.bytes.Load(), time.Since(p.start)
+	switch {
+	case copyErr != nil:
+		return res, copyErr
+	case werr != nil:
+		return res, fmt.Errorf("reseed: mbstream -x: %v: %s", werr, xerr.String())
+	}
+
+	fmt.Fprintln(out, "reseed: preparing the copy (mariadb-backup --prepare)")
+	start := time.Now()
+	prep := exec.CommandContext(ctx, "mariadb-backup", "--prepare", "--target-dir="+newDir)
+	perr := &tailBuffer{max: stderrTail}
+	prep.Stderr, prep.Stdout = perr, perr
+	if err := prep.Run(); err != nil {
+		return res, fmt.Errorf("reseed: mariadb-backup --prepare: %v: %s", err, perr.String())
+	}
+	res.Prepare = time.Since(start)
+	if res.Position, res.PositionFrom, err = Position(newDir); err != nil {
+		return res, err
+	}
+
+	if _, serr := os.Stat(t.DataDir); serr == nil {
+		old := t.DataDir + ".old-" + stamp
+		if err := os.Rename(t.DataDir, old); err != nil {
+			return res, fmt.Errorf("reseed: move the old datadir aside: %w", err)
+		}
+		res.OldDir = old
+	} else if !os.IsNotExist(serr) {
+		return res, serr
+	}
+	if err := os.Rename(newDir, t.DataDir); err != nil {
+		if res.OldDir != "" { // put the old one back
+			_ = os.Rename(res.OldDir, t.DataDir)
+		}
+		return res, fmt.Errorf("reseed: move the copy into place: %w", err)
+	}
+	if t.DiscardOld && res.OldDir != "" {
+		if err := os.RemoveAll(res.OldDir); err != nil {
+			return res, fmt.Errorf("reseed: remove the old datadir %s: %w", res.OldDir, err)
+		}
+		res.OldDir = ""
+	}
+	return res, nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(no GTID)"
+	}
+	return s
+}
