@@ -22,6 +22,15 @@ import (
 //	      with a *DamageError naming the file and both offsets, and the
 //	      operator decides (binlogd wal-repair)
 //
+// One case looks like damage without being one: with several groups
+// written and not yet synced (Options.MaxSyncsInFlight, lazy groups), a
+// power cut (not a process crash: the page cache keeps whole writes) may
+// keep a later frame's blocks and lose an earlier one's. None of those
+// frames was answered, but nothing on disk tells them from a flipped bit
+// in the last frames, so Open refuses then too: refusing costs an
+// operator's look (wal-repair shows how few frames follow, all at the
+// end), while a wrong cut could forget a promise.
+//
 // Resync: a frame's body starts with its own segment id and byte offset,
 // so a candidate at offset y is any y whose bytes y+8..y+24 read (segment,
 // y); only those are checked in full (length, CRC32C, entries). Every
