@@ -9,6 +9,7 @@
 //	binlogd init -hosts H1,H2,H3 | -node ID=GRPC,MYSQL[,PROXY]... -out DIR
 //	binlogd members list|add|remove -addr MEMBER ...
 //	binlogd seed -config NEW.json -from-socket REPLICA_SOCK
+//	binlogd reseed -config NODE.json [-from GRPC | -source-node N]  copy a replica (mariadb-backup) to a new or broken node
 //	binlogd check -config FILE [-json]   preflight the host (exit 1 on any FAIL)
 package main
 
@@ -48,6 +49,7 @@ commands:
   init        write a new cluster's node dirs: configs, certificates, credentials; dials nothing (-hosts H1,H2,H3 | -node ID=GRPC,MYSQL[,PROXY] ... [-out DIR])
   members     list, add or remove members through the log (members list|add|remove -addr MEMBER ...)
   seed        load a new node's MariaDB from a replica's dump before its first start (-config NEW.json -from-socket SOCK)
+  reseed      copy a replica's MariaDB (mariadb-backup over gRPC) to this new or broken node, binlogd stopped (-config FILE [-from GRPC | -source-node N] [-force] [-discard-old])
   wal-repair  report damage in a stopped node's Paxos log; cut it only when told to (-config FILE [-truncate-at-offset N -yes])
   check       preflight a node's host against its config: MariaDB, ports, dirs, clock, disk, certificates (-config FILE [-json])
 
@@ -87,6 +89,8 @@ func main() {
 		err = cmdMembers(os.Args[2:])
 	case "seed":
 		err = cmdSeed(os.Args[2:])
+	case "reseed":
+		err = cmdReseed(os.Args[2:])
 	case "wal-repair":
 		err = cmdWALRepair(os.Args[2:])
 	case "check":
