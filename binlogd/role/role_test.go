@@ -31,7 +31,7 @@ func TestReplicaRefusesAppWritesThenBecomesMaster(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := upDB.Exec("SET GLOBAL read_only=OFF; CREATE DATABASE a; CREATE TABLE a.t (id INT PRIMARY KEY); INSERT INTO a.t VALUES (1)"); err != nil {
+	if _, err := upDB.Exec("SET GLOBAL read_only=OFF; CREATE DATABASE app; CREATE TABLE app.t (id INT PRIMARY KEY); INSERT INTO app.t VALUES (1)"); err != nil {
 		t.Fatal(err)
 	}
 	if err := BecomeReplica(ctx, repDB, Upstream{Addr: up.Addr(), User: acc.CaptureUser, Password: acc.CapturePassword}); err != nil {
@@ -65,7 +65,7 @@ func TestReplicaRefusesAppWritesThenBecomesMaster(t *testing.T) {
 	}
 
 	app := appDB(t, rep, acc)
-	_, err = app.Exec("INSERT INTO a.t VALUES (2)")
+	_, err = app.Exec("INSERT INTO app.t VALUES (2)")
 	var me *mysql.MySQLError
 	if !errors.As(err, &me) || me.Number != 1290 {
 		t.Fatalf("app write on a replica: %v, want error 1290 (read-only)", err)
@@ -77,7 +77,7 @@ func TestReplicaRefusesAppWritesThenBecomesMaster(t *testing.T) {
 	if _, err := repDB.Exec("SET GLOBAL rpl_semi_sync_master_enabled=OFF"); err != nil { // no capture in this test
 		t.Fatal(err)
 	}
-	if _, err := app.Exec("INSERT INTO a.t VALUES (2)"); err != nil {
+	if _, err := app.Exec("INSERT INTO app.t VALUES (2)"); err != nil {
 		t.Fatalf("app write on the new master: %v", err)
 	}
 	if st, err := ReplicaStatus(ctx, repDB); err != nil || st.MasterHost != "" {
