@@ -127,7 +127,8 @@ type Credentials struct {
 	// is app_ followed by anything). app_user gets DML and DDL there and
 	// nothing else; a pattern matching mysql, sys, performance_schema or
 	// information_schema is refused. Default: mysqld.DefaultAppDatabases
-	// (app, app_*, sbtest, jepsen, e2e, big, tlsdb, stmtdb, test, test_*).
+	// (app, app_*, sbtest, jepsen, hostsapp, e2e, hostile, big, tlsdb,
+	// stmtdb, test, test_*).
 	AppDatabases []string `json:"app_databases,omitempty"`
 }
 

@@ -13,13 +13,14 @@ var ErrBadAppDatabase = errors.New("mysqld: bad app_databases pattern")
 // DefaultAppDatabases are the databases the app account may use when the
 // credentials file names none: "app" and "app_*" for applications, and
 // what the project's tests, Jepsen workloads and benchmarks create
-// (sbtest, jepsen, e2e, big, tlsdb, stmtdb, test, test_*).
+// (sbtest, jepsen, hostsapp, e2e, hostile, big, tlsdb, stmtdb, test,
+// test_*). A new test or workload should use app or app_<name>.
 //
 // They are MariaDB GRANT patterns, matched like LIKE: '%' is any string,
 // '_' any one character, and '\' escapes either. A db-level grant on '%'
 // also matches the mysql schema (checked on 10.11), which is why the app
 // account gets an explicit list, never a wildcard for everything.
-var DefaultAppDatabases = []string{`app`, `app\_%`, `sbtest`, `jepsen`, `e2e`, `big`, `tlsdb`, `stmtdb`, `test`, `test\_%`}
+var DefaultAppDatabases = []string{`app`, `app\_%`, `sbtest`, `jepsen`, `hostsapp`, `e2e`, `hostile`, `big`, `tlsdb`, `stmtdb`, `test`, `test\_%`}
 
 // systemSchemas must never match an app_databases pattern: a grant there
 // is a grant on the grant tables, the server's own state, or both.
