@@ -14,6 +14,11 @@
 //  1. supervise: init the datadir, cut the binlog back to the log
 //     (recovery) before every mysqld start, start, bootstrap accounts,
 //     restart when it dies; adopt a mysqld left by an earlier binlogd.
+//     A cut that would remove DDL (or a write to a non-transactional
+//     table), or any cut after a clean shutdown, cannot be undone by
+//     MariaDB: the node goes UNSAFE with a reseed message and its mysqld
+//     stays stopped, rather than rejoin with a forked schema. binlogd
+//     talks to its MariaDB as the socket-only admin (mysqld.AdminUser).
 //  2. election: masterlease.Run, asking for the lease only when this
 //     node's MariaDB has applied the whole valid log.
 //  3. role: on a grant, wait until MariaDB applied every valid batch before
