@@ -23,7 +23,7 @@ var (
 	// ErrFailed: an earlier write or sync failed, so what is on disk is
 	// unknown; every later call fails with it. Close and reopen the Log.
 	// A Save that got it may or may not be durable.
-	ErrFailed = errors.New("wal: failed earlier write; reopen")
+	ErrFailed = errors.New("wal: log failed (a write, sync or free-space check); reopen")
 	// ErrDiskFull: the filesystem's free space fell under
 	// Options.MinFreeBytes (space.go). A Save that got it was not written;
 	// the Log is failed (ErrFailed) like after a write error, and Open
