@@ -28,10 +28,22 @@ func (c *Cluster) IDs() []uint32 {
 
 // AddNode adds node Spec.Nodes+1 to the running cluster, as an operator
 // would: write its config (join), seed its MariaDB from node seedFrom's
-// (a replica: binlogd seed, see scripts/seed-node.sh), start it, and add
-// it through the log via node via's Admin service. It returns the new
+// (a replica: binlogd seed, a dump over its local socket), start it, and
+// add it through the log via node via's Admin service. It returns the new
 // id once the change is active; the node then catches up from the log.
 func (c *Cluster) AddNode(ctx context.Context, seedFrom, via uint32) (uint32, error) {
+	return c.addNode(ctx, seedFrom, via, false)
+}
+
+// AddNodeByReseed is AddNode with the new node's MariaDB copied by
+// `binlogd reseed -source-node seedFrom` (mariadb-backup streamed over
+// seedFrom's gRPC port with the new node's own certificate), the way
+// scripts/seed-node.sh does it on separate hosts.
+func (c *Cluster) AddNodeByReseed(ctx context.Context, seedFrom, via uint32) (uint32, error) {
+	return c.addNode(ctx, seedFrom, via, true)
+}
+
+func (c *Cluster) addNode(ctx context.Context, seedFrom, via uint32, byReseed bool) (uint32, error) {
 	c.mu.Lock()
 	id := uint32(c.Spec.Nodes + 1)
 	c.mu.Unlock()
@@ -50,6 +62,10 @@ func (c *Cluster) AddNode(ctx context.Context, seedFrom, via uint32) (uint32, er
 	cmd := exec.CommandContext(ctx, filepath.Join(c.Spec.BinDir, "binlogd"), "seed",
 		"-config", filepath.Join(dir, "binlogd.json"),
 		"-from-socket", filepath.Join(c.Spec.NodeDir(int(seedFrom)), "mysql", "mysqld.sock"))
+	if byReseed {
+		cmd = exec.CommandContext(ctx, filepath.Join(c.Spec.BinDir, "binlogd"), "reseed",
+			"-config", filepath.Join(dir, "binlogd.json"), "-source-node", fmt.Sprint(seedFrom))
+	}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return 0, fmt.Errorf("localcluster: seed node %d from node %d: %w\n%s", id, seedFrom, err, out)
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"time"
 
 	pb "phxgo/proto"
@@ -64,6 +65,9 @@ func Receive(ctx context.Context, recv func() (*pb.BackupChunk, error), t Target
 
 	stamp := now().UTC().Format("20060102T150405")
 	newDir := t.DataDir + ".reseed-" + stamp
+	if err := os.MkdirAll(filepath.Dir(t.DataDir), 0o750); err != nil { // a new node's mysql_dir
+		return res, fmt.Errorf("reseed: %w", err)
+	}
 	if err := os.Mkdir(newDir, 0o750); err != nil {
 		return res, fmt.Errorf("reseed: %w", err)
 	}
