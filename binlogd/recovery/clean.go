@@ -64,6 +64,6 @@ func NonTransactionalCut(plan Plan) error {
 	if len(plan.CutNonTransactional) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w: the cut removes %d DDL or non-transactional group(s) (%s) that MariaDB already applied and a binlog cut cannot undo; this node's data has diverged from the cluster: reseed it from a replica (binlogd seed)",
+	return fmt.Errorf("%w: the cut removes %d DDL or non-transactional group(s) (%s) that MariaDB already applied and a binlog cut cannot undo; this node's data has diverged from the cluster: reseed it from a replica (binlogd reseed -config FILE, binlogd stopped)",
 		ErrNonTransactionalCut, len(plan.CutNonTransactional), gtids(plan.CutNonTransactional))
 }
