@@ -94,6 +94,13 @@ func TestReseedReplica(t *testing.T) {
 	if out, err := binlogd("reseed", "-config", cfg, "-source-node", fmt.Sprint(master)); err == nil || !strings.Contains(out, "is the master") {
 		t.Fatalf("reseed from the master without -force: %v\n%s", err, out)
 	}
+	// The source was master for a while and wrote transactions of its own:
+	// the copy's position must cover them (gtid_current_pos, not only what
+	// it applied as a replica), or the reseeded node would apply them twice.
+	switchover(ctx, t, c, master, source)
+	sdb := appDB(t, c, source)
+	insertRows(t, sdb, 3, 500)
+	switchover(ctx, t, c, source, master)
 	backupDenied(ctx, t, c, source, mtls.Identity{Role: mtls.RoleProxy, ID: source}, broken)
 	backupDenied(ctx, t, c, source, mtls.Identity{Role: mtls.RoleNode, ID: master}, broken) // a node for another node
 
@@ -110,9 +117,16 @@ func TestReseedReplica(t *testing.T) {
 	if len(olds) != 1 {
 		t.Fatalf("old datadir not kept: %v", olds)
 	}
-	for _, f := range []string{"xtrabackup_binlog_info", "xtrabackup_slave_info"} {
-		b, _ := os.ReadFile(filepath.Join(datadir, f))
-		t.Logf("%s: %q", f, b)
+	// What mariadb-backup 10.11 wrote: the binlog info carries the
+	// source's gtid_current_pos (its own transactions as master included),
+	// the slave info only what it applied as a replica, which is behind here.
+	bi, _ := os.ReadFile(filepath.Join(datadir, "xtrabackup_binlog_info"))
+	si, _ := os.ReadFile(filepath.Join(datadir, "xtrabackup_slave_info"))
+	t.Logf("xtrabackup_binlog_info %q; xtrabackup_slave_info %q", bi, si)
+	bpos := strings.Fields(string(bi))
+	spos := regexp.MustCompile(`gtid_slave_pos = '([^']*)'`).FindStringSubmatch(string(si))
+	if len(bpos) < 3 || spos == nil || seqOf(spos[1]) >= seqOf(bpos[2]) || !strings.Contains(out, "position "+bpos[2]+" (from xtrabackup_binlog_info)") {
+		t.Fatalf("want the binlog info's position (ahead of the slave info's after the source was master):\n%s", out)
 	}
 	if err := c.StartNode(broken); err != nil {
 		t.Fatal(err)
@@ -323,4 +337,27 @@ func lastLines(s string, n int) string {
 		l = l[len(l)-n:]
 	}
 	return strings.Join(l, "\n")
+}
+
+// switchover hands the lease from node from to node to and waits until
+// the cluster is healthy with to as master.
+func switchover(ctx context.Context, t *testing.T, c *localcluster.Cluster, from, to uint32) {
+	t.Helper()
+	a, err := c.Admin(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Switchover(ctx, &pb.SwitchoverRequest{To: to}); err != nil {
+		t.Fatalf("switchover %d -> %d: %v", from, to, err)
+	}
+	for {
+		st, err := c.Status(ctx, to)
+		if err == nil && st.Role == pb.Role_ROLE_MASTER && st.Ready {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("node %d never became a ready master: %v %v", to, st, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
