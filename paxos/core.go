@@ -296,7 +296,11 @@ func newCore(cfg coreConfig, hs wal.HardState, entries []wal.Accepted, reader lo
 		}
 		c.log[a.Index] = &instance{ballot: a.Ballot, value: a.Value, chosen: a.Index <= c.chosen}
 		c.last = max(c.last, a.Index)
-		c.maxRound = max(c.maxRound, min(a.Ballot.Round, MaxRound))
+		if a.Ballot.Round <= MaxRound {
+			// (A round above it came from a forged message; the promise
+			// decides whether this node is stuck, see stuckPromise.)
+			c.maxRound = max(c.maxRound, a.Ballot.Round)
+		}
 	}
 	for i := c.applied + 1; i <= c.chosen; i++ {
 		if c.log[i] == nil {
