@@ -208,12 +208,12 @@ func setSlavePos(ctx context.Context, inst *mysqld.Instance, pos string) error {
 	}
 	db, err := inst.DB("")
 	if err == nil {
-		defer db.Close()
 		// The copy's mysql.gtid_slave_pos is the source's slave position;
 		// the binlog info's position also covers what the source wrote as
 		// master (reseed.Position), and nothing replicates yet
 		// (skip-slave-start).
 		_, err = db.ExecContext(sctx, "SET GLOBAL gtid_slave_pos = "+mysqld.Quote(pos))
+		db.Close() // before the shutdown: a pooled connection would log a broken pipe
 	}
 	if serr := inst.Shutdown(2 * time.Minute); serr != nil && err == nil {
 		err = fmt.Errorf("reseed: stop MariaDB: %w", serr)
