@@ -2,6 +2,7 @@
 // private network namespace; see package phxgo/jepsen.
 //
 //	go run ./cmd/jepsen -workload register -nemesis all -time 60s
+//	go run ./cmd/jepsen -hosts    (separate machines: make hosts-test)
 //
 // The last line is "valid=<true|false|unknown> ops=… ok=… fail=… info=…
 // workload=… nemesis=…"; the exit code is 0 only for valid=true
@@ -47,6 +48,7 @@ func main() {
 	flag.IntVar(&cfg.Workloads.Accounts, "accounts", cfg.Workloads.Accounts, "bank: accounts")
 	flag.BoolVar(&cfg.KeepData, "keep", false, "keep the cluster's data directory after a run that is not valid")
 	showVersion := flag.Bool("version", false, "print the build and exit")
+	runHostsTest := flag.Bool("hosts", false, "run the separate-machines scenario (jepsen/hosts, make hosts-test) instead of a workload; run from the checkout")
 	flag.Parse()
 	if *showVersion {
 		version.Print(os.Stdout, "jepsen")
@@ -55,6 +57,9 @@ func main() {
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, nil)))
 	// go-sql-driver logs every dropped connection; the history has them.
 	_ = mysql.SetLogger(log.New(io.Discard, "", 0))
+	if *runHostsTest {
+		os.Exit(runHosts(cfg.BinDir, cfg.KeepData))
+	}
 	os.Exit(run(cfg))
 }
 

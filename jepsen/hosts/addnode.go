@@ -7,8 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
-	"time"
 )
 
 // Adding a host, as README "Adding and removing nodes" says:
@@ -16,9 +14,9 @@ import (
 //  1. binlogd init -add -node ID=... -out INIT: its directory, certificates
 //     from the cluster's CA, "join": true;
 //  2. copy it to the host's /etc/phxgo/node<id>;
-//  3. seed its MariaDB from a replica on another host (seedNew: `binlogd
-//     reseed -from MEMBER_GRPC` on the new host when the binary has it,
-//     else the cold copy scripts/seed-node.sh describes);
+//  3. seed its MariaDB from a replica on another host: `binlogd reseed
+//     -config NODE.json -from MEMBER_GRPC` on the new host, as the units'
+//     user (mariadb-backup streamed over binlogd's gRPC);
 //  4. start its binlogd unit (READY comes once it is a member) and run
 //     scripts/seed-node.sh CFG - MEMBER_GRPC with NO_START=1 on the
 //     operator's host: `binlogd members add`;
@@ -79,55 +77,15 @@ func (l *lab) seedNew(ctx context.Context, h, src *host) (string, error) {
 	if err := os.Chown(toDir, l.uid, l.gid); err != nil {
 		return "", err
 	}
-	if l.hasReseed() {
-		// On the new host, as the units' user: mariadb-backup of src,
-		// streamed over binlogd's gRPC (nothing but the cluster's ports).
-		cfg := filepath.Join(l.etc, h.name(), "binlogd.json")
-		args := []string{"--net=/run/netns/" + h.ns.Name, "-S", strconv.Itoa(l.uid), "-G", strconv.Itoa(l.gid), "--",
-			filepath.Join(l.bin, "binlogd"), "reseed", "-config", cfg, "-from", src.grpc()}
-		out, err := exec.CommandContext(ctx, "nsenter", args...).CombinedOutput()
-		l.logf("binlogd reseed:\n%s", out)
-		if err != nil {
-			return "reseed", fmt.Errorf("%w: %s", err, out)
-		}
-		return "reseed", nil
+	// On the new host, as the units' user: mariadb-backup of src, streamed
+	// over binlogd's gRPC (nothing but the cluster's ports).
+	cfg := filepath.Join(l.etc, h.name(), "binlogd.json")
+	args := []string{"--net=/run/netns/" + h.ns.Name, "-S", strconv.Itoa(l.uid), "-G", strconv.Itoa(l.gid), "--",
+		filepath.Join(l.bin, "binlogd"), "reseed", "-config", cfg, "-from", src.grpc()}
+	out, err := exec.CommandContext(ctx, "nsenter", args...).CombinedOutput()
+	l.logf("binlogd reseed:\n%s", out)
+	if err != nil {
+		return "reseed", fmt.Errorf("%w: %s", err, out)
 	}
-	return "cold-copy", l.coldCopy(ctx, h, src)
-}
-
-// hasReseed reports whether the installed binlogd has `binlogd reseed`.
-func (l *lab) hasReseed() bool {
-	out, _ := exec.Command(filepath.Join(l.bin, "binlogd"), "reseed", "-h").CombinedOutput()
-	return !strings.Contains(string(out), `unknown command "reseed"`)
-}
-
-// coldCopy is seed-node.sh's "Alternative to step 1": stop the replica's
-// units (its binlogd stops its MariaDB safely; the others keep a
-// majority), copy its mysql_dir/data to the new host's (rsync between real
-// hosts), drop the copy's server identity and replication state, start
-// the replica again.
-func (l *lab) coldCopy(ctx context.Context, h, src *host) error {
-	if err := l.stop(ctx, src); err != nil {
-		return err
-	}
-	from := filepath.Join(l.vlib, src.name(), "mysql", "data")
-	toDir := filepath.Join(l.vlib, h.name(), "mysql")
-	if out, err := exec.CommandContext(ctx, "cp", "-a", from, filepath.Join(toDir, "data")).CombinedOutput(); err != nil {
-		return fmt.Errorf("copy %s: %v: %s", from, err, out)
-	}
-	drop, _ := filepath.Glob(filepath.Join(toDir, "data", "relay*.0*"))
-	for _, f := range []string{"auto.cnf", "master.info", "relay-log.info"} {
-		drop = append(drop, filepath.Join(toDir, "data", f))
-	}
-	for _, f := range drop {
-		if err := os.Remove(f); err != nil && !os.IsNotExist(err) {
-			return err
-		}
-	}
-	start := time.Now()
-	if err := l.start(ctx, src, binlogdUnit); err != nil {
-		return err
-	}
-	l.logf("node %d: binlogd back %.1fs after the copy", src.id, time.Since(start).Seconds())
-	return l.start(ctx, src, proxyUnit)
+	return "reseed", nil
 }

@@ -176,7 +176,7 @@ func (s *scenario) run(ctx context.Context) error {
 	if _, err := db.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS app_hosts.rows (id BIGINT PRIMARY KEY, at BIGINT) ENGINE=InnoDB"); err != nil {
 		return err
 	}
-	s.w = startWriter(db)
+	s.w = startWriter(db, l.logf)
 	defer func() {
 		select {
 		case <-s.w.done:

@@ -26,6 +26,12 @@ type writer struct {
 	lastErr error
 	stopc   chan struct{}
 	done    chan struct{}
+	logf    func(string, ...any)
+	// failing: since when writes fail (zero while they succeed), and the
+	// first error of that stretch, logged when writes succeed again.
+	failing  time.Time
+	firstErr error
+	failures int
 }
 
 type ack struct {
@@ -53,8 +59,8 @@ func (l *lab) appDB(addr, user, pass string) (*sql.DB, error) {
 }
 
 // startWriter begins inserting through db (the table exists).
-func startWriter(db *sql.DB) *writer {
-	w := &writer{db: db, stopc: make(chan struct{}), done: make(chan struct{})}
+func startWriter(db *sql.DB, logf func(string, ...any)) *writer {
+	w := &writer{db: db, stopc: make(chan struct{}), done: make(chan struct{}), logf: logf}
 	go w.loop()
 	return w
 }
@@ -73,9 +79,17 @@ func (w *writer) loop() {
 		w.mu.Lock()
 		if err == nil {
 			w.acked = append(w.acked, ack{id: id, at: time.Now()})
+			if !w.failing.IsZero() {
+				w.logf("app: no write succeeded for %.1fs (%d errors, first: %v)", time.Since(w.failing).Seconds(), w.failures, w.firstErr)
+				w.failing, w.failures = time.Time{}, 0
+			}
 		} else {
 			w.errors++
 			w.lastErr = err
+			if w.failing.IsZero() {
+				w.failing, w.firstErr = time.Now(), err
+			}
+			w.failures++
 		}
 		w.mu.Unlock()
 		if err != nil {
