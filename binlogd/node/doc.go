@@ -54,6 +54,8 @@
 //	Admin Members                  node, admin
 //	Admin RecoverPoint             admin, or a node asking about itself
 //	Switchover, Add/RemoveMember   admin
+//	Admin Backup                   admin, or a node reseeding itself (backup.go:
+//	                               mariadb-backup for `binlogd reseed`; not on the master unless forced)
 //	grpc.health.v1                 any certificate of the CA
 //
 // and everything else is PermissionDenied. Health is SERVING while the
