@@ -3,7 +3,6 @@ package hosts
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -67,16 +66,6 @@ func (l *lab) initPaths() []string {
 
 // seedNew gives the new host's MariaDB a replica's data.
 func (l *lab) seedNew(ctx context.Context, h, src *host) (string, error) {
-	// The new host's /var/lib/phxgo/node<id>/mysql, as the package
-	// install would leave it: `binlogd reseed` (at fc60c28) does not create
-	// a missing mysql_dir.
-	toDir := filepath.Join(l.vlib, h.name(), "mysql")
-	if err := os.MkdirAll(toDir, 0o750); err != nil {
-		return "", err
-	}
-	if err := os.Chown(toDir, l.uid, l.gid); err != nil {
-		return "", err
-	}
 	// On the new host, as the units' user: mariadb-backup of src, streamed
 	// over binlogd's gRPC (nothing but the cluster's ports).
 	cfg := filepath.Join(l.etc, h.name(), "binlogd.json")
