@@ -26,8 +26,9 @@
 //     serves the app: failover_s is the app's gap, last ack before the
 //     cut to first ack after. The host is reconnected; healthy again.
 //  4. Host 4 is added with README's add-node steps (addnode.go): `init
-//     -add`, copy, seed from a replica on another host, unit start,
-//     scripts/seed-node.sh (members add), sqlproxy unit.
+//     -add`, copy, `binlogd reseed` from a replica on another host (on
+//     host 4, as the units' user), unit start, scripts/seed-node.sh
+//     (members add), sqlproxy unit.
 //  5. A replica is removed (`binlogd members remove`) and its units stopped.
 //  6. Rolling restart: each host's units stopped and started in turn
 //     (systemd's stop: KillMode=mixed), the cluster healthy after each.

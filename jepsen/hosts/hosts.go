@@ -207,7 +207,11 @@ func (s *scenario) run(ctx context.Context) error {
 	if v.MasterID == 0 || v.MasterID == old.id {
 		return fmt.Errorf("after the cut the cluster says master %d (old %d)", v.MasterID, old.id)
 	}
-	l.logf("node %d is master; the app waited %.1fs; %s", v.MasterID, gap.Seconds(), s.w)
+	where := "a replica's host: it hops to the new master's proxy"
+	if v.MasterID == via.id {
+		where = "the new master's host"
+	}
+	l.logf("node %d is master; the app waited %.1fs; its proxy (node %d) is on %s; %s", v.MasterID, gap.Seconds(), via.id, where, s.w)
 	step("reconnect node %d", old.id)
 	if err := l.br.SetPort(ctx, old.ns, true); err != nil {
 		return err
