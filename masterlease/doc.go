@@ -112,4 +112,16 @@
 //   - Every node computes the same verdict for every index.
 //   - A valid batch's epoch is the epoch of the term that chose it; a term's
 //     batches form one GTID chain.
+//
+// # Hostile entries
+//
+// A chosen entry may be anything a forged or broken peer got into the log:
+// Step decodes it and rejects what breaks a rule with a Verdict, never a
+// panic, and changes nothing but Applied then. FuzzStep applies arbitrary
+// entries at arbitrary indexes and checks that Version and Epoch never
+// decrease (one step at a time), an epoch has at most one master, a Fence
+// leaves none, and the state survives its snapshot encoding. A peer's
+// snapshot is checked before the engine makes it durable
+// (CheckSnapshot, paxos.SnapshotChecker): one that does not decode is
+// dropped instead of stopping the node at every restart.
 package masterlease

@@ -198,6 +198,14 @@ func (l *Lease) Restore(applied uint64, snap []byte) error {
 	return nil
 }
 
+// CheckSnapshot implements paxos.SnapshotChecker: a peer's snapshot that
+// would not Restore is dropped before it is made durable (it would stop
+// the node at every restart). It reads no state of l.
+func (l *Lease) CheckSnapshot(snap []byte) error {
+	_, err := DecodeState(snap)
+	return err
+}
+
 // EncodeState encodes a State (the Lease's snapshot format).
 func EncodeState(st State) []byte {
 	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(&pb.LeaseSnapshot{

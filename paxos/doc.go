@@ -203,6 +203,10 @@
 //     have built and names at most 64 node ids with what this node knows
 //     (else it is ignored: known() would panic); Prepares and Accepts
 //     carry the sender's own ballot, from round 1.
+//     A StateMachine that implements SnapshotChecker also vets its part
+//     of a peer's snapshot (snapshot_check.go): a snapshot is durable
+//     before it is restored, so one that does not Restore would stop the
+//     node at every restart.
 //
 // A wal written before these checks may already hold the forged promise.
 // Lowering it is not safe: a node that saw a forged round R < MaxUint64

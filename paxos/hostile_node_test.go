@@ -1,6 +1,7 @@
 package paxos
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"math"
@@ -89,5 +90,36 @@ func TestStatusCountsDrops(t *testing.T) {
 	})
 	if _, _, err := n.Propose(context.Background(), []byte("x")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// checkingSM refuses snapshots that are not its own format.
+type checkingSM struct{ lockedSM }
+
+func (s *checkingSM) CheckSnapshot(snap []byte) error {
+	if !bytes.HasPrefix(snap, []byte("list:")) {
+		return errors.New("not a list snapshot")
+	}
+	return nil
+}
+
+// TestSnapshotCheckedBeforeInstall: a peer's snapshot whose state-machine
+// part would not Restore is dropped, not made durable (which would stop
+// the node at every restart).
+func TestSnapshotCheckedBeforeInstall(t *testing.T) {
+	cfg := testConfig(1, map[uint32]string{1: "127.0.0.1:1", 2: "127.0.0.1:2", 3: "127.0.0.1:3"}, "")
+	st := NewMemoryStorage()
+	n, err := Start(cfg, &checkingSM{}, WithStorage(st))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Stop()
+	engine, _ := newApplier(&listSM{}).snapshot() // a valid dedup table, empty state machine part
+	if err := n.deliver([]Message{{Type: MsgSnapshot, From: 2, To: 1, Index: 50, Chosen: 50, Snapshot: append(engine, "garbage"...)}}); err != nil {
+		t.Fatal(err)
+	}
+	await(t, 5*time.Second, "the snapshot dropped", func() bool { return n.Status().Dropped[DropMalformed] == 1 })
+	if hs := st.HardState(); hs.Applied != 0 || hs.Chosen != 0 || n.Applied() != 0 {
+		t.Fatalf("hard state %+v, applied %d: the snapshot was installed", hs, n.Applied())
 	}
 }

@@ -342,7 +342,7 @@ func (n *Node) drain() {
 }
 
 func (n *Node) stepAll(ms []Message) {
-	for _, m := range ms {
+	for _, m := range n.checkSnapshots(ms) {
 		n.core.step(m)
 	}
 }

@@ -23,8 +23,8 @@ import (
 // every binlogd promise it, persist it and panic (again at every restart:
 // one packet bricked the cluster), and other hostile messages: a Prepare
 // at the highest valid round (which would use up the ballot space), an
-// Accept at index MaxUint64, a Snapshot there, senders 0 and 999, and an
-// unknown type. The links run without TLS: this test is about the Paxos
+// Accept at index MaxUint64, a Snapshot there and one whose lease state
+// does not decode, senders 0 and 999, and an unknown type. The links run without TLS: this test is about the Paxos
 // core, not about who may connect (the mTLS tests are).
 //
 // Then: no binlogd died or restarted, none promised the forged rounds, each
@@ -120,8 +120,11 @@ func attack(ctx context.Context, t *testing.T, c *localcluster.Cluster, id uint3
 		// An Accept at the last index, and one far beyond the window.
 		{Type: 3, From: other, To: id, Ballot: b(1, other), Entries: []*pb.PaxosEntry{{Index: math.MaxUint64, Ballot: b(1, other)}}},
 		{Type: 3, From: other, To: id, Ballot: b(1, other), Entries: []*pb.PaxosEntry{{Index: 1 << 40, Ballot: b(1, other)}}},
-		// A snapshot at the last index.
+		// A snapshot at the last index, and one just ahead whose lease
+		// state is garbage (installing it would stop the node, and again
+		// at every restart: it is made durable before it is restored).
 		{Type: 8, From: other, To: id, Index: math.MaxUint64, Snapshot: []byte("PXS1\x00")},
+		{Type: 8, From: other, To: id, Index: 1 << 20, Chosen: 1 << 20, Snapshot: []byte("PXS1\x00garbage")},
 		// Bogus senders and an unknown type.
 		{Type: 1, From: 0, To: id, Ballot: b(5, 0), Index: 1},
 		{Type: 1, From: 999, To: id, Ballot: b(5, 999), Index: 1},
