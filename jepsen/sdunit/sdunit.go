@@ -207,7 +207,7 @@ func (s *Service) command(argv []string, env ...string) (*exec.Cmd, error) {
 // Start runs ExecStartPre lines (each must succeed), then
 // ExecStart, and with Type=notify waits for READY=1 from the main process
 // as systemd does before it calls the unit started.
-func Start(ctx context.Context, u *Unit, logPath string, logf func(format string, args ...any)) (*Service, error) {
+func Start(ctx context.Context, u *Unit, logPath string, logf func(format string, args ...any)) (_ *Service, err error) {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
@@ -219,6 +219,13 @@ func Start(ctx context.Context, u *Unit, logPath string, logf func(format string
 	if err := os.Mkdir(cg, 0o755); err != nil {
 		return nil, err
 	}
+	// A unit that fails to start leaves nothing running, as systemd's
+	// cleanup after a failed start does.
+	defer func() {
+		if err != nil {
+			removeCgroup(cg)
+		}
+	}()
 	out, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, err
@@ -392,4 +399,22 @@ func (s *Service) Crash(ctx context.Context) ([]int, error) {
 	_ = s.main.Process.Signal(syscall.SIGKILL)
 	<-s.exited
 	return s.Stop(ctx)
+}
+
+// removeCgroup SIGKILLs whatever is left in cg and removes it (bounded:
+// a failed start must not hang the test).
+func removeCgroup(cg string) {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		b, _ := os.ReadFile(filepath.Join(cg, "cgroup.procs"))
+		for _, f := range strings.Fields(string(b)) {
+			if p, err := strconv.Atoi(f); err == nil {
+				_ = syscall.Kill(p, syscall.SIGKILL)
+			}
+		}
+		if os.Remove(cg) == nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
