@@ -64,6 +64,15 @@ func TestHostilePaxosPeer(t *testing.T) {
 			t.Fatalf("node %d promised round %g: a forged ballot was adopted", id, round)
 		}
 		awaitLog(ctx, t, c, id, "dropped hostile or out-of-range peer messages")
+		var dropped float64
+		for k, v := range scrape(t, c, id) {
+			if strings.HasPrefix(k, "phxgo_paxos_dropped_messages_total{") {
+				dropped += v
+			}
+		}
+		if dropped == 0 {
+			t.Fatalf("node %d: phxgo_paxos_dropped_messages_total counts none of the forged messages", id)
+		}
 		if log := nodeLog(t, c, id); strings.Contains(log, "panic") {
 			t.Fatalf("node %d logged a panic", id)
 		}

@@ -25,6 +25,7 @@ func registerPaxosMetrics(reg *prometheus.Registry, n *Node) {
 			func() float64 { return float64(n.px.Status().LeaderChanges) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "phxgo", Subsystem: "paxos", Name: "ballot", Help: "round of the highest ballot this node promised"},
 			func() float64 { return float64(n.px.Status().Ballot) }),
+		newDroppedCollector(n),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "phxgo", Subsystem: "paxos", Name: "is_leader", Help: "1 while this node leads the log"},
 			func() float64 {
 				if n.px.IsLeader() {
