@@ -21,8 +21,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"phxgo/binlogd/config"
-	"phxgo/binlogd/sdnotify"
 	"phxgo/binlogd/mtls"
+	"phxgo/binlogd/sdnotify"
 	"phxgo/binlogd/version"
 	pb "phxgo/proto"
 	"phxgo/sqlproxy"
