@@ -105,9 +105,12 @@ func TestReseedReplica(t *testing.T) {
 	backupDenied(ctx, t, c, source, mtls.Identity{Role: mtls.RoleNode, ID: master}, broken) // a node for another node
 
 	start := time.Now()
-	out, err := binlogd("reseed", "-config", cfg, "-source-node", fmt.Sprint(source))
+	out, err := binlogd("reseed", "-config", cfg) // no source named: the replica among the members
 	if err != nil {
 		t.Fatalf("reseed: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, fmt.Sprintf("copying from node %d ", source)) {
+		t.Fatalf("reseed did not pick the replica, node %d:\n%s", source, out)
 	}
 	t.Logf("reseed of node %d from node %d in %.2fs:\n%s", broken, source, time.Since(start).Seconds(), out)
 	if !regexp.MustCompile(`reseed: received [0-9.]+ [KMG]iB in .* MiB/s`).MatchString(out) || !strings.Contains(out, "position 0-") {
