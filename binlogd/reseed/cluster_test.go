@@ -105,9 +105,12 @@ func TestReseedReplica(t *testing.T) {
 	backupDenied(ctx, t, c, source, mtls.Identity{Role: mtls.RoleNode, ID: master}, broken) // a node for another node
 
 	start := time.Now()
-	out, err := binlogd("reseed", "-config", cfg) // no source named: the replica among the members
+	out, err := binlogd("reseed", "-config", cfg, "-progress", "100ms") // no source named: the replica among the members
 	if err != nil {
 		t.Fatalf("reseed: %v\n%s", err, out)
+	}
+	if !regexp.MustCompile(`reseed: [0-9.]+ [KM]?i?B of ~[0-9.]+ MiB \(\d+%\), [0-9.]+ MiB/s`).MatchString(out) {
+		t.Fatalf("no progress line while copying:\n%s", out)
 	}
 	if !strings.Contains(out, fmt.Sprintf("copying from node %d ", source)) {
 		t.Fatalf("reseed did not pick the replica, node %d:\n%s", source, out)

@@ -49,6 +49,7 @@ func cmdReseed(args []string) error {
 	sourceNode := fs.Uint("source-node", 0, "source node id (its grpc_addr from the config's members)")
 	force := fs.Bool("force", false, "let the source serve even if it is the master (its commits stall briefly under the backup's lock)")
 	discardOld := fs.Bool("discard-old", false, "remove the old datadir after the swap instead of keeping it as <datadir>.old-<time>")
+	every := fs.Duration("progress", time.Second, "interval of the progress lines on stderr")
 	tf := addTLSFileFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -92,7 +93,7 @@ func cmdReseed(args []string) error {
 		return fmt.Errorf("reseed from %s: %w", addr, tf.hint(err))
 	}
 	fmt.Fprintf(os.Stderr, "reseed: node %d from %s into %s\n", cfg.ID, addr, inst.DataDir())
-	res, err := reseed.Receive(ctx, stream.Recv, reseed.Target{DataDir: inst.DataDir(), DiscardOld: *discardOld, Progress: os.Stderr})
+	res, err := reseed.Receive(ctx, stream.Recv, reseed.Target{DataDir: inst.DataDir(), DiscardOld: *discardOld, Progress: os.Stderr, Every: *every})
 	if err != nil {
 		return fmt.Errorf("%w (the old datadir %s is unchanged)", tf.hint(err), inst.DataDir())
 	}
