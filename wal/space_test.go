@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // tmpfs mounts a tmpfs of size under the test's temp dir until it ends.
@@ -71,7 +72,10 @@ func TestDiskFullFailsCleanly(t *testing.T) {
 	filler := fillFS(t, dir, 5<<20)
 	var err error
 	acked := uint64(50)
-	for i := uint64(51); i <= 5000 && err == nil; i++ {
+	// Free space is checked at most once per MiB written or per second:
+	// keep saving until the check has had its chance.
+	until := time.Now().Add(10 * time.Second)
+	for i := uint64(51); time.Now().Before(until) && err == nil; i++ {
 		p := Ballot{Round: i}
 		if err = l.Save(Update{Promised: &p, Accepted: []Accepted{acc(i, i)}}); err == nil {
 			acked = i

@@ -113,16 +113,19 @@ func TestFullDiskTakesMasterOut(t *testing.T) {
 
 	// No renewal: the lease expires and another node takes over; writes
 	// resume there.
-	var other uint32
-	for _, id := range c.IDs() {
-		if id != master {
-			other = id
-		}
-	}
 	awaitE2E(t, ctx, "a new master", func() (bool, string) {
-		s, err := c.Status(ctx, other)
-		return err == nil && s.MasterId != 0 && s.MasterId != master && s.Ready || err == nil && s.MasterId == other && s.Role == pb.Role_ROLE_MASTER,
-			fmt.Sprintf("%v %v", s, err)
+		desc := ""
+		for _, id := range c.IDs() {
+			if id == master {
+				continue
+			}
+			s, err := c.Status(ctx, id)
+			if err == nil && s.Role == pb.Role_ROLE_MASTER {
+				return true, ""
+			}
+			desc += fmt.Sprintf(" node %d: %v %v;", id, s, err)
+		}
+		return false, desc
 	})
 	w.awaitAcks(t, 50, 2*time.Minute)
 	last, first := w.gap(fault)
