@@ -90,10 +90,10 @@ func TestUnitsRollingRestartKeepsNodesSafe(t *testing.T) {
 	if out, err := exec.Command("chown", "-R", u0.User+":", spec.Dir).CombinedOutput(); err != nil {
 		t.Fatalf("chown: %v %s", err, out)
 	}
-	if err := makeTraversable(spec.Dir); err != nil {
+	if err := sdunit.Traversable(spec.Dir); err != nil {
 		t.Fatal(err)
 	}
-	if err := makeTraversable(binDir); err != nil {
+	if err := sdunit.Traversable(binDir); err != nil {
 		t.Fatal(err)
 	}
 	subst := map[string]string{"/usr/local/bin/": binDir + "/", "/etc/phxgo/": spec.Dir + "/"}
@@ -217,23 +217,3 @@ func TestUnitsRollingRestartKeepsNodesSafe(t *testing.T) {
 }
 
 func itoa(id uint32) string { return strconv.FormatUint(uint64(id), 10) }
-
-// makeTraversable adds the search bit for others (o+x, never read) to dir
-// and each of its ancestors, so the unit's user can reach files below
-// t.TempDir(), whose directories are 0700.
-func makeTraversable(dir string) error {
-	for d := dir; ; d = filepath.Dir(d) {
-		fi, err := os.Stat(d)
-		if err != nil {
-			return err
-		}
-		if fi.Mode().Perm()&0o001 == 0 {
-			if err := os.Chmod(d, fi.Mode().Perm()|0o001); err != nil {
-				return err
-			}
-		}
-		if d == filepath.Dir(d) {
-			return nil
-		}
-	}
-}

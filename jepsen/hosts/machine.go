@@ -93,7 +93,7 @@ func newLab(ctx context.Context, o Options) (*lab, error) {
 	}
 	// The run's directory may be a 0700 temp dir: the units' user must
 	// traverse it (never read it) to reach its own files.
-	if err := traversable(l.root); err != nil {
+	if err := sdunit.Traversable(l.root); err != nil {
 		return nil, err
 	}
 	if err := os.Chown(l.vlib, l.uid, l.gid); err != nil {
@@ -292,24 +292,6 @@ func (l *lab) close() {
 	}
 	if l.br != nil {
 		_ = l.br.Close()
-	}
-}
-
-// traversable adds o+x (search, never read) to dir and its ancestors.
-func traversable(dir string) error {
-	for d := dir; ; d = filepath.Dir(d) {
-		fi, err := os.Stat(d)
-		if err != nil {
-			return err
-		}
-		if fi.Mode().Perm()&0o001 == 0 {
-			if err := os.Chmod(d, fi.Mode().Perm()|0o001); err != nil {
-				return err
-			}
-		}
-		if d == filepath.Dir(d) {
-			return nil
-		}
 	}
 }
 
