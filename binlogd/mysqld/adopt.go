@@ -52,13 +52,32 @@ func (i *Instance) exited(pid int, done chan struct{}) {
 	close(done)
 }
 
-// Alive reports whether pid is a live process (not a zombie).
+// Alive reports whether pid is a live process (not a zombie). A killed
+// multi-threaded process (binlogd, mariadbd) shows its main thread as a
+// zombie while its other threads still exit, and until the last one has,
+// its files, and the locks on them (the wal's flock), are still held: so
+// the process counts as alive while any of its threads is not a zombie.
 func Alive(pid int) bool {
 	if syscall.Kill(pid, 0) != nil {
 		return false
 	}
-	// A zombie still answers kill(0); its state in /proc says Z.
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	proc := "/proc/" + strconv.Itoa(pid)
+	tasks, err := os.ReadDir(proc + "/task")
+	if err != nil {
+		return running(proc + "/stat")
+	}
+	for _, t := range tasks {
+		if running(proc + "/task/" + t.Name() + "/stat") {
+			return true
+		}
+	}
+	return false
+}
+
+// running reads a /proc stat file: false for a zombie, a dead task, or one
+// already gone.
+func running(stat string) bool {
+	b, err := os.ReadFile(stat)
 	if err != nil {
 		return false
 	}
