@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -35,8 +36,16 @@ type Config struct {
 	// WriteTimeout bounds one packet write to a replica; a replica that
 	// stops reading for longer is disconnected.
 	WriteTimeout time.Duration
-	Logger       *slog.Logger
+	// MaxConns caps the connections open at once (0: DefaultMaxConns).
+	// Only the node's own MariaDB needs the endpoint; a local process
+	// holding sockets open must not take binlogd to its file limit.
+	MaxConns int
+	Logger   *slog.Logger
 }
+
+// DefaultMaxConns is MaxConns when unset: one MariaDB replica reconnecting
+// and operators' tools need a handful.
+const DefaultMaxConns = 64
 
 // DefaultConfig returns defaults; set User, Password and ServerID.
 func DefaultConfig() Config {
@@ -76,11 +85,13 @@ const (
 
 // Server is the replication-master endpoint.
 type Server struct {
-	cfg     Config
-	src     Source
-	log     *slog.Logger
-	mysql   *server.Server
-	sysvars map[string]string
+	cfg Config
+	// refusedLog is when a refusal over MaxConns was last logged (unix ns).
+	refusedLog atomic.Int64
+	src        Source
+	log        *slog.Logger
+	mysql      *server.Server
+	sysvars    map[string]string
 
 	mu     sync.Mutex
 	ln     net.Listener
@@ -224,6 +235,11 @@ func (s *Server) Serve(l net.Listener) error {
 			c.Close()
 			return ErrServerClosed
 		}
+		if max := s.maxConns(); len(s.conns) >= max {
+			s.mu.Unlock()
+			s.refuseTooMany(c, max)
+			continue
+		}
 		s.conns[c] = struct{}{}
 		s.wg.Add(1)
 		s.mu.Unlock()
@@ -305,4 +321,28 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+func (s *Server) maxConns() int {
+	if s.cfg.MaxConns > 0 {
+		return s.cfg.MaxConns
+	}
+	return DefaultMaxConns
+}
+
+// refuseTooMany answers a connection over the cap with MariaDB's own
+// ERR 1040 in place of the greeting, and closes it; logged at most every
+// 10 s (a flood must not flood the log too).
+func (s *Server) refuseTooMany(c net.Conn, max int) {
+	msg := "Too many connections"
+	body := append([]byte{0xff, 0x10, 0x04, '#'}, "08004"...)
+	body = append(body, msg...)
+	pkt := append([]byte{byte(len(body)), byte(len(body) >> 8), byte(len(body) >> 16), 0}, body...)
+	_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+	_, _ = c.Write(pkt)
+	c.Close()
+	now := time.Now().UnixNano()
+	if last := s.refusedLog.Load(); now-last > int64(10*time.Second) && s.refusedLog.CompareAndSwap(last, now) && s.cfg.Logger != nil {
+		s.cfg.Logger.Warn("replication endpoint refuses connections: too many open", "remote", c.RemoteAddr().String(), "max", max)
+	}
 }

@@ -1,0 +1,62 @@
+package replserver
+
+import (
+	"io"
+	"net"
+	"testing"
+	"time"
+)
+
+// TestConnectionCap: a local process holding connections open gets at
+// most MaxConns of them; the next one reads MariaDB's ERR 1040 instead of
+// the greeting, and a slot freed is usable again.
+func TestConnectionCap(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.User, cfg.Password, cfg.ServerID, cfg.MaxConns = testUser, testPassword, endpointID, 2
+	s, err := New(cfg, NewMemorySource(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	first := func() (net.Conn, byte) {
+		c, err := net.DialTimeout("tcp", s.Addr(), 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		hdr := make([]byte, 5)
+		if _, err := io.ReadFull(c, hdr); err != nil {
+			t.Fatal(err)
+		}
+		return c, hdr[4] // 0x0a: a greeting; 0xff: ERR
+	}
+	a, ka := first()
+	b, kb := first()
+	if ka != 0x0a || kb != 0x0a {
+		t.Fatalf("first two connections got %#x %#x, want greetings", ka, kb)
+	}
+	c, kc := first()
+	rest, _ := io.ReadAll(c)
+	c.Close()
+	if kc != 0xff || len(rest) < 2 || rest[0] != 0x10 || rest[1] != 0x04 {
+		t.Fatalf("third connection got %#x %x, want ERR 1040", kc, rest)
+	}
+	a.Close()
+	b.Close()
+	await(t, 5*time.Second, func() (bool, string) {
+		d, err := net.DialTimeout("tcp", s.Addr(), 5*time.Second)
+		if err != nil {
+			return false, err.Error()
+		}
+		defer d.Close()
+		_ = d.SetReadDeadline(time.Now().Add(5 * time.Second))
+		hdr := make([]byte, 5)
+		if _, err := io.ReadFull(d, hdr); err != nil {
+			return false, err.Error()
+		}
+		return hdr[4] == 0x0a, "still refused after two connections closed"
+	})
+}
