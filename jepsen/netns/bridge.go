@@ -2,10 +2,8 @@ package netns
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
-	"strconv"
 	"strings"
 )
 
@@ -103,26 +101,8 @@ func (b *Bridge) Close() error { return b.NS.Close() }
 // pid is no longer alive (a group of namespaces one run created, such as a
 // bridge and its hosts), killing whatever still runs in them.
 func RemoveStaleGroup(ctx context.Context, prefix string) ([]string, error) {
-	names, err := List(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var removed []string
-	var errs []error
-	for _, name := range names {
-		rest, ok := strings.CutPrefix(name, prefix)
-		if !ok {
-			continue
-		}
-		pidS, _, _ := strings.Cut(rest, "-")
-		if pid, err := strconv.Atoi(pidS); err == nil && alive(pid) {
-			continue
-		}
-		if err := remove(ctx, name); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		removed = append(removed, name)
-	}
-	return removed, errors.Join(errs...)
+	return removeStale(ctx, prefix, func(rest string) string {
+		pid, _, _ := strings.Cut(rest, "-")
+		return pid
+	})
 }

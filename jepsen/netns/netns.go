@@ -187,6 +187,12 @@ func List(ctx context.Context) ([]string, error) {
 // RemoveStale deletes namespaces named prefix<pid> whose pid is no longer
 // alive, killing whatever still runs in them. It returns the names removed.
 func RemoveStale(ctx context.Context, prefix string) ([]string, error) {
+	return removeStale(ctx, prefix, func(rest string) string { return rest })
+}
+
+// removeStale deletes the namespaces whose name starts with prefix and
+// whose owner pid (pidOf the rest of the name) is no longer alive.
+func removeStale(ctx context.Context, prefix string, pidOf func(rest string) string) ([]string, error) {
 	names, err := List(ctx)
 	if err != nil {
 		return nil, err
@@ -198,7 +204,7 @@ func RemoveStale(ctx context.Context, prefix string) ([]string, error) {
 		if !ok {
 			continue
 		}
-		if pid, err := strconv.Atoi(rest); err == nil && alive(pid) {
+		if pid, err := strconv.Atoi(pidOf(rest)); err == nil && alive(pid) {
 			continue
 		}
 		if err := remove(ctx, name); err != nil {
