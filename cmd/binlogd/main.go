@@ -30,6 +30,7 @@ import (
 	"google.golang.org/grpc"
 
 	"phxgo/binlogd/config"
+	"phxgo/binlogd/liblog"
 	"phxgo/binlogd/node"
 	"phxgo/binlogd/recovery"
 	"phxgo/binlogd/version"
@@ -124,6 +125,7 @@ func cmdRun(args []string) error {
 	if err != nil {
 		return err
 	}
+	liblog.Install(logger.With("node", cfg.ID))
 	n, err := node.New(cfg, logger)
 	if err != nil {
 		return err

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"phxgo/binlogd/config"
+	"phxgo/binlogd/liblog"
 	"phxgo/binlogd/mtls"
 	"phxgo/binlogd/sdnotify"
 	"phxgo/binlogd/version"
@@ -99,6 +100,7 @@ func run(args []string) error {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	liblog.Install(log)
 
 	src := sqlproxy.ListenSourceIP(*listen)
 	if *sourceIP != "" {
