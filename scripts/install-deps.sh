@@ -7,6 +7,7 @@ command -v mariadb >/dev/null 2>&1 || need+=(mariadb-client)
 command -v mariadb-binlog >/dev/null 2>&1 || need+=(mariadb-client)
 command -v mariadb-backup >/dev/null 2>&1 || need+=(mariadb-backup) # binlogd reseed (physical copy of a replica)
 command -v sysbench >/dev/null 2>&1 || need+=(sysbench)
+command -v haproxy >/dev/null 2>&1 || need+=(haproxy) # make bench-sql: the proxy anchor in front of the baseline
 command -v iptables >/dev/null 2>&1 || need+=(iptables)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v protoc >/dev/null 2>&1 || need+=(protobuf-compiler)
