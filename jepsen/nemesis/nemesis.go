@@ -22,8 +22,18 @@ const (
 	All       = "all"
 )
 
-// Kinds is every fault kind, in a fixed order.
+// Kinds is every fault kind, in a fixed order (files adding a kind append
+// to it with register, in their init).
 var Kinds = []string{Kill, Pause, Partition, Restart}
+
+// injectors are the kinds added by register, each in its own file.
+var injectors = map[string]func(n *Nemesis, ctx context.Context) (*Active, error){}
+
+// register adds a fault kind injected by inject; called from init.
+func register(kind string, inject func(n *Nemesis, ctx context.Context) (*Active, error)) {
+	Kinds = append(Kinds, kind)
+	injectors[kind] = inject
+}
 
 // Errors.
 var (
@@ -81,6 +91,9 @@ type Nemesis struct {
 	p     Partitioner
 	rng   *rand.Rand
 	lease time.Duration
+	// crashes counts kill-majority faults: they alternate between a
+	// majority and every node (crash.go).
+	crashes int
 }
 
 // New returns a Nemesis over c; p may be nil if no partitions are wanted.
@@ -99,6 +112,9 @@ func (n *Nemesis) Inject(ctx context.Context, kind string) (*Active, error) {
 		return n.partition(ctx)
 	case Restart:
 		return n.rollingRestart(ctx)
+	}
+	if inject, ok := injectors[kind]; ok {
+		return inject(n, ctx)
 	}
 	return nil, fmt.Errorf("%w %q", ErrUnknownKind, kind)
 }

@@ -20,7 +20,7 @@ func TestParseKinds(t *testing.T) {
 		t.Fatalf("got %v %v", got, err)
 	}
 	got, err = ParseKinds("all")
-	if err != nil || len(got) != 4 {
+	if err != nil || len(got) != len(Kinds) {
 		t.Fatalf("all: %v %v", got, err)
 	}
 	if got, err := ParseKinds("none"); err != nil || len(got) != 0 {
