@@ -39,7 +39,9 @@ func (n *Nemesis) killMajority(ctx context.Context) (*Active, error) {
 	}
 	n.crashes++
 	a := &Active{Kind: KillMajority, Desc: fmt.Sprintf("kill -9 %s %v (mysqld+binlogd+sqlproxy)", what, victims),
-		heal: func(ctx context.Context) error { return n.each(victims, func(id uint32) error { return n.c.Restart(ctx, id) }) }}
+		heal: func(ctx context.Context) error {
+			return n.each(victims, func(id uint32) error { return n.c.Restart(ctx, id) })
+		}}
 	if err := n.each(victims, n.c.KillNode); err != nil {
 		return a, fmt.Errorf("%s: %w", a.Desc, err)
 	}
