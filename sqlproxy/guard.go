@@ -99,18 +99,6 @@ func (s *Server) deniedUser(user string) bool {
 	return false
 }
 
-// takeSlot reserves a connection slot; false when MaxConnections are open.
-func (s *Server) takeSlot() bool {
-	select {
-	case s.slots <- struct{}{}:
-		return true
-	default:
-		return false
-	}
-}
-
-func (s *Server) freeSlot() { <-s.slots }
-
 // refuseFull answers a connection over the cap as MariaDB does (1040 in
 // place of the greeting) and closes it.
 func (s *Server) refuseFull(nc net.Conn) {

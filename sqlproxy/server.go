@@ -44,16 +44,14 @@ type Server struct {
 	peerTLS *tls.Config // server side of hop TLS; nil when Config.PeerTLS is
 
 	connID atomic.Uint32
-	slots  chan struct{} // one per open client connection (MaxConnections)
 	rr     atomic.Uint64
+	acc    wire.Acceptor // client connections, at most MaxConnections
 
 	ctx    context.Context
 	cancel context.CancelFunc
 	mu     sync.Mutex
-	lns    map[net.Listener]struct{}
-	conns  map[net.Conn]struct{}
 	closed bool
-	wg     sync.WaitGroup
+	wg     sync.WaitGroup // health and sweep loops
 }
 
 // New returns a Server; call Serve for each listener.
@@ -72,10 +70,10 @@ func New(cfg Config, topo topology.Topology, a Authenticator) (*Server, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{cfg: cfg, topo: topo, auth: a, log: cfg.Logger, metrics: cfg.Metrics,
-		pool: newPool(256, cfg.IdleTimeout), ctx: ctx, cancel: cancel,
-		lns: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}}
+		pool: newPool(256, cfg.IdleTimeout), ctx: ctx, cancel: cancel}
 	s.dial = DialFrom(cfg.SourceIP, cfg.DialTimeout)
-	s.slots = make(chan struct{}, cfg.MaxConnections)
+	s.acc.Max = cfg.MaxConnections
+	s.acc.Refuse = func(nc net.Conn) { go s.refuseFull(nc) }
 	if s.cfg.DenyUsers == nil {
 		s.cfg.DenyUsers, _ = ParseDenyUsers(DefaultDenyUsers)
 	}
@@ -105,52 +103,11 @@ func New(cfg Config, topo topology.Topology, a Authenticator) (*Server, error) {
 // Serve accepts clients on ln with the given routing mode until Close.
 // It returns ErrClosed after Close, or the accept error.
 func (s *Server) Serve(ln net.Listener, mode Mode) error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	err := s.acc.Serve(ln, func(nc net.Conn) { s.handle(nc, mode) })
+	if errors.Is(err, wire.ErrClosed) {
 		return ErrClosed
 	}
-	s.lns[ln] = struct{}{}
-	s.mu.Unlock()
-	for {
-		nc, err := ln.Accept()
-		if err != nil {
-			s.mu.Lock()
-			closed := s.closed
-			delete(s.lns, ln)
-			s.mu.Unlock()
-			if closed {
-				return ErrClosed
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			return err
-		}
-		if !s.takeSlot() {
-			go s.refuseFull(nc)
-			continue
-		}
-		s.mu.Lock()
-		if s.closed {
-			s.mu.Unlock()
-			nc.Close()
-			s.freeSlot()
-			return ErrClosed
-		}
-		s.conns[nc] = struct{}{}
-		s.wg.Add(1)
-		s.mu.Unlock()
-		go func() {
-			defer s.wg.Done()
-			defer s.freeSlot()
-			s.handle(nc, mode)
-			s.mu.Lock()
-			delete(s.conns, nc)
-			s.mu.Unlock()
-		}()
-	}
+	return err
 }
 
 // Close stops the listeners, closes client connections (open
@@ -162,14 +119,10 @@ func (s *Server) Close() error {
 		return nil
 	}
 	s.closed = true
-	for ln := range s.lns {
-		ln.Close()
-	}
-	for c := range s.conns {
-		c.Close()
-	}
 	s.mu.Unlock()
+	_ = s.acc.Stop()
 	s.cancel()
+	s.acc.Wait()
 	s.wg.Wait()
 	s.pool.closeAll()
 	return nil

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"slices"
 )
 
 // MaxPayload is the largest payload of one frame; a payload of exactly
@@ -78,62 +77,26 @@ func (c *Conn) Resize(size int) {
 // a header announces (readGrow).
 func (c *Conn) ReadPacket() ([]byte, error) { return c.readFrames(nil) }
 
+// reader is c's read side as a Reader; the caller copies Seq back.
+func (c *Conn) reader() Reader { return Reader{R: c.R, Limit: c.Limit, Seq: c.Seq} }
+
 // readFrames reads frames and appends their payloads to out until one
 // shorter than MaxPayload ends the logical packet.
 func (c *Conn) readFrames(out []byte) ([]byte, error) {
-	for {
-		var hdr [4]byte
-		if _, err := io.ReadFull(c.R, hdr[:]); err != nil {
-			return nil, err
-		}
-		n := int(uint32(hdr[0]) | uint32(hdr[1])<<8 | uint32(hdr[2])<<16)
-		c.Seq = hdr[3] + 1
-		if c.Limit > 0 && len(out)+n > c.Limit {
-			return nil, ErrTooBig
-		}
-		var err error
-		if out, err = readGrow(c.R, out, n); err != nil {
-			return nil, err
-		}
-		if n < MaxPayload {
-			if out == nil {
-				out = []byte{}
-			}
-			return out, nil
-		}
-	}
-}
-
-// readGrow appends n bytes from r to b. It allocates at most firstChunk
-// ahead of the data, then doubles the buffer as bytes arrive, so a peer
-// announcing 16 MiB and sending nothing costs 16 KiB, not 16 MiB.
-func readGrow(r io.Reader, b []byte, n int) ([]byte, error) {
-	for n > 0 {
-		if len(b) == cap(b) {
-			b = slices.Grow(b, min(n, max(cap(b), firstChunk)))
-		}
-		k := min(n, cap(b)-len(b))
-		m, err := io.ReadFull(r, b[len(b):len(b)+k])
-		b = b[:len(b)+m]
-		n -= m
-		if err != nil {
-			return nil, err
-		}
-	}
-	return b, nil
+	r := c.reader()
+	out, err := r.readFrames(out)
+	c.Seq = r.Seq
+	return out, err
 }
 
 // ReadPacketReuse is ReadPacket into a buffer the Conn keeps: the slice
 // is valid only until the next read on c (no allocation per command).
 func (c *Conn) ReadPacketReuse() ([]byte, error) {
-	var hdr [4]byte
-	if _, err := io.ReadFull(c.R, hdr[:]); err != nil {
+	r := c.reader()
+	n, err := r.header(0)
+	c.Seq = r.Seq
+	if err != nil {
 		return nil, err
-	}
-	n := int(uint32(hdr[0]) | uint32(hdr[1])<<8 | uint32(hdr[2])<<16)
-	c.Seq = hdr[3] + 1
-	if c.Limit > 0 && n > c.Limit {
-		return nil, ErrTooBig
 	}
 	if n == MaxPayload || n > 64<<10 {
 		// Rare big packets: a new slice grown as bytes arrive, not kept.
@@ -156,24 +119,9 @@ func (c *Conn) ReadPacketReuse() ([]byte, error) {
 // WritePacket buffers payload as one logical packet starting at Seq,
 // splitting it into frames as needed. Call Flush to send.
 func (c *Conn) WritePacket(payload []byte) error {
-	for {
-		n := len(payload)
-		if n > MaxPayload {
-			n = MaxPayload
-		}
-		hdr := [4]byte{byte(n), byte(n >> 8), byte(n >> 16), c.Seq}
-		c.Seq++
-		if _, err := c.W.Write(hdr[:]); err != nil {
-			return err
-		}
-		if _, err := c.W.Write(payload[:n]); err != nil {
-			return err
-		}
-		payload = payload[n:]
-		if n < MaxPayload {
-			return nil
-		}
-	}
+	var err error
+	c.Seq, err = WritePacket(c.W, c.Seq, payload)
+	return err
 }
 
 // WriteFlush writes one packet and flushes.
@@ -201,7 +149,7 @@ func (c *Conn) RelayFrame(dst *bufio.Writer) (Frame, error) {
 	if err != nil {
 		return Frame{}, err
 	}
-	n := int(uint32(hdr[0]) | uint32(hdr[1])<<8 | uint32(hdr[2])<<16)
+	n := frameLen(hdr)
 	f := Frame{Len: n, Seq: hdr[3]}
 	if 4+n <= c.R.Size() {
 		b, err := c.R.Peek(4 + n)

@@ -144,6 +144,13 @@ func OK(affected, insertID uint64, status uint16) []byte {
 	return append(b, byte(status), byte(status>>8), 0, 0)
 }
 
+// EOF builds a classic EOF packet payload (0xfe, warnings, status): the
+// terminator of column definitions and rows when CLIENT_DEPRECATE_EOF
+// was not negotiated.
+func EOF(warnings, status uint16) []byte {
+	return []byte{HeaderEOF, byte(warnings), byte(warnings >> 8), byte(status), byte(status >> 8)}
+}
+
 // StatusOf returns the server status flags of an OK, or EOF payload
 // (0xfe, length < 9, or an OK-with-0xfe under DEPRECATE_EOF).
 func StatusOf(p []byte) (uint16, bool) {

@@ -1,0 +1,124 @@
+package wire
+
+import (
+	"errors"
+	"net"
+	"sync"
+)
+
+// ErrClosed is returned by Acceptor.Serve once Stop or Close was called.
+var ErrClosed = errors.New("wire: acceptor closed")
+
+// Acceptor is the accept loop of a MySQL-protocol listener, shared by
+// the proxy and binlogd's replication endpoint: a goroutine per
+// connection, a cap on connections open at once, and a shutdown that
+// ends every connection and waits for its goroutine. The zero value is
+// ready; set Max and Refuse before the first Serve.
+type Acceptor struct {
+	// Max caps the connections open at once; 0 means no cap. A local
+	// process holding sockets must not take the server to its file limit.
+	Max int
+	// Refuse takes each connection over Max, owns it and closes it. It
+	// runs on the accept loop, so a slow answer belongs in a goroutine.
+	// Nil closes the connection unanswered.
+	Refuse func(net.Conn)
+
+	mu      sync.Mutex
+	lns     map[net.Listener]struct{}
+	conns   map[net.Conn]struct{}
+	stopped bool
+	wg      sync.WaitGroup
+}
+
+// Serve accepts on ln and runs handle(c) in a goroutine per connection;
+// c is closed when handle returns (handle may close it earlier). Serve
+// returns ErrClosed after Stop or Close, or the first accept error that
+// is not a timeout. It does not close ln itself (Stop does); several
+// Serves may run at once on different listeners.
+func (a *Acceptor) Serve(ln net.Listener, handle func(net.Conn)) error {
+	a.mu.Lock()
+	if a.stopped {
+		a.mu.Unlock()
+		return ErrClosed
+	}
+	if a.lns == nil {
+		a.lns, a.conns = map[net.Listener]struct{}{}, map[net.Conn]struct{}{}
+	}
+	a.lns[ln] = struct{}{}
+	a.mu.Unlock()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			var ne net.Error
+			timeout := errors.As(err, &ne) && ne.Timeout()
+			a.mu.Lock()
+			stopped := a.stopped
+			if stopped || !timeout {
+				delete(a.lns, ln)
+			}
+			a.mu.Unlock()
+			switch {
+			case stopped:
+				return ErrClosed
+			case timeout:
+				continue
+			}
+			return err
+		}
+		a.mu.Lock()
+		if a.stopped {
+			a.mu.Unlock()
+			c.Close()
+			return ErrClosed
+		}
+		if a.Max > 0 && len(a.conns) >= a.Max {
+			a.mu.Unlock()
+			if a.Refuse != nil {
+				a.Refuse(c)
+			} else {
+				c.Close()
+			}
+			continue
+		}
+		a.conns[c] = struct{}{}
+		a.wg.Add(1)
+		a.mu.Unlock()
+		go func() {
+			defer a.wg.Done()
+			handle(c)
+			a.mu.Lock()
+			delete(a.conns, c)
+			a.mu.Unlock()
+			c.Close()
+		}()
+	}
+}
+
+// Stop ends accepting: it closes every listener and every open
+// connection without waiting for their goroutines. It returns the first
+// listener close error other than net.ErrClosed.
+func (a *Acceptor) Stop() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.stopped = true
+	var first error
+	for ln := range a.lns {
+		if err := ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) && first == nil {
+			first = err
+		}
+	}
+	for c := range a.conns {
+		c.Close()
+	}
+	return first
+}
+
+// Wait waits for the goroutines of the connections Serve accepted.
+func (a *Acceptor) Wait() { a.wg.Wait() }
+
+// Close is Stop, then Wait.
+func (a *Acceptor) Close() error {
+	err := a.Stop()
+	a.Wait()
+	return err
+}
