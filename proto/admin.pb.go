@@ -76,6 +76,127 @@ func (Role) EnumDescriptor() ([]byte, []int) {
 	return file_admin_proto_rawDescGZIP(), []int{0}
 }
 
+type ReadWindowRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// forwarded: sent by a node on a proxy's behalf; never forwarded again.
+	Forwarded     bool `protobuf:"varint,1,opt,name=forwarded,proto3" json:"forwarded,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadWindowRequest) Reset() {
+	*x = ReadWindowRequest{}
+	mi := &file_admin_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadWindowRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadWindowRequest) ProtoMessage() {}
+
+func (x *ReadWindowRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadWindowRequest.ProtoReflect.Descriptor instead.
+func (*ReadWindowRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *ReadWindowRequest) GetForwarded() bool {
+	if x != nil {
+		return x.Forwarded
+	}
+	return false
+}
+
+type ReadWindowReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	MasterId      uint32                 `protobuf:"varint,1,opt,name=master_id,json=masterId,proto3" json:"master_id,omitempty"`
+	Epoch         uint64                 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	MysqlAddr     string                 `protobuf:"bytes,3,opt,name=mysql_addr,json=mysqlAddr,proto3" json:"mysql_addr,omitempty"`                // the master's MariaDB, as its member entry says
+	RemainingNs   int64                  `protobuf:"varint,4,opt,name=remaining_ns,json=remainingNs,proto3" json:"remaining_ns,omitempty"`         // window length, measured when the master granted it
+	DriftMarginNs int64                  `protobuf:"varint,5,opt,name=drift_margin_ns,json=driftMarginNs,proto3" json:"drift_margin_ns,omitempty"` // the lease's drift margin: subtract it
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadWindowReply) Reset() {
+	*x = ReadWindowReply{}
+	mi := &file_admin_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadWindowReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadWindowReply) ProtoMessage() {}
+
+func (x *ReadWindowReply) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadWindowReply.ProtoReflect.Descriptor instead.
+func (*ReadWindowReply) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ReadWindowReply) GetMasterId() uint32 {
+	if x != nil {
+		return x.MasterId
+	}
+	return 0
+}
+
+func (x *ReadWindowReply) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *ReadWindowReply) GetMysqlAddr() string {
+	if x != nil {
+		return x.MysqlAddr
+	}
+	return ""
+}
+
+func (x *ReadWindowReply) GetRemainingNs() int64 {
+	if x != nil {
+		return x.RemainingNs
+	}
+	return 0
+}
+
+func (x *ReadWindowReply) GetDriftMarginNs() int64 {
+	if x != nil {
+		return x.DriftMarginNs
+	}
+	return 0
+}
+
 type MembersRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -84,7 +205,7 @@ type MembersRequest struct {
 
 func (x *MembersRequest) Reset() {
 	*x = MembersRequest{}
-	mi := &file_admin_proto_msgTypes[0]
+	mi := &file_admin_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -96,7 +217,7 @@ func (x *MembersRequest) String() string {
 func (*MembersRequest) ProtoMessage() {}
 
 func (x *MembersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[0]
+	mi := &file_admin_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -109,7 +230,7 @@ func (x *MembersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MembersRequest.ProtoReflect.Descriptor instead.
 func (*MembersRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{0}
+	return file_admin_proto_rawDescGZIP(), []int{2}
 }
 
 type MembersReply struct {
@@ -124,7 +245,7 @@ type MembersReply struct {
 
 func (x *MembersReply) Reset() {
 	*x = MembersReply{}
-	mi := &file_admin_proto_msgTypes[1]
+	mi := &file_admin_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -136,7 +257,7 @@ func (x *MembersReply) String() string {
 func (*MembersReply) ProtoMessage() {}
 
 func (x *MembersReply) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[1]
+	mi := &file_admin_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -149,7 +270,7 @@ func (x *MembersReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MembersReply.ProtoReflect.Descriptor instead.
 func (*MembersReply) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{1}
+	return file_admin_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *MembersReply) GetMembers() []*Member {
@@ -189,7 +310,7 @@ type AddMemberRequest struct {
 
 func (x *AddMemberRequest) Reset() {
 	*x = AddMemberRequest{}
-	mi := &file_admin_proto_msgTypes[2]
+	mi := &file_admin_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -201,7 +322,7 @@ func (x *AddMemberRequest) String() string {
 func (*AddMemberRequest) ProtoMessage() {}
 
 func (x *AddMemberRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[2]
+	mi := &file_admin_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -214,7 +335,7 @@ func (x *AddMemberRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddMemberRequest.ProtoReflect.Descriptor instead.
 func (*AddMemberRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{2}
+	return file_admin_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *AddMemberRequest) GetMember() *Member {
@@ -233,7 +354,7 @@ type RemoveMemberRequest struct {
 
 func (x *RemoveMemberRequest) Reset() {
 	*x = RemoveMemberRequest{}
-	mi := &file_admin_proto_msgTypes[3]
+	mi := &file_admin_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -245,7 +366,7 @@ func (x *RemoveMemberRequest) String() string {
 func (*RemoveMemberRequest) ProtoMessage() {}
 
 func (x *RemoveMemberRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[3]
+	mi := &file_admin_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -258,7 +379,7 @@ func (x *RemoveMemberRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMemberRequest.ProtoReflect.Descriptor instead.
 func (*RemoveMemberRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{3}
+	return file_admin_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *RemoveMemberRequest) GetId() uint32 {
@@ -276,7 +397,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_admin_proto_msgTypes[4]
+	mi := &file_admin_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -288,7 +409,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[4]
+	mi := &file_admin_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -301,7 +422,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{4}
+	return file_admin_proto_rawDescGZIP(), []int{6}
 }
 
 type Member struct {
@@ -317,7 +438,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_admin_proto_msgTypes[5]
+	mi := &file_admin_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -329,7 +450,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[5]
+	mi := &file_admin_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -342,7 +463,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{5}
+	return file_admin_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Member) GetId() uint32 {
@@ -426,7 +547,7 @@ type NodeStatus struct {
 
 func (x *NodeStatus) Reset() {
 	*x = NodeStatus{}
-	mi := &file_admin_proto_msgTypes[6]
+	mi := &file_admin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -438,7 +559,7 @@ func (x *NodeStatus) String() string {
 func (*NodeStatus) ProtoMessage() {}
 
 func (x *NodeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[6]
+	mi := &file_admin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -451,7 +572,7 @@ func (x *NodeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStatus.ProtoReflect.Descriptor instead.
 func (*NodeStatus) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{6}
+	return file_admin_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *NodeStatus) GetNodeId() uint32 {
@@ -626,7 +747,7 @@ type RecoverPointRequest struct {
 
 func (x *RecoverPointRequest) Reset() {
 	*x = RecoverPointRequest{}
-	mi := &file_admin_proto_msgTypes[7]
+	mi := &file_admin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -638,7 +759,7 @@ func (x *RecoverPointRequest) String() string {
 func (*RecoverPointRequest) ProtoMessage() {}
 
 func (x *RecoverPointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[7]
+	mi := &file_admin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -651,7 +772,7 @@ func (x *RecoverPointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecoverPointRequest.ProtoReflect.Descriptor instead.
 func (*RecoverPointRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{7}
+	return file_admin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *RecoverPointRequest) GetNodeId() uint32 {
@@ -681,7 +802,7 @@ type RecoverPointReply struct {
 
 func (x *RecoverPointReply) Reset() {
 	*x = RecoverPointReply{}
-	mi := &file_admin_proto_msgTypes[8]
+	mi := &file_admin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -693,7 +814,7 @@ func (x *RecoverPointReply) String() string {
 func (*RecoverPointReply) ProtoMessage() {}
 
 func (x *RecoverPointReply) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[8]
+	mi := &file_admin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -706,7 +827,7 @@ func (x *RecoverPointReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecoverPointReply.ProtoReflect.Descriptor instead.
 func (*RecoverPointReply) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{8}
+	return file_admin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RecoverPointReply) GetValid() []bool {
@@ -746,7 +867,7 @@ type SwitchoverRequest struct {
 
 func (x *SwitchoverRequest) Reset() {
 	*x = SwitchoverRequest{}
-	mi := &file_admin_proto_msgTypes[9]
+	mi := &file_admin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -758,7 +879,7 @@ func (x *SwitchoverRequest) String() string {
 func (*SwitchoverRequest) ProtoMessage() {}
 
 func (x *SwitchoverRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[9]
+	mi := &file_admin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -771,7 +892,7 @@ func (x *SwitchoverRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SwitchoverRequest.ProtoReflect.Descriptor instead.
 func (*SwitchoverRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{9}
+	return file_admin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SwitchoverRequest) GetTo() uint32 {
@@ -791,7 +912,7 @@ type SwitchoverReply struct {
 
 func (x *SwitchoverReply) Reset() {
 	*x = SwitchoverReply{}
-	mi := &file_admin_proto_msgTypes[10]
+	mi := &file_admin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -803,7 +924,7 @@ func (x *SwitchoverReply) String() string {
 func (*SwitchoverReply) ProtoMessage() {}
 
 func (x *SwitchoverReply) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[10]
+	mi := &file_admin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -816,7 +937,7 @@ func (x *SwitchoverReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SwitchoverReply.ProtoReflect.Descriptor instead.
 func (*SwitchoverReply) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{10}
+	return file_admin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *SwitchoverReply) GetLeaseVersion() uint64 {
@@ -843,7 +964,7 @@ type BackupRequest struct {
 
 func (x *BackupRequest) Reset() {
 	*x = BackupRequest{}
-	mi := &file_admin_proto_msgTypes[11]
+	mi := &file_admin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -855,7 +976,7 @@ func (x *BackupRequest) String() string {
 func (*BackupRequest) ProtoMessage() {}
 
 func (x *BackupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[11]
+	mi := &file_admin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -868,7 +989,7 @@ func (x *BackupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupRequest.ProtoReflect.Descriptor instead.
 func (*BackupRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{11}
+	return file_admin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *BackupRequest) GetNodeId() uint32 {
@@ -897,7 +1018,7 @@ type BackupInfo struct {
 
 func (x *BackupInfo) Reset() {
 	*x = BackupInfo{}
-	mi := &file_admin_proto_msgTypes[12]
+	mi := &file_admin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -909,7 +1030,7 @@ func (x *BackupInfo) String() string {
 func (*BackupInfo) ProtoMessage() {}
 
 func (x *BackupInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[12]
+	mi := &file_admin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -922,7 +1043,7 @@ func (x *BackupInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupInfo.ProtoReflect.Descriptor instead.
 func (*BackupInfo) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{12}
+	return file_admin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *BackupInfo) GetSourceNode() uint32 {
@@ -963,7 +1084,7 @@ type BackupChunk struct {
 
 func (x *BackupChunk) Reset() {
 	*x = BackupChunk{}
-	mi := &file_admin_proto_msgTypes[13]
+	mi := &file_admin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -975,7 +1096,7 @@ func (x *BackupChunk) String() string {
 func (*BackupChunk) ProtoMessage() {}
 
 func (x *BackupChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[13]
+	mi := &file_admin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -988,7 +1109,7 @@ func (x *BackupChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupChunk.ProtoReflect.Descriptor instead.
 func (*BackupChunk) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{13}
+	return file_admin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *BackupChunk) GetInfo() *BackupInfo {
@@ -1009,7 +1130,16 @@ var File_admin_proto protoreflect.FileDescriptor
 
 const file_admin_proto_rawDesc = "" +
 	"\n" +
-	"\vadmin.proto\x12\vphxgo.admin\"\x10\n" +
+	"\vadmin.proto\x12\vphxgo.admin\"1\n" +
+	"\x11ReadWindowRequest\x12\x1c\n" +
+	"\tforwarded\x18\x01 \x01(\bR\tforwarded\"\xae\x01\n" +
+	"\x0fReadWindowReply\x12\x1b\n" +
+	"\tmaster_id\x18\x01 \x01(\rR\bmasterId\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1d\n" +
+	"\n" +
+	"mysql_addr\x18\x03 \x01(\tR\tmysqlAddr\x12!\n" +
+	"\fremaining_ns\x18\x04 \x01(\x03R\vremainingNs\x12&\n" +
+	"\x0fdrift_margin_ns\x18\x05 \x01(\x03R\rdriftMarginNs\"\x10\n" +
 	"\x0eMembersRequest\"\x85\x01\n" +
 	"\fMembersReply\x12-\n" +
 	"\amembers\x18\x01 \x03(\v2\x13.phxgo.admin.MemberR\amembers\x12\x14\n" +
@@ -1089,7 +1219,7 @@ const file_admin_proto_rawDesc = "" +
 	"\fROLE_REPLICA\x10\x01\x12\x12\n" +
 	"\x0eROLE_CANDIDATE\x10\x02\x12\x0f\n" +
 	"\vROLE_MASTER\x10\x03\x12\x0f\n" +
-	"\vROLE_UNSAFE\x10\x042\xfd\x03\n" +
+	"\vROLE_UNSAFE\x10\x042\xc9\x04\n" +
 	"\x05Admin\x12=\n" +
 	"\x06Status\x12\x1a.phxgo.admin.StatusRequest\x1a\x17.phxgo.admin.NodeStatus\x12P\n" +
 	"\fRecoverPoint\x12 .phxgo.admin.RecoverPointRequest\x1a\x1e.phxgo.admin.RecoverPointReply\x12J\n" +
@@ -1098,7 +1228,9 @@ const file_admin_proto_rawDesc = "" +
 	"\aMembers\x12\x1b.phxgo.admin.MembersRequest\x1a\x19.phxgo.admin.MembersReply\x12E\n" +
 	"\tAddMember\x12\x1d.phxgo.admin.AddMemberRequest\x1a\x19.phxgo.admin.MembersReply\x12K\n" +
 	"\fRemoveMember\x12 .phxgo.admin.RemoveMemberRequest\x1a\x19.phxgo.admin.MembersReply\x12@\n" +
-	"\x06Backup\x12\x1a.phxgo.admin.BackupRequest\x1a\x18.phxgo.admin.BackupChunk0\x01B\x13Z\x11phxgo/proto;protob\x06proto3"
+	"\x06Backup\x12\x1a.phxgo.admin.BackupRequest\x1a\x18.phxgo.admin.BackupChunk0\x01\x12J\n" +
+	"\n" +
+	"ReadWindow\x12\x1e.phxgo.admin.ReadWindowRequest\x1a\x1c.phxgo.admin.ReadWindowReplyB\x13Z\x11phxgo/proto;protob\x06proto3"
 
 var (
 	file_admin_proto_rawDescOnce sync.Once
@@ -1113,46 +1245,50 @@ func file_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_admin_proto_goTypes = []any{
 	(Role)(0),                   // 0: phxgo.admin.Role
-	(*MembersRequest)(nil),      // 1: phxgo.admin.MembersRequest
-	(*MembersReply)(nil),        // 2: phxgo.admin.MembersReply
-	(*AddMemberRequest)(nil),    // 3: phxgo.admin.AddMemberRequest
-	(*RemoveMemberRequest)(nil), // 4: phxgo.admin.RemoveMemberRequest
-	(*StatusRequest)(nil),       // 5: phxgo.admin.StatusRequest
-	(*Member)(nil),              // 6: phxgo.admin.Member
-	(*NodeStatus)(nil),          // 7: phxgo.admin.NodeStatus
-	(*RecoverPointRequest)(nil), // 8: phxgo.admin.RecoverPointRequest
-	(*RecoverPointReply)(nil),   // 9: phxgo.admin.RecoverPointReply
-	(*SwitchoverRequest)(nil),   // 10: phxgo.admin.SwitchoverRequest
-	(*SwitchoverReply)(nil),     // 11: phxgo.admin.SwitchoverReply
-	(*BackupRequest)(nil),       // 12: phxgo.admin.BackupRequest
-	(*BackupInfo)(nil),          // 13: phxgo.admin.BackupInfo
-	(*BackupChunk)(nil),         // 14: phxgo.admin.BackupChunk
+	(*ReadWindowRequest)(nil),   // 1: phxgo.admin.ReadWindowRequest
+	(*ReadWindowReply)(nil),     // 2: phxgo.admin.ReadWindowReply
+	(*MembersRequest)(nil),      // 3: phxgo.admin.MembersRequest
+	(*MembersReply)(nil),        // 4: phxgo.admin.MembersReply
+	(*AddMemberRequest)(nil),    // 5: phxgo.admin.AddMemberRequest
+	(*RemoveMemberRequest)(nil), // 6: phxgo.admin.RemoveMemberRequest
+	(*StatusRequest)(nil),       // 7: phxgo.admin.StatusRequest
+	(*Member)(nil),              // 8: phxgo.admin.Member
+	(*NodeStatus)(nil),          // 9: phxgo.admin.NodeStatus
+	(*RecoverPointRequest)(nil), // 10: phxgo.admin.RecoverPointRequest
+	(*RecoverPointReply)(nil),   // 11: phxgo.admin.RecoverPointReply
+	(*SwitchoverRequest)(nil),   // 12: phxgo.admin.SwitchoverRequest
+	(*SwitchoverReply)(nil),     // 13: phxgo.admin.SwitchoverReply
+	(*BackupRequest)(nil),       // 14: phxgo.admin.BackupRequest
+	(*BackupInfo)(nil),          // 15: phxgo.admin.BackupInfo
+	(*BackupChunk)(nil),         // 16: phxgo.admin.BackupChunk
 }
 var file_admin_proto_depIdxs = []int32{
-	6,  // 0: phxgo.admin.MembersReply.members:type_name -> phxgo.admin.Member
-	6,  // 1: phxgo.admin.AddMemberRequest.member:type_name -> phxgo.admin.Member
+	8,  // 0: phxgo.admin.MembersReply.members:type_name -> phxgo.admin.Member
+	8,  // 1: phxgo.admin.AddMemberRequest.member:type_name -> phxgo.admin.Member
 	0,  // 2: phxgo.admin.NodeStatus.role:type_name -> phxgo.admin.Role
-	6,  // 3: phxgo.admin.NodeStatus.members:type_name -> phxgo.admin.Member
-	13, // 4: phxgo.admin.BackupChunk.info:type_name -> phxgo.admin.BackupInfo
-	5,  // 5: phxgo.admin.Admin.Status:input_type -> phxgo.admin.StatusRequest
-	8,  // 6: phxgo.admin.Admin.RecoverPoint:input_type -> phxgo.admin.RecoverPointRequest
-	10, // 7: phxgo.admin.Admin.Switchover:input_type -> phxgo.admin.SwitchoverRequest
-	1,  // 8: phxgo.admin.Admin.Members:input_type -> phxgo.admin.MembersRequest
-	3,  // 9: phxgo.admin.Admin.AddMember:input_type -> phxgo.admin.AddMemberRequest
-	4,  // 10: phxgo.admin.Admin.RemoveMember:input_type -> phxgo.admin.RemoveMemberRequest
-	12, // 11: phxgo.admin.Admin.Backup:input_type -> phxgo.admin.BackupRequest
-	7,  // 12: phxgo.admin.Admin.Status:output_type -> phxgo.admin.NodeStatus
-	9,  // 13: phxgo.admin.Admin.RecoverPoint:output_type -> phxgo.admin.RecoverPointReply
-	11, // 14: phxgo.admin.Admin.Switchover:output_type -> phxgo.admin.SwitchoverReply
-	2,  // 15: phxgo.admin.Admin.Members:output_type -> phxgo.admin.MembersReply
-	2,  // 16: phxgo.admin.Admin.AddMember:output_type -> phxgo.admin.MembersReply
-	2,  // 17: phxgo.admin.Admin.RemoveMember:output_type -> phxgo.admin.MembersReply
-	14, // 18: phxgo.admin.Admin.Backup:output_type -> phxgo.admin.BackupChunk
-	12, // [12:19] is the sub-list for method output_type
-	5,  // [5:12] is the sub-list for method input_type
+	8,  // 3: phxgo.admin.NodeStatus.members:type_name -> phxgo.admin.Member
+	15, // 4: phxgo.admin.BackupChunk.info:type_name -> phxgo.admin.BackupInfo
+	7,  // 5: phxgo.admin.Admin.Status:input_type -> phxgo.admin.StatusRequest
+	10, // 6: phxgo.admin.Admin.RecoverPoint:input_type -> phxgo.admin.RecoverPointRequest
+	12, // 7: phxgo.admin.Admin.Switchover:input_type -> phxgo.admin.SwitchoverRequest
+	3,  // 8: phxgo.admin.Admin.Members:input_type -> phxgo.admin.MembersRequest
+	5,  // 9: phxgo.admin.Admin.AddMember:input_type -> phxgo.admin.AddMemberRequest
+	6,  // 10: phxgo.admin.Admin.RemoveMember:input_type -> phxgo.admin.RemoveMemberRequest
+	14, // 11: phxgo.admin.Admin.Backup:input_type -> phxgo.admin.BackupRequest
+	1,  // 12: phxgo.admin.Admin.ReadWindow:input_type -> phxgo.admin.ReadWindowRequest
+	9,  // 13: phxgo.admin.Admin.Status:output_type -> phxgo.admin.NodeStatus
+	11, // 14: phxgo.admin.Admin.RecoverPoint:output_type -> phxgo.admin.RecoverPointReply
+	13, // 15: phxgo.admin.Admin.Switchover:output_type -> phxgo.admin.SwitchoverReply
+	4,  // 16: phxgo.admin.Admin.Members:output_type -> phxgo.admin.MembersReply
+	4,  // 17: phxgo.admin.Admin.AddMember:output_type -> phxgo.admin.MembersReply
+	4,  // 18: phxgo.admin.Admin.RemoveMember:output_type -> phxgo.admin.MembersReply
+	16, // 19: phxgo.admin.Admin.Backup:output_type -> phxgo.admin.BackupChunk
+	2,  // 20: phxgo.admin.Admin.ReadWindow:output_type -> phxgo.admin.ReadWindowReply
+	13, // [13:21] is the sub-list for method output_type
+	5,  // [5:13] is the sub-list for method input_type
 	5,  // [5:5] is the sub-list for extension type_name
 	5,  // [5:5] is the sub-list for extension extendee
 	0,  // [0:5] is the sub-list for field type_name
@@ -1169,7 +1305,7 @@ func file_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_admin_proto_rawDesc), len(file_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   14,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

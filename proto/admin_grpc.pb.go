@@ -26,6 +26,7 @@ const (
 	Admin_AddMember_FullMethodName    = "/phxgo.admin.Admin/AddMember"
 	Admin_RemoveMember_FullMethodName = "/phxgo.admin.Admin/RemoveMember"
 	Admin_Backup_FullMethodName       = "/phxgo.admin.Admin/Backup"
+	Admin_ReadWindow_FullMethodName   = "/phxgo.admin.Admin/ReadWindow"
 )
 
 // AdminClient is the client API for Admin service.
@@ -59,6 +60,15 @@ type AdminClient interface {
 	// belong on a replica. A node certificate may ask only with its own
 	// node_id (a node reseeding itself); the admin certificate may ask for any.
 	Backup(ctx context.Context, in *BackupRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[BackupChunk], error)
+	// ReadWindow asks the master for a read window (sqlproxy/window.go,
+	// binlogd/node/windows.go): a non-master proxy may send statements
+	// straight to the master's MariaDB until its local time at the send
+	// plus remaining_ns minus drift_margin_ns. Any node answers: a
+	// non-master forwards the request to the master it knows. A master
+	// grants only while it holds a valid lease and serves writes, and it
+	// does not end its term (Fence, Switchover) before every window it
+	// granted has run out. UNAVAILABLE: no window now (use the two-hop path).
+	ReadWindow(ctx context.Context, in *ReadWindowRequest, opts ...grpc.CallOption) (*ReadWindowReply, error)
 }
 
 type adminClient struct {
@@ -148,6 +158,16 @@ func (c *adminClient) Backup(ctx context.Context, in *BackupRequest, opts ...grp
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Admin_BackupClient = grpc.ServerStreamingClient[BackupChunk]
 
+func (c *adminClient) ReadWindow(ctx context.Context, in *ReadWindowRequest, opts ...grpc.CallOption) (*ReadWindowReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReadWindowReply)
+	err := c.cc.Invoke(ctx, Admin_ReadWindow_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServer is the server API for Admin service.
 // All implementations must embed UnimplementedAdminServer
 // for forward compatibility.
@@ -179,6 +199,15 @@ type AdminServer interface {
 	// belong on a replica. A node certificate may ask only with its own
 	// node_id (a node reseeding itself); the admin certificate may ask for any.
 	Backup(*BackupRequest, grpc.ServerStreamingServer[BackupChunk]) error
+	// ReadWindow asks the master for a read window (sqlproxy/window.go,
+	// binlogd/node/windows.go): a non-master proxy may send statements
+	// straight to the master's MariaDB until its local time at the send
+	// plus remaining_ns minus drift_margin_ns. Any node answers: a
+	// non-master forwards the request to the master it knows. A master
+	// grants only while it holds a valid lease and serves writes, and it
+	// does not end its term (Fence, Switchover) before every window it
+	// granted has run out. UNAVAILABLE: no window now (use the two-hop path).
+	ReadWindow(context.Context, *ReadWindowRequest) (*ReadWindowReply, error)
 	mustEmbedUnimplementedAdminServer()
 }
 
@@ -209,6 +238,9 @@ func (UnimplementedAdminServer) RemoveMember(context.Context, *RemoveMemberReque
 }
 func (UnimplementedAdminServer) Backup(*BackupRequest, grpc.ServerStreamingServer[BackupChunk]) error {
 	return status.Errorf(codes.Unimplemented, "method Backup not implemented")
+}
+func (UnimplementedAdminServer) ReadWindow(context.Context, *ReadWindowRequest) (*ReadWindowReply, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ReadWindow not implemented")
 }
 func (UnimplementedAdminServer) mustEmbedUnimplementedAdminServer() {}
 func (UnimplementedAdminServer) testEmbeddedByValue()               {}
@@ -350,6 +382,24 @@ func _Admin_Backup_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Admin_BackupServer = grpc.ServerStreamingServer[BackupChunk]
 
+func _Admin_ReadWindow_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReadWindowRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).ReadWindow(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_ReadWindow_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).ReadWindow(ctx, req.(*ReadWindowRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Admin_ServiceDesc is the grpc.ServiceDesc for Admin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -380,6 +430,10 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RemoveMember",
 			Handler:    _Admin_RemoveMember_Handler,
+		},
+		{
+			MethodName: "ReadWindow",
+			Handler:    _Admin_ReadWindow_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

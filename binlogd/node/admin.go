@@ -108,6 +108,10 @@ func (a *adminServer) Switchover(ctx context.Context, req *pb.SwitchoverRequest)
 	if !n.lease.Ready() {
 		return nil, status.Errorf(codes.FailedPrecondition, "node %d is not the master; ask the master (node %d)", n.cfg.ID, n.lease.State().Master)
 	}
+	// Grant no more read windows: those granted run out while the target
+	// catches up, so the gate before the grant below waits less.
+	release := n.win.hold()
+	defer release()
 	// Quiesce: refuse new writes and let waiting commits be acknowledged,
 	// so the target can catch up and nothing is left waiting (and killed).
 	db := n.conn()

@@ -33,6 +33,7 @@ import (
 //	Admin/Switchover            -           -       yes
 //	Admin/AddMember             -           -       yes
 //	Admin/RemoveMember          -           -       yes
+//	Admin/ReadWindow            yes (3)     yes     yes
 //	grpc.health.v1.Health/*     any certificate of the CA
 //	anything else               -           -       -
 //
@@ -42,9 +43,11 @@ import (
 // (2) `binlogd recover` runs on a node with that node's certificate and
 // asks about its own binlog; asking for another node id would let a node
 // fence the master's term at will, so it needs admin.
+// (3) a node forwards a proxy's request to the master (windows.go); a
+// window only delays the master's own step-down by at most d/5.
 //
 // Nodes call each other only for Paxos and Status (waitCaughtUp,
-// retention); sqlproxy calls only Status (sqlproxy/topology). A refusal is
+// retention) and ReadWindow (forwarding); sqlproxy calls Status and ReadWindow (sqlproxy/topology). A refusal is
 // PermissionDenied naming the identity the call needs. Without TLS
 // ("insecure_no_tls") there is no identity and everything is allowed:
 // that is what the opt-out means.
@@ -69,6 +72,7 @@ var policy = map[string]rule{
 	pb.Admin_AddMember_FullMethodName:    {roles: []mtls.Role{mtls.RoleAdmin}},
 	pb.Admin_RemoveMember_FullMethodName: {roles: []mtls.Role{mtls.RoleAdmin}},
 	pb.Admin_Backup_FullMethodName:       {roles: []mtls.Role{mtls.RoleNode, mtls.RoleAdmin}}, // a node only for its own id: backup.go checks the request
+	pb.Admin_ReadWindow_FullMethodName:   {roles: anyRole},                                    // proxies ask; a node forwards a proxy's request to the master (windows.go)
 }
 
 // healthPrefix: the standard health service is open to any certificate of

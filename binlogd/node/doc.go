@@ -56,9 +56,15 @@
 //	Switchover, Add/RemoveMember   admin
 //	Admin Backup                   admin, or a node reseeding itself (backup.go:
 //	                               mariadb-backup for `binlogd reseed`; not on the master unless forced)
+//	Admin ReadWindow               node (forwarding for a proxy), proxy, admin
 //	grpc.health.v1                 any certificate of the CA
 //
-// and everything else is PermissionDenied. Health is SERVING while the
+// and everything else is PermissionDenied.
+//
+// Read windows (windows.go): the master lends a non-master proxy a share
+// of its lease (at most d/5) so the proxy may send to the master's
+// MariaDB directly; a Fence or Switchover by this node waits until every
+// window it granted has ended before it is proposed. Health is SERVING while the
 // node runs and
 // NOT_SERVING once it starts stopping (health.go) or its Paxos storage
 // failed (storage.go).

@@ -66,6 +66,7 @@ type Node struct {
 	lagSecs  atomic.Int64                    // Seconds_Behind_Master; -1 unknown or not replicating
 
 	stopping atomic.Bool
+	win      readWindows // read windows granted to proxies (windows.go)
 
 	// testHookStopping, when set by a test, runs once stopping has begun
 	// (health NOT_SERVING) and before anything is torn down.
@@ -134,7 +135,7 @@ func (n *Node) Run(ctx context.Context) error {
 	}
 	n.px = px
 	defer px.Stop()
-	lease.Attach(px)
+	lease.Attach(n.gate(px)) // Fence/Switchover wait out granted read windows (windows.go)
 
 	gl, err := net.Listen("tcp", n.cfg.GRPCListenAddr())
 	if err != nil {
