@@ -1,0 +1,188 @@
+package rolectl
+
+// Event is an input to Step: an observation, a request, or the result of
+// an earlier action.
+type Event interface{ isEvent() }
+
+// Observed: the driver's newest view of the lease and MariaDB.
+type Observed struct{ Obs Obs }
+
+// Repoint: time to re-assert a replica's replication (RepointInterval).
+type Repoint struct{ Obs Obs }
+
+// PromoteFailed: MakeDurable, OpenWrites or StartCapture for Epoch
+// failed; Unsafe when the server's settings cannot be trusted.
+type PromoteFailed struct {
+	Epoch  uint64
+	Why    string
+	Unsafe bool
+}
+
+// CaptureStopped: capture for Epoch returned on its own (not stopped by
+// StopCapture); Unsafe when it found the server unsafe.
+type CaptureStopped struct {
+	Epoch  uint64
+	Why    string
+	Unsafe bool
+}
+
+// StepDown: stop serving now (switchover, storage failure).
+type StepDown struct{ Why string }
+
+// Waiting: the answer to CountWaiting. Known is false when the count could
+// not be read (no connection, an error): then commits may be waiting.
+type Waiting struct {
+	Purpose Purpose
+	N       int
+	Known   bool
+}
+
+// Shutdown: the node stops.
+type Shutdown struct{}
+
+func (Observed) isEvent()       {}
+func (Repoint) isEvent()        {}
+func (PromoteFailed) isEvent()  {}
+func (CaptureStopped) isEvent() {}
+func (StepDown) isEvent()       {}
+func (Waiting) isEvent()        {}
+func (Shutdown) isEvent()       {}
+
+// Step is the role controller: the next state and the actions the driver
+// carries out, in order. It does no I/O and reads no clock.
+//
+// Invariants (checked by the table test and the simulation):
+//   - OpenWrites is emitted only after MakeDurable in the same batch, and
+//     only when the newest observation says this node holds a valid,
+//     ready lease for the epoch it serves, MariaDB is up, caught up and
+//     not unsafe.
+//   - An observation that the lease is gone, changed epoch, or that the
+//     node is unsafe makes a master emit SetReadOnly before anything else.
+//   - GracefulStop is emitted only for a count of zero waiting commits;
+//     an unknown count or any waiting commit means Kill.
+func Step(s State, ev Event) (State, []Action) {
+	if s.Phase == Stopped {
+		if w, ok := ev.(Waiting); ok && w.Purpose == ForShutdown {
+			if w.Known && w.N == 0 {
+				return s, []Action{{Kind: GracefulStop}}
+			}
+			return s, []Action{{Kind: Kill, Why: "stopping with commits waiting for an ACK (or unknown)"}}
+		}
+		if w, ok := ev.(Waiting); ok && w.Purpose == ForDemote && (!w.Known || w.N > 0) {
+			return s, []Action{{Kind: Kill, Why: "stepped down with commits waiting for an ACK"}}
+		}
+		return s, nil
+	}
+	switch ev := ev.(type) {
+	case Observed:
+		s.Obs = ev.Obs
+		return observe(s)
+	case Repoint:
+		s.Obs = ev.Obs
+		o := s.Obs
+		if s.Phase == Replica && o.MySQLUp && !o.LeaseMaster && !o.Stopping {
+			return s, []Action{{Kind: KeepReplica}}
+		}
+		return s, nil
+	case PromoteFailed:
+		if s.Phase != Master || ev.Epoch != s.Epoch {
+			return s, nil
+		}
+		return endTerm(s, "becoming master failed: "+ev.Why, ev.Unsafe)
+	case CaptureStopped:
+		if s.Phase != Master || ev.Epoch != s.Epoch {
+			return s, nil
+		}
+		return endTerm(s, "capture stopped: "+ev.Why, ev.Unsafe)
+	case StepDown:
+		if s.Phase != Master {
+			return s, nil
+		}
+		return demote(s)
+	case Waiting:
+		if ev.Purpose == ForDemote && (!ev.Known || ev.N > 0) {
+			return s, []Action{{Kind: Kill, Why: "stepped down with commits waiting for an ACK"}}
+		}
+		return s, nil
+	case Shutdown:
+		return shutdown(s)
+	}
+	return s, nil
+}
+
+func observe(s State) (State, []Action) {
+	o := s.Obs
+	switch s.Phase {
+	case Master:
+		if !o.LeaseMaster || o.LeaseEpoch != s.Epoch || o.Unsafe {
+			return demote(s)
+		}
+	case Replica:
+		if !o.LeaseMaster || o.Unsafe || !o.MySQLUp || o.Stopping {
+			return s, nil
+		}
+		if !o.CaughtUp {
+			// The lease says ready but MariaDB is not at the log's end:
+			// give the term up rather than serve from behind.
+			return s, []Action{{Kind: Fence, Epoch: o.LeaseEpoch, Why: "MariaDB behind the log at promotion"}}
+		}
+		s.Phase, s.Epoch, s.ServedWrites = Master, o.LeaseEpoch, true
+		return s, []Action{
+			{Kind: LeadPaxos},
+			{Kind: MakeDurable},
+			{Kind: OpenWrites, Epoch: s.Epoch},
+			{Kind: StartCapture, Epoch: s.Epoch},
+		}
+	}
+	return s, nil
+}
+
+// demote stops serving at once: read_only first, then capture, then the
+// waiting commits are counted (and killed, see Waiting).
+func demote(s State) (State, []Action) {
+	s.Phase, s.Epoch = Replica, 0
+	return s, []Action{
+		{Kind: SetReadOnly},
+		{Kind: StopCapture},
+		{Kind: CountWaiting, Purpose: ForDemote},
+	}
+}
+
+// endTerm demotes and ends the term in the log, so the lease cannot make
+// this node master again before it has looked at why it failed.
+func endTerm(s State, why string, unsafe bool) (State, []Action) {
+	epoch := s.Epoch
+	s, acts := demote(s)
+	var out []Action
+	if unsafe {
+		out = append(out, Action{Kind: MarkUnsafe, Why: why})
+	}
+	out = append(out, acts[:2]...)
+	out = append(out, Action{Kind: Fence, Epoch: epoch, Why: why})
+	out = append(out, acts[2:]...)
+	if unsafe {
+		s.Obs.Unsafe = true
+	}
+	return s, out
+}
+
+func shutdown(s State) (State, []Action) {
+	var out []Action
+	if s.Phase == Master {
+		// Refuse new writes, let waiting commits be acknowledged for a
+		// moment, end the term, then stop capture.
+		out = append(out,
+			Action{Kind: SetReadOnly},
+			Action{Kind: AwaitDrained},
+			Action{Kind: Fence, Epoch: s.Epoch, Why: "shutdown"},
+			Action{Kind: StopCapture},
+		)
+	}
+	if s.Supervise {
+		out = append(out, Action{Kind: CountWaiting, Purpose: ForShutdown})
+	} else if s.Phase == Master {
+		out = append(out, Action{Kind: CountWaiting, Purpose: ForDemote})
+	}
+	s.Phase, s.Epoch, s.Obs.Stopping = Stopped, 0, true
+	return s, out
+}

@@ -1,0 +1,156 @@
+package rolectl
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// acts renders actions as "a b c" for the table.
+func acts(as []Action) string {
+	out := make([]string, len(as))
+	for i, a := range as {
+		out[i] = a.String()
+	}
+	return strings.Join(out, " ")
+}
+
+var (
+	ready   = Obs{LeaseMaster: true, LeaseEpoch: 7, CaughtUp: true, MySQLUp: true}
+	noLease = Obs{MySQLUp: true, CaughtUp: true}
+)
+
+func with(o Obs, f func(*Obs)) Obs { f(&o); return o }
+
+func master(e uint64) State {
+	return State{Phase: Master, Epoch: e, Obs: with(ready, func(o *Obs) { o.LeaseEpoch = e }), Supervise: true, ServedWrites: true}
+}
+
+func replica(o Obs) State { return State{Phase: Replica, Obs: o, Supervise: true} }
+
+// Every transition of the controller: from a state, one event, to the
+// next state and exactly these actions.
+func TestStepTable(t *testing.T) {
+	stopped := State{Phase: Stopped, Supervise: true}
+	tests := []struct {
+		name    string
+		from    State
+		ev      Event
+		to      string
+		actions string
+	}{
+		// Promotion.
+		{"replica takes a ready lease", replica(noLease), Observed{ready}, "master(epoch 7)",
+			"lead_paxos make_durable open_writes start_capture(7)"},
+		{"ready lease but MariaDB behind: fence", replica(noLease), Observed{with(ready, func(o *Obs) { o.CaughtUp = false })}, "replica", "fence"},
+		{"ready lease, MariaDB down", replica(noLease), Observed{with(ready, func(o *Obs) { o.MySQLUp = false })}, "replica", ""},
+		{"ready lease, unsafe", replica(noLease), Observed{with(ready, func(o *Obs) { o.Unsafe = true })}, "replica", ""},
+		{"ready lease, stopping", replica(noLease), Observed{with(ready, func(o *Obs) { o.Stopping = true })}, "replica", ""},
+		{"candidate (lease not ready)", replica(noLease), Observed{with(ready, func(o *Obs) { o.LeaseMaster = false })}, "replica", ""},
+		{"replica, no lease", replica(noLease), Observed{noLease}, "replica", ""},
+		// A master keeps serving while its lease holds.
+		{"master, lease holds", master(7), Observed{ready}, "master(epoch 7)", ""},
+		{"master, MariaDB down: capture reports it", master(7), Observed{with(ready, func(o *Obs) { o.MySQLUp = false })}, "master(epoch 7)", ""},
+		// Demotion.
+		{"master loses its lease", master(7), Observed{noLease}, "replica", "read_only stop_capture count_waiting(1)"},
+		{"master sees a new epoch", master(7), Observed{with(ready, func(o *Obs) { o.LeaseEpoch = 8 })}, "replica", "read_only stop_capture count_waiting(1)"},
+		{"master marked unsafe", master(7), Observed{with(ready, func(o *Obs) { o.Unsafe = true })}, "replica", "read_only stop_capture count_waiting(1)"},
+		{"step down requested", master(7), StepDown{"switchover"}, "replica", "read_only stop_capture count_waiting(1)"},
+		{"step down as replica", replica(noLease), StepDown{"storage"}, "replica", ""},
+		{"promotion failed", master(7), PromoteFailed{Epoch: 7, Why: "x"}, "replica", "read_only stop_capture fence count_waiting(1)"},
+		{"promotion failed, unsafe", master(7), PromoteFailed{Epoch: 7, Why: "x", Unsafe: true}, "replica", "mark_unsafe read_only stop_capture fence count_waiting(1)"},
+		{"promotion failed, old epoch", master(7), PromoteFailed{Epoch: 6}, "master(epoch 7)", ""},
+		{"promotion failed, replica", replica(noLease), PromoteFailed{Epoch: 7}, "replica", ""},
+		{"capture stopped", master(7), CaptureStopped{Epoch: 7, Why: "eof"}, "replica", "read_only stop_capture fence count_waiting(1)"},
+		{"capture stopped, unsafe", master(7), CaptureStopped{Epoch: 7, Unsafe: true}, "replica", "mark_unsafe read_only stop_capture fence count_waiting(1)"},
+		{"capture of an old term stopped", master(8), CaptureStopped{Epoch: 7}, "master(epoch 8)", ""},
+		{"capture stopped, replica", replica(noLease), CaptureStopped{Epoch: 7}, "replica", ""},
+		// Waiting commits after a demotion.
+		{"demoted, none waiting", replica(noLease), Waiting{Purpose: ForDemote, Known: true}, "replica", ""},
+		{"demoted, commits waiting", replica(noLease), Waiting{Purpose: ForDemote, N: 2, Known: true}, "replica", "kill"},
+		{"demoted, count unknown", replica(noLease), Waiting{Purpose: ForDemote}, "replica", "kill"},
+		// Keeping a replica a replica.
+		{"repoint a replica", replica(noLease), Repoint{noLease}, "replica", "keep_replica"},
+		{"no repoint with a ready lease", replica(noLease), Repoint{ready}, "replica", ""},
+		{"no repoint, MariaDB down", replica(noLease), Repoint{with(noLease, func(o *Obs) { o.MySQLUp = false })}, "replica", ""},
+		{"no repoint while stopping", replica(noLease), Repoint{with(noLease, func(o *Obs) { o.Stopping = true })}, "replica", ""},
+		{"no repoint of a master", master(7), Repoint{ready}, "master(epoch 7)", ""},
+		// Shutdown.
+		{"master shuts down", master(7), Shutdown{}, "stopped", "read_only await_drained fence stop_capture count_waiting(2)"},
+		{"master shuts down, not supervising", func() State { s := master(7); s.Supervise = false; return s }(), Shutdown{},
+			"stopped", "read_only await_drained fence stop_capture count_waiting(1)"},
+		{"replica shuts down", replica(noLease), Shutdown{}, "stopped", "count_waiting(2)"},
+		{"replica shuts down, not supervising", State{Phase: Replica}, Shutdown{}, "stopped", ""},
+		{"stopped, none waiting", stopped, Waiting{Purpose: ForShutdown, Known: true}, "stopped", "graceful_stop"},
+		{"stopped, commits waiting", stopped, Waiting{Purpose: ForShutdown, N: 1, Known: true}, "stopped", "kill"},
+		{"stopped, count unknown", stopped, Waiting{Purpose: ForShutdown}, "stopped", "kill"},
+		{"stopped, demote count waiting", stopped, Waiting{Purpose: ForDemote, N: 1, Known: true}, "stopped", "kill"},
+		{"stopped, demote count zero", stopped, Waiting{Purpose: ForDemote, Known: true}, "stopped", ""},
+		{"stopped ignores a ready lease", stopped, Observed{ready}, "stopped", ""},
+		{"stopped ignores repoint", stopped, Repoint{noLease}, "stopped", ""},
+		{"stopped ignores step down", stopped, StepDown{}, "stopped", ""},
+		{"stopped ignores a second shutdown", stopped, Shutdown{}, "stopped", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, as := Step(tc.from, tc.ev)
+			if got.String() != tc.to || acts(as) != tc.actions {
+				t.Fatalf("%s + %T%+v\n got  %s [%s]\n want %s [%s]", tc.from, tc.ev, tc.ev, got, acts(as), tc.to, tc.actions)
+			}
+		})
+	}
+}
+
+// Every phase meets every kind of event without a panic, and the
+// invariants hold on each single step: writes open only after
+// MakeDurable and on a ready lease; a master losing its lease sets
+// read_only first; a graceful stop needs a zero count.
+func TestStepInvariantsEveryPair(t *testing.T) {
+	obs := []Obs{ready, noLease, with(ready, func(o *Obs) { o.CaughtUp = false }), with(ready, func(o *Obs) { o.Unsafe = true }),
+		with(ready, func(o *Obs) { o.LeaseEpoch = 8 }), with(ready, func(o *Obs) { o.MySQLUp = false })}
+	var states []State
+	for _, o := range obs {
+		states = append(states, replica(o), State{Phase: Stopped, Obs: o, Supervise: true})
+	}
+	states = append(states, master(7), master(8))
+	var events []Event
+	for _, o := range obs {
+		events = append(events, Observed{o}, Repoint{o})
+	}
+	for _, e := range []uint64{7, 8} {
+		events = append(events, PromoteFailed{Epoch: e}, CaptureStopped{Epoch: e, Unsafe: e == 8})
+	}
+	for _, p := range []Purpose{ForDemote, ForShutdown} {
+		events = append(events, Waiting{Purpose: p}, Waiting{Purpose: p, Known: true}, Waiting{Purpose: p, N: 3, Known: true})
+	}
+	events = append(events, StepDown{"x"}, Shutdown{})
+	for _, s := range states {
+		for _, ev := range events {
+			name := fmt.Sprintf("%s+%T%+v", s, ev, ev)
+			next, as := Step(s, ev)
+			durable := false
+			for _, a := range as {
+				switch a.Kind {
+				case MakeDurable:
+					durable = true
+				case OpenWrites:
+					o := next.Obs
+					if !durable || !o.LeaseMaster || o.LeaseEpoch != a.Epoch || !o.CaughtUp || !o.MySQLUp || o.Unsafe || next.Phase != Master {
+						t.Errorf("%s: open_writes without durability or a ready lease: %s", name, acts(as))
+					}
+				case GracefulStop:
+					if w, ok := ev.(Waiting); !ok || !w.Known || w.N != 0 {
+						t.Errorf("%s: graceful stop without a zero count", name)
+					}
+				}
+			}
+			if s.Phase == Master && next.Phase != Master && len(as) > 0 && as[0].Kind != SetReadOnly &&
+				(len(as) < 2 || as[0].Kind != MarkUnsafe || as[1].Kind != SetReadOnly) {
+				t.Errorf("%s: a master stops serving without read_only first: %s", name, acts(as))
+			}
+			if s.Phase == Master && next.Phase != Master && len(as) == 0 {
+				t.Errorf("%s: a master stops serving without any action", name)
+			}
+		}
+	}
+}
