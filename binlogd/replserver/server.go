@@ -14,6 +14,8 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/server"
+
+	"phxgo/sqlproxy/wire"
 )
 
 // Config configures the endpoint. Use DefaultConfig and set the fields.
@@ -93,12 +95,12 @@ type Server struct {
 	mysql      *server.Server
 	sysvars    map[string]string
 
+	acc wire.Acceptor // connections, at most MaxConns
+
 	mu     sync.Mutex
 	ln     net.Listener
 	closed bool
-	conns  map[net.Conn]struct{}
 	dumps  map[uint32]*dumpHandle // by replica server_id
-	wg     sync.WaitGroup
 
 	rotateAt uint32 // virtual file size that triggers a rotate (tests lower it)
 
@@ -139,11 +141,15 @@ func New(cfg Config, src Source) (*Server, error) {
 		src:   src,
 		log:   cfg.Logger.With("component", "replserver"),
 		mysql: server.NewServer(handshakeVersion, mysql.DEFAULT_COLLATION_ID, mysql.AUTH_NATIVE_PASSWORD, nil, nil),
-		conns: map[net.Conn]struct{}{},
 		dumps: map[uint32]*dumpHandle{},
 
 		rotateAt: defaultRotateAt,
 	}
+	s.acc.Max = cfg.MaxConns
+	if s.acc.Max <= 0 {
+		s.acc.Max = DefaultMaxConns
+	}
+	s.acc.Refuse = s.refuseTooMany
 	s.sysvars = map[string]string{
 		"server_id":                    strconv.FormatUint(uint64(cfg.ServerID), 10),
 		"version":                      fdeServerVersion,
@@ -207,53 +213,21 @@ func (s *Server) count(f func(*Stats)) {
 // or the accept error. Serve owns l and closes it.
 func (s *Server) Serve(l net.Listener) error {
 	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	closed := s.closed
+	if !closed {
+		s.ln = l
+	}
+	s.mu.Unlock()
+	if closed {
 		l.Close()
 		return ErrServerClosed
 	}
-	s.ln = l
-	s.mu.Unlock()
-	for {
-		c, err := l.Accept()
-		if err != nil {
-			s.mu.Lock()
-			closed := s.closed
-			s.mu.Unlock()
-			if closed {
-				return ErrServerClosed
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			return fmt.Errorf("replserver: accept: %w", err)
-		}
-		s.mu.Lock()
-		if s.closed {
-			s.mu.Unlock()
-			c.Close()
-			return ErrServerClosed
-		}
-		if max := s.maxConns(); len(s.conns) >= max {
-			s.mu.Unlock()
-			s.refuseTooMany(c, max)
-			continue
-		}
-		s.conns[c] = struct{}{}
-		s.wg.Add(1)
-		s.mu.Unlock()
-		go func() {
-			defer s.wg.Done()
-			defer func() {
-				s.mu.Lock()
-				delete(s.conns, c)
-				s.mu.Unlock()
-				c.Close()
-			}()
-			s.handle(c)
-		}()
+	err := s.acc.Serve(l, s.handle)
+	if errors.Is(err, wire.ErrClosed) {
+		l.Close()
+		return ErrServerClosed
 	}
+	return fmt.Errorf("replserver: accept: %w", err)
 }
 
 // Close stops accepting, closes every connection and waits for their
@@ -265,22 +239,11 @@ func (s *Server) Close() error {
 		return nil
 	}
 	s.closed = true
-	var err error
-	if s.ln != nil {
-		err = s.ln.Close()
-	}
-	for c := range s.conns {
-		c.Close()
-	}
 	for _, d := range s.dumps {
 		d.cancel()
 	}
 	s.mu.Unlock()
-	s.wg.Wait()
-	if errors.Is(err, net.ErrClosed) {
-		err = nil
-	}
-	return err
+	return s.acc.Close()
 }
 
 // claimDump registers a dump for a replica server_id. Like MariaDB, a new
@@ -323,26 +286,17 @@ func sortedKeys(m map[string]string) []string {
 	return out
 }
 
-func (s *Server) maxConns() int {
-	if s.cfg.MaxConns > 0 {
-		return s.cfg.MaxConns
-	}
-	return DefaultMaxConns
-}
-
 // refuseTooMany answers a connection over the cap with MariaDB's own
 // ERR 1040 in place of the greeting, and closes it; logged at most every
 // 10 s (a flood must not flood the log too).
-func (s *Server) refuseTooMany(c net.Conn, max int) {
-	msg := "Too many connections"
-	body := append([]byte{0xff, 0x10, 0x04, '#'}, "08004"...)
-	body = append(body, msg...)
-	pkt := append([]byte{byte(len(body)), byte(len(body) >> 8), byte(len(body) >> 16), 0}, body...)
+func (s *Server) refuseTooMany(c net.Conn) {
+	tooMany := &wire.Error{Code: 1040, SQLState: "08004", Message: "Too many connections"}
+	pkt := wire.AppendPacket(nil, 0, tooMany.Packet())
 	_ = c.SetWriteDeadline(time.Now().Add(time.Second))
 	_, _ = c.Write(pkt)
 	c.Close()
 	now := time.Now().UnixNano()
 	if last := s.refusedLog.Load(); now-last > int64(10*time.Second) && s.refusedLog.CompareAndSwap(last, now) && s.cfg.Logger != nil {
-		s.cfg.Logger.Warn("replication endpoint refuses connections: too many open", "remote", c.RemoteAddr().String(), "max", max)
+		s.cfg.Logger.Warn("replication endpoint refuses connections: too many open", "remote", c.RemoteAddr().String(), "max", s.acc.Max)
 	}
 }
