@@ -54,6 +54,7 @@ func cmdBaselineUp(args []string) error {
 	base := fs.Int("base-port", 0, "node N listens on base-port+N")
 	appPass := fs.String("app-password", baselineAccounts.AppPassword, "the app account's password (bench.sh passes phxgo's, so both systems log in alike)")
 	wait := fs.Duration("wait", 3*time.Minute, "how long to wait for semi-sync to come up")
+	relaxed := fs.Bool("relaxed-replicas", false, "replicas run sync_binlog=0 and innodb_flush_log_at_trx_commit=2 (default: durable, as the master)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -97,14 +98,22 @@ func cmdBaselineUp(args []string) error {
 	); err != nil {
 		return err
 	}
+	// Replicas: semi-sync slave only. A replica with semi-sync master on
+	// and log_slave_updates would wait for ACKs of its own applied
+	// transactions that nobody sends, and its SQL thread stalls.
+	replicaDurability := []string{"SET GLOBAL sync_binlog=1", "SET GLOBAL innodb_flush_log_at_trx_commit=1"}
+	if *relaxed {
+		replicaDurability = []string{"SET GLOBAL sync_binlog=0", "SET GLOBAL innodb_flush_log_at_trx_commit=2"}
+	}
 	for _, db := range dbs[1:] {
-		if err := execAll(ctx, db,
+		if err := execAll(ctx, db, append(replicaDurability,
 			"STOP SLAVE",
+			"SET GLOBAL rpl_semi_sync_master_enabled=OFF",
 			"SET GLOBAL rpl_semi_sync_slave_enabled=ON",
 			fmt.Sprintf("CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=%d, MASTER_USER='%s', MASTER_PASSWORD='%s', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1",
 				ins[0].Port(), baselineAccounts.CaptureUser, baselineAccounts.CapturePassword),
 			"START SLAVE",
-		); err != nil {
+		)...); err != nil {
 			return err
 		}
 	}

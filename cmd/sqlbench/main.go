@@ -1,32 +1,60 @@
 // Command sqlbench is the helper of scripts/bench.sh (make bench-sql): it
-// starts and stops the baseline of issue 8, three plain MariaDB servers in
-// semi-sync replication, and prints the comparison table from sysbench
-// results.
+// starts and stops the semi-sync baseline, measures one sysbench run the
+// same way whichever system it targets, and prints the comparison.
 //
-//	sqlbench baseline-up   -dir DIR -base-port P   start master + 2 semi-sync replicas, print the master's address
-//	sqlbench baseline-down -dir DIR                stop them (SIGTERM, then SIGKILL)
-//	sqlbench report        -results FILE           print the table and the ratio line
+//	sqlbench baseline-up   -dir DIR -base-port P [-relaxed-replicas]   start master + 2 replicas, print the master's address
+//	sqlbench baseline-down -dir DIR                                    stop them (SIGTERM, then SIGKILL)
+//	sqlbench waitapplied   -master A -replicas B,C                     wait until every replica applied the master's GTID
+//	sqlbench run           -label L -target A -master A -replicas B,C -out F [-pids KIND=PID,..] [-metrics URL,..] -- SYSBENCH_OPTS
+//	sqlbench report        -results F [-rejected-log F]                print the tables and the last line
+//
+// The MariaDB password is read from $SQLBENCH_PASSWORD.
+//
+// A run (sqlbench run) reads its counters, runs sysbench with a latency
+// histogram, reads the master's @@gtid_binlog_pos the moment sysbench
+// ends, waits until every replica's @@gtid_slave_pos covers it, and reads
+// its counters again. So every figure includes the replicas' catch-up:
+//
+//	burst tps      sysbench's transactions / its run time
+//	sustained tps  transactions / (run time + catch-up)
+//	latency        avg from sysbench; p95 and p99 from its histogram (one INSERT per transaction: a commit)
+//	CPU            utime+stime of each process kind (/proc/PID/stat) over run + catch-up
+//	flushes        Innodb_data_fsyncs + Syncs of every server, + binlogd's phxgo_wal_syncs_total
 //
 // The baseline uses the project's own launcher (binlogd/mysqld), so its
 // my.cnf is exactly a phxgo node's: sync_binlog=1,
 // innodb_flush_log_at_trx_commit=1, binlog_format=ROW, GTID strict mode,
 // the same buffer pool and log sizes. Only the replication differs: the
 // master runs rpl_semi_sync_master_enabled=ON with AFTER_SYNC and
-// wait_no_slave=ON, and its two replicas pull from it with
-// rpl_semi_sync_slave_enabled=ON (an ACK means a replica received the
-// transaction, not that it fsynced it).
+// wait_no_slave=ON; its two replicas pull from it with
+// rpl_semi_sync_slave_enabled=ON and semi-sync master OFF (a replica with
+// semi-sync master on and log_slave_updates stalls its own SQL thread).
+// An ACK means a replica received the transaction, not that it applied or
+// fsynced it. The replicas are durable (sync_binlog=1,
+// innodb_flush_log_at_trx_commit=1) unless -relaxed-replicas.
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
 	"phxgo/binlogd/version"
 )
 
+var (
+	errNoResults      = errors.New("report: no results")
+	errBadSysbench    = errors.New("unreadable sysbench output")
+	errSysbenchFailed = errors.New("sysbench failed")
+	errBadGTID        = errors.New("bad GTID")
+	errBadMetrics     = errors.New("bad metrics line")
+	errBadProcStat    = errors.New("bad /proc stat")
+	errNotApplied     = errors.New("replica did not apply the master's position in time")
+)
+
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: sqlbench baseline-up|baseline-down|report [flags]")
+		fmt.Fprintln(os.Stderr, "usage: sqlbench baseline-up|baseline-down|waitapplied|run|report [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -38,6 +66,10 @@ func main() {
 		err = cmdBaselineUp(os.Args[2:])
 	case "baseline-down":
 		err = cmdBaselineDown(os.Args[2:])
+	case "waitapplied":
+		err = cmdWaitApplied(os.Args[2:])
+	case "run":
+		err = cmdRun(os.Args[2:])
 	case "report":
 		err = cmdReport(os.Args[2:])
 	default:

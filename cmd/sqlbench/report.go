@@ -2,88 +2,97 @@ package main
 
 import (
 	"bufio"
-	"errors"
+	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"sort"
-	"strconv"
 	"strings"
 )
 
-// The systems bench.sh measures, in table order.
+// The labels bench.sh gives its runs: system and the path the client takes.
 const (
-	sysBaseline = "baseline"    // semi-sync master, directly
-	sysProxy    = "phxgo-proxy" // phxgo through a node's sqlproxy
-	sysDirect   = "phxgo-direct"
+	semiDirect  = "semisync-direct"    // the semi-sync master, directly
+	semiHAProxy = "semisync-haproxy"   // through HAProxy (tcp mode) in front of it
+	phxMaster   = "phxgo-proxy-master" // through the master node's sqlproxy
+	phxOther    = "phxgo-proxy-other"  // through another node's sqlproxy (two proxy hops)
+	phxDirect   = "phxgo-direct"       // the phxgo master's MariaDB, directly (reference)
 )
 
-var errNoResults = errors.New("report: no results")
+var labelOrder = []string{semiDirect, semiHAProxy, phxMaster, phxOther, phxDirect}
 
-// run is one sysbench run: a line of the results file
-// "system test threads tps qps avg_ms p95_ms errors_per_s".
-type run struct {
-	system, test          string
-	threads               int
-	tps, qps, avg, p95, e float64
-}
+// The process kinds bench.sh counts CPU for, in table order.
+var cpuKinds = []string{"mariadbd", "binlogd", "sqlproxy", "haproxy"}
 
-type key struct {
-	system, test string
-	threads      int
-}
+const (
+	testInsert = "oltp_insert"
+	testPoint  = "oltp_point_select"
+)
 
-func parseResults(path string) ([]run, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []run
-	sc := bufio.NewScanner(f)
+func readRecords(r io.Reader) ([]record, error) {
+	var out []record
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for ln := 1; sc.Scan(); ln++ {
-		fl := strings.Fields(sc.Text())
-		if len(fl) == 0 || strings.HasPrefix(fl[0], "#") {
+		t := strings.TrimSpace(sc.Text())
+		if t == "" {
 			continue
 		}
-		if len(fl) != 8 {
-			return nil, fmt.Errorf("%s:%d: want 8 fields, got %d", path, ln, len(fl))
+		var rec record
+		if err := json.Unmarshal([]byte(t), &rec); err != nil {
+			return nil, fmt.Errorf("results line %d: %w", ln, err)
 		}
-		r := run{system: fl[0], test: fl[1]}
-		if r.threads, err = strconv.Atoi(fl[2]); err != nil {
-			return nil, fmt.Errorf("%s:%d: threads: %w", path, ln, err)
-		}
-		for k, p := range []*float64{&r.tps, &r.qps, &r.avg, &r.p95, &r.e} {
-			if *p, err = strconv.ParseFloat(fl[3+k], 64); err != nil {
-				return nil, fmt.Errorf("%s:%d: field %d: %w", path, ln, 4+k, err)
-			}
-		}
-		out = append(out, r)
+		out = append(out, rec)
 	}
 	return out, sc.Err()
 }
 
-// median of each figure over the rounds of one key.
-func median(rs []run) run {
-	m := rs[0]
-	pick := func(get func(run) float64) float64 {
-		v := make([]float64, len(rs))
-		for k, r := range rs {
-			v[k] = get(r)
-		}
-		sort.Float64s(v)
-		if len(v)%2 == 1 {
-			return v[len(v)/2]
-		}
-		return (v[len(v)/2-1] + v[len(v)/2]) / 2
+type rkey struct {
+	label, test string
+	threads     int
+}
+
+// results indexes runs; with several rounds of one key, get returns the
+// run with the median key figure (sustained tps for writes, qps for reads).
+type results map[rkey][]record
+
+func index(recs []record) results {
+	r := results{}
+	for _, rec := range recs {
+		k := rkey{rec.Label, rec.Test, rec.Threads}
+		r[k] = append(r[k], rec)
 	}
-	m.tps = pick(func(r run) float64 { return r.tps })
-	m.qps = pick(func(r run) float64 { return r.qps })
-	m.avg = pick(func(r run) float64 { return r.avg })
-	m.p95 = pick(func(r run) float64 { return r.p95 })
-	m.e = pick(func(r run) float64 { return r.e })
-	return m
+	return r
+}
+
+func (r results) get(label, test string, threads int) (record, bool) {
+	g := append([]record(nil), r[rkey{label, test, threads}]...)
+	if len(g) == 0 {
+		return record{}, false
+	}
+	fig := func(x record) float64 {
+		if test == testPoint {
+			return x.qps()
+		}
+		return x.sustainedTPS()
+	}
+	sort.Slice(g, func(i, j int) bool { return fig(g[i]) < fig(g[j]) })
+	return g[(len(g)-1)/2], true
+}
+
+func (r results) threads(test string) []int {
+	seen := map[int]bool{}
+	var out []int
+	for k := range r {
+		if k.test == test && !seen[k.threads] {
+			seen[k.threads] = true
+			out = append(out, k.threads)
+		}
+	}
+	sort.Ints(out)
+	return out
 }
 
 func ratio(a, b float64) float64 {
@@ -93,79 +102,247 @@ func ratio(a, b float64) float64 {
 	return a / b
 }
 
+// summary is the last line's figures; see cmdReport for their definitions.
+type summary struct {
+	SustainedRatio, P95Ratio, BinlogdUS, CatchupS, ProxyVsHAProxy, Rejected float64
+}
+
+func (s summary) String() string {
+	return fmt.Sprintf("sustained_insert_ratio=%.3f p95_ratio=%.3f binlogd_us_per_txn=%.0f catchup_s=%.2f proxy_vs_haproxy=%.3f rejected_batches=%s",
+		s.SustainedRatio, s.P95Ratio, s.BinlogdUS, s.CatchupS, s.ProxyVsHAProxy, countString(s.Rejected))
+}
+
+func countString(v float64) string {
+	if math.IsNaN(v) {
+		return "NaN"
+	}
+	return fmt.Sprintf("%.0f", v)
+}
+
+// summarize computes the last line at thr threads: phxgo through the
+// master node's proxy against the semi-sync master reached directly (the
+// baseline pays no proxy; phxgo pays its own). Point selects compare the
+// master node's proxy with HAProxy. rejectedFromLog is the count from
+// `binlogd log -rejected` (NaN: not counted); the metric wins when binlogd
+// exports one.
+func summarize(r results, thr int, rejectedFromLog float64) summary {
+	nan := math.NaN()
+	s := summary{nan, nan, nan, nan, nan, rejectedFromLog}
+	p, okp := r.get(phxMaster, testInsert, thr)
+	b, okb := r.get(semiDirect, testInsert, thr)
+	if okp && okb {
+		s.SustainedRatio = ratio(p.sustainedTPS(), b.sustainedTPS())
+		s.P95Ratio = ratio(p.P95MS, b.P95MS)
+	}
+	if okp {
+		s.BinlogdUS = ratio(p.CPUus["binlogd"], p.Txns)
+		s.CatchupS = p.CatchupS
+	}
+	pp, ok1 := r.get(phxMaster, testPoint, thr)
+	hp, ok2 := r.get(semiHAProxy, testPoint, thr)
+	if ok1 && ok2 {
+		s.ProxyVsHAProxy = ratio(pp.qps(), hp.qps())
+	}
+	if m, ok := rejectedFromMetric(r); ok {
+		s.Rejected = m
+	}
+	return s
+}
+
+// rejectedFromMetric sums binlogd's rejected-batch counter over every
+// phxgo run; false when binlogd exports no such metric.
+func rejectedFromMetric(r results) (float64, bool) {
+	var sum float64
+	found := false
+	for _, g := range r {
+		for _, rec := range g {
+			if rec.RejectedMetric != "" {
+				found = true
+				sum += rec.Binlogd[rec.RejectedMetric]
+			}
+		}
+	}
+	return sum, found
+}
+
+// countRejectedBatches counts the rejected binlog batches in the output
+// of `binlogd log -rejected`.
+func countRejectedBatches(r io.Reader) (int, error) {
+	n := 0
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		l := sc.Text()
+		if strings.Contains(l, " binlog_batch ") && strings.Contains(l, "-> REJECTED") {
+			n++
+		}
+	}
+	return n, sc.Err()
+}
+
 func cmdReport(args []string) error {
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
-	path := fs.String("results", "", "results file written by bench.sh")
+	path := fs.String("results", "", "results file written by sqlbench run")
+	anchor := fs.Int("anchor-threads", 16, "thread count of the last line's figures")
+	rejLog := fs.String("rejected-log", "", "output of `binlogd log -rejected` (counted when binlogd exports no rejected-batch metric)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	runs, err := parseResults(*path)
+	f, err := os.Open(*path)
 	if err != nil {
 		return err
 	}
-	if len(runs) == 0 {
+	recs, err := readRecords(f)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	if len(recs) == 0 {
 		return errNoResults
 	}
-	groups := map[key][]run{}
-	var tests []string
-	var threads []int
-	seenT, seenN := map[string]bool{}, map[int]bool{}
-	for _, r := range runs {
-		k := key{r.system, r.test, r.threads}
-		groups[k] = append(groups[k], r)
-		if !seenT[r.test] {
-			seenT[r.test], tests = true, append(tests, r.test)
+	fromLog := math.NaN()
+	if *rejLog != "" {
+		lf, err := os.Open(*rejLog)
+		if err != nil {
+			return err
 		}
-		if !seenN[r.threads] {
-			seenN[r.threads], threads = true, append(threads, r.threads)
+		n, err := countRejectedBatches(lf)
+		lf.Close()
+		if err != nil {
+			return err
+		}
+		fromLog = float64(n)
+	}
+	r := index(recs)
+	w := os.Stdout
+	printInserts(w, r)
+	printPointSelects(w, r)
+	fmt.Fprintln(w)
+	if m, ok := rejectedFromMetric(r); ok {
+		fmt.Fprintf(w, "rejected batches during the runs (binlogd metric): %.0f", m)
+	} else {
+		fmt.Fprint(w, "rejected batches: binlogd exports no metric for them")
+	}
+	fmt.Fprintf(w, "; in the whole log (binlogd log -rejected): %s\n", countString(fromLog))
+	for _, thr := range r.threads(testInsert) {
+		if thr != *anchor {
+			fmt.Fprintf(w, "at %d threads: %s\n", thr, summarize(r, thr, fromLog))
 		}
 	}
-	sort.Ints(threads)
-	get := func(sys, test string, n int) (run, bool) {
-		g := groups[key{sys, test, n}]
-		if len(g) == 0 {
-			return run{}, false
-		}
-		return median(g), true
-	}
+	fmt.Fprintf(w, "(last line: %d threads; phxgo through the master node's proxy vs the semi-sync master directly; point selects: master node's proxy vs HAProxy)\n", *anchor)
+	fmt.Fprintln(w, summarize(r, *anchor, fromLog))
+	return nil
+}
 
-	fmt.Printf("%-18s %4s %-13s %10s %10s %9s %9s %7s %8s %8s\n",
-		"test", "thr", "system", "qps", "tps", "avg_ms", "p95_ms", "err/s", "qps/base", "p95/base")
-	for _, t := range tests {
-		for _, n := range threads {
-			b, okb := get(sysBaseline, t, n)
-			for _, sys := range []string{sysBaseline, sysProxy, sysDirect} {
-				r, ok := get(sys, t, n)
+func printInserts(w io.Writer, r results) {
+	thrs := r.threads(testInsert)
+	if len(thrs) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "oltp_insert: burst = sysbench's tps; sustained = txns / (run + time until every replica applied them);")
+	fmt.Fprintln(w, "latency per commit (ms); x semi = ratio to semisync-direct")
+	fmt.Fprintf(w, "%-19s %4s %8s %9s %9s %7s %7s %7s %7s %7s %8s\n",
+		"system", "thr", "burst", "sustained", "catchup_s", "avg", "p95", "p99", "err/s", "x semi", "p95 x")
+	for _, thr := range thrs {
+		b, okb := r.get(semiDirect, testInsert, thr)
+		for _, l := range labelOrder {
+			x, ok := r.get(l, testInsert, thr)
+			if !ok {
+				continue
+			}
+			rs, rp := "-", "-"
+			if okb {
+				rs = fmt.Sprintf("%.3f", ratio(x.sustainedTPS(), b.sustainedTPS()))
+				rp = fmt.Sprintf("%.3f", ratio(x.P95MS, b.P95MS))
+			}
+			fmt.Fprintf(w, "%-19s %4d %8.0f %9.0f %9.2f %7.2f %7.2f %7.2f %7.1f %7s %8s\n",
+				l, thr, x.burstTPS(), x.sustainedTPS(), x.CatchupS, x.AvgMS, x.P95MS, x.P99MS, ratio(x.Errors, x.RunS), rs, rp)
+		}
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "oltp_insert cost per transaction, run + catch-up: CPU µs by process kind (all of the system's processes of that kind),")
+	fmt.Fprintln(w, "disk flushes (MariaDB Innodb_data_fsyncs + Syncs on all 3 servers, + binlogd wal fdatasyncs), machine busy %")
+	fmt.Fprintf(w, "%-19s %4s", "system", "thr")
+	for _, k := range cpuKinds {
+		fmt.Fprintf(w, " %9s", k)
+	}
+	fmt.Fprintf(w, " %9s %8s %8s %6s\n", "total", "flushes", "wal", "busy")
+	for _, thr := range thrs {
+		for _, l := range labelOrder {
+			x, ok := r.get(l, testInsert, thr)
+			if !ok {
+				continue
+			}
+			fmt.Fprintf(w, "%-19s %4d", l, thr)
+			var total float64
+			for _, k := range cpuKinds {
+				v, ok := x.CPUus[k]
 				if !ok {
+					fmt.Fprintf(w, " %9s", "-")
 					continue
 				}
-				q, p := "-", "-"
-				if okb {
-					q = fmt.Sprintf("%.3f", ratio(r.qps, b.qps))
-					p = fmt.Sprintf("%.3f", ratio(r.p95, b.p95))
-				}
-				fmt.Printf("%-18s %4d %-13s %10.0f %10.1f %9.2f %9.2f %7.1f %8s %8s\n",
-					t, n, sys, r.qps, r.tps, r.avg, r.p95, r.e, q, p)
+				total += v
+				fmt.Fprintf(w, " %9.0f", ratio(v, x.Txns))
 			}
-			if px, ok1 := get(sysProxy, t, n); ok1 {
-				if d, ok2 := get(sysDirect, t, n); ok2 {
-					fmt.Printf("%-18s %4d %-13s proxy cost: qps proxy/direct %.3f, avg +%.2f ms\n", t, n, "", ratio(px.qps, d.qps), px.avg-d.avg)
-				}
+			wal := "-"
+			if v, ok := x.Binlogd["phxgo_wal_syncs_total"]; ok {
+				wal = fmt.Sprintf("%.2f", ratio(v, x.Txns))
 			}
+			fmt.Fprintf(w, " %9.0f %8.2f %8s %5.0f%%\n", ratio(total, x.Txns), ratio(x.flushes(), x.Txns), wal, x.BusyPct)
 		}
 	}
-	// The summary line: phxgo through its proxy over the baseline, at the
-	// highest thread count measured (the issue's targets are at 64).
-	top := threads[len(threads)-1]
-	line := func(name, test string) string {
-		px, ok1 := get(sysProxy, test, top)
-		b, ok2 := get(sysBaseline, test, top)
-		if !ok1 || !ok2 {
-			return name + "=NaN"
+	var lines []string
+	for _, thr := range thrs {
+		for _, l := range []string{phxMaster, phxOther, phxDirect} {
+			x, ok := r.get(l, testInsert, thr)
+			if !ok || x.Binlogd["phxgo_paxos_values_proposed_total"] == 0 {
+				continue
+			}
+			m := x.Binlogd
+			lines = append(lines, fmt.Sprintf("%-19s %4d %8.2f %8.2f %9.2f %9.2f %9.0f",
+				l, thr, ratio(m["phxgo_binlogd_captured_transactions_total"], m["phxgo_paxos_values_proposed_total"]),
+				ratio(m["phxgo_paxos_commands_proposed_total"], m["phxgo_paxos_values_proposed_total"]),
+				1000*ratio(m["phxgo_paxos_commit_latency_seconds_sum"], m["phxgo_paxos_commit_latency_seconds_count"]),
+				1000*ratio(m["phxgo_binlogd_ack_latency_seconds_sum"], m["phxgo_binlogd_semisync_acks_total"]),
+				m[x.RejectedMetric]))
 		}
-		return fmt.Sprintf("%s=%.3f", name, ratio(px.qps, b.qps))
 	}
-	fmt.Printf("\n(ratios: phxgo through its proxy / semi-sync baseline, QPS, at %d threads)\n", top)
-	fmt.Println(line("insert_ratio", "oltp_insert"), line("rw_ratio", "oltp_read_write"), line("point_select_ratio", "oltp_point_select"))
-	return nil
+	if len(lines) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "phxgo's log during those runs: txns per Paxos value, commands per value, avg Paxos commit ms, avg ACK ms, rejected batches")
+		fmt.Fprintf(w, "%-19s %4s %8s %8s %9s %9s %9s\n", "system", "thr", "txn/val", "cmd/val", "commit_ms", "ack_ms", "rejected")
+		for _, l := range lines {
+			fmt.Fprintln(w, l)
+		}
+	}
+}
+
+func printPointSelects(w io.Writer, r results) {
+	thrs := r.threads(testPoint)
+	if len(thrs) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "oltp_point_select: qps, latency ms, ratio to the semi-sync master directly and to HAProxy, proxy CPU µs per query")
+	fmt.Fprintf(w, "%-19s %4s %9s %7s %7s %7s %8s %8s %8s\n", "system", "thr", "qps", "avg", "p95", "p99", "x direct", "x haprx", "proxy_us")
+	for _, thr := range thrs {
+		d, okd := r.get(semiDirect, testPoint, thr)
+		h, okh := r.get(semiHAProxy, testPoint, thr)
+		for _, l := range labelOrder {
+			x, ok := r.get(l, testPoint, thr)
+			if !ok {
+				continue
+			}
+			rd, rh := "-", "-"
+			if okd {
+				rd = fmt.Sprintf("%.3f", ratio(x.qps(), d.qps()))
+			}
+			if okh {
+				rh = fmt.Sprintf("%.3f", ratio(x.qps(), h.qps()))
+			}
+			proxy := x.CPUus["sqlproxy"] + x.CPUus["haproxy"]
+			fmt.Fprintf(w, "%-19s %4d %9.0f %7.2f %7.2f %7.2f %8s %8s %8.1f\n",
+				l, thr, x.qps(), x.AvgMS, x.P95MS, x.P99MS, rd, rh, ratio(proxy, x.Queries))
+		}
+	}
 }

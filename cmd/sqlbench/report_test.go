@@ -1,0 +1,94 @@
+package main
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+func insertRun(label string, thr int, txns, runS, catchup, p95, binlogdUS float64) record {
+	return record{Label: label, Test: testInsert, Threads: thr, Txns: txns, Queries: txns, RunS: runS, CatchupS: catchup, P95MS: p95,
+		CPUus: map[string]float64{"binlogd": binlogdUS * txns}, Binlogd: map[string]float64{}}
+}
+
+func pointRun(label string, thr int, queries, runS float64) record {
+	return record{Label: label, Test: testPoint, Threads: thr, Queries: queries, Txns: queries, RunS: runS}
+}
+
+func TestSummary(t *testing.T) {
+	recs := []record{
+		// semi-sync: 2,000 tps burst for 20 s, but its replicas need 20 s more: 1,000 sustained.
+		insertRun(semiDirect, 16, 40000, 20, 20, 10, 0),
+		// phxgo: 1,200 tps, caught up after 0.5 s: 24,000 / 20.5.
+		insertRun(phxMaster, 16, 24000, 20, 0.5, 15, 300),
+		insertRun(phxMaster, 64, 30000, 20, 1, 40, 200),
+		insertRun(semiDirect, 64, 50000, 20, 30, 20, 0),
+		pointRun(semiHAProxy, 16, 300000, 20),
+		pointRun(phxMaster, 16, 270000, 20),
+	}
+	s := summarize(index(recs), 16, math.NaN())
+	if want := 24000 / 20.5 / 1000; math.Abs(s.SustainedRatio-want) > 1e-9 {
+		t.Errorf("sustained ratio %v, want %v", s.SustainedRatio, want)
+	}
+	if s.P95Ratio != 1.5 || s.BinlogdUS != 300 || s.CatchupS != 0.5 || math.Abs(s.ProxyVsHAProxy-0.9) > 1e-9 {
+		t.Errorf("got %+v", s)
+	}
+	if !math.IsNaN(s.Rejected) {
+		t.Errorf("rejected %v without a metric or a log count; want NaN", s.Rejected)
+	}
+	line := s.String()
+	if want := "sustained_insert_ratio=1.171 p95_ratio=1.500 binlogd_us_per_txn=300 catchup_s=0.50 proxy_vs_haproxy=0.900 rejected_batches=NaN"; line != want {
+		t.Errorf("line\n%s\nwant\n%s", line, want)
+	}
+	if s64 := summarize(index(recs), 64, 3); s64.SustainedRatio != (30000/21.0)/(50000/50.0) || s64.Rejected != 3 {
+		t.Errorf("64 threads: %+v", s64)
+	}
+}
+
+func TestSummaryPrefersTheMetric(t *testing.T) {
+	a := insertRun(phxMaster, 16, 1000, 10, 0, 5, 100)
+	a.RejectedMetric, a.Binlogd["phxgo_capture_rejected_batches_total"] = "phxgo_capture_rejected_batches_total", 2
+	b := insertRun(phxOther, 16, 1000, 10, 0, 5, 100)
+	b.RejectedMetric, b.Binlogd["phxgo_capture_rejected_batches_total"] = "phxgo_capture_rejected_batches_total", 0
+	c := insertRun(semiDirect, 16, 1000, 10, 0, 5, 0)
+	if s := summarize(index([]record{a, b, c}), 16, 50); s.Rejected != 2 {
+		t.Errorf("rejected %v, want the metric's 2 (the log's 50 counts the whole log)", s.Rejected)
+	}
+	// A metric that exists and counted nothing is a real 0.
+	a.Binlogd["phxgo_capture_rejected_batches_total"] = 0
+	if s := summarize(index([]record{a, c}), 16, math.NaN()); s.Rejected != 0 {
+		t.Errorf("rejected %v, want 0", s.Rejected)
+	}
+}
+
+func TestMedianOfRounds(t *testing.T) {
+	r := index([]record{
+		insertRun(semiDirect, 16, 1000, 10, 0, 9, 0),
+		insertRun(semiDirect, 16, 3000, 10, 0, 7, 0),
+		insertRun(semiDirect, 16, 2000, 10, 0, 8, 0),
+	})
+	got, ok := r.get(semiDirect, testInsert, 16)
+	if !ok || got.Txns != 2000 {
+		t.Fatalf("median run = %+v", got)
+	}
+}
+
+func TestReadRecordsRoundTrip(t *testing.T) {
+	in := `{"label":"semisync-direct","test":"oltp_insert","threads":16,"txns":5464,"queries":5464,"run_s":5.1,"catchup_s":14.5,"p95_ms":34.9,"cpu_us":{"mariadbd":7280000},"server":{"Innodb_data_fsyncs":12480,"Syncs":12122},"binlogd":{}}
+
+{"label":"phxgo-proxy-master","test":"oltp_insert","threads":16,"txns":100,"run_s":1,"binlogd":{"phxgo_wal_syncs_total":50}}
+`
+	recs, err := readRecords(strings.NewReader(in))
+	if err != nil || len(recs) != 2 {
+		t.Fatalf("%d records, %v", len(recs), err)
+	}
+	if f := recs[0].flushes() / recs[0].Txns; math.Abs(f-(12480+12122)/5464.0) > 1e-9 {
+		t.Errorf("flushes per txn %v", f)
+	}
+	if f := recs[1].flushes(); f != 50 {
+		t.Errorf("phxgo flushes %v, want the wal's 50", f)
+	}
+	if _, err := readRecords(strings.NewReader("{not json\n")); err == nil {
+		t.Error("bad line accepted")
+	}
+}
