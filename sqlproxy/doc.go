@@ -3,6 +3,7 @@
 // and binlogd.
 //
 //	client ──▶ proxy(node B, not master) ──hop──▶ proxy(node A, master) ──▶ MariaDB A
+//	               └──────── with a read window (One hop, below) ─────────▶ MariaDB A
 //	               │ (1) authenticate (auth)            │ (3) lease check before
 //	               │ (2) route (Linearizable: master)   │     EVERY statement
 //	               └─ rw-split reads ──▶ MariaDB replicas (health-checked)
@@ -17,6 +18,49 @@
 // MySQL protocol, marking the connection with the connect attribute
 // _phxgo_hop=1; a proxy never forwards a hop again (it serves it as
 // master or refuses), so there are no forwarding loops.
+//
+// One hop. A non-master proxy that holds a read window (window.go,
+// topology.Window) sends statements straight to the master's MariaDB
+// (route "direct") and forwards to the master's proxy only without one.
+// topology.Admin asks its local binlogd for the window (Admin.ReadWindow;
+// binlogd forwards to the master's binlogd) at local time t0, read
+// before the send; the master grants w = min(its own lease left, d/5+m)
+// only while it holds a valid lease and serves writes; the proxy uses
+// the window until t0 + w - m (m: the lease's DriftMargin, sent in the
+// reply), re-checked right before every send like the master's lease,
+// and asks again once half of it is used. A window that cannot be
+// renewed simply runs out: the session then forwards as before (a
+// transaction open on the direct route then gets 1290/40001; one open on
+// a forwarded connection stays there while it lasts).
+//
+// Why no other master can serve while a window runs (every clock's rate
+// within ±ε of true time, ε <= m/(2d-m), masterlease.Config.MaxClockDrift):
+//   - Expiry (the master crashes, pauses or is cut off). The master
+//     measured w at its grant time g, and g is after t0 in real time, so
+//     the window ends, in real time, no later than t0 + (w-m)/(1-ε); the
+//     master's deadline is no earlier than g + w/(1+ε). (w-m)/(1-ε) <=
+//     w/(1+ε) iff ε <= m/(2w-m), which holds because w <= d-m gives
+//     m/(2w-m) >= m/(2d-3m) > m/(2d-m). So a window ends before the
+//     granting master's deadline, and masterlease already keeps every
+//     other node from serving before that (a follower counts d from when
+//     it applied the grant; a new master waits that out). Nothing to add.
+//   - Early step-down (Fence, Switchover): the master drops its deadline
+//     and the others may elect as soon as the entry is chosen, long
+//     before the old deadline; Fence's stand-down of one LeaseDuration
+//     only keeps the old master from asking again. So window <= lease is
+//     not enough here: binlogd puts a gate between the lease and the log
+//     (binlogd/node/windows.go) that holds a Fence or a grant to another
+//     node back until the latest window it granted has ended on its own
+//     clock (g + w, in real time at least g + w/(1+ε): after the
+//     window's end by the same inequality). Grants read the lease deadline under the
+//     gate's mutex and the step-down drops it first, so no window is
+//     granted after the gate looked. Switchover stops granting while the
+//     target catches up, so the wait is usually over by then.
+//
+// Tests: topology's TestWindow* (the arithmetic, fake times),
+// binlogd/node's TestEndsTerm and TestReadWindowsArithmetic, and
+// TestE2EOneHopWindow (a real cluster: one hop while the window holds,
+// back to forwarding when the master is paused or killed, no stale read).
 //
 // Authentication is MariaDB's: see package auth. The account is the
 // user's mysql.user row whose Host matches the client's real address

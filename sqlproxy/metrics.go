@@ -20,7 +20,7 @@ type Metrics struct {
 	panics     prometheus.Counter
 
 	// Resolved children per route, so a statement does no label lookup.
-	byRoute [3]routeMetrics
+	byRoute [numRoutes]routeMetrics
 }
 
 type routeMetrics struct {

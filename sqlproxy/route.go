@@ -16,9 +16,11 @@ const (
 	routeMaster  routeKind = iota // this node is master: its MariaDB
 	routeForward                  // the master node's proxy
 	routeReplica                  // a replica's MariaDB (read/write split)
+	routeDirect                   // the master's MariaDB, under a read window (window.go)
+	numRoutes
 )
 
-func (k routeKind) String() string { return [...]string{"master", "forward", "replica"}[k] }
+func (k routeKind) String() string { return [...]string{"master", "forward", "replica", "direct"}[k] }
 
 // wantMaster marks a route decision that needs the master; the target is
 // resolved (and the lease checked) in acquire, right before the send.
@@ -94,6 +96,8 @@ func (s *session) masterTarget() (string, routeKind, *wire.Error) {
 				}
 				return addr, routeMaster, nil
 			}
+		case !s.hop && v.WindowValid(now) && !s.stayForwarding(v):
+			return v.Window.MySQLAddr, routeDirect, nil
 		case !s.hop && v.MasterID != 0 && v.MasterID != topo.Self() && v.MasterProxyAddr != "":
 			return v.MasterProxyAddr, routeForward, nil
 		}
@@ -169,8 +173,8 @@ func (s *session) acquire(d decision) (*backend, routeKind, *wire.Error) {
 			}
 		}
 		s.using = b
-		if kind == routeMaster && !s.srv.topo.View().LeaseValid(time.Now()) {
-			s.keep(b) // lease ran out meanwhile: wait for the next view
+		if !s.mayStillSend(kind) {
+			s.keep(b) // lease or window ran out meanwhile: wait for the next view
 			if attempt < 3 {
 				continue
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"reflect"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -21,6 +22,10 @@ type Admin struct {
 	log      *slog.Logger
 	self     atomic.Uint32
 	ready    chan struct{}
+
+	mu   sync.Mutex // serializes publishing base + win
+	base View       // from the last Status
+	win  Window     // the last read window granted (window.go)
 }
 
 // NewAdmin starts polling client every interval (default 50ms) until ctx
@@ -35,6 +40,7 @@ func NewAdmin(ctx context.Context, client pb.AdminClient, interval time.Duration
 	a := &Admin{client: client, interval: interval, log: log, ready: make(chan struct{})}
 	a.Set(View{})
 	go a.run(ctx)
+	go a.windowLoop(ctx)
 	return a
 }
 
@@ -66,7 +72,7 @@ func (a *Admin) run(ctx context.Context) {
 			a.self.Store(st.NodeId)
 			v := FromStatus(st, sent)
 			if first || !sameView(v, last) {
-				a.Set(v)
+				a.setBase(v)
 				last = v
 			}
 			if first {
@@ -80,6 +86,15 @@ func (a *Admin) run(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// setBase publishes v with the current read window.
+func (a *Admin) setBase(v View) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.base = v
+	v.Window = a.windowFor(v)
+	a.Set(v)
 }
 
 // sameView ignores the lease deadline's renewal drift only when neither

@@ -8,6 +8,10 @@
 // own. Only the master's own view is used to serve: a follower's view of
 // the lease ends later than the master's (DESIGN.md, "Reads").
 //
+// A non-master proxy also keeps a read window (window.go): the master's
+// lent share of its lease, during which the proxy may send straight to
+// the master's MariaDB; sqlproxy/doc.go ("One hop") has why it is safe.
+//
 // When binlogd stops answering, the last view stays, so the deadline
 // simply runs out and the proxy refuses statements: failing closed.
 package topology

@@ -26,6 +26,9 @@ type View struct {
 	LeaseDeadline time.Time
 	Ready         bool
 	Replicas      []Replica // other nodes' MariaDBs (not the master)
+	// Window is the read window the master lent this non-master proxy
+	// (window.go); zero when none.
+	Window Window
 }
 
 // LeaseValid reports whether this node may serve a statement at now.
