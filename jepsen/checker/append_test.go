@@ -62,7 +62,7 @@ func TestAppendDuplicateGarbageAborted(t *testing.T) {
 	wantKind(t, Append(b.ops), "garbage")
 	b = baseAppend()
 	b.txn(0, 9, 10, ok, rd(1, 1, 2, 4))
-	wantKind(t, Append(b.ops), "aborted-read")
+	wantKind(t, Append(b.ops), "G1a")
 }
 
 func TestAppendStaleRead(t *testing.T) {
