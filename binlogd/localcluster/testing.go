@@ -153,3 +153,6 @@ func (c *Cluster) HTTPAddr(id uint32) string { return c.Spec.addr(int(id), offHT
 
 // ProxyAddr is node id's sqlproxy (linearizable) address.
 func (c *Cluster) ProxyAddr(id uint32) string { return c.Spec.addr(int(id), offProxy) }
+
+// RWSplitAddr is node id's sqlproxy read/write-split address.
+func (c *Cluster) RWSplitAddr(id uint32) string { return c.Spec.addr(int(id), offProxyRW) }

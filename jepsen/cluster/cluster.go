@@ -12,9 +12,12 @@ type Node struct {
 	ID        uint32 `json:"id"`
 	Host      string `json:"host"`       // 127.0.0.x inside the namespace
 	ProxyAddr string `json:"proxy_addr"` // sqlproxy host:port (linearizable port)
-	MySQLAddr string `json:"mysql_addr"` // the node's MariaDB host:port
-	User      string `json:"user"`       // client account (see package doc)
-	Password  string `json:"-"`
+	// RWSplitAddr is the sqlproxy's read/write-split port ("" if none):
+	// reads outside transactions may be served by a replica.
+	RWSplitAddr string `json:"rwsplit_addr,omitempty"`
+	MySQLAddr   string `json:"mysql_addr"` // the node's MariaDB host:port
+	User        string `json:"user"`       // client account (see package doc)
+	Password    string `json:"-"`
 }
 
 // Cluster is what the harness drives. Methods may be called concurrently.

@@ -82,7 +82,7 @@ func launch(ctx context.Context, o Options, spec cluster.LaunchSpec) (*Cluster, 
 	for i := 1; i <= spec.Nodes; i++ {
 		id := uint32(i)
 		c.nodes = append(c.nodes, cluster.Node{
-			ID: id, Host: spec.Hosts[i-1], ProxyAddr: lc.ProxyAddr(id), MySQLAddr: lc.MySQLAddr(id),
+			ID: id, Host: spec.Hosts[i-1], ProxyAddr: lc.ProxyAddr(id), RWSplitAddr: lc.RWSplitAddr(id), MySQLAddr: lc.MySQLAddr(id),
 			User: cr.AppUser, Password: cr.AppPassword,
 		})
 	}
