@@ -16,6 +16,7 @@ import (
 	perrors "github.com/pingcap/errors"
 
 	"phxgo/binlogd/binlog"
+	"phxgo/sqlproxy/wire"
 )
 
 // maxPacket bounds one reassembled packet (MariaDB's max_allowed_packet
@@ -28,7 +29,7 @@ const maxPacket = 1<<30 + 64
 type stream struct {
 	c            *client.Conn
 	conn         net.Conn
-	rd           *packetReader
+	rd           *wire.Reader
 	id           uint32 // server connection id, to KILL a zombie before re-registering
 	writeTimeout time.Duration
 }
@@ -139,7 +140,10 @@ func binlogDump(serverID uint32) []byte {
 
 // next returns the next event and its ACK request flag.
 func (s *stream) next() ([]byte, bool, error) {
-	p, err := s.rd.next()
+	p, err := s.rd.ReadPacket()
+	if errors.Is(err, wire.ErrTooBig) {
+		return nil, false, fmt.Errorf("%w: packet over %d bytes", ErrProtocol, s.rd.Limit)
+	}
 	if err != nil {
 		return nil, false, err
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"phxgo/sqlproxy/wire"
 )
 
 // Wire format of the semi-sync binlog stream (MariaDB
@@ -23,7 +25,6 @@ import (
 const (
 	semiSyncMagic   = 0xef
 	semiSyncNeedAck = 0x01
-	maxPacketChunk  = 1<<24 - 1
 )
 
 // Position is a binlog coordinate: the end of an event in a binlog file.
@@ -73,28 +74,17 @@ func parseDumpPacket(p []byte) (event []byte, needAck bool, err error) {
 }
 
 func decodeErrPacket(p []byte) error {
-	e := &mysql.MyError{}
-	if len(p) >= 3 {
-		e.Code = binary.LittleEndian.Uint16(p[1:])
-		rest := p[3:]
-		if len(rest) >= 6 && rest[0] == '#' {
-			e.State = string(rest[1:6])
-			rest = rest[6:]
-		}
-		e.Message = string(rest)
-	}
-	return e
+	e := wire.ParseError(p)
+	return &mysql.MyError{Code: e.Code, State: e.SQLState, Message: e.Message}
 }
 
-// encodeAck returns the whole ACK packet, header included.
+// encodeAck returns the whole ACK packet, header included, sequence 0.
 func encodeAck(pos Position) []byte {
-	n := 1 + 8 + len(pos.File)
-	b := make([]byte, 4+n)
-	b[0], b[1], b[2], b[3] = byte(n), byte(n>>8), byte(n>>16), 0
-	b[4] = semiSyncMagic
-	binary.LittleEndian.PutUint64(b[5:], pos.Pos)
-	copy(b[13:], pos.File)
-	return b
+	p := make([]byte, 0, 1+8+len(pos.File))
+	p = append(p, semiSyncMagic)
+	p = binary.LittleEndian.AppendUint64(p, pos.Pos)
+	p = append(p, pos.File...)
+	return wire.AppendPacket(make([]byte, 0, 4+len(p)), 0, p)
 }
 
 // decodeAck is encodeAck's inverse (tests and fuzzing).
@@ -105,42 +95,13 @@ func decodeAck(b []byte) (Position, error) {
 	return Position{File: string(b[13:]), Pos: binary.LittleEndian.Uint64(b[5:])}, nil
 }
 
-// packetReader reads MySQL packets from the dump connection, joining
-// 16 MB continuation chunks, without sequence checks (see above).
-type packetReader struct {
-	conn    net.Conn
-	r       *bufio.Reader
-	timeout time.Duration
-	max     int
-	hdr     [4]byte
-}
-
-func newPacketReader(conn net.Conn, timeout time.Duration, max int) *packetReader {
-	return &packetReader{conn: conn, r: bufio.NewReaderSize(conn, 256<<10), timeout: timeout, max: max}
-}
-
-func (r *packetReader) next() ([]byte, error) {
-	var out []byte
-	for {
-		if r.timeout > 0 {
-			if err := r.conn.SetReadDeadline(time.Now().Add(r.timeout)); err != nil {
-				return nil, err
-			}
-		}
-		if _, err := io.ReadFull(r.r, r.hdr[:]); err != nil {
-			return nil, err
-		}
-		n := int(r.hdr[0]) | int(r.hdr[1])<<8 | int(r.hdr[2])<<16
-		if len(out)+n > r.max {
-			return nil, fmt.Errorf("%w: packet over %d bytes", ErrProtocol, r.max)
-		}
-		start := len(out)
-		out = append(out, make([]byte, n)...)
-		if _, err := io.ReadFull(r.r, out[start:]); err != nil {
-			return nil, err
-		}
-		if n < maxPacketChunk {
-			return out, nil
-		}
+// newPacketReader reads the dump stream's packets, joining 16 MB
+// continuation frames, without sequence checks (see above). Each frame's
+// header read gets its own deadline of timeout.
+func newPacketReader(conn net.Conn, timeout time.Duration, max int) *wire.Reader {
+	r := &wire.Reader{R: bufio.NewReaderSize(conn, 256<<10), Limit: max}
+	if timeout > 0 {
+		r.BeforeFrame = func() error { return conn.SetReadDeadline(time.Now().Add(timeout)) }
 	}
+	return r
 }
