@@ -1,0 +1,72 @@
+// Package lazyfs is a FUSE filesystem for test nodes that loses, on
+// command, everything not yet made durable, the way a host losing power
+// does (in the spirit of Jepsen's LazyFS). A kill -9 keeps the page cache,
+// so it cannot find a program that acknowledges before it fsyncs; a drop
+// here can.
+//
+//	process ── write/rename/... ──▶ /dev/fuse ──▶ lazyfs (in the harness)
+//	                                                │ 1. record what the change undoes (state)
+//	                                                │ 2. apply it to the backing directory
+//	                                                ▼
+//	                                  backing dir (ext4)    trash dir (same fs)
+//
+// It is a passthrough (go-fuse's loopback, mounted as root with mount(2),
+// no fusermount needed) over a backing directory. Changes reach the
+// backing directory at once, so reads are plain reads; what is kept in
+// memory is the durable state they overwrote (an undo log, the mirror
+// image of a page cache: same semantics, cheaper reads):
+//
+//   - per file (backing inode): its durable size and the durable content
+//     of each 4 KiB page changed since its last fsync, saved before the
+//     first change (write, truncate, hole punch);
+//   - per directory: its durable listing (name -> inode), taken before its
+//     first change since its last fsync; an inode a durable listing names
+//     is hard-linked into the trash directory (a directory: moved there)
+//     before its last current name goes, so a drop can bring it back.
+//
+// # Semantics (what is durable)
+//
+//   - fsync and fdatasync of a file: its data and size, nothing else.
+//   - fsync of a directory: its listing (entries created, removed,
+//     renamed in or out), not the files' data.
+//   - A new file's or directory's entry is durable only after an fsync of
+//     its directory (POSIX; Jepsen's LazyFS persists nothing without
+//     fsync either). Options.FsyncPersistsName adds the ext4/XFS habit:
+//     fsync of a file also makes its current name durable.
+//   - rename: durable in each of the two directories when that directory
+//     is fsynced; if only the target is, a file has both names after a
+//     drop, a directory only the new one.
+//   - unlink, rmdir: durable after an fsync of the directory.
+//   - O_DIRECT writes are durable at once (a disk without a volatile
+//     cache); only the bytes written. The kernel follows every O_SYNC and
+//     O_DSYNC write with an fsync of the file, so those make the whole
+//     file durable, as on any filesystem. An O_DIRECT set later with
+//     fcntl (InnoDB does this) is not seen here: such writes are buffered
+//     until fsync, which InnoDB's default flush method also calls.
+//   - Attributes other than size (mode, owner, times, xattrs) and data
+//     written through a shared mmap before msync are not tracked: they
+//     are durable at once (mmap writes reach lazyfs as writes and are
+//     tracked like any other).
+//   - Options.Unbuffered base names (diagnostic logs) are durable at once
+//     and their names are never dropped.
+//   - The backing files themselves are never fsynced: a crash of the
+//     machine running the test is out of scope; a drop is simulated.
+//
+// # Power loss
+//
+// FS.DropUnsynced takes the mount down (aborting its FUSE connection via
+// fusectl, so copies of the mount in other mount namespaces, which every
+// `ip netns exec` makes, let go too), puts the backing directory back to
+// exactly its durable state (revert.go: names, then data, then the trash
+// is emptied) and mounts a fresh filesystem at the same place: empty
+// kernel caches, as after a reboot. Every process using the mount must
+// be dead first. FS.Checkpoint makes everything durable (sync(2)), e.g.
+// once a cluster is installed.
+//
+// # Needs
+//
+// Root and /dev/fuse (Supported says why not). The mount is allow_other
+// with default_permissions (MariaDB runs as its own user; the kernel
+// checks modes). FUSE passthrough is refused for tracked files so every
+// write is seen. Unix sockets work on it (MariaDB's mysqld.sock).
+package lazyfs

@@ -1,0 +1,155 @@
+package lazyfs
+
+import (
+	"fmt"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// pageSize is the granularity of the data undo: what a page held at the
+// last sync is saved whole before its first change.
+const pageSize = 4096
+
+// fileState is one backing inode's unsynced data: its durable size and
+// the durable content of every page changed since the last sync.
+//
+// Invariant: every page that starts below size and whose backing bytes
+// below size differ from the durable ones has an entry in pages; a saved
+// page's bytes at file offsets >= size are zero.
+type fileState struct {
+	fd int // O_RDWR on the backing inode, ours; path-independent
+
+	// io: writes hold it shared from their save until their pwrite ends,
+	// syncs and truncates exclusively, so a page is never saved after it
+	// was changed.
+	io sync.RWMutex
+
+	mu    sync.Mutex
+	size  int64
+	pages map[int64][]byte
+}
+
+func (f *fileState) savedBytes() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return int64(len(f.pages)) * pageSize
+}
+
+// readPage returns page p as the backing file holds it now, with every
+// byte at offset >= limit zeroed.
+func (f *fileState) readPage(p, limit int64) ([]byte, error) {
+	buf := make([]byte, pageSize)
+	n, err := unix.Pread(f.fd, buf, p*pageSize)
+	if err != nil {
+		return nil, fmt.Errorf("lazyfs: save page %d: %w", p, err)
+	}
+	clear(buf[max(n, 0):])
+	if cut := limit - p*pageSize; cut < pageSize {
+		clear(buf[max(cut, 0):])
+	}
+	return buf, nil
+}
+
+// saveRange saves every durable page overlapping [off, end) not saved
+// yet. Caller holds f.mu.
+func (f *fileState) saveRange(off, end int64) error {
+	end = min(end, f.size)
+	for p := off / pageSize; p*pageSize < end; p++ {
+		if _, ok := f.pages[p]; ok {
+			continue
+		}
+		b, err := f.readPage(p, f.size)
+		if err != nil {
+			return err
+		}
+		f.pages[p] = b
+	}
+	return nil
+}
+
+// beforeChange is called before [off, end) of the backing file changes
+// (a write, a hole punched, a truncate below the durable size).
+func (f *fileState) beforeChange(off, end int64) error {
+	if end <= off {
+		return nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.saveRange(off, end)
+}
+
+// synced makes the whole file durable as the backing file holds it now.
+// Caller holds io exclusively.
+func (f *fileState) synced() error {
+	var st unix.Stat_t
+	if err := unix.Fstat(f.fd, &st); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.size, f.pages = st.Size, map[int64][]byte{}
+	f.mu.Unlock()
+	return nil
+}
+
+// syncedWrite makes data, just written at off, durable and nothing else
+// (an O_SYNC, O_DSYNC or O_DIRECT write): saved pages take the new bytes,
+// and when the write ends beyond the durable size the gap becomes durable
+// as zeros. Caller holds io shared.
+func (f *fileState) syncedWrite(off int64, data []byte) error {
+	end := off + int64(len(data))
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if end > f.size {
+		// Pages from the old durable end to the new one: what was durable
+		// below the old end, zeros after it (the bytes of this write are
+		// copied in below).
+		old := f.size
+		for p := old / pageSize; p*pageSize < end; p++ {
+			if _, ok := f.pages[p]; ok {
+				continue
+			}
+			if p*pageSize < old {
+				b, err := f.readPage(p, old) // unsaved: its bytes below old are durable
+				if err != nil {
+					return err
+				}
+				f.pages[p] = b
+			} else {
+				f.pages[p] = make([]byte, pageSize)
+			}
+		}
+		f.size = end
+	}
+	for p := off / pageSize; p*pageSize < end; p++ {
+		b, ok := f.pages[p]
+		if !ok {
+			continue // unsaved below the old end: the backing bytes are the durable ones
+		}
+		lo, hi := max(off, p*pageSize), min(end, (p+1)*pageSize)
+		copy(b[lo-p*pageSize:hi-p*pageSize], data[lo-off:hi-off])
+	}
+	return nil
+}
+
+// revert puts the durable content back: truncate to the durable size,
+// then write every saved page.
+func (f *fileState) revert() (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := unix.Ftruncate(f.fd, f.size); err != nil {
+		return 0, fmt.Errorf("lazyfs: revert size: %w", err)
+	}
+	var n int64
+	for p, b := range f.pages {
+		if p*pageSize >= f.size {
+			continue
+		}
+		b = b[:min(pageSize, f.size-p*pageSize)]
+		if _, err := unix.Pwrite(f.fd, b, p*pageSize); err != nil {
+			return n, fmt.Errorf("lazyfs: revert page %d: %w", p, err)
+		}
+		n += int64(len(b))
+	}
+	return n, nil
+}
