@@ -51,6 +51,14 @@ type Config struct {
 	// KeepData keeps the cluster's scratch directory (data, Paxos logs)
 	// after a run that is not valid, for debugging.
 	KeepData bool
+	// RWSplit connects the clients to each node's read/write-split port
+	// (append only; its read-only transactions become one SELECT there,
+	// which a replica may serve; see checker.Append).
+	RWSplit bool
+	// LatencyBound, if > 0, adds checker.Latency: no operation may wait
+	// longer than this with no fault in place. Must be below OpTimeout,
+	// or the client's own timeout would hide a hang.
+	LatencyBound time.Duration
 	// Schedule, if set, replaces nemesis.DefaultSchedule (its Kinds are
 	// taken from Nemesis). A testing knob; no flag sets it.
 	Schedule *nemesis.Schedule
@@ -93,7 +101,12 @@ func (c *Config) Validate() error {
 		return bad("accounts", "bank needs >= 2 accounts")
 	case c.Workloads.Keys < 1 || c.Workloads.OpsPerKey < 1:
 		return bad("keys", "keys and ops per key must be >= 1")
+	case c.RWSplit && c.Workload != "append":
+		return bad("rwsplit", "only the append workload knows what that port promises, not %s", c.Workload)
+	case c.LatencyBound < 0 || (c.LatencyBound > 0 && c.LatencyBound >= c.OpTimeout):
+		return bad("latency-bound", "%s must be >= 0 and below -op-timeout %s", c.LatencyBound, c.OpTimeout)
 	}
+	c.Workloads.RWSplit = c.RWSplit
 	if c.OutDir == "" {
 		c.OutDir = filepath.Join("jepsen-results",
 			fmt.Sprintf("%s-%s-%s", c.Workload, strings.ReplaceAll(c.Nemesis, ",", "+"), time.Now().Format("20060102T150405")))

@@ -30,6 +30,9 @@ func (r *Results) fill(ops []history.Op, w workload.Workload, outDir string, int
 	}
 	r.Interrupted = interrupted
 	r.Checks = append(w.Check(ops, outDir), checker.Availability(ops))
+	if r.latencyBound > 0 {
+		r.Checks = append(r.Checks, checker.Latency(ops, r.latencyBound))
+	}
 	vs := []checker.Validity{}
 	for _, c := range r.Checks {
 		vs = append(vs, c.Valid)
@@ -69,13 +72,17 @@ func (r *Results) Summary() string {
 		for _, a := range c.Anomalies {
 			fmt.Fprintf(&b, "  anomaly %+v\n", a)
 		}
+		if c.Checker == "latency" {
+			fmt.Fprintf(&b, "  longest op %.1fs, longest wait with no fault in place %.1fs (bound %.0fs)\n",
+				c.Info["max-latency-s"], c.Info["max-wait-s"], c.Info["bound-s"])
+		}
 		if ws, ok := c.Info["windows"].([]checker.Window); ok {
 			if q, ok := c.Info["quiet-avail"].(float64); ok {
 				fmt.Fprintf(&b, "  no fault: %d ops, %.0f%% served\n", c.Info["quiet-ops"], 100*q)
 			}
 			for _, w := range ws {
-				fmt.Fprintf(&b, "  %6.1fs-%6.1fs %-45s %4d ops %3.0f%% served, outage %5.1fs, recovery %5.2fs\n",
-					w.Start, w.Heal, w.Fault, w.Ops, 100*w.Avail, w.OutageSeconds, w.RecoverySeconds)
+				fmt.Fprintf(&b, "  %6.1fs-%6.1fs %-45s %4d ops %3.0f%% served, outage %5.1fs, recovery %5.2fs, longest op %5.1fs\n",
+					w.Start, w.Heal, w.Fault, w.Ops, 100*w.Avail, w.OutageSeconds, w.RecoverySeconds, w.MaxLatencySeconds)
 			}
 		}
 	}

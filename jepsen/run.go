@@ -97,6 +97,9 @@ func Run(ctx context.Context, cfg Config, launch Launcher) (res *Results, err er
 	if err := waitHealthy(ctx, c, 3*time.Minute); err != nil {
 		return nil, err
 	}
+	if nodes := c.Nodes(); cfg.RWSplit && (len(nodes) == 0 || nodes[0].RWSplitAddr == "") {
+		return nil, fmt.Errorf("%w: -rwsplit: the cluster has no read/write-split port", ErrConfig)
+	}
 
 	hf, err := os.Create(filepath.Join(cfg.OutDir, "history.jsonl"))
 	if err != nil {
@@ -131,7 +134,8 @@ func Run(ctx context.Context, cfg Config, launch Launcher) (res *Results, err er
 	cancel()
 	wg.Wait()
 
-	res = &Results{OutDir: cfg.OutDir, Workload: cfg.Workload, Nemesis: cfg.Nemesis, Seed: cfg.Seed, Nodes: cfg.Nodes}
+	res = &Results{OutDir: cfg.OutDir, Workload: cfg.Workload, Nemesis: cfg.Nemesis, Seed: cfg.Seed, Nodes: cfg.Nodes,
+		latencyBound: cfg.LatencyBound}
 	interrupted := ctx.Err() != nil
 	if !interrupted {
 		// Heal everything, measure recovery, take the final reads.
@@ -210,7 +214,7 @@ func (r *run) clients(ctx context.Context) {
 	}
 	var wg sync.WaitGroup
 	for i := 0; i < r.cfg.Concurrency; i++ {
-		n := nodes[i%len(nodes)]
+		n := r.port(nodes[i%len(nodes)])
 		db, err := openDB(n, r.cfg.OpTimeout)
 		if err != nil {
 			slog.Error("jepsen: client", "err", err)
@@ -231,6 +235,16 @@ func (r *run) clients(ctx context.Context) {
 	wg.Wait()
 }
 
+// port returns n with ProxyAddr the port the clients use (-rwsplit: the
+// read/write-split one; the final reads are transactions, served by the
+// master there too).
+func (r *run) port(n Node) Node {
+	if r.cfg.RWSplit {
+		n.ProxyAddr = n.RWSplitAddr
+	}
+	return n
+}
+
 // finalProcess numbers the processes of the final reads.
 const finalProcess = 1_000_000
 
@@ -241,7 +255,7 @@ func (r *run) finals(ctx context.Context, d time.Duration) {
 	deadline := time.Now().Add(d)
 	for _, op := range r.w.Finals() {
 		for i := 0; ctx.Err() == nil; i++ {
-			n := nodes[i%len(nodes)]
+			n := r.port(nodes[i%len(nodes)])
 			db, err := openDB(n, r.cfg.OpTimeout)
 			if err != nil {
 				return
@@ -274,6 +288,7 @@ type Results struct {
 	NotRecovered    string           `json:"not_recovered,omitempty"`
 	Interrupted     bool             `json:"interrupted,omitempty"`
 	Checks          []checker.Result `json:"checks"`
+	latencyBound    time.Duration    // Config.LatencyBound
 }
 
 // removeStaleScratch deletes scratch directories (TMPDIR/phxjepsen-<pid>-*)

@@ -18,12 +18,14 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/go-sql-driver/mysql"
 
 	"phxgo/binlogd/version"
 	"phxgo/jepsen"
+	"phxgo/jepsen/nemesis"
 	"phxgo/jepsen/phxcluster"
 )
 
@@ -34,7 +36,7 @@ var launcher jepsen.Launcher = phxcluster.Launcher(phxcluster.Options{})
 func main() {
 	cfg := jepsen.DefaultConfig()
 	flag.StringVar(&cfg.Workload, "workload", cfg.Workload, "register, bank, set or append")
-	flag.StringVar(&cfg.Nemesis, "nemesis", cfg.Nemesis, "comma list of kill, pause, partition, restart; all; none")
+	flag.StringVar(&cfg.Nemesis, "nemesis", cfg.Nemesis, "comma list of "+strings.Join(nemesis.Kinds, ", ")+"; all; none")
 	flag.DurationVar(&cfg.Time, "time", cfg.Time, "how long the workload runs under faults")
 	flag.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "client processes")
 	flag.Float64Var(&cfg.Rate, "rate", cfg.Rate, "target ops/s over all clients (0: unlimited)")
@@ -47,6 +49,8 @@ func main() {
 	flag.IntVar(&cfg.Workloads.Keys, "keys", cfg.Workloads.Keys, "register: concurrent keys; append: keys")
 	flag.IntVar(&cfg.Workloads.Accounts, "accounts", cfg.Workloads.Accounts, "bank: accounts")
 	flag.BoolVar(&cfg.KeepData, "keep", false, "keep the cluster's data directory after a run that is not valid")
+	flag.BoolVar(&cfg.RWSplit, "rwsplit", false, "append: clients use the proxies' read/write-split port (read-only ops become one SELECT a replica may serve; checked for what that port promises)")
+	flag.DurationVar(&cfg.LatencyBound, "latency-bound", 0, "if > 0: no op may wait longer than this with no fault in place (below -op-timeout; e.g. -nemesis logd -op-timeout 60s -latency-bound 10s)")
 	showVersion := flag.Bool("version", false, "print the build and exit")
 	runHostsTest := flag.Bool("hosts", false, "run the separate-machines scenario (jepsen/hosts, make hosts-test) instead of a workload; run from the checkout")
 	flag.Parse()

@@ -22,6 +22,10 @@ type Window struct {
 	// first served operation after its heal, in which no operation was
 	// served by any client (the failover time, for a fault on the master).
 	OutageSeconds float64 `json:"outage_s"`
+	// MaxLatencySeconds is the longest client operation open during the
+	// window (invoked before its heal, completed after its start): how
+	// long the fault kept a client waiting.
+	MaxLatencySeconds float64 `json:"max_latency_s"`
 }
 
 // servedErrors are definite failures that the cluster served: the
@@ -65,6 +69,9 @@ func Availability(h []history.Op) Result {
 		for _, op := range clients {
 			if op.Final {
 				continue
+			}
+			if op.Invoke <= f.Complete && op.Complete >= f.Invoke {
+				w.MaxLatencySeconds = max(w.MaxLatencySeconds, secs(op.Complete-op.Invoke))
 			}
 			if op.Invoke >= f.Invoke && op.Invoke <= f.Complete {
 				w.Ops++

@@ -42,6 +42,9 @@ type Options struct {
 	OpsPerKey int // register: ops on a key before moving to a fresh one
 	Accounts  int // bank
 	Balance   int64
+	// RWSplit: the clients are on the read/write-split port (append:
+	// read-only transactions become one autocommit SELECT there).
+	RWSplit bool
 }
 
 // DefaultOptions are sized for a 60 s run of 10 clients.
