@@ -52,7 +52,7 @@ func ParseKinds(s string) ([]string, error) {
 		case k == "" || k == "none":
 		case k == All:
 			out = append(out, Kinds...)
-		case slices.Contains(Kinds, k):
+		case slices.Contains(Kinds, k) || injectors[k] != nil: // or an opt-in kind (power.go)
 			out = append(out, k)
 		default:
 			return nil, fmt.Errorf("%w %q (want %s, all or none)", ErrUnknownKind, k, strings.Join(Kinds, ", "))
@@ -94,6 +94,8 @@ type Nemesis struct {
 	// crashes counts kill-majority faults: they alternate between a
 	// majority and every node (crash.go).
 	crashes int
+	// powers counts power faults: one node, a majority, all (power.go).
+	powers int
 }
 
 // New returns a Nemesis over c; p may be nil if no partitions are wanted.
