@@ -63,6 +63,9 @@ type Status struct {
 	// Dropped counts peer messages refused as hostile or out of range,
 	// by DropReason (doc.go, "Hostile input"); never panicked on.
 	Dropped [NumDropReasons]uint64
+	// Reads served by ReadNext from the in-memory tail of applied
+	// entries, and reads that went to storage (a reader behind the tail).
+	TailReads, StorageReads uint64
 	// BallotExhausted: this node can no longer run an election: its
 	// rounds reached MaxRound, or it restored a promise above MaxRound
 	// (StuckPromise: it keeps the promise, so it never votes again, and
@@ -225,6 +228,10 @@ func (n *Node) Read(from uint64, maxBytes int) ([]Command, error) {
 // past the last index it examined. A reader that advances by it never
 // skips an index, even when a range held only Noops (which Read leaves
 // out) and Applied moved on meanwhile.
+//
+// The newest applied entries, up to Config.ReadTailBytes of values, are
+// served from memory (already decoded); a reader behind them reads the
+// durable log. Both give the same commands.
 func (n *Node) ReadNext(from uint64, maxBytes int) (cmds []Command, next uint64, err error) {
 	applied := n.Applied()
 	if from == 0 {
@@ -236,6 +243,11 @@ func (n *Node) ReadNext(from uint64, maxBytes int) (cmds []Command, next uint64,
 	if first := n.storage.HardState().FirstIndex; from < first {
 		return nil, from, fmt.Errorf("%w: read from %d, log starts at %d", ErrCompacted, from, first)
 	}
+	if cmds, next, ok := n.tail.read(from, applied, maxBytes); ok {
+		n.tailReads.Add(1)
+		return cmds, next, nil
+	}
+	n.storeReads.Add(1)
 	as, err := n.storage.Range(from, applied, maxBytes)
 	if errors.Is(err, wal.ErrCompacted) {
 		return nil, from, fmt.Errorf("%w: read from %d: %w", ErrCompacted, from, err)
@@ -301,8 +313,10 @@ func (n *Node) WaitApplied(ctx context.Context, index uint64) error {
 // Status returns this node's current view.
 func (n *Node) Status() Status {
 	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.status
+	st := n.status
+	n.mu.Unlock()
+	st.TailReads, st.StorageReads = n.tailReads.Load(), n.storeReads.Load()
+	return st
 }
 
 // WALStats returns the counters of the node's wal; ok is false when the

@@ -33,14 +33,16 @@ func newApplier(sm StateMachine) *applier {
 }
 
 // applyEntry applies one chosen entry; onCmd is called for every command
-// that was applied (or is a Barrier), in order, with Apply's result.
-func (a *applier) applyEntry(e Entry, onCmd func(c command, result any)) error {
+// that was applied (or is a Barrier), in order, with Apply's result. It
+// returns every command of the entry, applied or not (the read tail keeps
+// them: Read returns duplicates too).
+func (a *applier) applyEntry(e Entry, onCmd func(c command, result any)) ([]command, error) {
 	if e.Index != a.applied+1 {
 		panic(fmt.Sprintf("paxos: apply %d after %d", e.Index, a.applied))
 	}
 	cmds, err := decodeValue(e.Value)
 	if err != nil {
-		return fmt.Errorf("index %d: %w", e.Index, err)
+		return nil, fmt.Errorf("index %d: %w", e.Index, err)
 	}
 	for _, c := range cmds {
 		if !a.admit(c) {
@@ -53,7 +55,7 @@ func (a *applier) applyEntry(e Entry, onCmd func(c command, result any)) error {
 		onCmd(c, res)
 	}
 	a.applied = e.Index
-	return nil
+	return cmds, nil
 }
 
 func (a *applier) admit(c command) bool {

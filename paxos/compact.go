@@ -144,6 +144,7 @@ func (n *Node) installSnapshot(in *InstalledSnapshot) error {
 		return fmt.Errorf("%w: install snapshot at %d: %w", ErrStorage, in.Index, err)
 	}
 	n.log.Info("installed a peer's snapshot: this node lagged behind a compacted log", "index", in.Index)
+	n.tail.reset() // its entries end below the snapshot; the next starts past it
 	n.applied.Store(in.Index)
 	n.sinceSnap = 0
 	n.ckpts = n.ckpts[:0]

@@ -63,6 +63,10 @@ type Config struct {
 	// (applied, snapshot) pairs; Stop persists one too. Entries applied
 	// after the last one are re-applied to the restored snapshot at start.
 	SnapshotEvery int
+	// ReadTailBytes bounds the values of the newest applied entries kept
+	// in memory for ReadNext (readtail.go); 0 turns the tail off, so
+	// every read goes to storage.
+	ReadTailBytes int
 	// Logger receives the engine's logs (slog.Default() if nil).
 	Logger *slog.Logger
 }
@@ -84,6 +88,7 @@ func DefaultConfig() Config {
 		FetchMaxBytes:     1 << 20,
 		MaxIndexAhead:     DefaultMaxIndexAhead,
 		SnapshotEvery:     1000,
+		ReadTailBytes:     32 << 20,
 	}
 }
 
@@ -117,6 +122,8 @@ func (c Config) Validate() error {
 		return bad("MaxIndexAhead", "%d, must be in [1024, 1<<32]", c.MaxIndexAhead)
 	case c.SnapshotEvery <= 0:
 		return bad("SnapshotEvery", "must be positive, got %d", c.SnapshotEvery)
+	case c.ReadTailBytes < 0:
+		return bad("ReadTailBytes", "negative")
 	}
 	if _, ok := c.Peers[c.ID]; !ok {
 		return bad("Peers", "lacks this node's ID %d", c.ID)

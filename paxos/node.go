@@ -29,6 +29,9 @@ type Node struct {
 
 	core        *core               // owned by run
 	app         *applier            // owned by the applier goroutine
+	tail        *readTail           // recently applied entries, for ReadNext (readtail.go)
+	tailReads   atomic.Uint64       // ReadNext calls served from tail
+	storeReads  atomic.Uint64       // ReadNext calls that read storage
 	observe     func(time.Duration) // WithCommitObserver; nil: none
 	lingerArmed bool
 	lingerTimer *time.Timer
@@ -58,6 +61,7 @@ type Node struct {
 	appliedCh    chan struct{}
 	fatal        error
 	sinceSnap    int           // applier goroutine
+	doneBuf      []appliedDone // applier goroutine: Proposes to answer once Applied moves
 	ckpts        []checkpoint  // applier goroutine: durable snapshots to compact to
 	snapSaving   bool          // applier goroutine: a background save is out (snapsave.go)
 	snapDone     chan snapSave // its outcome
@@ -123,6 +127,7 @@ func Start(cfg Config, sm StateMachine, opts ...Option) (*Node, error) {
 		log:        cfg.Logger.With("paxos_node", cfg.ID),
 		storage:    st,
 		app:        newApplier(sm),
+		tail:       newReadTail(cfg.ReadTailBytes),
 		waiters:    make(map[uint64]*proposal),
 		recvc:      make(chan []Message, 256),
 		propc:      make(chan *proposal, 1024),
@@ -430,13 +435,18 @@ func (n *Node) applyLoop() {
 			continue
 		}
 		for _, e := range it.entries {
-			if err := n.app.applyEntry(e, n.onApplied); err != nil {
+			cmds, err := n.app.applyEntry(e, n.onApplied)
+			if err != nil {
 				n.fail(fmt.Errorf("%w: apply: %w", ErrStorage, err))
 				break
 			}
+			// Before Applied moves: a reader that sees the new Applied
+			// finds the entry in the tail.
+			n.tail.add(e.Index, cmds, len(e.Value))
 			n.sinceSnap++
 		}
 		n.applied.Store(n.app.applied)
+		n.finishApplied()
 		if n.sinceSnap >= n.cfg.SnapshotEvery && !n.failed.Load() {
 			n.startSnapshotSave()
 		}
@@ -453,11 +463,27 @@ func (n *Node) onApplied(cmd command, result any) {
 	delete(n.waiters, cmd.Seq)
 	n.wmu.Unlock()
 	if p != nil {
-		p.done <- proposeResult{index: n.app.applied + 1, result: result}
-		if f := n.observe; f != nil && !p.start.IsZero() {
-			f(time.Since(p.start))
-		}
+		n.doneBuf = append(n.doneBuf, appliedDone{p, proposeResult{index: n.app.applied + 1, result: result}})
 	}
+}
+
+// finishApplied answers the Proposes applied in this round, after Applied
+// moved past them: a caller that reads the log right after its Propose
+// returned finds its command (ReadNext reads up to Applied).
+func (n *Node) finishApplied() {
+	for i, d := range n.doneBuf {
+		if f := n.observe; f != nil && !d.p.start.IsZero() {
+			f(time.Since(d.p.start)) // first: its caller may look right after Propose
+		}
+		d.p.done <- d.r
+		n.doneBuf[i] = appliedDone{}
+	}
+	n.doneBuf = n.doneBuf[:0]
+}
+
+type appliedDone struct {
+	p *proposal
+	r proposeResult
 }
 
 // saveApplied saves the applied state and waits for it (applier

@@ -255,7 +255,7 @@ func (s *sim) apply(n *simNode, committed []Entry) {
 			s.fatalf("node %d: index %d chosen twice: %x vs %x", n.id, e.Index, v, e.Value)
 		}
 		s.chosen[e.Index] = e.Value
-		err := n.app.applyEntry(e, func(c command, res any) {
+		_, err := n.app.applyEntry(e, func(c command, res any) {
 			if c.Node != n.id {
 				return
 			}
