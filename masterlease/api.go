@@ -141,3 +141,59 @@ func (l *Lease) Sync(ctx context.Context) (Status, error) {
 	}
 	return l.Status(), nil
 }
+
+// Waiter is a command queued on the log: Wait returns its index and the
+// Verdict Apply returned for it once it is chosen and applied locally
+// (paxos.Proposal). An error means the outcome is unknown.
+type Waiter interface {
+	Wait(ctx context.Context) (index uint64, result any, err error)
+}
+
+// QueueFunc queues cmd on the log without waiting for its outcome, in call
+// order: paxos.Node.ProposeAsync, adapted to return a Waiter. An error
+// means cmd was not queued.
+type QueueFunc func(ctx context.Context, cmd []byte) (Waiter, error)
+
+// BatchProposal is a BinlogBatch queued by ProposeBatchAsync.
+type BatchProposal struct{ w Waiter }
+
+// ProposeBatchAsync is ProposeBatch that returns as soon as queue has
+// queued b; Wait returns its verdict. Batches queued one after another
+// (the call returned before the next) keep that order in the log as long
+// as the queue's order guarantee holds (paxos.Node.ProposeAsync: one
+// leader under one ballot); after a leader change a later batch may be
+// chosen first and is then rejected for a broken chain (ReasonChain), so a
+// caller that queues a chain of batches must still check every verdict.
+// Errors: ErrNotMaster (nothing queued, as for ProposeBatch), or queue's
+// error wrapped (not queued).
+func (l *Lease) ProposeBatchAsync(ctx context.Context, queue QueueFunc, b Batch) (*BatchProposal, error) {
+	l.mu.Lock()
+	dl := l.deadlineLocked(l.clock.Now())
+	epoch := l.st.Epoch
+	l.mu.Unlock()
+	if dl.IsZero() || b.Epoch != epoch {
+		return nil, fmt.Errorf("%w: batch for epoch %d, current epoch %d, own deadline %v",
+			ErrNotMaster, b.Epoch, epoch, dl)
+	}
+	w, err := queue(ctx, EncodeBatch(b))
+	if err != nil {
+		return nil, fmt.Errorf("masterlease: queue batch ending %v: %w", b.Last, err)
+	}
+	return &BatchProposal{w: w}, nil
+}
+
+// Wait returns the batch's verdict once it is chosen and applied here, as
+// ProposeBatch does: a rejected batch is (Valid false, nil error); an
+// error wraps ErrOutcomeUnknown (the batch may still be chosen later).
+// Not safe for concurrent use.
+func (p *BatchProposal) Wait(ctx context.Context) (Verdict, error) {
+	_, res, err := p.w.Wait(ctx)
+	if err != nil {
+		return Verdict{}, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+	}
+	v, ok := res.(Verdict)
+	if !ok {
+		return Verdict{}, fmt.Errorf("%w: log returned %T, not a Verdict", ErrOutcomeUnknown, res)
+	}
+	return v, nil
+}

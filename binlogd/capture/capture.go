@@ -16,31 +16,31 @@ import (
 	"phxgo/binlogd/binlog"
 )
 
-// Sink receives whole transactions and makes them durable.
+// Sink makes whole transactions durable, in stream order.
 type Sink interface {
-	// Commit makes txns durable (chosen and valid in the Paxos log). nil
-	// means durable; an error means not durable (rejected batch or unknown
-	// outcome) and capture stops with ErrRejected.
-	//
-	// Up to Config.MaxInFlight calls run at once, on separate goroutines.
-	// Batches are contiguous in binlog order: BatchFrom(ctx) gives each
-	// call its dispatch number and the GTID that precedes its first
-	// transaction, so a sink can order concurrent calls and chain them.
-	Commit(ctx context.Context, txns []binlog.Txn) error
+	// Propose queues txns to be made durable (chosen and valid in the
+	// Paxos log) and returns without waiting for the outcome. Capture
+	// calls it from one goroutine, in stream order: b.Prev is the last
+	// GTID of the previous call's batch, and txns follow it without a
+	// gap. A sink that queues in call order (paxos.Node.ProposeAsync)
+	// therefore puts the batches in the log in stream order. An error
+	// means the batch is not durable: capture stops with ErrRejected.
+	Propose(ctx context.Context, b BatchInfo, txns []binlog.Txn) (Pending, error)
 }
 
-// BatchInfo places one Commit call in the stream.
+// Pending is a batch queued by Sink.Propose.
+type Pending interface {
+	// Wait returns nil once the batch is durable; an error means it is
+	// not (rejected, or the outcome is unknown) and capture stops with
+	// ErrRejected. Capture calls Wait once per batch, from one goroutine,
+	// in the order the batches were proposed.
+	Wait(ctx context.Context) error
+}
+
+// BatchInfo places one batch in the stream.
 type BatchInfo struct {
-	Seq  uint64      // 1, 2, 3... in dispatch order, over the Capture's life
+	Seq  uint64      // 1, 2, 3... in stream order, over the Capture's life
 	Prev binlog.GTID // last GTID of the previous batch (Config.After for the first)
-}
-
-type batchKey struct{}
-
-// BatchFrom returns the BatchInfo of a Commit call's context.
-func BatchFrom(ctx context.Context) (BatchInfo, bool) {
-	b, ok := ctx.Value(batchKey{}).(BatchInfo)
-	return b, ok
 }
 
 // Capture is binlogd's master-side capture (see the package doc).

@@ -63,50 +63,77 @@ func (m *master) config() Config {
 }
 
 // recSink records what it made "durable" and can delay, block or fail.
-// Concurrent Commit calls finish in any order; snapshot puts batches back
-// in dispatch order (BatchInfo.Seq) and checks their Prev chain.
+// Like a Paxos node, it queues each Propose at once and finishes batches
+// on their own goroutines, so outcomes may be ready in any order;
+// snapshot puts batches back in order (BatchInfo.Seq) and checks their
+// Prev chain. proposed counts Propose calls that broke the stream order.
 type recSink struct {
-	mu      sync.Mutex
-	batches map[uint64][]binlog.Txn
-	infos   map[uint64]BatchInfo
-	delay   time.Duration
-	gate    chan struct{} // when non-nil, Commit waits for it to be closed
-	fail    error
+	mu       sync.Mutex
+	batches  map[uint64][]binlog.Txn
+	infos    map[uint64]BatchInfo
+	lastSeq  uint64
+	lastGTID binlog.GTID
+	misorder int
+	delay    time.Duration
+	gate     chan struct{} // when non-nil, batches wait for it to be closed
+	fail     error
 }
 
 func newRecSink() *recSink {
 	return &recSink{batches: map[uint64][]binlog.Txn{}, infos: map[uint64]BatchInfo{}}
 }
 
-func (s *recSink) Commit(ctx context.Context, txns []binlog.Txn) error {
+type recPending struct {
+	done chan struct{}
+	err  error
+}
+
+func (p *recPending) Wait(ctx context.Context) error {
+	select {
+	case <-p.done:
+		return p.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *recSink) Propose(ctx context.Context, info BatchInfo, txns []binlog.Txn) (Pending, error) {
 	s.mu.Lock()
+	if info.Seq != s.lastSeq+1 || s.lastSeq > 0 && info.Prev != s.lastGTID {
+		s.misorder++
+	}
+	s.lastSeq, s.lastGTID = info.Seq, txns[len(txns)-1].GTID
 	delay, gate, fail := s.delay, s.gate, s.fail
 	s.mu.Unlock()
-	if gate != nil {
-		select {
-		case <-gate:
-		case <-ctx.Done():
-			return ctx.Err()
+	txns = append([]binlog.Txn(nil), txns...)
+	p := &recPending{done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		if gate != nil {
+			select {
+			case <-gate:
+			case <-ctx.Done():
+				p.err = ctx.Err()
+				return
+			}
 		}
-	}
-	if delay > 0 {
-		time.Sleep(delay)
-	}
-	if fail != nil {
-		return fail
-	}
-	info, ok := BatchFrom(ctx)
-	if !ok {
-		return errors.New("recSink: Commit without BatchInfo")
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, dup := s.batches[info.Seq]; dup {
-		return fmt.Errorf("recSink: batch %d twice", info.Seq)
-	}
-	s.batches[info.Seq] = append([]binlog.Txn(nil), txns...)
-	s.infos[info.Seq] = info
-	return nil
+		if delay > 0 {
+			time.Sleep(delay)
+		}
+		if fail != nil {
+			p.err = fail
+			return
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if _, dup := s.batches[info.Seq]; dup {
+			p.err = fmt.Errorf("recSink: batch %d twice", info.Seq)
+			return
+		}
+		s.batches[info.Seq] = txns
+		s.infos[info.Seq] = info
+	}()
+	return p, nil
 }
 
 func (s *recSink) setGate(g chan struct{}) { s.mu.Lock(); s.gate = g; s.mu.Unlock() }

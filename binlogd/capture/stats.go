@@ -19,8 +19,13 @@ type Stats struct {
 	Reconnects   uint64        // dump connections after the first
 	AckLatency   time.Duration // sum over ACKs: ACK request received -> ACK sent
 	AckLatencyMx time.Duration // worst single ACK latency
-	Durable      binlog.GTID   // last durable GTID
-	Acked        Position      // last position ACKed
+	MaxInFlight  int           // most batches proposed and not yet durable at once
+	// Stage times, summed over batches (divide by Batches): from the
+	// batch's first transaction read to its proposal (batching), and from
+	// its proposal to its outcome (the log: chosen and applied).
+	ReadToPropose, ProposeToDurable time.Duration
+	Durable                         binlog.GTID // last durable GTID
+	Acked                           Position    // last position ACKed
 }
 
 // TxnsPerAck is the mean number of transactions one ACK released.

@@ -27,6 +27,9 @@ type metrics struct {
 	logBytes      prometheus.Gauge
 	compactions   prometheus.Counter
 	commitLatency prometheus.Histogram
+	// rejectedBatches counts this node's binlog batches the log chose
+	// and rejected (leaseSink); 0 in steady state.
+	rejectedBatches prometheus.Counter
 }
 
 func newMetrics(n *Node) *metrics {
@@ -57,10 +60,13 @@ func newMetrics(n *Node) *metrics {
 			Help:    "this node's proposals (binlog batches, lease requests), submission to applied",
 			Buckets: prometheus.ExponentialBuckets(0.00025, 2, 14)}), // 0.25 ms .. 2 s
 	}
-	reg.MustRegister(m.commitLatency, version.Collector())
+	m.rejectedBatches = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "phxgo", Subsystem: "capture", Name: "rejected_batches_total",
+		Help: "binlog batches this node proposed that the log chose and rejected (each re-proposal counts again); 0 in steady state"})
+	reg.MustRegister(m.commitLatency, m.rejectedBatches, version.Collector())
 	registerPaxosMetrics(reg, n)
 	registerBinlogMetrics(reg, n)
 	registerWALMetrics(reg, n)
+	registerRoleMetrics(reg, n)
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "phxgo", Subsystem: "paxos", Name: "applied_index", Help: "applied log index"},
 		func() float64 { return float64(n.px.Status().Applied) }))
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "phxgo", Subsystem: "paxos", Name: "first_index", Help: "first log index still stored (compaction point + 1)"},

@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
+	"log/slog"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"phxgo/binlogd/binlog"
 	"phxgo/binlogd/capture"
 	"phxgo/masterlease"
+	"phxgo/paxos"
 )
 
 // ErrBatchRejected: a batch of this master's was chosen but judged invalid
@@ -17,30 +21,32 @@ import (
 var ErrBatchRejected = errors.New("binlogd: batch rejected by the log")
 
 // leaseSink turns captured transactions into BinlogBatch entries of one
-// term and proposes them.
+// term and queues them on the Paxos log.
 //
-// Capture runs up to MaxInFlight Commit calls at once, on separate
-// goroutines, so calls can reach the sink in any order; each call's place
-// in the stream comes from capture.BatchFrom(ctx) (its dispatch number and
-// the GTID before its first transaction), never from arrival order. A
-// batch is proposed before its predecessors are chosen (pipelining). If
-// Paxos orders it before a predecessor, it is rejected with a chain break;
-// that entry changes nothing, and the sink proposes it again once the
-// predecessor is valid. Any other rejection, or an unknown outcome, is
-// fatal for the term.
+// Capture calls Propose from one goroutine in stream order, and Propose
+// only queues (paxos.Node.ProposeAsync, through the lease's checks), so
+// the log receives the batches in stream order and, while one leader
+// leads under one ballot, chooses them in that order: each is valid on
+// arrival, none is proposed twice. Capture then calls Wait in the same
+// order from one goroutine.
+//
+// After a Paxos leader change a later batch can be chosen before an
+// earlier one (paxos.Node.ProposeAsync's order guarantee ends there). It
+// is then rejected with a chain break that changes nothing, and Wait,
+// which runs only after every earlier batch was found valid, proposes it
+// again. Every rejected entry counts in rejected
+// (phxgo_capture_rejected_batches_total), so a steady state with
+// rejections shows. Any other rejection, an unknown outcome, or a chain
+// break after a batch that failed is fatal for the term.
 type leaseSink struct {
-	lease   *masterlease.Lease
-	epoch   uint64
-	maxFrag int // bytes of events per entry
+	lease    *masterlease.Lease
+	queue    masterlease.QueueFunc
+	epoch    uint64
+	maxFrag  int // bytes of events per entry
+	rejected prometheus.Counter
+	log      *slog.Logger
 
-	mu    sync.Mutex
-	slots map[uint64]*slot // by capture dispatch number
-}
-
-// slot is one Commit call's outcome, for its successor.
-type slot struct {
-	done chan struct{} // closed when the call returns
-	ok   bool          // written before done is closed
+	failed atomic.Bool // some Wait failed: no later batch may be re-proposed
 }
 
 // entryEventBytes bounds the binlog events of one log entry (a batch of
@@ -49,90 +55,112 @@ type slot struct {
 // transaction travels as many bounded fragments, not as one value.
 const entryEventBytes = 512 << 10
 
-func newLeaseSink(l *masterlease.Lease, epoch uint64, maxFrag int) *leaseSink {
-	return &leaseSink{lease: l, epoch: epoch, maxFrag: maxFrag, slots: map[uint64]*slot{}}
+func newSink(l *masterlease.Lease, queue masterlease.QueueFunc, epoch uint64, maxFrag int, rejected prometheus.Counter, log *slog.Logger) *leaseSink {
+	return &leaseSink{lease: l, queue: queue, epoch: epoch, maxFrag: maxFrag, rejected: rejected, log: log}
 }
 
-func (s *leaseSink) slot(seq uint64) *slot {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sl, ok := s.slots[seq]
-	if !ok {
-		sl = &slot{done: make(chan struct{})}
-		if seq == 0 {
-			sl.ok = true
-			close(sl.done)
+// newLeaseSink is this node's sink for term epoch.
+func (n *Node) newLeaseSink(epoch uint64) *leaseSink {
+	return newSink(n.lease, queueOn(n.px), epoch, entryEventBytes, n.m.rejectedBatches, n.log)
+}
+
+// queueOn adapts px.ProposeAsync to the lease's QueueFunc. Batches skip
+// the lease's window gate (windows.go): a batch never ends the term.
+func queueOn(px *paxos.Node) masterlease.QueueFunc {
+	return func(ctx context.Context, cmd []byte) (masterlease.Waiter, error) {
+		p, err := px.ProposeAsync(ctx, cmd)
+		if err != nil {
+			return nil, err
 		}
-		s.slots[seq] = sl
+		return p, nil
 	}
-	return sl
 }
 
-// Commit makes txns durable and valid in the log, or returns an error.
-func (s *leaseSink) Commit(ctx context.Context, txns []binlog.Txn) (err error) {
-	info, ok := capture.BatchFrom(ctx)
-	if !ok {
-		return fmt.Errorf("%w: Commit without capture.BatchInfo", ErrBatchRejected)
-	}
-	mine := s.slot(info.Seq)
-	defer func() {
-		mine.ok = err == nil
-		close(mine.done)
-		s.mu.Lock()
-		delete(s.slots, info.Seq-1) // only this call waited on it
-		s.mu.Unlock()
-	}()
+// Propose queues txns' entries on the log, in order, and returns at once.
+func (s *leaseSink) Propose(ctx context.Context, info capture.BatchInfo, txns []binlog.Txn) (capture.Pending, error) {
 	if len(txns) == 0 {
-		return fmt.Errorf("%w: empty batch %d", ErrBatchRejected, info.Seq)
+		return nil, fmt.Errorf("%w: empty batch %d", ErrBatchRejected, info.Seq)
 	}
 	if err := contiguous(info.Prev, txns); err != nil {
-		return err
+		return nil, err
 	}
-	var pred *slot
-	if info.Seq > 1 {
-		pred = s.slot(info.Seq - 1)
-	} else {
-		pred = s.slot(0)
-	}
-	for i, b := range s.entries(info.Prev, txns) {
-		v, err := s.lease.ProposeBatch(ctx, b)
+	pb := &pendingBatch{s: s, info: info, entries: s.entries(info.Prev, txns)}
+	for _, e := range pb.entries {
+		p, err := s.lease.ProposeBatchAsync(ctx, s.queue, e)
 		if err != nil {
-			return fmt.Errorf("batch ending %s: %w", binlog.GTID(b.Last), err)
+			// Entries queued before this one have unknown outcomes:
+			// capture stops and the term ends.
+			return nil, fmt.Errorf("batch %d, entry ending %s: %w", info.Seq, binlog.GTID(e.Last), err)
 		}
-		if !v.Valid && i == 0 && v.Reason == masterlease.ReasonChain {
-			// Maybe chosen ahead of its predecessor: wait for it and retry.
-			select {
-			case <-pred.done:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-			if !pred.ok {
-				return fmt.Errorf("%w: predecessor of batch ending %s failed", ErrBatchRejected, binlog.GTID(b.Last))
-			}
-			if v, err = s.lease.ProposeBatch(ctx, b); err != nil {
-				return fmt.Errorf("batch ending %s: %w", binlog.GTID(b.Last), err)
-			}
-		}
-		if !v.Valid {
-			return fmt.Errorf("%w: %v", ErrBatchRejected, v.Err())
-		}
-		// Invariant: the verdict is this entry's own.
-		if v.Entry.Kind != masterlease.KindBatch || v.Entry.Batch.Last != b.Last || v.Entry.Batch.Prev != b.Prev {
-			return fmt.Errorf("%w: verdict for another entry (%v %v..%v, want %v..%v)", ErrBatchRejected,
-				v.Entry.Kind, v.Entry.Batch.Prev, v.Entry.Batch.Last, b.Prev, b.Last)
-		}
+		pb.props = append(pb.props, p)
 	}
-	// This batch being valid implies its predecessors are (the chain), but
-	// successors read pred's outcome through ours: wait for it.
-	select {
-	case <-pred.done:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	if !pred.ok {
-		return fmt.Errorf("%w: predecessor failed", ErrBatchRejected)
+	return pb, nil
+}
+
+// pendingBatch is one Propose call's entries, queued in order.
+type pendingBatch struct {
+	s       *leaseSink
+	info    capture.BatchInfo
+	entries []masterlease.Batch
+	props   []*masterlease.BatchProposal
+}
+
+// Wait returns nil once every entry of the batch is chosen and valid.
+func (p *pendingBatch) Wait(ctx context.Context) error {
+	s := p.s
+	for i, e := range p.entries {
+		err := s.await(ctx, p.props[i], e)
+		if err != nil {
+			s.failed.Store(true)
+			return fmt.Errorf("batch %d: %w", p.info.Seq, err)
+		}
 	}
 	return nil
+}
+
+// await waits for entry e's verdict and re-proposes it once if it was
+// chosen ahead of its predecessor (which, since Wait runs in order, is
+// valid by now).
+func (s *leaseSink) await(ctx context.Context, prop *masterlease.BatchProposal, e masterlease.Batch) error {
+	v, err := prop.Wait(ctx)
+	if err != nil {
+		return fmt.Errorf("entry ending %s: %w", binlog.GTID(e.Last), err)
+	}
+	if !v.Valid {
+		s.rejected.Inc()
+		s.log.Warn("capture: batch rejected by the log", "prev", binlog.GTID(e.Prev).String(),
+			"last", binlog.GTID(e.Last).String(), "index", v.Index, "err", v.Err())
+		if !aheadOfPredecessor(v, e) || s.failed.Load() {
+			return fmt.Errorf("%w: %w", ErrBatchRejected, v.Err())
+		}
+		if v, err = s.lease.ProposeBatch(ctx, e); err != nil {
+			return fmt.Errorf("entry ending %s, proposed again: %w", binlog.GTID(e.Last), err)
+		}
+		if !v.Valid {
+			s.rejected.Inc()
+			return fmt.Errorf("%w: proposed again: %w", ErrBatchRejected, v.Err())
+		}
+	}
+	// Invariant: the verdict is this entry's own.
+	if v.Entry.Kind != masterlease.KindBatch || v.Entry.Batch.Last != e.Last || v.Entry.Batch.Prev != e.Prev {
+		return fmt.Errorf("%w: verdict for another entry (%v %v..%v, want %v..%v)", ErrBatchRejected,
+			v.Entry.Kind, v.Entry.Batch.Prev, v.Entry.Batch.Last, e.Prev, e.Last)
+	}
+	return nil
+}
+
+// aheadOfPredecessor reports whether v rejected e only because the log
+// had not yet applied e's predecessor: a chain break whose expected GTID
+// is before e's prev in the same term and domain. A fork or a duplicate
+// (expected at or after prev) is not retried.
+func aheadOfPredecessor(v masterlease.Verdict, e masterlease.Batch) bool {
+	if v.Reason != masterlease.ReasonChain || v.State.Epoch != e.Epoch {
+		return false
+	}
+	if v.Expected.IsZero() {
+		return !e.Prev.IsZero()
+	}
+	return v.Expected.Domain == e.Prev.Domain && v.Expected.Seq < e.Prev.Seq
 }
 
 // contiguous checks that txns follow prev one sequence number at a time.

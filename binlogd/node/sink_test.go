@@ -14,7 +14,7 @@ import (
 // one multi-MiB Paxos value (that a window of holds in memory and sends
 // in one message).
 func TestEntriesAreBounded(t *testing.T) {
-	s := newLeaseSink(nil, 1, entryEventBytes)
+	s := newSink(nil, nil, 1, entryEventBytes, nil, nil)
 	var txns []binlog.Txn
 	seq := uint64(1)
 	for range 5000 { // 5000 x 700 bytes: several full batches

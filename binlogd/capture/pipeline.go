@@ -1,0 +1,280 @@
+package capture
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"phxgo/binlogd/binlog"
+)
+
+// batch is a run of whole transactions handed to one Sink.Propose.
+type batch struct {
+	info    BatchInfo
+	txns    []binlog.Txn
+	bytes   int
+	end     Position // where its last transaction ends
+	needAck bool     // some transaction in it carries an ACK request
+	pend    Pending  // set once proposed
+
+	// Stage times, for Stats: the first transaction arrived, the first
+	// ACK request arrived, the batch was proposed, Wait returned.
+	firstAt, askedAt, proposedAt, durableAt time.Time
+}
+
+type result struct {
+	b   *batch
+	err error
+}
+
+// pipeline is one session's batching loop. Batches reach the sink in
+// stream order from this one goroutine (propose), and their outcomes
+// come back in the same order from one waiter goroutine (wait), so the
+// front of inflight is always the next batch to become durable.
+type pipeline struct {
+	c   *Capture
+	s   *stream
+	ctx context.Context
+
+	toWait   chan *batch // proposed batches, in order, for the waiter
+	results  chan result // their outcomes, in the same order
+	pending  *batch      // accumulating, not yet proposed
+	held     *unit       // did not fit in pending; reading pauses until it does
+	inflight []*batch    // proposed, in order; retired from the front
+	got      bool
+	failed   bool // a batch was not durable: no later one may become durable
+}
+
+func newPipeline(ctx context.Context, c *Capture, s *stream) *pipeline {
+	p := &pipeline{c: c, s: s, ctx: ctx,
+		toWait:  make(chan *batch, c.cfg.MaxInFlight),
+		results: make(chan result, c.cfg.MaxInFlight)}
+	go p.wait()
+	return p
+}
+
+// wait is the waiter goroutine: it awaits each proposed batch's outcome in
+// proposal order until toWait is closed. In steady state the log chooses
+// batches in the order they were queued, so waiting in order costs no
+// time, and one goroutine serves every batch of the session.
+func (p *pipeline) wait() {
+	for b := range p.toWait {
+		err := b.pend.Wait(p.ctx)
+		b.durableAt = time.Now()
+		p.results <- result{b, err}
+	}
+}
+
+func (p *pipeline) run(units <-chan *unit, readErr <-chan error) error {
+	for {
+		in := units
+		if p.held != nil {
+			in = nil
+		}
+		select {
+		case <-p.ctx.Done():
+			return p.ctx.Err()
+		case err := <-readErr:
+			return fmt.Errorf("capture: stream: %w", unwrapMy(err))
+		case u := <-in:
+			if err := p.accept(u); err != nil {
+				return err
+			}
+			// Take whatever else is already waiting: the batch is sized by
+			// what arrived while the previous ones were being proposed.
+			for p.held == nil {
+				select {
+				case u := <-units:
+					if err := p.accept(u); err != nil {
+						return err
+					}
+					continue
+				default:
+				}
+				break
+			}
+		case r := <-p.results:
+			if err := p.retire(r); err != nil {
+				return err
+			}
+		}
+		if err := p.propose(); err != nil {
+			return err
+		}
+	}
+}
+
+// accept dedupes one transaction and adds it to the pending batch.
+func (p *pipeline) accept(u *unit) error {
+	c := p.c
+	p.got = true
+	g := u.txn.GTID
+	if !c.durable.IsZero() && g.Domain != c.durable.Domain {
+		return fmt.Errorf("%w: transaction %v is in a second GTID domain (durable: %v)", ErrBadSettings, g, c.durable)
+	}
+	if !c.durable.IsZero() && g.Seq <= c.durable.Seq {
+		// Re-delivered after a reconnect: already durable. The master
+		// may still wait for it, so ACK it unless newer work is queued.
+		c.stats.update(func(st *Stats) { st.Duplicates++ })
+		if !u.needAck {
+			return nil
+		}
+		if p.pending != nil || len(p.inflight) > 0 {
+			return fmt.Errorf("%w: GTID %v went backwards behind queued work", ErrProtocol, g)
+		}
+		return p.ack(u.end, time.Now(), 0)
+	}
+	if !c.dispatched.IsZero() && g.Seq <= c.dispatched.Seq || p.pending != nil && g.Seq <= p.pending.txns[len(p.pending.txns)-1].GTID.Seq {
+		return fmt.Errorf("%w: GTID %v is not after the previous transaction", ErrProtocol, g)
+	}
+	if p.pending != nil && p.pending.bytes+len(u.txn.Events) > c.cfg.BatchMaxBytes {
+		p.held = u
+		return nil
+	}
+	p.add(u)
+	return nil
+}
+
+func (p *pipeline) add(u *unit) {
+	now := time.Now()
+	if p.pending == nil {
+		p.pending = &batch{firstAt: now}
+	}
+	b := p.pending
+	b.txns = append(b.txns, u.txn)
+	b.bytes += len(u.txn.Events)
+	b.end = u.end
+	if u.needAck && !b.needAck {
+		b.needAck, b.askedAt = true, now
+	}
+}
+
+// propose hands the pending batch to the sink, here on the pipeline's
+// goroutine and so in stream order, unless MaxInFlight batches already
+// wait for their outcome (then pending keeps growing, up to
+// BatchMaxBytes, and reading pauses behind it).
+func (p *pipeline) propose() error {
+	c := p.c
+	for p.pending != nil && len(p.inflight) < c.cfg.MaxInFlight {
+		b := p.pending
+		p.pending = nil
+		c.batchSeq++
+		b.info = BatchInfo{Seq: c.batchSeq, Prev: c.dispatched}
+		pend, err := c.sink.Propose(p.ctx, b.info, b.txns)
+		if err != nil {
+			return fmt.Errorf("%w: batch %d (%v..%v, %d txns) not queued: %w", ErrRejected, b.info.Seq,
+				b.txns[0].GTID, b.txns[len(b.txns)-1].GTID, len(b.txns), err)
+		}
+		b.pend, b.proposedAt = pend, time.Now()
+		c.dispatched = b.txns[len(b.txns)-1].GTID
+		p.inflight = append(p.inflight, b)
+		p.toWait <- b // never blocks: it holds MaxInFlight
+		n := len(p.inflight)
+		c.stats.update(func(st *Stats) { st.MaxInFlight = max(st.MaxInFlight, n) })
+		if p.held != nil {
+			u := p.held
+			p.held = nil
+			p.add(u)
+		}
+	}
+	return nil
+}
+
+// retire makes r's batch, the oldest in flight, durable, together with
+// any later outcomes already waiting, and sends one ACK for the newest
+// position they cover, if any of them was asked for.
+func (p *pipeline) retire(r result) error {
+	var (
+		pos    Position
+		asked  time.Time
+		txns   int
+		needed bool
+	)
+	for {
+		if err := p.durable(r); err != nil {
+			return err
+		}
+		b := r.b
+		pos = b.end
+		txns += len(b.txns)
+		if b.needAck {
+			if !needed || b.askedAt.Before(asked) {
+				asked = b.askedAt
+			}
+			needed = true
+		}
+		select {
+		case r = <-p.results:
+			continue
+		default:
+		}
+		break
+	}
+	if !needed {
+		return nil
+	}
+	return p.ack(pos, asked, txns)
+}
+
+// durable records r's batch, which must be the oldest in flight, as
+// durable, or returns ErrRejected.
+func (p *pipeline) durable(r result) error {
+	c, b := p.c, r.b
+	if len(p.inflight) == 0 || p.inflight[0] != b {
+		// Invariant: outcomes come back in proposal order (one waiter).
+		return fmt.Errorf("%w: outcome of batch %d out of order", ErrProtocol, b.info.Seq)
+	}
+	p.inflight = p.inflight[1:]
+	if p.failed {
+		return fmt.Errorf("%w: batch %d follows a batch that is not durable", ErrRejected, b.info.Seq)
+	}
+	if r.err != nil {
+		p.failed = true
+		return fmt.Errorf("%w: batch %d (%v..%v, %d txns): %w", ErrRejected, b.info.Seq,
+			b.txns[0].GTID, b.txns[len(b.txns)-1].GTID, len(b.txns), r.err)
+	}
+	c.durable, c.durablePos = b.txns[len(b.txns)-1].GTID, b.end
+	c.stats.update(func(st *Stats) {
+		st.Txns += uint64(len(b.txns))
+		st.Bytes += uint64(b.bytes)
+		st.Batches++
+		st.MaxBatchTxns = max(st.MaxBatchTxns, len(b.txns))
+		st.Durable = c.durable
+		st.ReadToPropose += b.proposedAt.Sub(b.firstAt)
+		st.ProposeToDurable += b.durableAt.Sub(b.proposedAt)
+	})
+	return nil
+}
+
+func (p *pipeline) ack(pos Position, asked time.Time, txns int) error {
+	if err := p.s.sendAck(pos); err != nil {
+		return fmt.Errorf("capture: send ACK %v: %w", pos, err)
+	}
+	lat := time.Since(asked)
+	p.c.stats.update(func(st *Stats) {
+		st.Acks++
+		st.AckedTxns += uint64(txns)
+		st.AckLatency += lat
+		st.AckLatencyMx = max(st.AckLatencyMx, lat)
+		st.Acked = pos
+	})
+	return nil
+}
+
+// drain waits for every batch in flight, retires the durable prefix (its
+// ACK may fail on the dead connection; the next session's first ACK
+// covers it) and stops the waiter. The next session resumes right after
+// the last durable GTID.
+func (p *pipeline) drain() error {
+	var firstErr error
+	for len(p.inflight) > 0 {
+		// After a failure durable refuses every later batch: they chain
+		// on the failed one, so none is durable in order.
+		if err := p.durable(<-p.results); err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	close(p.toWait)
+	p.c.dispatched = p.c.durable
+	return firstErr
+}
