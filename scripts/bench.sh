@@ -1,65 +1,70 @@
 #!/usr/bin/env bash
-# Side-by-side SQL benchmark of issue 8 (make bench-sql).
+# make bench-sql: phxgo against MariaDB semi-sync, measured the same way
+# (issue 19's yardstick).
 #
-# In one run on this machine it starts
-#   (a) a baseline: 3 plain MariaDB servers in semi-sync replication
-#       (1 master, 2 semi-sync replicas, AFTER_SYNC, wait_no_slave=ON), with
-#       the same my.cnf as a phxgo node (sync_binlog=1,
-#       innodb_flush_log_at_trx_commit=1, ...), started by cmd/sqlbench with
-#       the project's launcher binlogd/mysqld;
-#   (b) a 3-node phxgo cluster with its proxies (bin/phxcluster up);
-# then runs sysbench oltp_point_select, oltp_read_write and oltp_insert at
-# each thread count against: the baseline master directly (baseline), phxgo
-# through the master node's sqlproxy (phxgo-proxy), and phxgo directly on
-# the master MariaDB (phxgo-direct; isolates the proxy's cost). The three
-# targets take turns, and the turn order rotates, to spread the machine's
-# noise. It prints a table of QPS, TPS, avg and p95 latency and the ratios,
-# a CPU table (CPU ms per 1000 queries of each process kind), and last the
-# line `insert_ratio=<n> rw_ratio=<n> point_select_ratio=<n>`.
+# Starts, on loopback only, and tears down at exit:
+#   (a) the baseline: 3 plain MariaDB servers (cmd/sqlbench baseline-up, the
+#       same my.cnf as a phxgo node): semi-sync on the master only
+#       (AFTER_SYNC); the replicas are semi-sync slaves, durable
+#       (sync_binlog=1, innodb_flush_log_at_trx_commit=1) unless
+#       BENCH_RELAXED_REPLICAS=1;
+#   (b) HAProxy (Debian's package, tcp mode) in front of the baseline master:
+#       the proxy anchor;
+#   (c) a 3-node phxgo cluster with its proxies (bin/phxcluster up, TLS on).
+# Runs, in rotating turns, at each of BENCH_THREADS:
+#   oltp_insert   semisync-direct, semisync-haproxy, phxgo-proxy-master,
+#                 phxgo-proxy-other (two proxy hops), phxgo-direct (reference)
+#   oltp_point_select (BENCH_POINT_THREADS): semisync-direct,
+#                 semisync-haproxy, phxgo-proxy-master, phxgo-proxy-other
+# Every run is `sqlbench run`: counters, sysbench, then it waits until every
+# replica applied the master's @@gtid_binlog_pos, counters again. So
+# sustained tps, CPU per transaction (by process kind) and disk flushes
+# include the replicas' catch-up. `sqlbench report` prints the tables and
+# last the line
+#   sustained_insert_ratio= p95_ratio= binlogd_us_per_txn= catchup_s= proxy_vs_haproxy= rejected_batches=
+# (at the first of BENCH_THREADS; cmd/sqlbench/report.go says which runs
+# each figure compares).
 #
 # Knobs (environment):
-#   BENCH_SECONDS   seconds per sysbench run (default 30; BENCH_QUICK=1: 10)
-#   BENCH_THREADS   thread counts (default "16 64")
-#   BENCH_TESTS     sysbench tests (default "oltp_point_select oltp_read_write oltp_insert")
-#   BENCH_ROUNDS    repetitions of the whole matrix; the table shows medians (default 1)
+#   BENCH_SECONDS        seconds per sysbench run (default 20; BENCH_QUICK=1: 5)
+#   BENCH_THREADS        insert thread counts (default "16 64"; the first is the last line's)
+#   BENCH_POINT_THREADS  point-select threads (default 16; empty: no point selects)
+#   BENCH_ROUNDS         repetitions; the report takes each figure's median run (default 1)
 #   BENCH_TABLES, BENCH_TABLE_SIZE   sysbench data (default 4 x 10000 rows)
-#   BENCH_PS_MODE   sysbench --db-ps-mode: auto (prepared statements) or disable (default auto)
-#   BENCH_PROXY     master (the master node's proxy) or other (a non-master node's, one more hop); default master
-#   BENCH_PORT      base port (default 23000): baseline on +1..+3, phxgo on +110..+136
-#   BENCH_LEASE     phxgo lease (default 5s)
-#   BENCH_INSECURE=1  run phxgo without TLS (phxcluster up -insecure), to measure what TLS costs
-#   BENCH_DIR       work directory (default: a new temp dir, removed at exit)
-#   BENCH_KEEP=1    keep the work directory (logs, results)
-# Needs root on Debian 12 (installs MariaDB and sysbench if missing).
+#   BENCH_PS_MODE        sysbench --db-ps-mode (default auto)
+#   BENCH_RELAXED_REPLICAS=1  baseline replicas with sync_binlog=0, innodb_flush_log_at_trx_commit=2
+#   BENCH_PORT           base port (default 23000): baseline +1..+3, HAProxy +4, phxgo +110..+136
+#   BENCH_LEASE          phxgo lease (default 5s)
+#   BENCH_INSECURE=1     phxgo without TLS
+#   BENCH_DIR            work directory (default: a temp dir, removed at exit); BENCH_KEEP=1 keeps it
+# Needs root, MariaDB, sysbench and haproxy (scripts/install-deps.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH=/usr/local/go/bin:$PATH
 
-if [ "${BENCH_QUICK:-0}" = 1 ]; then BENCH_SECONDS=${BENCH_SECONDS:-10}; fi
-SECONDS_PER_RUN=${BENCH_SECONDS:-30}
+[ "${BENCH_QUICK:-0}" = 1 ] && BENCH_SECONDS=${BENCH_SECONDS:-5}
+SECS=${BENCH_SECONDS:-20}
 THREADS=${BENCH_THREADS:-16 64}
-TESTS=${BENCH_TESTS:-oltp_point_select oltp_read_write oltp_insert}
+POINT_THREADS=${BENCH_POINT_THREADS-16}
 ROUNDS=${BENCH_ROUNDS:-1}
 TABLES=${BENCH_TABLES:-4}
 TABLE_SIZE=${BENCH_TABLE_SIZE:-10000}
 PS_MODE=${BENCH_PS_MODE:-auto}
-PROXY_CHOICE=${BENCH_PROXY:-master}
 PORT=${BENCH_PORT:-23000}
 LEASE=${BENCH_LEASE:-5s}
 PHX_BASE=$((PORT + 100))
-PHX_TLS=() # phxcluster up flags; the binlogd CLI's certificate flags are set after start
-[ "${BENCH_INSECURE:-0}" = 1 ] && PHX_TLS=(-insecure)
+HA_PORT=$((PORT + 4))
+ANCHOR=${THREADS%% *}
 
 log() { printf '[bench %s] %s\n' "$(date +%T)" "$*" >&2; }
 die() { log "FATAL: $*"; exit 1; }
 
-# --- dependencies and binaries -------------------------------------------
-scripts/install-deps.sh
-command -v sysbench >/dev/null || {
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq sysbench >/dev/null
-}
+# --- tools and binaries ------------------------------------------------------
+for t in sysbench haproxy mariadb mariadbd; do
+  command -v "$t" >/dev/null || die "$t is not installed: run scripts/install-deps.sh (root), or apt-get install the package"
+done
 mkdir -p bin
-# Another package's work in progress may not build: then the binaries
+# Another helper's work in progress may not build: then the binaries
 # already in bin/ are used (make build refreshes them).
 for c in binlogd sqlproxy phxcluster sqlbench; do
   go build -o bin/ "./cmd/$c" 2>"/tmp/bench-build-$$.txt" || {
@@ -69,261 +74,210 @@ for c in binlogd sqlproxy phxcluster sqlbench; do
 done
 rm -f "/tmp/bench-build-$$.txt"
 
-for p in $((PORT + 1)) $((PORT + 2)) $((PORT + 3)) $((PHX_BASE + 10)) $((PHX_BASE + 20)) $((PHX_BASE + 30)); do
-  if [ -n "$(ss -Hltn "sport = :$p")" ]; then die "port $p is in use; set BENCH_PORT"; fi
+for p in $((PORT + 1)) $((PORT + 2)) $((PORT + 3)) "$HA_PORT" $((PHX_BASE + 10)) $((PHX_BASE + 20)) $((PHX_BASE + 30)); do
+  [ -z "$(ss -Hltn "sport = :$p")" ] || die "port $p is in use; set BENCH_PORT"
 done
 
-if [ -n "${BENCH_DIR:-}" ]; then
-  WORK=$BENCH_DIR
-  mkdir -p "$WORK"
-else
-  WORK=$(mktemp -d "${TMPDIR:-/tmp}/phxgo-bench.XXXXXX")
-fi
+if [ -n "${BENCH_DIR:-}" ]; then mkdir -p "$BENCH_DIR" && WORK=$BENCH_DIR; else WORK=$(mktemp -d "${TMPDIR:-/tmp}/phxgo-bench.XXXXXX"); fi
 WORK=$(cd "$WORK" && pwd)
 BASE_DIR=$WORK/baseline
 PHX_DIR=$WORK/phxgo
-RESULTS=$WORK/results.txt
-CPU=$WORK/cpu.txt
+RESULTS=$WORK/results.jsonl
 : >"$RESULTS"
-: >"$CPU"
+HA_PID=
 
 cleanup() {
   local rc=$?
   trap - EXIT INT TERM
   log "cleaning up"
-  if [ -f "$PHX_DIR/cluster.json" ] || [ -d "$PHX_DIR" ]; then
+  if [ -n "$HA_PID" ]; then kill "$HA_PID" 2>/dev/null || true; fi
+  if [ -d "$PHX_DIR" ]; then
     bin/phxcluster down -dir "$PHX_DIR" -base-port "$PHX_BASE" >/dev/null 2>&1 || log "phxcluster down failed"
   fi
-  if [ -d "$BASE_DIR" ]; then
-    bin/sqlbench baseline-down -dir "$BASE_DIR" || log "baseline-down failed"
-  fi
-  if [ "${BENCH_KEEP:-0}" = 1 ] || [ -n "${BENCH_DIR:-}" ]; then
-    log "work directory kept: $WORK"
-  else
-    rm -rf "$WORK"
-  fi
+  if [ -d "$BASE_DIR" ]; then bin/sqlbench baseline-down -dir "$BASE_DIR" || log "baseline-down failed"; fi
+  if [ "${BENCH_KEEP:-0}" = 1 ] || [ -n "${BENCH_DIR:-}" ]; then log "work directory kept: $WORK"; else rm -rf "$WORK"; fi
   exit "$rc"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# --- start both systems ----------------------------------------------------
+# --- start the systems ----------------------------------------------------------
 log "starting phxgo (3 nodes, lease $LEASE) in $PHX_DIR"
-bin/phxcluster up -dir "$PHX_DIR" -base-port "$PHX_BASE" -bin bin -lease "$LEASE" "${PHX_TLS[@]}" >"$WORK/phxcluster-up.txt" 2>&1 ||
+PHX_FLAGS=() CLI_TLS=(-tls-dir "$PHX_DIR/tls")
+[ "${BENCH_INSECURE:-0}" = 1 ] && PHX_FLAGS=(-insecure) CLI_TLS=(-insecure)
+bin/phxcluster up -dir "$PHX_DIR" -base-port "$PHX_BASE" -bin bin -lease "$LEASE" "${PHX_FLAGS[@]}" >"$WORK/phxcluster-up.txt" 2>&1 ||
   { cat "$WORK/phxcluster-up.txt" >&2; die "phxcluster up failed"; }
-CLI_TLS=(-tls-dir "$PHX_DIR/tls") # the admin certificate phxcluster issued
-[ "${BENCH_INSECURE:-0}" = 1 ] && CLI_TLS=(-insecure)
 
-# json_field FILE KEY: every value of "KEY": "..." in FILE, in order.
-json_field() { grep -o "\"$2\": *\"[^\"]*\"" "$1" | sed 's/.*: *"\(.*\)"/\1/'; }
-# The app account's password: generated by phxgo's cluster; the baseline
-# gets the same one, so both systems log in alike.
+json_field() { grep -o "\"$2\": *\"[^\"]*\"" "$1" | sed 's/.*: *"\(.*\)"/\1/'; } # every value of "KEY" in FILE
+# The app account's password is phxgo's generated one; the baseline gets
+# the same, so both systems log in alike.
 APP_PASS=$(json_field "$PHX_DIR/cluster.json" app_password)
-
-log "starting baseline (semi-sync, 3 servers) in $BASE_DIR"
-BASE_ADDR=$(bin/sqlbench baseline-up -dir "$BASE_DIR" -base-port "$PORT" -app-password "$APP_PASS")
-log "baseline master: $BASE_ADDR"
-
+export SQLBENCH_PASSWORD=$APP_PASS
 mapfile -t PHX_MYSQL < <(json_field "$PHX_DIR/cluster.json" mysql_addr)
 mapfile -t PHX_BINLOGD < <(json_field "$PHX_DIR/cluster.json" binlogd_addr)
 mapfile -t PHX_PROXY < <(json_field "$PHX_DIR/cluster.json" proxy_addr)
+mapfile -t PHX_HTTP < <(json_field "$PHX_DIR/cluster.json" http_addr)
 [ ${#PHX_MYSQL[@]} -eq 3 ] || die "cluster.json: want 3 nodes, got ${#PHX_MYSQL[@]}"
+PHX_METRICS=$(printf 'http://%s/metrics,' "${PHX_HTTP[@]}")
 
-# find_master: sets master (0-based node index), PHX_DIRECT (its MariaDB),
-# PHX_PROXY_ADDR and PHX_REPLICAS from the nodes' own status; a failover
-# during the run is counted and logged.
-FAILOVERS=0
-master=-1
+RELAXED=()
+[ "${BENCH_RELAXED_REPLICAS:-0}" = 1 ] && RELAXED=(-relaxed-replicas)
+log "starting the baseline (semi-sync master, 2 replicas${RELAXED:+, relaxed}) in $BASE_DIR"
+BASE_ADDR=$(bin/sqlbench baseline-up -dir "$BASE_DIR" -base-port "$PORT" -app-password "$APP_PASS" "${RELAXED[@]}")
+BASE_REPLICAS=127.0.0.1:$((PORT + 2)),127.0.0.1:$((PORT + 3))
+BASE_PIDS=$(cat "$BASE_DIR"/node{1,2,3}/mysqld.pid | paste -sd,)
+
+log "starting HAProxy (tcp mode) on 127.0.0.1:$HA_PORT in front of $BASE_ADDR"
+cat >"$WORK/haproxy.cfg" <<EOF
+global
+  maxconn 4096
+defaults
+  mode tcp
+  timeout connect 5s
+  timeout client 1h
+  timeout server 1h
+listen mariadb
+  bind 127.0.0.1:$HA_PORT
+  server master $BASE_ADDR
+EOF
+haproxy -db -f "$WORK/haproxy.cfg" >"$WORK/haproxy.log" 2>&1 &
+HA_PID=$!
+HA_ADDR=127.0.0.1:$HA_PORT
+for _ in $(seq 100); do
+  [ -z "$(ss -Hltn "sport = :$HA_PORT")" ] || break
+  kill -0 "$HA_PID" 2>/dev/null || { cat "$WORK/haproxy.log" >&2; die "haproxy exited"; }
+  sleep 0.1
+done
+[ -n "$(ss -Hltn "sport = :$HA_PORT")" ] || die "haproxy does not listen on $HA_ADDR"
+
+# find_master: MASTER (0-based), PHX_DIRECT, PHX_REPLICAS_CSV, PHX_PIDS
+# from the nodes' own status; a change of master is counted.
+FAILOVERS=0 MASTER=-1
 find_master() {
-  local i st old=$master deadline=$((SECONDS + 300))
-  master=-1
-  while [ "$master" -lt 0 ]; do
+  local i st old=$MASTER deadline=$((SECONDS + 300)) reps=()
+  MASTER=-1
+  while [ "$MASTER" -lt 0 ]; do
     for i in 0 1 2; do
       st=$(bin/binlogd status -addr "${PHX_BINLOGD[$i]}" "${CLI_TLS[@]}" 2>/dev/null || true)
-      if grep -E '^role +master$' >/dev/null <<<"$st"; then master=$i; fi
+      if grep -qE '^role +master$' <<<"$st"; then MASTER=$i; fi
     done
-    if [ "$master" -lt 0 ] && [ $SECONDS -ge $deadline ]; then
-      for i in 0 1 2; do bin/binlogd status -addr "${PHX_BINLOGD[$i]}" "${CLI_TLS[@]}" >&2 || true; done
-      die "no phxgo node says role master for 300 s (statuses above; logs in $PHX_DIR/node*/binlogd.log)"
+    if [ "$MASTER" -lt 0 ]; then
+      [ $SECONDS -lt $deadline ] || die "no phxgo node says role master for 300 s (logs in $PHX_DIR/node*/binlogd.log)"
+      sleep 0.5
     fi
-    [ "$master" -ge 0 ] || sleep 0.5
   done
-  PHX_DIRECT=${PHX_MYSQL[$master]}
-  if [ "$PROXY_CHOICE" = master ]; then
-    PHX_PROXY_ADDR=${PHX_PROXY[$master]}
-  else
-    PHX_PROXY_ADDR=${PHX_PROXY[$(((master + 1) % 3))]}
-  fi
-  PHX_REPLICAS=()
-  for i in 0 1 2; do [ "$i" -eq "$master" ] || PHX_REPLICAS+=("${PHX_MYSQL[$i]}"); done
-  if [ "$old" -ge 0 ] && [ "$old" -ne "$master" ]; then
+  PHX_DIRECT=${PHX_MYSQL[$MASTER]}
+  for i in 0 1 2; do [ "$i" -eq "$MASTER" ] || reps+=("${PHX_MYSQL[$i]}"); done
+  PHX_REPLICAS_CSV=$(IFS=,; echo "${reps[*]}")
+  PHX_PIDS=()
+  local kind file
+  for kind in mariadbd binlogd sqlproxy; do
+    case $kind in mariadbd) file=mysql/mysqld.pid ;; *) file=$kind.pid ;; esac
+    PHX_PIDS+=(-pids "$kind=$(cat "$PHX_DIR"/node{1,2,3}/"$file" 2>/dev/null | paste -sd,)")
+  done
+  if [ "$old" -ge 0 ] && [ "$old" -ne "$MASTER" ]; then
     FAILOVERS=$((FAILOVERS + 1))
-    log "phxgo FAILOVER: master is now node $((master + 1)) (was node $((old + 1)))"
+    log "phxgo FAILOVER: master is now node $((MASTER + 1)) (was node $((old + 1)))"
   fi
 }
 find_master
-log "phxgo master: node $((master + 1)), mariadb $PHX_DIRECT, proxy used $PHX_PROXY_ADDR ($PROXY_CHOICE)"
+log "phxgo master: node $((MASTER + 1)) ($PHX_DIRECT)"
 
-host() { echo "${1%:*}"; }
-port() { echo "${1##*:}"; }
-sql() { # sql ADDR STATEMENT
-  mariadb -h"$(host "$1")" -P"$(port "$1")" -uapp -p"$APP_PASS" -N -B -e "$2"
+catch_up() { # both systems, so no run pays for the other's (or its own previous) lag
+  bin/sqlbench waitapplied -master "$BASE_ADDR" -replicas "$BASE_REPLICAS" >/dev/null
+  find_master
+  bin/sqlbench waitapplied -master "$PHX_DIRECT" -replicas "$PHX_REPLICAS_CSV" >/dev/null
 }
 
-# --- processes and their CPU -----------------------------------------------
-BASE_PIDS=()
-for i in 1 2 3; do BASE_PIDS+=("$(cat "$BASE_DIR/node$i/mysqld.pid")"); done
-phx_pids() { # reads the phxgo pids (a restarted mariadbd has a new one)
-  PHX_MARIADBD=() PHX_BINLOGD_PID=() PHX_PROXY_PID=()
-  local i
-  for i in 1 2 3; do
-    PHX_MARIADBD+=("$(cat "$PHX_DIR/node$i/mysql/mysqld.pid" 2>/dev/null || echo 0)")
-    PHX_BINLOGD_PID+=("$(cat "$PHX_DIR/node$i/binlogd.pid" 2>/dev/null || echo 0)")
-    PHX_PROXY_PID+=("$(cat "$PHX_DIR/node$i/sqlproxy.pid" 2>/dev/null || echo 0)")
-  done
-}
-
-ticks() { # summed utime+stime of the pids, in clock ticks
-  local t=0 p
-  for p in "$@"; do
-    if [ -r "/proc/$p/stat" ]; then
-      t=$((t + $(awk '{sub(/^.*\) /, ""); print $12 + $13}' "/proc/$p/stat")))
-    fi
-  done
-  echo "$t"
-}
-HZ=$(getconf CLK_TCK)
-cpu_snapshot() {
-  echo "$(ticks "${BASE_PIDS[0]}") $(ticks "${BASE_PIDS[@]:1}") $(ticks "${PHX_MARIADBD[$master]}")" \
-    "$(ticks "${PHX_MARIADBD[@]}") $(ticks "${PHX_BINLOGD_PID[$master]}") $(ticks "${PHX_BINLOGD_PID[@]}")" \
-    "$(ticks "${PHX_PROXY_PID[@]}") $(awk '/^cpu /{print $2+$3+$4+$6+$7+$8}' /proc/stat) $(flushes)"
-}
-# flushes: cache flushes (fsync, fdatasync) completed by the disk that
-# holds the work directory (/proc/diskstats field 19; 0 if unknown).
-DISK=$(basename "$(df --output=source "$WORK" | tail -1)")
-flushes() { awk -v d="$DISK" '$3 == d {f = $19} END {print f + 0}' /proc/diskstats; }
-
-# --- data ---------------------------------------------------------------------
-# wait_caught_up MASTER REPLICA...: every replica's @@gtid_current_pos
-# equals the master's @@gtid_binlog_pos (deadline 300 s), so a run does not
-# pay for the previous run's replication lag.
-wait_caught_up() {
-  local m=$1 want got r deadline=$((SECONDS + 300))
-  shift
-  want=$(sql "$m" 'SELECT @@gtid_binlog_pos')
-  for r in "$@"; do
-    while got=$(sql "$r" 'SELECT @@gtid_current_pos' 2>/dev/null) && [ "$got" != "$want" ]; do
-      [ $SECONDS -lt $deadline ] || die "replica $r did not catch up with $m ($got != $want)"
-      sleep 0.5
-    done
-  done
-}
-BASE_REPLICAS=("127.0.0.1:$((PORT + 2))" "127.0.0.1:$((PORT + 3))")
-
-SB_COMMON=(--db-driver=mysql --mysql-user=app --mysql-password="$APP_PASS" --mysql-db=sbtest
-  --tables="$TABLES" --table-size="$TABLE_SIZE" --db-ps-mode="$PS_MODE")
-
-# prepare NAME ADDR: creates the sysbench tables at ADDR.
-prepare() {
-  local out=$WORK/prepare-$1.txt a=$2
-  sysbench oltp_common "${SB_COMMON[@]}" --mysql-host="$(host "$a")" --mysql-port="$(port "$a")" \
-    --threads=1 prepare >"$out" 2>&1 && return 0
-  log "sysbench prepare on $1 ($a) failed: $(grep FATAL "$out" | head -1 | cut -c1-200)"
-  sysbench oltp_common "${SB_COMMON[@]}" --mysql-host="$(host "$a")" --mysql-port="$(port "$a")" \
-    cleanup >/dev/null 2>&1 || true
+# --- data -------------------------------------------------------------------------
+SB_OPTS=(--db-driver=mysql --mysql-db=sbtest --tables="$TABLES" --table-size="$TABLE_SIZE" --db-ps-mode="$PS_MODE")
+prepare() { # prepare NAME ADDR
+  local out=$WORK/prepare-$1.txt
+  sysbench oltp_common "${SB_OPTS[@]}" --mysql-host="${2%:*}" --mysql-port="${2##*:}" --mysql-user=app \
+    --mysql-password="$APP_PASS" --threads=1 prepare >"$out" 2>&1 && return 0
+  log "sysbench prepare on $1 ($2) failed: $(grep -m1 FATAL "$out" | cut -c1-200)"
+  sysbench oltp_common "${SB_OPTS[@]}" --mysql-host="${2%:*}" --mysql-port="${2##*:}" --mysql-user=app \
+    --mysql-password="$APP_PASS" cleanup >/dev/null 2>&1 || true
   return 1
 }
-log "preparing sbtest ($TABLES x $TABLE_SIZE rows) on the baseline master and through the phxgo proxy"
+log "preparing sbtest ($TABLES x $TABLE_SIZE rows) on the baseline master and through phxgo's master node's proxy"
 prepare baseline "$BASE_ADDR" || die "prepare on the baseline failed"
-wait_caught_up "$BASE_ADDR" "${BASE_REPLICAS[@]}"
 PREPARE_TRIES=0
 until
   find_master
-  sql "$PHX_PROXY_ADDR" 'CREATE DATABASE IF NOT EXISTS sbtest' && prepare phxgo "$PHX_PROXY_ADDR"
+  mariadb -h"${PHX_PROXY[$MASTER]%:*}" -P"${PHX_PROXY[$MASTER]##*:}" -uapp -p"$APP_PASS" -e 'CREATE DATABASE IF NOT EXISTS sbtest' &&
+    prepare phxgo "${PHX_PROXY[$MASTER]}"
 do
   PREPARE_TRIES=$((PREPARE_TRIES + 1))
   [ $PREPARE_TRIES -lt 3 ] || die "prepare through the phxgo proxy failed 3 times"
   sleep 2
 done
-find_master
-wait_caught_up "$PHX_DIRECT" "${PHX_REPLICAS[@]}"
 
-# --- runs ------------------------------------------------------------------------
-SYSTEMS=(baseline phxgo-proxy phxgo-direct)
-addr_of() {
-  case $1 in
-    baseline) echo "$BASE_ADDR" ;;
-    phxgo-proxy) echo "$PHX_PROXY_ADDR" ;;
-    phxgo-direct) echo "$PHX_DIRECT" ;;
-  esac
-}
-
-# run_one SYSTEM TEST THREADS: one sysbench run, appends to results and cpu.
-# A run that fails (a phxgo failover mid-run) is retried once on the new
-# master; RUN_FAILURES counts them.
+# --- runs ---------------------------------------------------------------------------
+# run_one LABEL TEST THREADS; a failed run (a phxgo failover) is retried once.
 RUN_FAILURES=0
 run_one() {
-  local sys=$1 test=$2 thr=$3 a out before after line try
+  local label=$1 test=$2 thr=$3 try args
   for try in 1 2; do
-    # Both systems first catch up: replicas still applying the previous
-    # run would take CPU and disk from this one, whichever system it is.
-    wait_caught_up "$BASE_ADDR" "${BASE_REPLICAS[@]}"
-    find_master
-    wait_caught_up "$PHX_DIRECT" "${PHX_REPLICAS[@]}"
-    a=$(addr_of "$sys")
-    phx_pids
-    out=$WORK/run-$sys-$test-$thr-$(date +%s).txt
-    before=$(cpu_snapshot)
-    if sysbench "$test" "${SB_COMMON[@]}" --mysql-host="$(host "$a")" --mysql-port="$(port "$a")" \
-      --threads="$thr" --time="$SECONDS_PER_RUN" --report-interval=0 --percentile=95 \
-      run >"$out" 2>&1; then
-      break
+    catch_up
+    case $label in
+      semisync-direct) args=(-target "$BASE_ADDR") ;;
+      semisync-haproxy) args=(-target "$HA_ADDR" -pids "haproxy=$HA_PID") ;;
+      phxgo-proxy-master) args=(-target "${PHX_PROXY[$MASTER]}") ;;
+      phxgo-proxy-other) args=(-target "${PHX_PROXY[$(((MASTER + 1) % 3))]}") ;;
+      phxgo-direct) args=(-target "$PHX_DIRECT") ;;
+    esac
+    case $label in
+      semisync-*) args+=(-master "$BASE_ADDR" -replicas "$BASE_REPLICAS" -pids "mariadbd=$BASE_PIDS") ;;
+      phxgo-*) args+=(-master "$PHX_DIRECT" -replicas "$PHX_REPLICAS_CSV" -metrics "$PHX_METRICS" "${PHX_PIDS[@]}") ;;
+    esac
+    if bin/sqlbench run -label "$label" -test "$test" -threads "$thr" -seconds "$SECS" "${args[@]}" \
+      -out "$RESULTS" -log "$WORK/run-$label-$test-$thr-$try.txt" -- "${SB_OPTS[@]}" >&2; then
+      return 0
     fi
     RUN_FAILURES=$((RUN_FAILURES + 1))
-    log "sysbench $test on $sys ($a) failed (try $try): $(grep -m1 FATAL "$out" | cut -c1-200)"
-    [ "$try" -lt 2 ] || die "sysbench run failed twice; see $out (through the proxy, try BENCH_PS_MODE=disable)"
+    log "run $label $test $thr failed (try $try)"
   done
-  after=$(cpu_snapshot)
-  line=$(awk -v s="$sys" -v t="$test" -v n="$thr" '
-    /transactions:/ {tps=$3; gsub(/\(/,"",tps)}
-    /queries:/ && !/performed/ {qps=$3; gsub(/\(/,"",qps)}
-    /ignored errors:/ {e=$4; gsub(/\(/,"",e)}
-    /avg:/ {avg=$2}
-    /95th percentile:/ {p95=$3}
-    END {printf "%s %s %d %s %s %s %s %s\n", s, t, n, tps, qps, avg, p95, (e==""?0:e)}' "$out")
-  echo "$line" >>"$RESULTS"
-  echo "$sys $test $thr $(echo "$line" | awk '{print $5}') $before $after" >>"$CPU"
-  log "$line"
+  die "run $label $test $thr failed twice (sysbench output in $WORK/run-$label-$test-$thr-*.txt)"
 }
 
+INSERT_LABELS=(semisync-direct semisync-haproxy phxgo-proxy-master phxgo-proxy-other phxgo-direct)
+POINT_LABELS=(semisync-direct semisync-haproxy phxgo-proxy-master phxgo-proxy-other)
 k=0
 for ((r = 1; r <= ROUNDS; r++)); do
-  for test in $TESTS; do
-    for thr in $THREADS; do
-      for j in 0 1 2; do
-        run_one "${SYSTEMS[$(((k + j) % 3))]}" "$test" "$thr"
-      done
-      k=$((k + 1))
+  for thr in $THREADS; do
+    log "oltp_insert, $thr threads, $SECS s per run (round $r/$ROUNDS)"
+    for ((j = 0; j < ${#INSERT_LABELS[@]}; j++)); do
+      run_one "${INSERT_LABELS[$(((k + j) % ${#INSERT_LABELS[@]}))]}" oltp_insert "$thr"
     done
+    k=$((k + 1))
+  done
+  for thr in $POINT_THREADS; do
+    log "oltp_point_select, $thr threads (round $r/$ROUNDS)"
+    for ((j = 0; j < ${#POINT_LABELS[@]}; j++)); do
+      run_one "${POINT_LABELS[$(((k + j) % ${#POINT_LABELS[@]}))]}" oltp_point_select "$thr"
+    done
+    k=$((k + 1))
   done
 done
 
-# --- report --------------------------------------------------------------------
+# --- rejected batches, report -------------------------------------------------------
+# `binlogd log` reads a stopped node's wal: stop phxgo first. The report
+# uses binlogd's rejected-batch metric when it exports one, else this count.
+kill "$HA_PID" 2>/dev/null || true
+HA_PID=
+log "stopping phxgo to read its log (binlogd log -rejected)"
+bin/phxcluster down -dir "$PHX_DIR" -base-port "$PHX_BASE" >/dev/null 2>&1 || log "phxcluster down failed"
+REJ=()
+if bin/binlogd log -rejected -config "$PHX_DIR/node$((MASTER + 1))/binlogd.json" >"$WORK/rejected.txt" 2>"$WORK/rejected.err"; then
+  REJ=(-rejected-log "$WORK/rejected.txt")
+else
+  log "binlogd log -rejected failed: $(head -c 300 "$WORK/rejected.err")"
+fi
+
 echo
-echo "phxgo failovers during the bench: $FAILOVERS; failed prepares through the proxy: $PREPARE_TRIES; failed runs (retried): $RUN_FAILURES"
-echo "sysbench $SECONDS_PER_RUN s per run, $ROUNDS round(s), $TABLES x $TABLE_SIZE rows, db-ps-mode=$PS_MODE," \
-  "proxy=$PROXY_CHOICE node's, $(nproc) cores"
+echo "phxgo failovers: $FAILOVERS; failed prepares through the proxy: $PREPARE_TRIES; failed runs (retried): $RUN_FAILURES"
+echo "sysbench $SECS s per run, $ROUNDS round(s), $TABLES x $TABLE_SIZE rows, db-ps-mode=$PS_MODE, baseline replicas" \
+  "$([ ${#RELAXED[@]} -gt 0 ] && echo relaxed || echo durable), $(nproc) cores"
 echo
-echo "CPU per 1000 queries (ms): base_m = baseline master mariadbd, base_r = its 2 replicas; phx_m = phxgo master mariadbd,"
-echo "phx_my = all 3 phxgo mariadbd, bld_m = master binlogd, bld = all 3 binlogd, proxy = all 3 sqlproxy; busy = machine busy %;"
-echo "flush = disk cache flushes ($DISK) per query, whoever issued them"
-awk -v hz="$HZ" -v S="$SECONDS_PER_RUN" -v NCPU="$(nproc)" '
-  # fields: sys test thr qps, 9 counters before ($5..$13), 9 after ($14..$22)
-  {
-    kq = $4 * S / 1000; if (kq <= 0) kq = 1
-    for (i = 5; i <= 11; i++) v[i] = ($(i + 9) - $i) / hz * 1000 / kq
-    printf "%-13s %-18s %3d  base_m %6.1f base_r %6.1f phx_m %6.1f phx_my %6.1f bld_m %6.1f bld %6.1f proxy %6.1f  busy %3.0f%%  flush %5.2f\n",
-      $1, $2, $3, v[5], v[6], v[7], v[8], v[9], v[10], v[11], ($21 - $12) / hz / (S * NCPU) * 100, ($22 - $13) / (kq * 1000)
-  }' "$CPU"
-echo
-bin/sqlbench report -results "$RESULTS"
+bin/sqlbench report -results "$RESULTS" -anchor-threads "$ANCHOR" "${REJ[@]}"

@@ -209,8 +209,7 @@ func cmdRun(args []string) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	fmt.Printf("%s %s %d: %.0f tps burst, %.0f sustained, %.0f qps, p95 %.2f ms, p99 %.2f ms, catch-up %.2f s, %.0f%% busy\n",
-		rec.Label, rec.Test, rec.Threads, rec.burstTPS(), rec.sustainedTPS(), rec.qps(), rec.P95MS, rec.P99MS, rec.CatchupS, rec.BusyPct)
+	fmt.Println(progressLine(rec))
 	return nil
 }
 
@@ -225,4 +224,14 @@ func firstFatal(out string) string {
 		out = out[len(out)-300:]
 	}
 	return strings.TrimSpace(out)
+}
+
+// progressLine is what bench.sh shows as each run ends.
+func progressLine(r record) string {
+	if r.Test == testPoint {
+		return fmt.Sprintf("%s %s %d: %.0f qps, p95 %.2f ms, p99 %.2f ms, %.0f%% busy",
+			r.Label, r.Test, r.Threads, r.qps(), r.P95MS, r.P99MS, r.BusyPct)
+	}
+	return fmt.Sprintf("%s %s %d: %.0f tps burst, %.0f sustained, p95 %.2f ms, p99 %.2f ms, catch-up %.2f s, %.0f%% busy",
+		r.Label, r.Test, r.Threads, r.burstTPS(), r.sustainedTPS(), r.P95MS, r.P99MS, r.CatchupS, r.BusyPct)
 }
