@@ -47,11 +47,10 @@ type Server struct {
 	rr     atomic.Uint64
 	acc    wire.Acceptor // client connections, at most MaxConnections
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	mu     sync.Mutex
-	closed bool
-	wg     sync.WaitGroup // health and sweep loops
+	ctx       context.Context
+	cancel    context.CancelFunc
+	closeOnce sync.Once
+	wg        sync.WaitGroup // health and sweep loops
 }
 
 // New returns a Server; call Serve for each listener.
@@ -113,18 +112,13 @@ func (s *Server) Serve(ln net.Listener, mode Mode) error {
 // Close stops the listeners, closes client connections (open
 // transactions are rolled back by closing their backends) and waits.
 func (s *Server) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil
-	}
-	s.closed = true
-	s.mu.Unlock()
-	_ = s.acc.Stop()
-	s.cancel()
-	s.acc.Wait()
-	s.wg.Wait()
-	s.pool.closeAll()
+	s.closeOnce.Do(func() {
+		_ = s.acc.Stop()
+		s.cancel()
+		s.acc.Wait()
+		s.wg.Wait()
+		s.pool.closeAll()
+	})
 	return nil
 }
 
