@@ -94,6 +94,7 @@ func (c *Cluster) healthy(ctx context.Context, target *binlog.GTID) error {
 		c.mu.Lock()
 		c.dbReady = true
 		c.mu.Unlock()
+		c.checkpointDisks() // the installation is on disk, as on a host that ran a while
 	}
 	for _, n := range c.nodes {
 		if err := c.exec(ctx, n.ProxyAddr, Database, "SELECT 1"); err != nil {

@@ -17,6 +17,7 @@ import (
 	"phxgo/binlogd/config"
 	"phxgo/binlogd/localcluster"
 	"phxgo/jepsen/cluster"
+	"phxgo/jepsen/lazyfs"
 )
 
 // Errors.
@@ -34,6 +35,14 @@ type Options struct {
 	BasePort int
 	// MySQLExtra are extra my.cnf lines for every node.
 	MySQLExtra []string
+	// LazyFS puts each node's directory (binlogd's, MariaDB's datadir)
+	// on its own jepsen/lazyfs mount, so PowerCut (the power nemesis) can
+	// drop what was not fsynced. Needs root and /dev/fuse.
+	LazyFS bool
+	// LazyFSPersistNames: fsync of a file also makes its name durable
+	// (ext4's habit; lazyfs.Options.FsyncPersistsName). Default: only
+	// fsync of the directory does.
+	LazyFSPersistNames bool
 }
 
 // Database is the schema the workloads use; WaitHealthy creates it.
@@ -60,12 +69,20 @@ func launch(ctx context.Context, o Options, spec cluster.LaunchSpec) (*Cluster, 
 		Proxy: true, MySQLExtra: o.MySQLExtra,
 	}
 	c := &Cluster{spec: spec, paused: map[uint32][]int{}}
+	if o.LazyFS {
+		disks, err := mountDisks(ls, o)
+		if err != nil {
+			return nil, err
+		}
+		c.disks = disks
+	}
 	// The Dial field is set before the first Admin call (Start makes none).
 	lc, err := localcluster.Start(ctx, ls)
 	if err != nil {
 		if lc != nil {
 			_ = lc.Stop()
 		}
+		_ = unmountDisks(c.disks)
 		return nil, fmt.Errorf("phxcluster: start: %w", err)
 	}
 	c.lc = lc
@@ -98,8 +115,9 @@ type Cluster struct {
 	dialNet string // go-sql-driver network that dials into the namespace
 
 	mu       sync.Mutex
-	paused   map[uint32][]int // pids SIGSTOPped by Pause, per node
-	dbReady  bool             // the jepsen database exists
+	paused   map[uint32][]int      // pids SIGSTOPped by Pause, per node
+	dbReady  bool                  // the jepsen database exists
+	disks    map[uint32]*lazyfs.FS // Options.LazyFS: each node's directory
 	stopOnce sync.Once
 	stopErr  error
 }

@@ -30,6 +30,7 @@ func (c *Cluster) Stop() error {
 		if c.spec.LogDir != "" {
 			errs = append(errs, c.saveLogs(c.spec.LogDir))
 		}
+		errs = append(errs, unmountDisks(c.disks)) // the backing dirs stay under Dir
 		c.stopErr = errors.Join(errs...)
 	})
 	return c.stopErr
