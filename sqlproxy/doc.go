@@ -136,7 +136,7 @@
 // Config.IdleInTxTimeout (default 10 s) has its backend closed and gets
 // 1290/40001 on its next statement (idletx.go); clients connected to the
 // master's own proxy are bounded by PeerTimeout only.
-
+//
 // Read/write split (RWSplit, Causal): Cetus rules in route.go. Precedence:
 // transaction/pinned state, then /*#mode=readwrite*/ and
 // /*#mode=readonly*/ hints, then MasterPreferred, then

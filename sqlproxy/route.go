@@ -22,8 +22,9 @@ const (
 
 func (k routeKind) String() string { return [...]string{"master", "forward", "replica", "direct"}[k] }
 
-// wantMaster marks a route decision that needs the master; the target is
-// resolved (and the lease checked) in acquire, right before the send.
+// decision is where route sends a statement: the master (master set;
+// which node and connection that is, and the lease check, are resolved
+// in acquire right before the send) or the given replica.
 type decision struct {
 	master  bool
 	replica topology.Replica
