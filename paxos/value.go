@@ -16,7 +16,8 @@ import (
 // own command when applying it, even when a leader proposed it for it.
 // minPending is the proposer's lowest unfinished seq when the command was
 // made: every seq of that node below it is finished (applied, or abandoned
-// by its caller), which lets appliers forget old ids (see dedup.go).
+// by its caller), which lets appliers forget old ids (applier.go, the
+// dedup rule).
 
 const (
 	// flagBarrier marks a Barrier: chosen and ordered like a command but

@@ -25,13 +25,12 @@ type Options struct {
 	// at once (0: 4; 1: each group is synced before the next is written).
 	MaxSyncsInFlight int
 	// LazySyncBytes bounds the bytes of lazy groups (Update.NoSync, or
-	// Chosen only) left unsynced in the memtable file: the lazy group that
-	// reaches it is synced like any other (0: 256 KiB; negative: no
-	// bound, lazy groups wait for the next synced write). Why a bound: a
-	// node whose saves are all lazy (a thrifty spare) otherwise flushes
-	// megabytes at its next synced write, and that burst stalls every
-	// other sync on the disk, its peers' included (issue 2: a 70 ms sync
-	// every 1.5 s on the spare at 16,000 commits/s).
+	// Chosen only) written to the current segment but not yet synced: the
+	// lazy group that reaches it is synced like any other (0: 256 KiB;
+	// negative: no bound, lazy groups wait for the next synced write).
+	// Why a bound: a node whose saves are all lazy (a thrifty spare)
+	// otherwise flushes megabytes at its next synced write, and that
+	// burst stalls every other sync on the disk, its peers' included.
 	LazySyncBytes int64
 	// ReclaimDelay bounds how long the disk space of a truncation waits
 	// for a cheap moment to be reclaimed (reclaim.go): Badger's DropPrefix
