@@ -349,8 +349,8 @@ func GRPCServerOptions(cfg Config) []grpc.ServerOption {
 // window of instances from the last leader and as many from the one
 // before, and it cannot be cut: the candidate must see them all. A
 // Promise over the limit is lost like any message over it, so an election
-// under large commands would never finish (issue 2: 64 KiB commands, 4
-// MiB default limit). Capped at 1 GiB.
+// under large commands (64 KiB ones against a fixed 4 MiB limit) would
+// never finish. Capped at 1 GiB.
 func (c Config) MaxMessageBytes() int {
 	value := max(c.BatchMaxBytes, c.MaxValueBytes) + 64
 	n := int64(2*c.Window)*int64(value) + 2*int64(c.FetchMaxBytes) + 2*maxBatchBytes

@@ -6,7 +6,7 @@ import "fmt"
 // applier persists its state (wal SaveApplied), which waits for a sync.
 // The applier hands results to callers, so a save on its own goroutine
 // held back every commit applied behind it, for one sync on a busy disk
-// (up to 18 ms on the leader at 16,000 commits/s, issue 2). So the
+// (the README has the figure). So the
 // applier takes the snapshot (it owns the state) and one goroutine saves
 // it while applying goes on. The checkpoint is recorded only once the
 // save is durable, so Compact never cuts at a snapshot a crash could

@@ -91,15 +91,15 @@
 // backend's read buffer into the client's write buffer, the hold timer is
 // armed once per hold window (not reset per statement), the topology view
 // is one atomic load, metrics children are resolved up front, and a
-// COM_QUERY is classified in place without allocating. On a 2-vCPU VM
-// nearly all remaining proxy CPU is the kernel's (about 90% in write and
-// read: a loopback send wakes the peer), so the proxy runs at 0.89-0.96
-// of a plain Go TCP relay (io.Copy both ways) and the relay itself at
-// 0.3-0.5 of direct MariaDB while sysbench, proxy and MariaDB share the
-// two cores. With Config.MySQLSocket (-mysql-socket) sessions reach this
-// node's MariaDB by its unix socket, cheaper per packet than loopback TCP:
-// 1.14-1.24x the relay. See throughput_test.go and scripts/bench-proxy.sh
-// for the figures and cmd/sqlproxy's -procs for why it runs with fewer Ps.
+// COM_QUERY is classified in place without allocating. Nearly all the
+// proxy CPU left is the kernel's write and read (a loopback send wakes
+// the peer), so the proxy runs close to a plain Go TCP relay (io.Copy
+// both ways), and on shared cores such a relay is itself well below
+// direct MariaDB. With Config.MySQLSocket (-mysql-socket) sessions reach
+// this node's MariaDB by its unix socket, cheaper per packet than
+// loopback TCP. The figures are in the README ("Performance on one
+// host", from throughput_test.go and scripts/bench-proxy.sh); see
+// cmd/sqlproxy's -procs for why it runs with fewer Ps.
 //
 // Master change. An idle session moves on its next statement: its state
 // (database, SET statements, prepared statements re-prepared lazily under

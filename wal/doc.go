@@ -37,22 +37,21 @@
 //
 // The segments (NNNNNNNNNNNNNNNN.seg, segment.go) are the write-ahead log;
 // Badger is the index over them and the home of the metadata, and is
-// never synced per group. Why not Badger's own write-ahead file, as
-// before: every value was copied into Badger's memtable file and arena,
-// then into a level-0 table when the memtable filled, then again at each
-// compaction. The flush of a full memtable (every 1-2 s under paxosbench's
-// load, on the three nodes at once) took the CPU for 1-2 s and was the
-// whole p99 tail; paxosbench -clients 64 went from 14,000-16,600
-// commits/s (p99 11-17 ms) to 23,600-23,700 (p99 5.5-7.3 ms) side by
-// side. Badger now holds about 60 bytes per instance.
+// never synced per group. Why not Badger's own write-ahead file: every
+// value would be copied into Badger's memtable file and arena, then into
+// a level-0 table when the memtable filled, then again at each
+// compaction, and the flush of a full memtable, on the three nodes at
+// once, takes the CPU for a second or more: it was the whole p99 tail
+// (figures in the README, "Performance on one host"). Badger holds about
+// 60 bytes per instance.
 //
 // A Save returns only after its group's sync, after the group is in
 // Badger, and after every earlier group was answered, so a caller may
 // answer its RPC ("persist before send"), and SaveAsync callers see
 // durability in submission order. Up to MaxSyncsInFlight (4) groups are
 // written and syncing at once: while group k syncs, group k+1 is written
-// and starts its own sync (this disk sustains 2-4x more fsyncs/s with 2-4
-// in flight). An fdatasync covers every earlier write to the file, so the
+// and starts its own sync (a disk sustains more fsyncs per second with
+// several in flight). An fdatasync covers every earlier write to the file, so the
 // groups that survive a power cut are always a prefix of those written.
 //
 // # Crash recovery

@@ -225,9 +225,8 @@ func run(args []string) error {
 // setProcs sets GOMAXPROCS. The proxy shares its host with MariaDB and
 // does little work per statement (four socket operations); with fewer Ps
 // the Go scheduler hands goroutines between threads less often, and each
-// such wakeup costs more than the relay itself. Measured on 2 vCPUs under
-// sysbench oltp_point_select (8 threads, one run, TestThroughput): 47-55 µs
-// of proxy CPU per query with 2 Ps, 37-39 µs with 1; 9-12k vs 13-14k qps.
+// such wakeup costs more than the relay itself: fewer Ps, less CPU per
+// query (figures in the README, "Performance on one host").
 func setProcs(n int) {
 	switch {
 	case n > 0:
