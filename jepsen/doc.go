@@ -26,8 +26,10 @@
 // Tests: TestRunEndToEndSoloMariaDB runs the harness against one bare
 // MariaDB (the harness's own plumbing); TestJepsenShort is the CI run
 // against a real 3-node cluster built from the tree (register, kill and
-// partition in turn, 45 s). scripts/jepsen-matrix.sh (make jepsen) runs
-// every workload under every nemesis and prints a table.
+// partition in turn, 45 s); crash_short_test.go adds about a minute each
+// of append under kill-majority, under logd (with a latency bound) and on
+// the read/write-split port under kill. scripts/jepsen-matrix.sh (make
+// jepsen) runs every workload under every nemesis and prints a table.
 //
 // Validity of a run: the checkers' verdicts combined (any false is false,
 // else any unknown is unknown), plus false if the cluster did not become

@@ -3,17 +3,14 @@ package jepsen
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"phxgo/binlogd/localcluster"
 	"phxgo/jepsen/checker"
 	"phxgo/jepsen/history"
 	"phxgo/jepsen/nemesis"
-	"phxgo/jepsen/netns"
 	"phxgo/jepsen/phxcluster"
 )
 
@@ -24,19 +21,7 @@ import (
 // check. It must be valid. On failure the results and the cluster's data
 // are kept and their paths logged.
 func TestJepsenShort(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs a real cluster for about two minutes; skipped in -short")
-	}
-	if err := netns.Supported(); err != nil {
-		t.Skipf("skipping: %v", err)
-	}
-	if _, err := exec.LookPath("mariadb-install-db"); err != nil {
-		t.Fatal("MariaDB not installed (scripts/install-deps.sh)")
-	}
-	bin := t.TempDir()
-	if err := localcluster.BuildBinaries(bin); err != nil {
-		t.Fatal(err)
-	}
+	bin := shortCluster(t) // skips in -short or without namespaces; one build for every short run
 	out, err := os.MkdirTemp("", "jepsen-short-")
 	if err != nil {
 		t.Fatal(err)

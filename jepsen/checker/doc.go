@@ -11,7 +11,15 @@
 //	              nothing never attempted and nothing that failed
 //	Append        Elle-shaped list-append: reads of a key are prefixes of one
 //	              another, no element twice, none lost after it was
-//	              acknowledged, real-time order of appends kept
+//	              acknowledged, real-time order of appends kept; no aborted
+//	              (G1a) or intermediate (G1b) read; and no cycle in the
+//	              ww/wr/rw dependency graph (txngraph.go): G0, G1c, G2-item,
+//	              found with Tarjan's SCC and the shortest cycle per kind
+//	              (cycles.go). Replica reads (read/write-split port) are
+//	              judged by everything except recency
+//	Latency       (with -latency-bound) no operation waited longer than the
+//	              bound while no fault was in place: a COMMIT blocked by a
+//	              fault must be answered once it is healed
 //	Availability  share of ok operations inside each fault window and the
 //	              time from heal to the first ok operation after it
 //

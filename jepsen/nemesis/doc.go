@@ -15,6 +15,17 @@
 //	           namespace; heal = flush them
 //	restart    rolling restart: each node in turn killed, restarted, and the
 //	           cluster awaited healthy before the next
+//	kill-majority  SIGKILL every process of a majority of the nodes at once,
+//	           every other time of all nodes; heal = Restart of all at once
+//	           (binlogd recovery cuts each binlog back to the log) (crash.go)
+//	logd       SIGKILL the master's binlogd only; its mariadbd keeps running
+//	           with commits blocked in the semi-sync wait; held >= 2 leases
+//	           (another node takes over); heal = Restart, whose binlogd
+//	           adopts the mariadbd and SIGKILLs it if commits still wait
+//	           (crash.go)
+//
+// Kinds beyond the first four add themselves from their own file with
+// register (init), so each stays one file.
 //
 // Every fault window is recorded in the history as one Op (F "nemesis",
 // Invoke = start, Complete = heal), which the availability checker reads.

@@ -12,6 +12,24 @@
 //	append    Elle list-append transactions (SERIALIZABLE) over a few keys;
 //	          a TEXT column appended with CONCAT; reads return the list
 //
+// The append workload on the read/write-split port (-rwsplit): a third of
+// the ops only read, and run as ONE autocommit SELECT ... WHERE k IN (...)
+// with the keys inline (a text query, which the proxy may route to a
+// replica), marked checker.ReplicaRead; transactions run as usual. What
+// that port promises (sqlproxy doc.go, route.go, health.go): a write or
+// any statement inside a transaction runs on the master under its lease,
+// as on the linearizable port; a read outside a transaction goes
+// round-robin to a replica its proxy found healthy (replicating, at most
+// MaxReplicaLag 10 s and MaxReplicaBehind 10,000 transactions behind, by
+// default), else to the master. A replica's MariaDB applies only the
+// chosen, valid log, in order, so one SELECT there is a snapshot of a
+// committed prefix of the history: serializable with everything else,
+// never garbage, aborted or forked, but it may be stale. Not promised:
+// read-your-writes (that is sqlproxy -mode causal, not this port) and
+// monotonic reads (consecutive reads may hit different replicas), nor a
+// hard staleness bound (the lag is as of the last health check).
+// checker.Append checks exactly that.
+//
 // Outcomes (see package history): a statement in autocommit mode that
 // returns one of the MySQL errors proving it did not execute (duplicate
 // key, deadlock, lock wait timeout, read-only, ...) is fail; any other
