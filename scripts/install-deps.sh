@@ -12,6 +12,7 @@ command -v iptables >/dev/null 2>&1 || need+=(iptables)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v protoc >/dev/null 2>&1 || need+=(protobuf-compiler)
 command -v openssl >/dev/null 2>&1 || need+=(openssl) # scripts/make-test-ca.sh (TLS tests)
+command -v fusermount3 >/dev/null 2>&1 || need+=(fuse3) # jepsen/lazyfs (power nemesis); as root it mounts /dev/fuse itself
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive

@@ -32,7 +32,11 @@
 //   - A new file's or directory's entry is durable only after an fsync of
 //     its directory (POSIX; Jepsen's LazyFS persists nothing without
 //     fsync either). Options.FsyncPersistsName adds the ext4/XFS habit:
-//     fsync of a file also makes its current name durable.
+//     fsync of a file also makes its current name durable, and its
+//     directories' names up to the root (ext4 commits them in the same
+//     journal transaction); other names it had before a rename are not
+//     dropped from their directories. MariaDB 10.11 needs it: it never
+//     fsyncs a directory after creating a .ibd (phxcluster's default).
 //   - rename: durable in each of the two directories when that directory
 //     is fsynced; if only the target is, a file has both names after a
 //     drop, a directory only the new one.

@@ -180,9 +180,17 @@ func TestFsyncPersistsNameOption(t *testing.T) {
 	f := mountT(t, Options{FsyncPersistsName: true})
 	write(t, f.p("a"), 0, "synced file, directory not", true)
 	write(t, f.p("b"), 0, "nothing synced", false)
+	// In a new directory: the directory's name is made durable with it.
+	if err := os.MkdirAll(f.p("d1/d2"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, f.p("d1/d2/c"), 0, "deep", true)
+	write(t, f.p("d1/other"), 0, "not synced", false)
 	drop(t, f)
 	want(t, f.p("a"), "synced file, directory not")
 	want(t, f.p("b"), "<absent>")
+	want(t, f.p("d1/d2/c"), "deep")
+	want(t, f.p("d1/other"), "<absent>")
 }
 
 func TestRename(t *testing.T) {

@@ -27,8 +27,9 @@ var (
 
 // Options of a mount; the zero value is valid.
 type Options struct {
-	// FsyncPersistsName: fsync of a file also makes its current name in
-	// its current directory durable (as ext4 and XFS do in practice).
+	// FsyncPersistsName: fsync of a file also makes its current name,
+	// and its directories' up to the root, durable (as ext4 and XFS do
+	// in practice).
 	// Off (the default, as Jepsen's LazyFS and POSIX): only fsync of the
 	// directory does.
 	FsyncPersistsName bool
@@ -123,8 +124,8 @@ func (f *FS) mount() error {
 			Options:           []string{"default_permissions"},
 			FsName:            f.backing,
 			Name:              "lazyfs",
-			DirectMountStrict: true, // no fusermount needed as root
-			MaxWrite:          1 << 20,
+			DirectMountStrict: true,      // no fusermount needed as root
+			MaxWrite:          512 << 10, // a reply (data + header) must fit a 1 MiB pipe for splice
 			MaxBackground:     64,
 		},
 		EntryTimeout: &sec, AttrTimeout: &sec,

@@ -353,14 +353,31 @@ func (f *file) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 		return errno(err)
 	}
 	if f.n.persist {
-		if name, parent := f.n.Parent(); parent != nil {
-			if pn, ok := parent.Operations().(*node); ok {
-				var s unix.Stat_t
-				if fd, ok := f.LoopbackFile.PassthroughFd(); ok && unix.Fstat(fd, &s) == nil {
-					return errno(f.n.s.nameSynced(pn.path(), name, s.Ino))
-				}
-			}
-		}
+		return errno(f.n.persistNames())
 	}
 	return 0
+}
+
+// persistNames makes the node's current name durable, and its
+// directory's, up to the root (ext4 commits the journal, which holds
+// them all, on any fsync).
+func (n *node) persistNames() error {
+	for cur := n; ; {
+		name, parent := cur.Parent()
+		if parent == nil {
+			return nil
+		}
+		pn, ok := parent.Operations().(*node)
+		if !ok {
+			return nil
+		}
+		var st unix.Stat_t
+		if err := unix.Lstat(cur.path(), &st); err != nil {
+			return err
+		}
+		if err := n.s.nameSynced(pn.path(), name, entry{ino: st.Ino, dir: st.Mode&unix.S_IFMT == unix.S_IFDIR}); err != nil {
+			return err
+		}
+		cur = pn
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -91,6 +92,10 @@ func (s *state) revert() (Dropped, error) {
 		changed := len(f.pages) > 0 || (unix.Fstat(f.fd, &st) == nil && st.Size != f.size)
 		n, err := f.revert()
 		errs = append(errs, err)
+		if n >= 1<<20 {
+			name, _ := os.Readlink("/proc/self/fd/" + strconv.Itoa(f.fd))
+			slog.Info("lazyfs: large unsynced overwrite put back", "file", name, "bytes", n)
+		}
 		out.Bytes += n
 		if changed {
 			out.Files++

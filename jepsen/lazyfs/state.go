@@ -171,7 +171,7 @@ func (s *state) dropDir(ino uint64) {
 // nameSynced makes name -> ino durable in the backing directory dir,
 // leaving its other names as they are (fsync of a file with
 // Options.FsyncPersistsName).
-func (s *state) nameSynced(dir, name string, ino uint64) error {
+func (s *state) nameSynced(dir, name string, e entry) error {
 	var st unix.Stat_t
 	if err := unix.Stat(dir, &st); err != nil {
 		return err
@@ -187,8 +187,8 @@ func (s *state) nameSynced(dir, name string, ino uint64) error {
 			delete(s.refs, old.ino)
 		}
 	}
-	d.entries[name] = entry{ino: ino}
-	s.refs[ino]++
+	d.entries[name] = e
+	s.refs[e.ino]++
 	return nil
 }
 

@@ -36,7 +36,7 @@ func mountDisks(ls localcluster.Spec, o Options) (map[uint32]*lazyfs.FS, error) 
 				return nil, err
 			}
 		}
-		fs, err := lazyfs.Mount(mnt, back, lazyfs.Options{Unbuffered: unbuffered, FsyncPersistsName: o.LazyFSPersistNames})
+		fs, err := lazyfs.Mount(mnt, back, lazyfs.Options{Unbuffered: unbuffered, FsyncPersistsName: !o.LazyFSStrictNames})
 		if err != nil {
 			unmountDisks(disks)
 			return nil, fmt.Errorf("phxcluster: node %d on lazyfs: %w", i, err)
