@@ -162,9 +162,9 @@
 // stranger or a broken peer. Authentication (mTLS, the sender named in
 // the peer's certificate) is the transport's job; the core's is that no
 // message, however forged, panics a node, wraps an integer or gets
-// persisted out of range: one Prepare at round MaxUint64 used to be
-// promised, persisted, and then wrap the next round to 0, panicking every
-// node at every restart. The core checks each message before acting on
+// persisted out of range: a Prepare at round MaxUint64, once promised
+// and persisted, would wrap the next round to 0 and panic every node at
+// every restart. The core checks each message before acting on
 // it (validateMessage in message.go, admit in core_validate.go) and drops
 // a failing one whole, counted by reason (Status.Dropped, logged at most
 // every 10 s with the latest example, droplog.go):

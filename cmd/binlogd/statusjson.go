@@ -15,8 +15,8 @@ import (
 // `binlogd cluster status -json` carries as "status": snake_case keys (the
 // proto's field names where one exists), numbers as JSON numbers, every key
 // always present. README "Status JSON" documents the keys;
-// TestStatusJSONShape pins them. (Before issue 18 this was protojson's
-// output: lowerCamelCase keys and 64-bit numbers as strings.)
+// TestStatusJSONShape pins them. Not protojson's output, whose
+// lowerCamelCase keys and 64-bit numbers as strings scripts trip over.
 type statusJSON struct {
 	NodeID                uint32       `json:"node_id"`
 	Role                  string       `json:"role"` // master, candidate, replica, unsafe, unknown

@@ -14,7 +14,7 @@ import (
 // A timeline splits the measured phase into slices of -timeline and
 // prints, per slice, the commits that ended in it (rate, p50, p99, max
 // latency) and the memtable rotations each node's wal made, so a tail can
-// be told apart from a steady state (issue 2: is p99 the rotations?).
+// be told apart from a steady state (is the p99 tail the rotations?).
 
 // sample is one commit: when it ended, from the start, and its latency.
 type sample struct{ end, lat time.Duration }

@@ -1,5 +1,5 @@
 // Package hosts proves that phxgo runs on separate machines, set up only
-// the documented way (issue 18.6; `make hosts-test`). Each host is a
+// the documented way (`make hosts-test`). Each host is a
 // network namespace with its own loopback and its own address on a bridge
 // that only the run's namespaces share (no route out; jepsen/netns):
 //

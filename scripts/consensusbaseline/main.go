@@ -1,5 +1,5 @@
-// Command consensusbaseline is the other side of issue 2's side-by-side
-// comparison (scripts/bench-consensus.sh): -system raft runs three
+// Command consensusbaseline is the other side of the side-by-side
+// consensus comparison (scripts/bench-consensus.sh): -system raft runs three
 // hashicorp/raft nodes in one process (TCP transports on loopback,
 // raft-boltdb stores, fsync on) and Apply; -system etcd runs a 3-member
 // embedded etcd (fsync on) and Put through clientv3. Both run a
