@@ -14,9 +14,9 @@ import (
 // Large commands under concurrent load, over real gRPC and wals with the
 // smallest memtable (so one wal transaction holds about 600 KiB). A
 // node merges every Ready waiting for its persister into one save, and
-// that merge used to outgrow a transaction: the wal refused it and the
-// node stopped ("exceeds one Badger transaction"; issue 2: paxosbench
-// -value 65536 lost both followers within seconds).
+// that merge must not outgrow a transaction: the wal would refuse it and
+// the node stop ("exceeds one Badger transaction"; paxosbench -value
+// 65536 lost both followers within seconds that way).
 func TestLargeCommandsUnderLoad(t *testing.T) {
 	opts := wal.Options{MemTableSize: 4 << 20}
 	c := newTestClusterWAL(t, 3, &opts)

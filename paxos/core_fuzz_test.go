@@ -40,7 +40,7 @@ func FuzzCoreStep(f *testing.F) {
 }
 
 // coreFuzzSeeds are hand-written scripts: the bricking Prepare, a leader
-// election with traffic, and the other hostile messages of issue 17.
+// election with traffic, and the other hostile messages of hostile_test.go.
 func coreFuzzSeeds() [][]byte {
 	var seeds [][]byte
 	// warmup: ticks, deliveries and a proposal now and then: a leader is

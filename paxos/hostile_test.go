@@ -8,7 +8,7 @@ import (
 	"phxgo/wal"
 )
 
-// Hostile input at the core (issue 17, point 4): every message below is
+// Hostile input at the core: every message below is
 // one a stranger or a broken peer can send. Each must be dropped whole,
 // counted under its reason, and change nothing that is persisted; none
 // may panic the core, then or at a later election.

@@ -77,12 +77,12 @@ func loseBadgerAfter(t *testing.T, dir string, seg uint64, k int, starts []uint6
 	})
 }
 
-// TestFlippedByteMidSegmentRefusesOpen is issue 17's scenario: one byte
-// flipped in the middle of the newest segment, Badger behind it. Open used
-// to take the bad frame for a torn tail and drop everything after it
-// (promise round 20 became 5, instances 6-20 vanished); now it refuses,
-// naming the file, the offset, what it found and where valid frames
-// resume, and changes nothing.
+// TestFlippedByteMidSegmentRefusesOpen: one byte flipped in the middle of
+// the newest segment, Badger behind it. Taking the bad frame for a torn
+// tail would drop everything after it (promise round 20 would become 5,
+// instances 6-20 would vanish); Open refuses instead, naming the file,
+// the offset, what it found and where valid frames resume, and changes
+// nothing.
 func TestFlippedByteMidSegmentRefusesOpen(t *testing.T) {
 	dir := t.TempDir()
 	seg := twentyPromises(t, dir)

@@ -17,11 +17,11 @@ import (
 	pb "phxgo/proto"
 )
 
-// TestHostilePaxosPeer is issue 17's finding as an attack on a real
-// 3-node cluster: a stranger dials every node's gRPC port and sends, on
-// the Paxos peer stream, the Prepare at round MaxUint64 that used to make
-// every binlogd promise it, persist it and panic (again at every restart:
-// one packet bricked the cluster), and other hostile messages: a Prepare
+// TestHostilePaxosPeer is an attack on a real 3-node cluster: a stranger
+// dials every node's gRPC port and sends, on the Paxos peer stream, a
+// Prepare at round MaxUint64 (a binlogd that promised and persisted it
+// would panic, and again at every restart: one packet would brick the
+// cluster), and other hostile messages: a Prepare
 // at the highest valid round (which would use up the ballot space), an
 // Accept at index MaxUint64, a Snapshot there and one whose lease state
 // does not decode, senders 0 and 999, and an unknown type. The links run without TLS: this test is about the Paxos
