@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -36,7 +37,7 @@ var launcher jepsen.Launcher = phxcluster.Launcher(phxcluster.Options{})
 func main() {
 	cfg := jepsen.DefaultConfig()
 	flag.StringVar(&cfg.Workload, "workload", cfg.Workload, "register, bank, set or append")
-	flag.StringVar(&cfg.Nemesis, "nemesis", cfg.Nemesis, "comma list of "+strings.Join(nemesis.Kinds, ", ")+"; all; none")
+	flag.StringVar(&cfg.Nemesis, "nemesis", cfg.Nemesis, "comma list of "+strings.Join(nemesis.Kinds, ", ")+", "+nemesis.Power+" (not in all: puts the nodes on lazyfs); all; none")
 	flag.DurationVar(&cfg.Time, "time", cfg.Time, "how long the workload runs under faults")
 	flag.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "client processes")
 	flag.Float64Var(&cfg.Rate, "rate", cfg.Rate, "target ops/s over all clients (0: unlimited)")
@@ -51,6 +52,7 @@ func main() {
 	flag.BoolVar(&cfg.KeepData, "keep", false, "keep the cluster's data directory after a run that is not valid")
 	flag.BoolVar(&cfg.RWSplit, "rwsplit", false, "append: clients use the proxies' read/write-split port (read-only ops become one SELECT a replica may serve; checked for what that port promises)")
 	flag.DurationVar(&cfg.LatencyBound, "latency-bound", 0, "if > 0: no op may wait longer than this with no fault in place (below -op-timeout; e.g. -nemesis logd -op-timeout 60s -latency-bound 10s)")
+	onLazyFS := flag.Bool("lazyfs", false, "put each node's directory on jepsen/lazyfs (needs root and /dev/fuse; implied by -nemesis power)")
 	showVersion := flag.Bool("version", false, "print the build and exit")
 	runHostsTest := flag.Bool("hosts", false, "run the separate-machines scenario (jepsen/hosts, make hosts-test) instead of a workload; run from the checkout")
 	flag.Parse()
@@ -61,6 +63,9 @@ func main() {
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, nil)))
 	// go-sql-driver logs every dropped connection; the history has them.
 	_ = mysql.SetLogger(log.New(io.Discard, "", 0))
+	if kinds, _ := nemesis.ParseKinds(cfg.Nemesis); *onLazyFS || slices.Contains(kinds, nemesis.Power) {
+		launcher = phxcluster.Launcher(phxcluster.Options{LazyFS: true})
+	}
 	if *runHostsTest {
 		os.Exit(runHosts(cfg.BinDir, cfg.KeepData))
 	}
