@@ -8,7 +8,7 @@
 set -u
 cd "$(dirname "$0")/.."
 WORKLOADS=${WORKLOADS:-"register bank set append"}
-NEMESES=${NEMESES:-"kill pause partition restart all"}
+NEMESES=${NEMESES:-"kill pause partition restart power all"} # power: nodes on jepsen/lazyfs (root, /dev/fuse)
 TIME=${TIME:-180s}
 OUT=${OUT:-jepsen-results/matrix-$(date +%Y%m%dT%H%M%S)}
 mkdir -p "$OUT"
