@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -126,12 +127,33 @@ func linkServerOptions(cfg Config) []grpc.ServerOption {
 func (t *grpcTransport) send(msgs []Message) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
+	// Wake only the senders that got something: a Ready often addresses
+	// one peer (a vote request, a reply), and a wake-up with an empty
+	// queue is a goroutine switch for nothing.
+	var woken [64]*peerSender // members are at most 64
+	nw, all := 0, false
 	for i := range msgs {
-		if p := t.peers[msgs[i].To]; p != nil {
-			p.enqueue(msgs[i])
+		p := t.peers[msgs[i].To]
+		if p == nil {
+			continue
+		}
+		p.enqueue(msgs[i])
+		switch {
+		case nw > 0 && woken[nw-1] == p, slices.Contains(woken[:nw], p):
+		case nw < len(woken):
+			woken[nw] = p
+			nw++
+		default:
+			all = true
 		}
 	}
-	for _, p := range t.peers {
+	if all {
+		for _, p := range t.peers {
+			p.signal()
+		}
+		return
+	}
+	for _, p := range woken[:nw] {
 		p.signal()
 	}
 }
