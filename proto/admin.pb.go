@@ -540,9 +540,14 @@ type NodeStatus struct {
 	LagTransactions uint64 `protobuf:"varint,21,opt,name=lag_transactions,json=lagTransactions,proto3" json:"lag_transactions,omitempty"`
 	LagSeconds      int64  `protobuf:"varint,22,opt,name=lag_seconds,json=lagSeconds,proto3" json:"lag_seconds,omitempty"`
 	// mysql_up: binlogd's connection to its MariaDB answers.
-	MysqlUp       bool `protobuf:"varint,23,opt,name=mysql_up,json=mysqlUp,proto3" json:"mysql_up,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	MysqlUp bool `protobuf:"varint,23,opt,name=mysql_up,json=mysqlUp,proto3" json:"mysql_up,omitempty"`
+	// The part of mysql_gtid_pos InnoDB has synced: a relaxed replica
+	// (no fsync per commit) may lose the rest in a host crash and fetch it
+	// again, so log retention keeps the log from here. "" from a binlogd
+	// that predates it (its MariaDB is durable: use mysql_gtid_pos).
+	MysqlDurableGtidPos string `protobuf:"bytes,24,opt,name=mysql_durable_gtid_pos,json=mysqlDurableGtidPos,proto3" json:"mysql_durable_gtid_pos,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *NodeStatus) Reset() {
@@ -734,6 +739,13 @@ func (x *NodeStatus) GetMysqlUp() bool {
 		return x.MysqlUp
 	}
 	return false
+}
+
+func (x *NodeStatus) GetMysqlDurableGtidPos() string {
+	if x != nil {
+		return x.MysqlDurableGtidPos
+	}
+	return ""
 }
 
 type RecoverPointRequest struct {
@@ -1158,7 +1170,7 @@ const file_admin_proto_rawDesc = "" +
 	"mysql_addr\x18\x03 \x01(\tR\tmysqlAddr\x12\x1b\n" +
 	"\trepl_addr\x18\x04 \x01(\tR\breplAddr\x12\x1d\n" +
 	"\n" +
-	"proxy_addr\x18\x05 \x01(\tR\tproxyAddr\"\xa5\x06\n" +
+	"proxy_addr\x18\x05 \x01(\tR\tproxyAddr\"\xda\x06\n" +
 	"\n" +
 	"NodeStatus\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\rR\x06nodeId\x12%\n" +
@@ -1187,7 +1199,8 @@ const file_admin_proto_rawDesc = "" +
 	"\x10lag_transactions\x18\x15 \x01(\x04R\x0flagTransactions\x12\x1f\n" +
 	"\vlag_seconds\x18\x16 \x01(\x03R\n" +
 	"lagSeconds\x12\x19\n" +
-	"\bmysql_up\x18\x17 \x01(\bR\amysqlUp\"D\n" +
+	"\bmysql_up\x18\x17 \x01(\bR\amysqlUp\x123\n" +
+	"\x16mysql_durable_gtid_pos\x18\x18 \x01(\tR\x13mysqlDurableGtidPos\"D\n" +
 	"\x13RecoverPointRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\rR\x06nodeId\x12\x14\n" +
 	"\x05gtids\x18\x02 \x03(\tR\x05gtids\"\x7f\n" +

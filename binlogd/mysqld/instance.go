@@ -32,6 +32,12 @@ type Options struct {
 	Host     string // address to bind, default 127.0.0.1
 	Port     int
 	ServerID uint32
+	// ApplyThreads > 0 makes the server, as a replica, apply in parallel
+	// with that many worker threads (slave_parallel_threads, optimistic
+	// mode: transactions run in parallel and commit in binlog order; a
+	// conflict rolls the later one back and retries it). 0: one SQL
+	// thread, MariaDB's default.
+	ApplyThreads int
 	// Extra my.cnf lines under [mysqld], e.g. "innodb_buffer_pool_size=256M".
 	Extra  []string
 	Logger *slog.Logger
@@ -121,6 +127,9 @@ max_connections=500
 character-set-server=utf8mb4
 collation-server=utf8mb4_general_ci
 `)
+	if i.opts.ApplyThreads > 0 {
+		fmt.Fprintf(&b, "slave_parallel_threads=%d\nslave_parallel_mode=optimistic\n", i.opts.ApplyThreads)
+	}
 	for _, l := range i.opts.Extra {
 		b.WriteString(l + "\n")
 	}

@@ -39,7 +39,9 @@ func (n *Node) Status() *pb.NodeStatus {
 		AppliedIndex:  ps.Applied,
 		LastValidGtid: binlog.GTID(ls.State.LastGTID).String(),
 		MysqlGtidPos:  n.applied.Load().String(),
-		PaxosLeader:   ps.Leader,
+		// "0-0-0" when not known yet: retention then keeps everything.
+		MysqlDurableGtidPos: n.durableString(),
+		PaxosLeader:         ps.Leader,
 	}
 	now := time.Now()
 	switch ls.Role {
@@ -50,10 +52,7 @@ func (n *Node) Status() *pb.NodeStatus {
 	default:
 		st.Role = pb.Role_ROLE_REPLICA
 	}
-	n.roleMu.Lock()
-	serving := n.isMaster
-	n.roleMu.Unlock()
-	if st.Role == pb.Role_ROLE_MASTER && !serving {
+	if st.Role == pb.Role_ROLE_MASTER && !n.serving() {
 		st.Role, st.Ready = pb.Role_ROLE_CANDIDATE, false // lease ready, MariaDB not switched yet
 	}
 	if !ls.Deadline.IsZero() && st.Ready {

@@ -66,6 +66,7 @@ func newMetrics(n *Node) *metrics {
 	registerPaxosMetrics(reg, n)
 	registerBinlogMetrics(reg, n)
 	registerWALMetrics(reg, n)
+	registerRoleMetrics(reg, n)
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "phxgo", Subsystem: "paxos", Name: "applied_index", Help: "applied log index"},
 		func() float64 { return float64(n.px.Status().Applied) }))
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "phxgo", Subsystem: "paxos", Name: "first_index", Help: "first log index still stored (compaction point + 1)"},

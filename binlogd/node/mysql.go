@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"phxgo/binlogd/mysqld"
 	"phxgo/binlogd/recovery"
 	"phxgo/binlogd/role"
+	"phxgo/binlogd/rolectl"
 	"phxgo/masterlease"
 	"phxgo/paxos"
 )
@@ -91,6 +91,26 @@ func (n *Node) startMySQL(ctx context.Context) error {
 			return errors.New("killed adopted mariadbd with waiting commits")
 		}
 		_ = role.SetReadOnly(ctx, db)
+		// It may be a relaxed replica: durable again (and flushed) before
+		// the settings check; the next repoint relaxes it again.
+		if err := role.MakeDurable(ctx, db); err != nil {
+			db.Close()
+			return err
+		}
+		n.ctl.relaxed.Store(false)
+		if err := n.clearRelaxed(); err != nil {
+			n.log.Warn("removing the relaxed marker", "err", err)
+		}
+	} else if err := n.resyncAfterRelaxed(ctx, db); err != nil {
+		db.Close()
+		return fmt.Errorf("resync a relaxed replica's binlog: %w", err)
+	}
+	// What InnoDB holds now is on disk: it was recovered from disk, or
+	// just flushed. The poll follows the synced position from here.
+	if g, err := role.Applied(ctx, db); err == nil {
+		n.ctl.durable.reset(g, true)
+	} else {
+		n.ctl.durable.reset(binlog.GTID{}, false)
 	}
 	cctx, ccancel := context.WithTimeout(ctx, 30*time.Second)
 	err = capture.CheckSettings(cctx, db)
@@ -274,6 +294,9 @@ func (n *Node) poll(ctx context.Context) {
 		g, err := role.Applied(qctx, db)
 		if err == nil {
 			n.applied.Store(&g)
+			if cur, flushed, err := readLSNs(qctx, db); err == nil {
+				n.ctl.durable.observe(g, cur, flushed)
+			}
 		}
 		st, err := role.ReplicaStatus(qctx, db)
 		if err == nil {
@@ -289,29 +312,11 @@ func (n *Node) poll(ctx context.Context) {
 		if ls.Role == masterlease.RoleCandidate && g == binlog.GTID(ls.State.LastGTID) {
 			n.lease.MarkCaughtUp(ls.State.LastBatchIndex)
 		}
-		if time.Since(lastRepoint) > 2*time.Second && !n.stopping.Load() {
-			lastRepoint = time.Now()
-			n.keepReplica(qctx, db)
-		}
 		cancel()
-	}
-}
-
-// keepReplica repoints MariaDB at this node's own endpoint unless the node
-// is, or is about to become, master. The checks run under switchMu so a
-// promotion that starts meanwhile waits for the repoint to finish and then
-// turns semi-sync master back on.
-func (n *Node) keepReplica(ctx context.Context, db *sql.DB) {
-	n.switchMu.Lock()
-	defer n.switchMu.Unlock()
-	n.roleMu.Lock()
-	master := n.isMaster
-	n.roleMu.Unlock()
-	if master || n.lease.Status().Role == masterlease.RoleMaster {
-		return
-	}
-	if err := role.BecomeReplica(ctx, db, n.upstream()); err != nil {
-		n.log.Warn("keeping MariaDB a replica failed", "err", err)
+		if time.Since(lastRepoint) > rolectl.RepointInterval && !n.stopping.Load() {
+			lastRepoint = time.Now()
+			n.repoint(ctx)
+		}
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"phxgo/binlogd/mtls"
 	"phxgo/binlogd/mysqld"
 	"phxgo/binlogd/replserver"
+	"phxgo/binlogd/rolectl"
 	"phxgo/masterlease"
 	"phxgo/paxos"
 	pb "phxgo/proto"
@@ -52,18 +53,11 @@ type Node struct {
 	replInfo atomic.Pointer[string]
 	unsafe   atomic.Pointer[string]
 
-	// switchMu serializes the statements that change MariaDB's role:
-	// without it the poll loop's repoint (which turns semi-sync master off)
-	// could land between becomeMaster's statements and its settings check.
-	switchMu sync.Mutex
-
-	roleMu   sync.Mutex
-	isMaster bool
-	capStop  context.CancelFunc
-	capDone  chan struct{}
-	capStats func() string
-	capture  atomic.Pointer[capture.Capture] // this term's, for metrics; nil before the first
-	lagSecs  atomic.Int64                    // Seconds_Behind_Master; -1 unknown or not replicating
+	// ctl carries out the role controller (roles.go, binlogd/rolectl):
+	// the only code that changes MariaDB's role.
+	ctl     *roleDriver
+	capture atomic.Pointer[capture.Capture] // this term's, for metrics; nil before the first
+	lagSecs atomic.Int64                    // Seconds_Behind_Master; -1 unknown or not replicating
 
 	stopping atomic.Bool
 	win      readWindows // read windows granted to proxies (windows.go)
@@ -89,7 +83,7 @@ func New(cfg *config.Config, logger *slog.Logger) (*Node, error) {
 	host, port := cfg.MySQLBind()
 	inst, err := mysqld.New(mysqld.Options{
 		Dir: cfg.MySQLDir, Host: host, Port: port, ServerID: cfg.ID,
-		Extra: cfg.MySQLExtra, Logger: logger,
+		ApplyThreads: replicaApplyThreads, Extra: cfg.MySQLExtra, Logger: logger,
 	})
 	if err != nil {
 		return nil, err
@@ -100,6 +94,7 @@ func New(cfg *config.Config, logger *slog.Logger) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, cred: cred, log: logger, inst: inst, tls: tlsm}
 	n.ret = &retention{n: n}
+	n.ctl = newRoleDriver(n)
 	zero := binlog.GTID{}
 	n.applied.Store(&zero)
 	n.lagSecs.Store(-1)
@@ -150,7 +145,7 @@ func (n *Node) Run(ctx context.Context) error {
 
 	rcfg := replserver.DefaultConfig()
 	rcfg.Addr, rcfg.User, rcfg.Password = n.cfg.ReplAddr, n.cred.CaptureUser, n.cred.CapturePassword
-	rcfg.ServerID, rcfg.Logger = 2000+n.cfg.ID, n.log
+	rcfg.ServerID, rcfg.Logger = rolectl.EndpointServerID(n.cfg.ID), n.log
 	rcfg.HeartbeatPeriod = time.Second
 	repl, err := replserver.New(rcfg, newLogSource(px))
 	if err != nil {

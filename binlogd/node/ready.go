@@ -59,11 +59,8 @@ func (n *Node) readiness(ctx context.Context) (bool, string) {
 	if db == nil || !n.mysqlUp.Load() && n.cfg.SuperviseMySQL {
 		return false, "waiting for MariaDB"
 	}
-	n.roleMu.Lock()
-	master := n.isMaster
-	n.roleMu.Unlock()
 	ls := n.lease.Status()
-	if master {
+	if n.serving() {
 		return true, fmt.Sprintf("master, epoch %d", ls.State.Epoch)
 	}
 	qctx, cancel := context.WithTimeout(ctx, 2*time.Second)

@@ -90,7 +90,9 @@ func (r *retention) tick(ctx context.Context, now time.Time) {
 	n.m.logBytes.Set(float64(size))
 
 	first := n.px.Status().FirstIndex
-	local, localOK := n.localApplied()
+	// Durable positions: a relaxed replica may lose what it applied
+	// after its synced position in a host crash, and fetch it again.
+	local, localOK := n.localDurable()
 	minGTID, membersOK := r.membersApplied(ctx, local, localOK)
 	r.mu.Lock()
 	target, overBytes := retentionTarget(r.samples, retentionInput{
@@ -185,8 +187,8 @@ func (n *Node) localApplied() (binlog.GTID, bool) {
 	return *n.applied.Load(), true
 }
 
-// membersApplied returns the lowest GTID every member's MariaDB applied;
-// ok=false when some member could not be asked.
+// membersApplied returns the lowest GTID every member's MariaDB applied
+// and synced; ok=false when some member could not be asked.
 func (r *retention) membersApplied(ctx context.Context, local binlog.GTID, localOK bool) (binlog.GTID, bool) {
 	n := r.n
 	if !localOK {
@@ -207,10 +209,11 @@ func (r *retention) membersApplied(ctx context.Context, local binlog.GTID, local
 		if err != nil {
 			return binlog.GTID{}, false
 		}
-		g, err := binlog.ParseGTID(st.MysqlGtidPos)
-		if st.MysqlGtidPos == "" {
-			g, err = binlog.GTID{}, nil
+		pos := st.MysqlDurableGtidPos
+		if pos == "" { // a binlogd from before relaxed replicas: durable MariaDB
+			pos = st.MysqlGtidPos
 		}
+		g, err := binlog.ParseGTID(pos)
 		if err != nil {
 			return binlog.GTID{}, false
 		}

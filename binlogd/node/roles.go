@@ -4,22 +4,80 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"phxgo/binlogd/binlog"
 	"phxgo/binlogd/capture"
 	"phxgo/binlogd/role"
+	"phxgo/binlogd/rolectl"
 	"phxgo/masterlease"
 )
 
-// roleLoop follows the lease: it turns MariaDB into a master once the
-// lease says ready, and back into a replica the moment it does not.
+// roleDriver carries out the role controller's decisions (binlogd/rolectl):
+// it observes the lease and MariaDB, steps the controller, and performs
+// the actions in order. One mutex serializes steps and actions, so the
+// statements that change MariaDB's role never interleave.
+type roleDriver struct {
+	n *Node
+
+	mu      sync.Mutex // guards the fields below; held while actions run
+	st      rolectl.State
+	capStop context.CancelFunc
+	capDone chan struct{}
+
+	serving atomic.Bool // st.Phase == Master, for status readers
+	relaxed atomic.Bool // MariaDB last set relaxed (KeepReplica), not made durable since
+	resyncs atomic.Int64
+	durable durableTracker
+}
+
+func registerRoleMetrics(reg *prometheus.Registry, n *Node) {
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "phxgo", Subsystem: "binlogd", Name: "mysql_relaxed",
+			Help: "1 while this node's MariaDB runs as a relaxed replica (sync_binlog=0, innodb_flush_log_at_trx_commit=2)"},
+			func() float64 {
+				if n.ctl.relaxed.Load() {
+					return 1
+				}
+				return 0
+			}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "phxgo", Subsystem: "binlogd", Name: "relaxed_resyncs_total",
+			Help: "starts at which a relaxed replica's binlog disagreed with InnoDB after a crash and was reset to InnoDB's position"},
+			func() float64 { return float64(n.ctl.resyncs.Load()) }),
+	)
+}
+
+func newRoleDriver(n *Node) *roleDriver {
+	return &roleDriver{n: n, st: rolectl.Initial(n.cfg.SuperviseMySQL)}
+}
+
+// serving reports whether this node's MariaDB serves writes (the
+// controller made it master and has not demoted it since).
+func (n *Node) serving() bool { return n.ctl.serving.Load() }
+
+// observation is the controller's view of the lease and MariaDB now.
+func (n *Node) observation() rolectl.Obs {
+	st := n.lease.Status()
+	return rolectl.Obs{
+		LeaseMaster: st.Role == masterlease.RoleMaster,
+		LeaseEpoch:  st.State.Epoch,
+		CaughtUp:    *n.applied.Load() == binlog.GTID(st.State.LastGTID),
+		MySQLUp:     n.mysqlUp.Load(),
+		Unsafe:      n.unsafe.Load() != nil,
+		Stopping:    n.stopping.Load(),
+	}
+}
+
+// roleLoop feeds the controller the lease's changes, and its status at
+// least every TickInterval (the own deadline passes without a change).
 func (n *Node) roleLoop(ctx context.Context) {
 	ch, cancel := n.lease.Watch()
 	defer cancel()
-	// The lease's own deadline passes without a state change; look at it
-	// often as well as on every notification.
-	t := time.NewTicker(50 * time.Millisecond)
+	t := time.NewTicker(rolectl.TickInterval)
 	defer t.Stop()
 	lastCampaign := time.Now()
 	for {
@@ -32,99 +90,225 @@ func (n *Node) roleLoop(ctx context.Context) {
 			st = n.lease.Status()
 		}
 		n.m.observe(st)
-		n.roleMu.Lock()
-		master := n.isMaster
-		n.roleMu.Unlock()
-		if master && !n.px.IsLeader() && time.Since(lastCampaign) > n.cfg.LeaseDuration.Duration {
+		if n.serving() && !n.px.IsLeader() && time.Since(lastCampaign) > n.cfg.LeaseDuration.Duration {
 			lastCampaign = time.Now()
 			n.leadPaxos()
 		}
-		switch {
-		case master && (st.Role != masterlease.RoleMaster || n.unsafe.Load() != nil):
-			n.stepDown(ctx, fmt.Sprintf("lease lost (role %s, master %d, epoch %d)", st.Role, st.State.Master, st.State.Epoch))
-		case !master && st.Role == masterlease.RoleMaster && n.unsafe.Load() == nil && n.mysqlUp.Load():
-			if err := n.becomeMaster(ctx, st); err != nil {
-				n.log.Error("could not become master; giving up the term", "err", err)
-				n.stepDown(ctx, "becoming master failed: "+err.Error())
-				fctx, c := context.WithTimeout(ctx, 5*time.Second)
-				_, _ = n.lease.Fence(fctx)
-				c()
+		// The observation is taken under the driver's lock: a step that
+		// waited for a running action must not act on an older view.
+		n.ctl.step(ctx, func() rolectl.Event { return rolectl.Observed{Obs: n.observation()} })
+	}
+}
+
+// repoint re-asserts a replica's replication (rolectl.RepointInterval).
+func (n *Node) repoint(ctx context.Context) {
+	n.ctl.step(ctx, func() rolectl.Event { return rolectl.Repoint{Obs: n.observation()} })
+}
+
+// stepDown stops being master at once (switchover, storage failure).
+func (n *Node) stepDown(ctx context.Context, why string) {
+	n.ctl.step(ctx, func() rolectl.Event { return rolectl.StepDown{Why: why} })
+}
+
+// shutdown stops the node's MariaDB safely: a master refuses new writes,
+// lets waiting commits be acknowledged for a moment, fences its term, and
+// then mysqld stops gracefully only if nothing waits; otherwise SIGKILL.
+func (n *Node) shutdown() {
+	ctx, cancel := context.WithTimeout(context.Background(), rolectl.ShutdownTimeout)
+	defer cancel()
+	n.ctl.step(ctx, func() rolectl.Event { return rolectl.Shutdown{} })
+}
+
+// step takes the lock, builds the event, steps the controller and carries
+// out its actions; events the actions produce are stepped next, before
+// anything else can be.
+func (d *roleDriver) step(ctx context.Context, mk func() rolectl.Event) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	queue := []rolectl.Event{mk()}
+	for len(queue) > 0 {
+		ev := queue[0]
+		queue = queue[1:]
+		prev := d.st
+		var acts []rolectl.Action
+		d.st, acts = rolectl.Step(d.st, ev)
+		d.serving.Store(d.st.Phase == rolectl.Master)
+		if prev.Phase != d.st.Phase || len(acts) > 0 {
+			d.n.log.Debug("role controller", "from", prev.String(), "event", fmt.Sprintf("%T%+v", ev, ev), "to", d.st.String(), "actions", fmt.Sprint(acts))
+		}
+		for _, a := range acts {
+			next, stop := d.do(ctx, a)
+			if next != nil {
+				queue = append(queue, next)
+			}
+			if stop {
+				break
 			}
 		}
 	}
 }
 
-// becomeMaster runs once this node holds a valid lease and its MariaDB has
-// applied every valid batch before the term.
-func (n *Node) becomeMaster(ctx context.Context, st masterlease.Status) error {
-	n.switchMu.Lock()
-	defer n.switchMu.Unlock()
-	if cur := n.lease.Status(); cur.Role != masterlease.RoleMaster || cur.State.Epoch != st.State.Epoch {
-		return nil // the term ended while a repoint held switchMu
-	}
+// do carries out one action. It returns the event the action produced (if
+// any) and whether the rest of the batch must be skipped (a promotion
+// step failed).
+func (d *roleDriver) do(ctx context.Context, a rolectl.Action) (rolectl.Event, bool) {
+	n := d.n
 	db := n.conn()
-	if db == nil {
-		return errNoMySQL
+	epoch := d.st.Epoch
+	failed := func(err error) (rolectl.Event, bool) {
+		n.log.Error("could not become master; giving up the term", "step", a.Kind.String(), "err", err)
+		return rolectl.PromoteFailed{Epoch: epoch, Why: a.Kind.String() + ": " + err.Error(), Unsafe: errors.Is(err, capture.ErrBadSettings)}, true
 	}
-	after := binlog.GTID(st.State.LastGTID)
-	if got := *n.applied.Load(); got != after {
-		return fmt.Errorf("MariaDB at %s, log at %s", got, after)
-	}
-	n.leadPaxos()
-	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := role.BecomeMaster(qctx, db); err != nil {
-		return err
-	}
-	if err := capture.CheckServer(qctx, db); err != nil {
-		_ = role.SetReadOnly(qctx, db)
-		if errors.Is(err, capture.ErrBadSettings) {
-			n.setUnsafe(err.Error())
+	switch a.Kind {
+	case rolectl.LeadPaxos:
+		n.leadPaxos()
+	case rolectl.MakeDurable:
+		if db == nil {
+			return failed(errNoMySQL)
 		}
-		return err
+		qctx, cancel := context.WithTimeout(ctx, rolectl.PromoteTimeout)
+		defer cancel()
+		if err := role.MakeDurable(qctx, db); err != nil {
+			return failed(err)
+		}
+		d.relaxed.Store(false)
+		if err := n.clearRelaxed(); err != nil {
+			n.log.Warn("removing the relaxed marker", "err", err) // a needless check at the next start
+		}
+	case rolectl.OpenWrites:
+		if db == nil {
+			return failed(errNoMySQL)
+		}
+		qctx, cancel := context.WithTimeout(ctx, rolectl.PromoteTimeout)
+		defer cancel()
+		if err := role.BecomeMaster(qctx, db); err != nil {
+			return failed(err)
+		}
+		if err := capture.CheckServer(qctx, db); err != nil {
+			return failed(err)
+		}
+	case rolectl.StartCapture:
+		if err := d.startCapture(a.Epoch); err != nil {
+			return failed(err)
+		}
+		n.log.Info("serving writes as master", "epoch", a.Epoch, "after", binlog.GTID(n.lease.State().LastGTID).String())
+		n.m.becameMaster.Inc()
+	case rolectl.SetReadOnly:
+		if db == nil {
+			return nil, false
+		}
+		qctx, cancel := context.WithTimeout(ctx, rolectl.SQLTimeout)
+		defer cancel()
+		if err := role.SetReadOnly(qctx, db); err != nil {
+			n.log.Error("read_only on failed", "err", err)
+		}
+	case rolectl.StopCapture:
+		if d.capStop != nil {
+			d.capStop()
+			select {
+			case <-d.capDone:
+			case <-time.After(rolectl.CaptureStopTimeout):
+				n.log.Warn("capture did not stop in time", "timeout", rolectl.CaptureStopTimeout)
+			}
+			d.capStop, d.capDone = nil, nil
+		}
+	case rolectl.CountWaiting:
+		w := rolectl.Waiting{Purpose: a.Purpose}
+		if db != nil {
+			qctx, cancel := context.WithTimeout(ctx, rolectl.SQLTimeout)
+			k, err := role.WaitingCommits(qctx, db)
+			cancel()
+			w.N, w.Known = k, err == nil
+		}
+		return w, false
+	case rolectl.Kill:
+		n.log.Warn("killing mariadbd (SIGKILL)", "why", a.Why)
+		n.m.mysqldKills.Inc()
+		if err := n.inst.Kill(); err != nil {
+			n.log.Error("kill mariadbd", "err", err)
+		}
+	case rolectl.Fence:
+		fctx, cancel := context.WithTimeout(ctx, rolectl.FenceTimeout)
+		defer cancel()
+		if _, err := n.lease.Fence(fctx); err != nil {
+			n.log.Warn("fence", "why", a.Why, "err", err)
+		}
+	case rolectl.MarkUnsafe:
+		n.setUnsafe(a.Why)
+	case rolectl.KeepReplica:
+		if db == nil {
+			return nil, false
+		}
+		qctx, cancel := context.WithTimeout(ctx, rolectl.SQLTimeout)
+		defer cancel()
+		if err := role.BecomeReplica(qctx, db, n.upstream()); err != nil {
+			n.log.Warn("keeping MariaDB a replica failed", "err", err)
+			return nil, false
+		}
+		if err := n.markRelaxed(); err != nil {
+			n.log.Warn("relaxed marker not written; the replica stays durable", "err", err)
+			return nil, false
+		}
+		if err := role.Relax(qctx, db); err != nil {
+			n.log.Warn("relaxing a replica's durability failed", "err", err)
+			return nil, false
+		}
+		d.relaxed.Store(true)
+	case rolectl.AwaitDrained:
+		if err := n.waitNoWaitingCommits(ctx, rolectl.DrainTimeout); err != nil {
+			n.log.Warn("commits still waiting after the drain", "err", err)
+		}
+	case rolectl.GracefulStop:
+		if !n.cfg.SuperviseMySQL || n.inst.Pid() == 0 {
+			return nil, false
+		}
+		if db != nil {
+			_, _ = db.ExecContext(ctx, "STOP SLAVE")
+		}
+		if err := n.inst.Shutdown(rolectl.GracefulStopTimeout); err != nil {
+			n.log.Error("mariadbd shutdown", "err", err)
+		}
+	default:
+		n.log.Error("role controller: unknown action", "action", a.String())
 	}
+	return nil, false
+}
+
+// startCapture starts this term's capture. When it stops on its own, the
+// controller hears it as CaptureStopped.
+func (d *roleDriver) startCapture(epoch uint64) error {
+	n := d.n
 	ccfg := capture.DefaultConfig()
 	ccfg.Addr, ccfg.User, ccfg.Password = n.cfg.MySQLLocalAddr(), n.cred.CaptureUser, n.cred.CapturePassword
-	ccfg.ServerID = 1000 + n.cfg.ID
-	ccfg.After = after
+	ccfg.ServerID = rolectl.CaptureServerID(n.cfg.ID)
+	// The new term has no valid batch but this capture's: the log's last
+	// valid GTID is where MariaDB stood when the controller promoted it.
+	ccfg.After = binlog.GTID(n.lease.State().LastGTID)
 	ccfg.Logger = n.log
 	ccfg.BatchMaxBytes = entryEventBytes
-	sink := newLeaseSink(n.lease, st.State.Epoch, entryEventBytes)
+	sink := n.newLeaseSink(epoch)
 	c, err := capture.New(ccfg, sink)
 	if err != nil {
 		return err
 	}
 	cctx, ccancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	n.roleMu.Lock()
-	n.isMaster, n.capStop, n.capDone = true, ccancel, done
-	n.capStats = func() string { return fmt.Sprintf("%+v", c.Stats()) }
+	d.capStop, d.capDone = ccancel, done
 	n.capture.Store(c)
-	n.roleMu.Unlock()
 	go func() {
 		err := c.Run(cctx)
 		close(done)
 		if cctx.Err() != nil {
-			return
+			return // stopped by StopCapture
 		}
-		if errors.Is(err, capture.ErrUnsafe) || errors.Is(err, capture.ErrBadSettings) {
-			n.setUnsafe(err.Error())
-		} else {
+		unsafe := errors.Is(err, capture.ErrUnsafe) || errors.Is(err, capture.ErrBadSettings)
+		if !unsafe {
 			n.log.Error("capture stopped; stepping down", "err", err)
 		}
-		// End the term: Fence drops this node's own deadline before it
-		// proposes, so the role loop cannot make it master again meanwhile.
-		go func() {
-			fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			if _, err := n.lease.Fence(fctx); err != nil {
-				n.log.Warn("fence after capture failure", "err", err)
-			}
-		}()
-		n.stepDown(context.Background(), "capture stopped: "+fmt.Sprint(err))
+		n.ctl.step(context.Background(), func() rolectl.Event {
+			return rolectl.CaptureStopped{Epoch: epoch, Why: fmt.Sprint(err), Unsafe: unsafe}
+		})
 	}()
-	n.log.Info("serving writes as master", "epoch", st.State.Epoch, "after", after.String())
-	n.m.becameMaster.Inc()
 	return nil
 }
 
@@ -144,99 +328,4 @@ func (n *Node) leadPaxos() {
 		}
 		n.log.Info("master leads the Paxos log")
 	}()
-}
-
-// stepDown stops being master at once: read_only, stop capture, and kill
-// mysqld if commits wait for an ACK that must never come.
-func (n *Node) stepDown(ctx context.Context, why string) {
-	n.roleMu.Lock()
-	if !n.isMaster {
-		n.roleMu.Unlock()
-		return
-	}
-	n.isMaster = false
-	stop, done := n.capStop, n.capDone
-	n.roleMu.Unlock()
-	n.log.Warn("stepping down", "why", why)
-	db := n.conn()
-	if db != nil {
-		qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		if err := role.SetReadOnly(qctx, db); err != nil {
-			n.log.Error("read_only on failed", "err", err)
-		}
-		cancel()
-	}
-	if stop != nil {
-		stop()
-		if done != nil {
-			select {
-			case <-done:
-			case <-time.After(5 * time.Second):
-			}
-		}
-	}
-	n.killIfWaiting(ctx, "stepped down with commits waiting for an ACK")
-}
-
-// killIfWaiting SIGKILLs mysqld when commits wait for a semi-sync ACK. A
-// graceful shutdown would commit them in InnoDB; a kill leaves them
-// prepared, and recovery cuts them unless the log holds them.
-func (n *Node) killIfWaiting(ctx context.Context, why string) {
-	db := n.conn()
-	if db == nil {
-		return
-	}
-	qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	w, err := role.WaitingCommits(qctx, db)
-	cancel()
-	if err == nil && w == 0 {
-		return
-	}
-	n.log.Warn("killing mariadbd (SIGKILL)", "why", why, "waiting", w, "err", err)
-	n.m.mysqldKills.Inc()
-	if err := n.inst.Kill(); err != nil {
-		n.log.Error("kill mariadbd", "err", err)
-	}
-}
-
-// shutdown stops the node's MariaDB safely: a master refuses new writes,
-// lets waiting commits be acknowledged for a moment, fences its term, and
-// then stops mysqld gracefully only if nothing waits; otherwise SIGKILL.
-func (n *Node) shutdown() {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	n.roleMu.Lock()
-	master := n.isMaster
-	n.roleMu.Unlock()
-	db := n.conn()
-	if master && db != nil {
-		_ = role.SetReadOnly(ctx, db)
-		deadline := time.Now().Add(3 * time.Second)
-		for time.Now().Before(deadline) {
-			if w, err := role.WaitingCommits(ctx, db); err == nil && w == 0 {
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		fctx, fcancel := context.WithTimeout(ctx, 5*time.Second)
-		if _, err := n.lease.Fence(fctx); err != nil {
-			n.log.Warn("fence at shutdown", "err", err)
-		}
-		fcancel()
-	}
-	n.stepDown(ctx, "shutdown")
-	if !n.cfg.SuperviseMySQL || n.inst.Pid() == 0 {
-		return
-	}
-	if db != nil {
-		if w, err := role.WaitingCommits(ctx, db); err != nil || w > 0 {
-			n.log.Warn("shutdown: commits waiting; SIGKILL mariadbd", "waiting", w, "err", err)
-			_ = n.inst.Kill()
-			return
-		}
-		_, _ = db.ExecContext(ctx, "STOP SLAVE")
-	}
-	if err := n.inst.Shutdown(60 * time.Second); err != nil {
-		n.log.Error("mariadbd shutdown", "err", err)
-	}
 }

@@ -150,10 +150,7 @@ func (a *adminServer) ReadWindow(ctx context.Context, req *pb.ReadWindowRequest)
 // grantWindow grants a window if this node is the master with a valid
 // lease and serves writes; otherwise it says why not.
 func (n *Node) grantWindow() (*pb.ReadWindowReply, string) {
-	n.roleMu.Lock()
-	serving := n.isMaster
-	n.roleMu.Unlock()
-	if !serving || n.unsafe.Load() != nil || !n.mysqlUp.Load() || n.stopping.Load() {
+	if !n.serving() || n.unsafe.Load() != nil || !n.mysqlUp.Load() || n.stopping.Load() {
 		return nil, "not serving as master"
 	}
 	self, ok := n.member(n.cfg.ID)

@@ -46,6 +46,11 @@ func BecomeReplica(ctx context.Context, db *sql.DB, up Upstream) error {
 	}
 	stmts := []string{
 		"STOP SLAVE",
+		// A demoted master's own transactions are in gtid_current_pos but
+		// not in gtid_slave_pos; recording them there (durably: the server
+		// is still durable at this point) makes the slave pos the whole
+		// truth of what InnoDB holds, which ResyncBinlog relies on.
+		"SET GLOBAL gtid_slave_pos=@@GLOBAL.gtid_current_pos",
 		fmt.Sprintf("CHANGE MASTER TO MASTER_HOST=%s, MASTER_PORT=%d, MASTER_USER=%s, MASTER_PASSWORD=%s, "+
 			"MASTER_USE_GTID=current_pos, MASTER_CONNECT_RETRY=1, MASTER_HEARTBEAT_PERIOD=1",
 			mysqld.Quote(host), port, mysqld.Quote(up.User), mysqld.Quote(up.Password)),
@@ -213,4 +218,50 @@ func redact(q string) string {
 		return q[:i] + "MASTER_PASSWORD='***'" + q[i+j:]
 	}
 	return q
+}
+
+// MakeDurable makes the server durable on its own: every commit syncs the
+// binlog and the redo log again, and what it applied while relaxed is
+// flushed now (closing a binlog file syncs it; with
+// innodb_flush_log_at_trx_commit=1 FLUSH ENGINE LOGS syncs the redo log).
+// A replica about to take writes runs it before read_only goes off. The
+// FLUSH statements are never written to the binlog (NO_WRITE_TO_BINLOG):
+// a local GTID would not be in the log.
+func MakeDurable(ctx context.Context, db *sql.DB) error {
+	for _, s := range []string{
+		"SET GLOBAL sync_binlog=1",
+		"SET GLOBAL innodb_flush_log_at_trx_commit=1",
+		"FLUSH NO_WRITE_TO_BINLOG BINARY LOGS",
+		"FLUSH NO_WRITE_TO_BINLOG ENGINE LOGS",
+	} {
+		if err := exec(ctx, db, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Relax lets a read-only replica skip its own fsyncs: its durability is
+// the log, from which it re-fetches what a host crash lost (binlogd
+// reports only its synced position as applied, so the log keeps it).
+// Never on a server that takes writes: MakeDurable comes first.
+func Relax(ctx context.Context, db *sql.DB) error {
+	for _, s := range []string{
+		"SET GLOBAL sync_binlog=0",
+		"SET GLOBAL innodb_flush_log_at_trx_commit=2",
+	} {
+		if err := exec(ctx, db, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Durability reads sync_binlog and innodb_flush_log_at_trx_commit.
+func Durability(ctx context.Context, db *sql.DB) (syncBinlog, flushAtCommit int, err error) {
+	err = db.QueryRowContext(ctx, "SELECT @@GLOBAL.sync_binlog, @@GLOBAL.innodb_flush_log_at_trx_commit").Scan(&syncBinlog, &flushAtCommit)
+	if err != nil {
+		err = fmt.Errorf("role: read durability settings: %w", err)
+	}
+	return syncBinlog, flushAtCommit, err
 }
