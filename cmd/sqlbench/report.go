@@ -165,6 +165,17 @@ func rejectedFromMetric(r results) (float64, bool) {
 	return sum, found
 }
 
+func rejectedName(r results) string {
+	for _, g := range r {
+		for _, rec := range g {
+			if rec.RejectedMetric != "" {
+				return rec.RejectedMetric
+			}
+		}
+	}
+	return ""
+}
+
 // countRejectedBatches counts the rejected binlog batches in the output
 // of `binlogd log -rejected`.
 func countRejectedBatches(r io.Reader) (int, error) {
@@ -219,11 +230,11 @@ func cmdReport(args []string) error {
 	printPointSelects(w, r)
 	fmt.Fprintln(w)
 	if m, ok := rejectedFromMetric(r); ok {
-		fmt.Fprintf(w, "rejected batches during the runs (binlogd metric): %.0f", m)
+		fmt.Fprintf(w, "rejected batches during the runs (binlogd's %s): %.0f", rejectedName(r), m)
 	} else {
 		fmt.Fprint(w, "rejected batches: binlogd exports no metric for them")
 	}
-	fmt.Fprintf(w, "; in the whole log (binlogd log -rejected): %s\n", countString(fromLog))
+	fmt.Fprintf(w, "; in the whole log, setup included (binlogd log -rejected): %s\n", countString(fromLog))
 	for _, thr := range r.threads(testInsert) {
 		if thr != *anchor {
 			fmt.Fprintf(w, "at %d threads: %s\n", thr, summarize(r, thr, fromLog))
