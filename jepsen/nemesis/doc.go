@@ -23,6 +23,11 @@
 //	           (another node takes over); heal = Restart, whose binlogd
 //	           adopts the mariadbd and SIGKILLs it if commits still wait
 //	           (crash.go)
+//	power      power loss of one node (master or random), then a majority,
+//	           then all: every process SIGKILLed at one instant and what
+//	           their disks had not fsynced dropped (jepsen/lazyfs); heal =
+//	           Restart of them all. Opt-in, not in "all": the Cluster must
+//	           be a PowerCutter (phxcluster Options.LazyFS) (power.go)
 //
 // Kinds beyond the first four add themselves from their own file with
 // register (init), so each stays one file.
