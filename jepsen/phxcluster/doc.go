@@ -34,6 +34,16 @@
 //     answers a query; the first time it also creates the "jepsen"
 //     database. Recovery time as the harness measures it therefore
 //     includes the client path.
+//   - Options.LazyFS: each node's directory (binlogd.json, the Paxos log,
+//     MariaDB's datadir and socket) is a jepsen/lazyfs mount over
+//     <Dir>/disks/nodeN, checkpointed once the cluster is first healthy
+//     (the installation is on disk). PowerCut (the power nemesis)
+//     SIGKILLs every process of the chosen nodes at one instant, waits
+//     until they are gone, and drops what each node had not fsynced;
+//     Restart then runs the normal recovery. A new file's name is durable
+//     with the file's fsync (ext4's habit): MariaDB 10.11 never fsyncs its
+//     datadir after CREATE TABLE (LazyFSStrictNames for POSIX strictness).
+//     The logs (binlogd.log, sqlproxy.log, error.log) survive a cut.
 //   - Stop: SIGKILL of everything (the data is scratch), then each node's
 //     binlogd.log, sqlproxy.log, MariaDB error.log and its Paxos log with
 //     verdicts (`binlogd log`, and `-rejected`) are copied to LaunchSpec.LogDir.
