@@ -4,11 +4,14 @@
 # Usage: scripts/jepsen-matrix.sh [extra cmd/jepsen flags, e.g. -time 30s -nodes 5]
 # Env: WORKLOADS, NEMESES (space lists) narrow the matrix; OUT (results root);
 #      TIME (per cell, default 180s; a -time flag overrides it).
+# Workload append-rw is append with every client on the read/write-split
+# port (-rwsplit). Nemesis logd runs with -op-timeout 60s -latency-bound 20s:
+# a COMMIT blocked by the dead binlogd must be answered once it is back.
 # Exit status: 0 only if every cell is valid=true.
 set -u
 cd "$(dirname "$0")/.."
-WORKLOADS=${WORKLOADS:-"register bank set append"}
-NEMESES=${NEMESES:-"kill pause partition restart power all"} # power: nodes on jepsen/lazyfs (root, /dev/fuse)
+WORKLOADS=${WORKLOADS:-"register bank set append append-rw"}
+NEMESES=${NEMESES:-"kill pause partition restart power kill-majority logd all"} # power: nodes on jepsen/lazyfs (root, /dev/fuse)
 TIME=${TIME:-180s}
 OUT=${OUT:-jepsen-results/matrix-$(date +%Y%m%dT%H%M%S)}
 mkdir -p "$OUT"
@@ -27,7 +30,10 @@ for w in $WORKLOADS; do
 		mkdir -p "$dir"
 		echo "=== $w / $n -> $dir" >&2
 		start=$(date +%s)
-		"$bin" -workload "$w" -nemesis "$n" -time "$TIME" -out "$dir" -keep "$@" >"$dir/stdout.txt" 2>"$dir/stderr.txt"
+		cell=(-workload "$w")
+		[ "$w" = append-rw ] && cell=(-workload append -rwsplit)
+		[ "$n" = logd ] && cell+=(-op-timeout 60s -latency-bound 20s)
+		"$bin" "${cell[@]}" -nemesis "$n" -time "$TIME" -out "$dir" -keep "$@" >"$dir/stdout.txt" 2>"$dir/stderr.txt"
 		rc=$?
 		line=$(grep '^valid=' "$dir/stdout.txt" | tail -1)
 		[ -n "$line" ] || line="valid=unknown ops=0 ok=0 fail=0 info=0"
