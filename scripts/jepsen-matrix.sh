@@ -45,10 +45,10 @@ for w in $WORKLOADS; do
 done
 
 field() { sed -n "s/.*\b$1=\([^ ]*\).*/\1/p" <<<"$2"; }
-printf '\n%-9s %-10s %-8s %6s %6s %5s %5s %6s %6s %7s %7s %7s %5s %5s\n' workload nemesis valid ops ok fail info faults minav outage_s recov_s final_s wall exit
+printf '\n%-9s %-13s %-8s %6s %6s %5s %5s %6s %6s %7s %7s %7s %5s %5s\n' workload nemesis valid ops ok fail info faults minav outage_s recov_s final_s wall exit
 for r in "${rows[@]}"; do
 	read -r w n rc wall line <<<"$r"
-	printf '%-9s %-10s %-8s %6s %6s %5s %5s %6s %6s %7s %7s %7s %5s %5s\n' "$w" "$n" "$(field valid "$line")" \
+	printf '%-9s %-13s %-8s %6s %6s %5s %5s %6s %6s %7s %7s %7s %5s %5s\n' "$w" "$n" "$(field valid "$line")" \
 		"$(field ops "$line")" "$(field ok "$line")" "$(field fail "$line")" "$(field info "$line")" \
 		"$(field faults "$line")" "$(field min_avail "$line")" "$(field max_outage_s "$line")" \
 		"$(field max_recovery_s "$line")" "$(field final_recovery_s "$line")" "$wall" "$rc"
