@@ -223,20 +223,41 @@ func (c *logCursor) push(events []byte) error {
 }
 
 func (c *logCursor) Next(ctx context.Context) (binlog.Txn, error) {
-	for len(c.queue) == 0 {
-		moved, err := c.fill()
-		if err != nil {
-			return binlog.Txn{}, err
-		}
-		if !moved && len(c.queue) == 0 {
-			if err := c.wait(ctx); err != nil {
-				return binlog.Txn{}, err
-			}
-		}
+	if err := c.ready(ctx); err != nil {
+		return binlog.Txn{}, err
 	}
 	t := c.queue[0]
 	c.queue = c.queue[1:]
 	return t, nil
+}
+
+// NextBatch implements replserver.BatchCursor: what one read of the log
+// yielded goes to the endpoint at once.
+func (c *logCursor) NextBatch(ctx context.Context, max int) ([]binlog.Txn, error) {
+	if err := c.ready(ctx); err != nil {
+		return nil, err
+	}
+	n := min(len(c.queue), max)
+	out := c.queue[:n:n] // the cursor appends only past its queue's end
+	c.queue = c.queue[n:]
+	return out, nil
+}
+
+// ready fills the queue, waiting for the log to grow, until it holds a
+// transaction.
+func (c *logCursor) ready(ctx context.Context) error {
+	for len(c.queue) == 0 {
+		moved, err := c.fill()
+		if err != nil {
+			return err
+		}
+		if !moved && len(c.queue) == 0 {
+			if err := c.wait(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func (c *logCursor) Close() error { return nil }

@@ -12,16 +12,45 @@ import (
 	"phxgo/binlogd/binlog"
 )
 
-// fetched is one Cursor.Next result handed from the reader goroutine to
-// the dump loop.
+// fetched is what the reader goroutine hands the dump loop: the
+// transactions the cursor had ready (one Cursor.Next, or one
+// BatchCursor.NextBatch), or the error that ends the dump.
 type fetched struct {
-	txn binlog.Txn
-	err error
+	txns []binlog.Txn
+	err  error
 }
 
-// prefetch is how many transactions the reader may hold ahead of the
-// writer; it lets small transactions share one flush.
-const prefetch = 16
+// prefetch is how many batches the reader may hold ahead of the writer;
+// maxBatch bounds one batch. Small transactions share one flush.
+const (
+	prefetch = 4
+	maxBatch = 256
+)
+
+// readAhead feeds txns from cur until ctx ends or the cursor fails (the
+// error is sent, then it returns).
+func readAhead(ctx context.Context, cur Cursor, txns chan<- fetched) {
+	bc, batched := cur.(BatchCursor)
+	for {
+		var f fetched
+		if batched {
+			f.txns, f.err = bc.NextBatch(ctx, maxBatch)
+		} else {
+			var t binlog.Txn
+			if t, f.err = cur.Next(ctx); f.err == nil {
+				f.txns = []binlog.Txn{t}
+			}
+		}
+		select {
+		case txns <- f:
+		case <-ctx.Done():
+			return
+		}
+		if f.err != nil {
+			return
+		}
+	}
+}
 
 // dump serves COM_BINLOG_DUMP until the replica leaves, the server closes,
 // or the log cannot serve it (error 1236). seq is the next packet sequence
@@ -84,19 +113,7 @@ func (s *Server) dump(nc net.Conn, seq byte, sess *session, d binlogDump, log *s
 		}
 	}()
 	txns := make(chan fetched, prefetch)
-	go func() {
-		for {
-			t, err := cur.Next(ctx)
-			select {
-			case txns <- fetched{t, err}:
-			case <-ctx.Done():
-				return
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
+	go readAhead(ctx, cur, txns)
 
 	st := &stream{w: w, serverID: s.cfg.ServerID, fileNo: 1, pos: binlogStart,
 		annotate: d.flags&binlogSendAnnotateRowsEvts != 0, rotateAt: s.rotateAt,
@@ -121,18 +138,22 @@ func (s *Server) dump(nc net.Conn, seq byte, sess *session, d binlogDump, log *s
 	for {
 		select {
 		case f := <-txns:
+			var sent, bytes int64
 			for {
+				for _, t := range f.txns {
+					if err := st.txn(t); err != nil {
+						log.Info("dump ended", "err", err)
+						return
+					}
+					sent++
+					bytes += int64(len(t.Events))
+				}
 				if f.err != nil {
 					if ctx.Err() == nil {
 						refuse(fmt.Sprintf("binlogd: reading the log failed: %v", f.err))
 					}
 					return
 				}
-				if err := st.txn(f.txn); err != nil {
-					log.Info("dump ended", "err", err)
-					return
-				}
-				s.count(func(x *Stats) { x.Transactions++; x.Bytes += int64(len(f.txn.Events)) })
 				select {
 				case f = <-txns:
 					continue
@@ -140,6 +161,7 @@ func (s *Server) dump(nc net.Conn, seq byte, sess *session, d binlogDump, log *s
 				}
 				break
 			}
+			s.count(func(x *Stats) { x.Transactions += sent; x.Bytes += bytes })
 			if err := w.flush(); err != nil {
 				log.Info("dump ended", "err", err)
 				return

@@ -163,4 +163,22 @@ func (c *memCursor) Next(ctx context.Context) (binlog.Txn, error) {
 	}
 }
 
+// NextBatch implements BatchCursor.
+func (c *memCursor) NextBatch(ctx context.Context, max int) ([]binlog.Txn, error) {
+	t, err := c.Next(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []binlog.Txn{t}
+	c.m.mu.Lock()
+	defer c.m.mu.Unlock()
+	if c.next >= c.m.purgedCount {
+		i := c.next - c.m.purgedCount
+		n := min(len(c.m.txns)-i, max-1)
+		out = append(out, c.m.txns[i:i+n]...)
+		c.next += n
+	}
+	return out, nil
+}
+
 func (c *memCursor) Close() error { return nil }

@@ -29,3 +29,15 @@ type Cursor interface {
 	Next(ctx context.Context) (binlog.Txn, error)
 	Close() error
 }
+
+// BatchCursor is a Cursor that can hand over every transaction it has
+// ready at once. The endpoint's reader passes one batch per wake-up of
+// the writer instead of one transaction, which is most of its per-event
+// cost when the replica follows closely. Next and NextBatch may be mixed.
+type BatchCursor interface {
+	Cursor
+	// NextBatch blocks like Next until at least one transaction is
+	// available, then returns up to max of them (max >= 1), in order.
+	// The slice is the caller's; the Events are not (see Next).
+	NextBatch(ctx context.Context, max int) ([]binlog.Txn, error)
+}
