@@ -5,17 +5,61 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"slices"
 	"testing"
 )
 
 // hdr is a frame header as it stands on the wire.
 func hdr(n int, seq uint8) []byte { return []byte{byte(n), byte(n >> 8), byte(n >> 16), seq} }
 
+// sameWriter compares what is written to it with the concatenation of
+// want, without a copy of either (the big cases would otherwise hold
+// several 16 MiB buffers, slow under -race).
+type sameWriter struct {
+	want [][]byte
+	diff bool
+}
+
+func (w *sameWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 && !w.diff {
+		for len(w.want) > 0 && len(w.want[0]) == 0 {
+			w.want = w.want[1:]
+		}
+		if len(w.want) == 0 {
+			w.diff = true
+			break
+		}
+		k := min(len(p), len(w.want[0]))
+		w.diff = !bytes.Equal(p[:k], w.want[0][:k])
+		p, w.want[0] = p[k:], w.want[0][k:]
+	}
+	return n, nil
+}
+
+func (w *sameWriter) same() bool {
+	for _, b := range w.want {
+		if len(b) > 0 {
+			return false
+		}
+	}
+	return !w.diff
+}
+
+// frameReader reads the concatenation of frames, without a copy.
+func frameReader(frames [][]byte) io.Reader {
+	rs := make([]io.Reader, len(frames))
+	for i, f := range frames {
+		rs[i] = bytes.NewReader(f)
+	}
+	return io.MultiReader(rs...)
+}
+
 // TestFraming: the bytes of a packet on the wire, from each writer (the
 // function, the append form and Conn), and each reader (Reader, Conn's
 // two paths) reading them back whole with the sequence number after.
 func TestFraming(t *testing.T) {
-	big := bytes.Repeat([]byte{'x'}, MaxPayload)
+	big := bytes.Repeat([]byte{'x'}, MaxPayload+1)
 	for _, tc := range []struct {
 		name    string
 		seq     uint8
@@ -25,38 +69,39 @@ func TestFraming(t *testing.T) {
 	}{
 		{"empty", 0, nil, [][]byte{hdr(0, 0)}, 1},
 		{"small", 7, []byte("abc"), [][]byte{hdr(3, 7), []byte("abc")}, 8},
-		{"one under the max", 0, big[:MaxPayload-1], [][]byte{hdr(MaxPayload-1, 0), big[:MaxPayload-1]}, 1},
 		// A payload of exactly MaxPayload is followed by an empty frame:
 		// without it the reader would wait for a continuation.
-		{"exactly the max", 0, big, [][]byte{{0xff, 0xff, 0xff, 0}, big, {0, 0, 0, 1}}, 2},
-		{"split at 0xffffff", 3, append(bytes.Clone(big), "tail"...),
-			[][]byte{{0xff, 0xff, 0xff, 3}, big, {4, 0, 0, 4}, []byte("tail")}, 5},
-		// Sequence numbers count frames and wrap at 255.
-		{"wrap", 255, append(bytes.Clone(big), 'z'), [][]byte{{0xff, 0xff, 0xff, 255}, big, {1, 0, 0, 0}, {'z'}}, 1},
+		{"exactly the max", 0, big[:MaxPayload], [][]byte{{0xff, 0xff, 0xff, 0}, big[:MaxPayload], {0, 0, 0, 1}}, 2},
+		// One byte more is split at 0xffffff; sequence numbers count
+		// frames and wrap at 255.
+		{"split and wrap", 255, big, [][]byte{{0xff, 0xff, 0xff, 255}, big[:MaxPayload], {1, 0, 0, 0}, {'x'}}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			want := bytes.Join(tc.want, nil)
-			var buf bytes.Buffer
-			next, err := WritePacket(&buf, tc.seq, tc.payload)
-			if err != nil || next != tc.next || !bytes.Equal(buf.Bytes(), want) {
-				t.Fatalf("WritePacket: next %d (want %d), %v, bytes equal: %v", next, tc.next, err, bytes.Equal(buf.Bytes(), want))
+			same := func() *sameWriter { return &sameWriter{want: slices.Clone(tc.want)} }
+			w := same()
+			next, err := WritePacket(w, tc.seq, tc.payload)
+			if err != nil || next != tc.next || !w.same() {
+				t.Fatalf("WritePacket: next %d (want %d), %v, same bytes: %v", next, tc.next, err, w.same())
 			}
-			if got := AppendPacket([]byte("pre"), tc.seq, tc.payload); !bytes.Equal(got, append([]byte("pre"), want...)) {
+			w = same()
+			if got := AppendPacket([]byte("pre"), tc.seq, tc.payload); !bytes.Equal(got[:3], []byte("pre")) {
+				t.Fatal("AppendPacket lost what dst held")
+			} else if _, _ = w.Write(got[3:]); !w.same() {
 				t.Fatal("AppendPacket differs from WritePacket")
 			}
-			buf.Reset()
-			c := &Conn{W: bufio.NewWriter(&buf), Seq: tc.seq}
-			if err := c.WriteFlush(tc.payload); err != nil || c.Seq != tc.next || !bytes.Equal(buf.Bytes(), want) {
-				t.Fatalf("Conn.WriteFlush: seq %d, %v", c.Seq, err)
+			w = same()
+			c := &Conn{W: bufio.NewWriter(w), Seq: tc.seq}
+			if err := c.WriteFlush(tc.payload); err != nil || c.Seq != tc.next || !w.same() {
+				t.Fatalf("Conn.WriteFlush: seq %d, %v, same bytes: %v", c.Seq, err, w.same())
 			}
 
-			r := &Reader{R: bytes.NewReader(want)}
+			r := &Reader{R: frameReader(tc.want)}
 			p, err := r.ReadPacket()
 			if err != nil || !bytes.Equal(p, tc.payload) || p == nil || r.Seq != tc.next {
 				t.Fatalf("Reader: %d bytes (nil %v), seq %d, %v", len(p), p == nil, r.Seq, err)
 			}
 			for _, reuse := range []bool{false, true} {
-				c := &Conn{R: bufio.NewReader(bytes.NewReader(want))}
+				c := &Conn{R: bufio.NewReader(frameReader(tc.want))}
 				read := c.ReadPacket
 				if reuse {
 					read = c.ReadPacketReuse
@@ -92,12 +137,8 @@ func TestReaderIgnoresSequence(t *testing.T) {
 // TestReaderBeforeFrame: the hook runs once per frame, continuation
 // frames included, and its error ends the read before any byte is taken.
 func TestReaderBeforeFrame(t *testing.T) {
-	var stream bytes.Buffer
-	if _, err := WritePacket(&stream, 0, make([]byte, MaxPayload+1)); err != nil {
-		t.Fatal(err)
-	}
 	calls := 0
-	r := &Reader{R: bytes.NewReader(stream.Bytes()), BeforeFrame: func() error { calls++; return nil }}
+	r := &Reader{R: bigStream(1), BeforeFrame: func() error { calls++; return nil }}
 	if p, err := r.ReadPacket(); err != nil || len(p) != MaxPayload+1 || calls != 2 {
 		t.Fatalf("%d bytes, %d calls, %v", len(p), calls, err)
 	}
@@ -120,19 +161,41 @@ func TestReaderErrors(t *testing.T) {
 	}{
 		{"over the limit", append(hdr(5, 0), "hello"...), 4, ErrTooBig},
 		{"at the limit", append(hdr(5, 0), "hello"...), 5, nil},
-		{"continuation over the limit", bytes.Join([][]byte{hdr(MaxPayload, 0), make([]byte, MaxPayload), hdr(1, 1), {1}}, nil), MaxPayload, ErrTooBig},
+		{"continuation over the limit", nil, MaxPayload, ErrTooBig}, // bigStream(1)
 		{"cut header", []byte{5, 0}, 0, io.ErrUnexpectedEOF},
 		{"cut payload", append(hdr(5, 0), "hel"...), 0, io.ErrUnexpectedEOF},
-		{"cut before continuation", append(hdr(MaxPayload, 0), make([]byte, MaxPayload)...), 0, io.EOF},
+		{"cut before continuation", nil, 0, io.EOF}, // bigStream(-1)
 		{"nothing", nil, 0, io.EOF},
 	} {
-		r := &Reader{R: bytes.NewReader(tc.stream), Limit: tc.limit}
+		var src io.Reader = bytes.NewReader(tc.stream)
+		switch tc.name {
+		case "continuation over the limit":
+			src = bigStream(1)
+		case "cut before continuation":
+			src = bigStream(-1)
+		}
+		r := &Reader{R: src, Limit: tc.limit}
 		_, err := r.ReadPacket()
 		if !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
 		}
 	}
 }
+
+// bigStream is a packet of MaxPayload zero bytes and then, for tail >= 0,
+// a continuation frame of tail bytes; for tail < 0 the stream ends where
+// the continuation should start. Nothing of it is held in memory.
+func bigStream(tail int) io.Reader {
+	parts := []io.Reader{bytes.NewReader(hdr(MaxPayload, 0)), io.LimitReader(zeros{}, MaxPayload)}
+	if tail >= 0 {
+		parts = append(parts, bytes.NewReader(hdr(tail, 1)), io.LimitReader(zeros{}, int64(tail)))
+	}
+	return io.MultiReader(parts...)
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
 
 // TestErrorPacket: ERR payloads byte by byte, with and without SQLSTATE.
 func TestErrorPacket(t *testing.T) {
