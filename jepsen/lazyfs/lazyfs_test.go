@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -494,4 +496,42 @@ func TestThroughput(t *testing.T) {
 		lazy, direct := rate(f.Mountpoint(), every), rate(f.Backing(), every)
 		t.Logf("16 KiB writes, fsync every %d: lazyfs %.0f MiB/s, backing ext4 %.0f MiB/s (ratio %.2f)", every, lazy, direct, lazy/direct)
 	}
+}
+
+// TestDropWithCopyInAnotherMountNamespace: every `ip netns exec` copies
+// the mounts into a namespace of its own; a drop must not wait for such a
+// copy to go (the FUSE connection is aborted) and the old copy must not
+// serve the backing directory any more.
+func TestDropWithCopyInAnotherMountNamespace(t *testing.T) {
+	f := mountT(t, Options{})
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("no unshare(1)")
+	}
+	durable(t, f, "a", "durable")
+	write(t, f.p("a"), 0, "DURABLE", false)
+	holder := exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c",
+		"cat "+f.p("a")+" && sleep 60")
+	out, err := holder.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = holder.Process.Kill(); _ = holder.Wait() }()
+	buf := make([]byte, 7)
+	if _, err := io.ReadFull(out, buf); err != nil || string(buf) != "DURABLE" {
+		t.Fatalf("holder read %q %v", buf, err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := f.DropUnsynced(); done <- err }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("drop waits for the copy in the other mount namespace")
+	}
+	want(t, f.p("a"), "durable")
 }
