@@ -11,6 +11,10 @@
 // would block until a capture connects, so binlogd turns it on after it has
 // bootstrapped its accounts. Instances start read_only with
 // skip-slave-start: a node is a replica until binlogd says otherwise.
+// They always start durable; binlogd relaxes a replica's fsyncs at run
+// time (binlogd/role Relax) and makes it durable again before it takes
+// writes. Options.ApplyThreads turns on optimistic parallel apply for
+// when the server is a replica (binlogd uses 4).
 //
 // # Who may do what (DESIGN.md, "Security model")
 //

@@ -21,13 +21,22 @@
 //     talks to its MariaDB as the socket-only admin (mysqld.AdminUser).
 //  2. election: masterlease.Run, asking for the lease only when this
 //     node's MariaDB has applied the whole valid log.
-//  3. role: on a grant, wait until MariaDB applied every valid batch before
-//     it, then STOP SLAVE, semi-sync on, read_only off, capture from the
-//     last valid GTID, and report ready. On losing the lease (expired,
+//  3. role: the pure controller binlogd/rolectl decides, a thin driver
+//     (roles.go) carries its actions out under one lock. On a ready grant
+//     for a MariaDB that applied every valid batch before it: make it
+//     durable and flush it, STOP SLAVE, semi-sync on, read_only off,
+//     capture from the last valid GTID. On losing the lease (expired,
 //     newer term, rejected batch, capture failure): read_only on at once,
 //     stop capture, and SIGKILL mysqld if any commit waits for an ACK (a
 //     graceful shutdown would commit it in InnoDB); the supervisor restarts
-//     it through recovery, which cuts what the log does not hold.
+//     it through recovery, which cuts what the log does not hold. Every
+//     2 s a replica is re-pointed at its own endpoint if needed and runs
+//     relaxed: no fsync per commit, 4 parallel apply threads
+//     (relaxed.go). Its durability is the log: a marker says it was
+//     relaxed, and a start after a host crash resets its binlog to
+//     InnoDB's slave pos (role.ResyncBinlog) so replication fetches the
+//     lost tail again; log retention counts only what each member's
+//     InnoDB has synced (LSN-tracked, Status.mysql_durable_gtid_pos).
 //  4. poll: MariaDB's applied GTID and replication state, for the election
 //     condition, the catch-up check, and status. Status (admin.go,
 //     status_extra.go) also reports the build (binlogd/version), whether

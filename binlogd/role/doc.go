@@ -2,8 +2,15 @@
 // allows, and reads back what it has applied.
 //
 //	replica: read_only=ON, replicating from its own binlogd's endpoint
-//	         (CHANGE MASTER TO binlogd, MASTER_USE_GTID=current_pos).
-//	master:  replication stopped, semi-sync master ON, read_only=OFF.
+//	         (CHANGE MASTER TO binlogd, MASTER_USE_GTID=current_pos);
+//	         relaxed (Relax: sync_binlog=0, innodb_flush_log_at_trx_commit=2).
+//	master:  durable and flushed first (MakeDurable), then replication
+//	         stopped, semi-sync master ON, read_only=OFF.
+//
+// A relaxed replica's binlog and InnoDB can lose different tails in a
+// host crash; ResyncBinlog resets the binlog to InnoDB's gtid_slave_pos
+// (BecomeReplica records a demoted master's own transactions there), and
+// replication fetches the rest again.
 //
 // read_only does not stop accounts holding SUPER or READ ONLY ADMIN, so
 // client-facing accounts never hold them (see mysqld.Accounts).
