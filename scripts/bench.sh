@@ -23,7 +23,8 @@
 # last the line
 #   sustained_insert_ratio= p95_ratio= binlogd_us_per_txn= catchup_s= proxy_vs_haproxy= rejected_batches=
 # (at the first of BENCH_THREADS; cmd/sqlbench/report.go says which runs
-# each figure compares).
+# each figure compares; rejected_batches is binlogd's counter from the
+# first run to the last, retried runs included).
 #
 # Knobs (environment):
 #   BENCH_SECONDS        seconds per sysbench run (default 20; BENCH_QUICK=1: 5)
@@ -241,6 +242,11 @@ run_one() {
   die "run $label $test $thr failed twice (sysbench output in $WORK/run-$label-$test-$thr-*.txt)"
 }
 
+# binlogd's rejected-batch counter around all runs: a failed (retried)
+# run writes no record, but its rejections count.
+rejected_now() { bin/sqlbench rejected -metrics "$PHX_METRICS" 2>/dev/null || echo NaN; }
+REJ0=$(rejected_now)
+
 INSERT_LABELS=(semisync-direct semisync-haproxy phxgo-proxy-master phxgo-proxy-other phxgo-direct)
 POINT_LABELS=(semisync-direct semisync-haproxy phxgo-proxy-master phxgo-proxy-other)
 k=0
@@ -264,13 +270,17 @@ done
 # --- rejected batches, report -------------------------------------------------------
 # `binlogd log` reads a stopped node's wal: stop phxgo first. The report
 # uses binlogd's rejected-batch metric when it exports one, else this count.
+REJ1=$(rejected_now)
+REJ=()
+if [ "$REJ0" != NaN ] && [ "$REJ1" != NaN ] && [ "$REJ1" -ge "$REJ0" ]; then
+  REJ=(-rejected-metric-delta $((REJ1 - REJ0)))
+fi
 kill "$HA_PID" 2>/dev/null || true
 HA_PID=
 log "stopping phxgo to read its log (binlogd log -rejected)"
 bin/phxcluster down -dir "$PHX_DIR" -base-port "$PHX_BASE" >/dev/null 2>&1 || log "phxcluster down failed"
-REJ=()
 if bin/binlogd log -rejected -config "$PHX_DIR/node$((MASTER + 1))/binlogd.json" >"$WORK/rejected.txt" 2>"$WORK/rejected.err"; then
-  REJ=(-rejected-log "$WORK/rejected.txt")
+  REJ+=(-rejected-log "$WORK/rejected.txt")
 else
   log "binlogd log -rejected failed: $(head -c 300 "$WORK/rejected.err")"
 fi

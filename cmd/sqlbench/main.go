@@ -6,7 +6,8 @@
 //	sqlbench baseline-down -dir DIR                                    stop them (SIGTERM, then SIGKILL)
 //	sqlbench waitapplied   -master A -replicas B,C                     wait until every replica applied the master's GTID
 //	sqlbench run           -label L -target A -master A -replicas B,C -out F [-pids KIND=PID,..] [-metrics URL,..] -- SYSBENCH_OPTS
-//	sqlbench report        -results F [-rejected-log F]                print the tables and the last line
+//	sqlbench rejected      -metrics URL,..                             binlogd's rejected-batch metric, summed over nodes
+//	sqlbench report        -results F [-rejected-log F] [-rejected-metric-delta N]   print the tables and the last line
 //
 // The MariaDB password is read from $SQLBENCH_PASSWORD.
 //
@@ -54,7 +55,7 @@ var (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: sqlbench baseline-up|baseline-down|waitapplied|run|report [flags]")
+		fmt.Fprintln(os.Stderr, "usage: sqlbench baseline-up|baseline-down|waitapplied|run|rejected|report [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -70,6 +71,8 @@ func main() {
 		err = cmdWaitApplied(os.Args[2:])
 	case "run":
 		err = cmdRun(os.Args[2:])
+	case "rejected":
+		err = cmdRejected(os.Args[2:])
 	case "report":
 		err = cmdReport(os.Args[2:])
 	default:

@@ -122,12 +122,10 @@ func countString(v float64) string {
 // summarize computes the last line at thr threads: phxgo through the
 // master node's proxy against the semi-sync master reached directly (the
 // baseline pays no proxy; phxgo pays its own). Point selects compare the
-// master node's proxy with HAProxy. rejectedFromLog is the count from
-// `binlogd log -rejected` (NaN: not counted); the metric wins when binlogd
-// exports one.
-func summarize(r results, thr int, rejectedFromLog float64) summary {
+// master node's proxy with HAProxy. rejected is chooseRejected's count.
+func summarize(r results, thr int, rejected float64) summary {
 	nan := math.NaN()
-	s := summary{nan, nan, nan, nan, nan, rejectedFromLog}
+	s := summary{nan, nan, nan, nan, nan, rejected}
 	p, okp := r.get(phxMaster, testInsert, thr)
 	b, okb := r.get(semiDirect, testInsert, thr)
 	if okp && okb {
@@ -143,10 +141,22 @@ func summarize(r results, thr int, rejectedFromLog float64) summary {
 	if ok1 && ok2 {
 		s.ProxyVsHAProxy = ratio(pp.qps(), hp.qps())
 	}
-	if m, ok := rejectedFromMetric(r); ok {
-		s.Rejected = m
-	}
 	return s
+}
+
+// chooseRejected picks the rejected-batch count of the last line:
+// binlogd's metric over the whole benchmark (benchWide, read by bench.sh
+// before the first run and after the last, so failed and retried runs
+// count too), else the metric summed over the recorded runs, else the
+// whole log's count (setup included). NaN when none is known.
+func chooseRejected(benchWide float64, r results, fromLog float64) float64 {
+	if !math.IsNaN(benchWide) {
+		return benchWide
+	}
+	if m, ok := rejectedFromMetric(r); ok {
+		return m
+	}
+	return fromLog
 }
 
 // rejectedFromMetric sums binlogd's rejected-batch counter over every
@@ -196,6 +206,7 @@ func cmdReport(args []string) error {
 	path := fs.String("results", "", "results file written by sqlbench run")
 	anchor := fs.Int("anchor-threads", 16, "thread count of the last line's figures")
 	rejLog := fs.String("rejected-log", "", "output of `binlogd log -rejected` (counted when binlogd exports no rejected-batch metric)")
+	rejBench := fs.Float64("rejected-metric-delta", math.NaN(), "binlogd's rejected-batch metric, last run's end minus first run's start (bench.sh: sqlbench rejected)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -230,18 +241,20 @@ func cmdReport(args []string) error {
 	printPointSelects(w, r)
 	fmt.Fprintln(w)
 	if m, ok := rejectedFromMetric(r); ok {
-		fmt.Fprintf(w, "rejected batches during the runs (binlogd's %s): %.0f", rejectedName(r), m)
+		fmt.Fprintf(w, "rejected batches (binlogd's %s): %.0f in the recorded runs, %s from the first run to the last (failed runs included)",
+			rejectedName(r), m, countString(*rejBench))
 	} else {
 		fmt.Fprint(w, "rejected batches: binlogd exports no metric for them")
 	}
 	fmt.Fprintf(w, "; in the whole log, setup included (binlogd log -rejected): %s\n", countString(fromLog))
+	rej := chooseRejected(*rejBench, r, fromLog)
 	for _, thr := range r.threads(testInsert) {
 		if thr != *anchor {
-			fmt.Fprintf(w, "at %d threads: %s\n", thr, summarize(r, thr, fromLog))
+			fmt.Fprintf(w, "at %d threads: %s\n", thr, summarize(r, thr, rej))
 		}
 	}
 	fmt.Fprintf(w, "(last line: %d threads; phxgo through the master node's proxy vs the semi-sync master directly; point selects: master node's proxy vs HAProxy)\n", *anchor)
-	fmt.Fprintln(w, summarize(r, *anchor, fromLog))
+	fmt.Fprintln(w, summarize(r, *anchor, rej))
 	return nil
 }
 

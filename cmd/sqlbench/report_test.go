@@ -51,13 +51,28 @@ func TestSummaryPrefersTheMetric(t *testing.T) {
 	b := insertRun(phxOther, 16, 1000, 10, 0, 5, 100)
 	b.RejectedMetric, b.Binlogd["phxgo_capture_rejected_batches_total"] = "phxgo_capture_rejected_batches_total", 0
 	c := insertRun(semiDirect, 16, 1000, 10, 0, 5, 0)
-	if s := summarize(index([]record{a, b, c}), 16, 50); s.Rejected != 2 {
-		t.Errorf("rejected %v, want the metric's 2 (the log's 50 counts the whole log)", s.Rejected)
+	r := index([]record{a, b, c})
+	if got := chooseRejected(math.NaN(), r, 50); got != 2 {
+		t.Errorf("rejected %v, want the runs' metric 2 (the log's 50 counts the whole log)", got)
+	}
+	// Read across the whole bench, the metric also counts failed runs.
+	if got := chooseRejected(5, r, 50); got != 5 {
+		t.Errorf("rejected %v, want the bench-wide 5", got)
+	}
+	if s := summarize(r, 16, chooseRejected(5, r, 50)); s.Rejected != 5 {
+		t.Errorf("summary rejected %v", s.Rejected)
 	}
 	// A metric that exists and counted nothing is a real 0.
 	a.Binlogd["phxgo_capture_rejected_batches_total"] = 0
-	if s := summarize(index([]record{a, c}), 16, math.NaN()); s.Rejected != 0 {
-		t.Errorf("rejected %v, want 0", s.Rejected)
+	if got := chooseRejected(math.NaN(), index([]record{a, c}), math.NaN()); got != 0 {
+		t.Errorf("rejected %v, want 0", got)
+	}
+	// No metric: the log's count; nothing at all: NaN.
+	if got := chooseRejected(math.NaN(), index([]record{c}), 4); got != 4 {
+		t.Errorf("rejected %v, want the log's 4", got)
+	}
+	if got := chooseRejected(math.NaN(), index([]record{c}), math.NaN()); !math.IsNaN(got) {
+		t.Errorf("rejected %v, want NaN", got)
 	}
 }
 

@@ -164,3 +164,36 @@ func cmdWaitApplied(args []string) error {
 	fmt.Printf("applied %v on %d replicas after %.2f s\n", want, len(rs), t.Sub(start).Seconds())
 	return nil
 }
+
+// cmdRejected prints the sum over nodes of binlogd's rejected-batch
+// metric ("NaN" when binlogd exports none), for bench.sh to read before
+// the first run and after the last.
+func cmdRejected(args []string) error {
+	fs := flag.NewFlagSet("rejected", flag.ContinueOnError)
+	metrics := fs.String("metrics", "", "binlogd /metrics URLs, comma-separated")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	urls := splitList(*metrics)
+	if len(urls) == 0 {
+		return fmt.Errorf("%w: -metrics is required", errBadFlags)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sum := map[string]float64{}
+	for _, u := range urls {
+		m, err := fetchMetrics(ctx, u)
+		if err != nil {
+			return err
+		}
+		for k, v := range m {
+			sum[k] += v
+		}
+	}
+	if name := rejectedMetric(sum); name != "" {
+		fmt.Printf("%.0f\n", sum[name])
+	} else {
+		fmt.Println("NaN")
+	}
+	return nil
+}
