@@ -95,7 +95,10 @@
 // Storage.SaveApplied. The proposing node recognises its own command when
 // applying it and hands Apply's result to the waiting Propose. The
 // periodic save (every SnapshotEvery entries) runs beside the applier and
-// becomes a compaction point once durable (snapsave.go).
+// becomes a compaction point once durable (snapsave.go). The applier also
+// keeps the newest entries' decoded commands, up to ReadTailBytes, in an
+// in-memory tail (readtail.go): Read and ReadNext serve a reader that
+// follows the log closely from it, and one behind it from storage.
 //
 // # Membership
 //

@@ -33,6 +33,14 @@
 // created timestamp is 0 so a reconnect is not taken for a master restart.
 // ANNOTATE_ROWS events are sent only to replicas that ask for them.
 //
+// Reading ahead. A reader goroutine per dump pulls from the cursor and
+// hands the writer a batch at a time (BatchCursor.NextBatch: whatever one
+// read of the log yielded, up to 256 transactions; a plain Cursor gives
+// one per Next), so a replica that follows closely costs one hand-off and
+// one flush per log read, not per transaction. binlogd's cursor reads the
+// Paxos log's in-memory tail (paxos Config.ReadTailBytes), and storage
+// only when the replica is behind it.
+//
 // Positions. Source.Open decides what a replica's GTID position means: a
 // position the log has purged is ErrPurged; one the log does not hold
 // (ahead of it, forked, another domain) is ErrUnknownPosition. Both reach
