@@ -71,6 +71,11 @@
 //
 // Root and /dev/fuse (Supported says why not). The mount is allow_other
 // with default_permissions (MariaDB runs as its own user; the kernel
-// checks modes). FUSE passthrough is refused for tracked files so every
+// checks modes). The kernel caches entries and attributes for an hour
+// (coherent: every change goes through the mount, a drop remounts); with
+// the mount root's attributes cached at mount, a child the serving process
+// forks with its working directory on the mount never needs the server
+// before its exec (which, during a stop-the-world, would deadlock). FUSE
+// passthrough is refused for tracked files so every
 // write is seen. Unix sockets work on it (MariaDB's mysqld.sock).
 package lazyfs

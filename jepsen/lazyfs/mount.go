@@ -116,7 +116,10 @@ func (f *FS) mount() error {
 		return &node{LoopbackNode: fs.LoopbackNode{RootData: rd}, s: f.s, persist: f.o.FsyncPersistsName}
 	}
 	root.RootNode = root.NewNode(root, nil, "", &st)
-	sec := time.Second
+	// Every change goes through this mount and a drop remounts, so the
+	// kernel's caches never go stale: keep them long. That also keeps a
+	// fork of the serving process from needing it (see warm).
+	cache := time.Hour
 	srv, err := fs.Mount(f.mountpoint, root.RootNode, &fs.Options{
 		MountOptions: fuse.MountOptions{
 			AllowOther: true, // MariaDB runs as its own user
@@ -128,7 +131,7 @@ func (f *FS) mount() error {
 			MaxWrite:          512 << 10, // a reply (data + header) must fit a 1 MiB pipe for splice
 			MaxBackground:     64,
 		},
-		EntryTimeout: &sec, AttrTimeout: &sec,
+		EntryTimeout: &cache, AttrTimeout: &cache,
 	})
 	if err != nil {
 		return fmt.Errorf("%w: mount %s: %w", ErrUnsupported, f.mountpoint, err)
@@ -136,7 +139,18 @@ func (f *FS) mount() error {
 	f.mu.Lock()
 	f.server = srv
 	f.mu.Unlock()
-	return nil
+	return warm(f.mountpoint)
+}
+
+// warm caches the mount root's attributes in the kernel. A child forked
+// by the process serving the mount (os/exec with Dir on it: localcluster
+// starts binlogd so) checks them in chdir before its exec; if that needed
+// a FUSE round trip while the Go runtime stops the world (it waits for
+// the forking thread, suspended until the child execs), neither would
+// ever go on.
+func warm(dir string) error {
+	_, err := os.Stat(dir)
+	return err
 }
 
 // Mountpoint is where the filesystem is mounted.
