@@ -10,6 +10,7 @@ require (
 	github.com/hanwen/go-fuse/v2 v2.12.1
 	github.com/pingcap/errors v0.11.5-0.20260310054046-9c8b3586e4b2
 	github.com/prometheus/client_golang v1.25.0
+	golang.org/x/image v0.42.0
 	golang.org/x/sys v0.48.0
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12
