@@ -8,6 +8,7 @@ import (
 
 	"phxgo/jepsen/checker"
 	"phxgo/jepsen/history"
+	"phxgo/jepsen/report"
 	"phxgo/jepsen/workload"
 )
 
@@ -114,4 +115,13 @@ func (r *Results) Stats() string {
 	}
 	return fmt.Sprintf("stats faults=%d min_avail=%.2f max_outage_s=%.1f max_recovery_s=%.1f final_recovery_s=%.1f",
 		r.Faults, minAvail, maxOutage, maxRec, final)
+}
+
+// reportRun is what the HTML report shows of r besides the history.
+func (r *Results) reportRun() report.Run {
+	return report.Run{
+		Title:  fmt.Sprintf("%s under %s, seed %d, %d nodes", r.Workload, r.Nemesis, r.Seed, r.Nodes),
+		Line:   r.Line(),
+		Checks: r.Checks,
+	}
 }

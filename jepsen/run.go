@@ -18,6 +18,7 @@ import (
 	"phxgo/jepsen/history"
 	"phxgo/jepsen/nemesis"
 	"phxgo/jepsen/netns"
+	"phxgo/jepsen/report"
 	"phxgo/jepsen/workload"
 )
 
@@ -130,6 +131,11 @@ func Run(ctx context.Context, cfg Config, launch Launcher) (res *Results, err er
 		defer wg.Done()
 		nem.Run(phase, sched, rec)
 	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		progress(phase, rec, cfg.Time)
+	}()
 	r.clients(phase)
 	cancel()
 	wg.Wait()
@@ -153,6 +159,10 @@ func Run(ctx context.Context, cfg Config, launch Launcher) (res *Results, err er
 	res.fill(rec.Ops(), w, cfg.OutDir, interrupted)
 	if err := res.write(filepath.Join(cfg.OutDir, "results.json")); err != nil {
 		return res, err
+	}
+	// The pictures and page only inform; a failure to draw them is logged.
+	if err := report.Write(cfg.OutDir, rec.Ops(), res.reportRun()); err != nil {
+		slog.Warn("jepsen: report", "err", err)
 	}
 	if err := rec.Err(); err != nil {
 		return res, fmt.Errorf("history.jsonl: %w", err)

@@ -12,6 +12,7 @@ import (
 	"phxgo/jepsen/history"
 	"phxgo/jepsen/nemesis"
 	"phxgo/jepsen/phxcluster"
+	"phxgo/jepsen/report"
 )
 
 // TestJepsenShort is the CI run of the issue: a real 3-node phxgo cluster
@@ -50,6 +51,11 @@ func TestJepsenShort(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log(res.Line())
+	for _, f := range []string{report.LatencyPNG, report.ThroughputPNG, report.IndexHTML} {
+		if st, err := os.Stat(filepath.Join(out, f)); err != nil || st.Size() == 0 {
+			t.Errorf("report file %s missing or empty: %v", f, err)
+		}
+	}
 	h, err := history.ReadFile(filepath.Join(out, "history.jsonl"))
 	if err != nil {
 		t.Fatal(err)

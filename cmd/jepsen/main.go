@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -28,6 +29,7 @@ import (
 	"phxgo/jepsen"
 	"phxgo/jepsen/nemesis"
 	"phxgo/jepsen/phxcluster"
+	"phxgo/jepsen/report"
 )
 
 // launcher starts a real phxgo cluster (binlogd + mariadbd + sqlproxy per
@@ -94,7 +96,7 @@ func run(cfg jepsen.Config) int {
 	}
 	fmt.Fprint(os.Stderr, res.Summary())
 	fmt.Fprintln(os.Stderr, res.Stats())
-	fmt.Fprintf(os.Stderr, "results in %s\n", res.OutDir)
+	fmt.Fprintf(os.Stderr, "results in %s (pictures and verdicts: %s)\n", res.OutDir, filepath.Join(res.OutDir, report.IndexHTML))
 	fmt.Println(res.Line())
 	switch res.Valid {
 	case "true":
