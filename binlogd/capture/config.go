@@ -25,7 +25,9 @@ type Config struct {
 	// BatchMaxBytes bounds a batch's raw event bytes; a batch always holds
 	// at least one transaction, so a bigger transaction travels alone.
 	BatchMaxBytes int
-	// MaxInFlight is how many batches may be inside Sink.Commit at once.
+	// MaxInFlight is how many batches may be proposed and not yet durable
+	// at once. It bounds memory and the log's queue, not a batch's size:
+	// a batch is whatever waits when the pipeline proposes.
 	MaxInFlight int
 	// HeartbeatPeriod asks the master for a heartbeat when idle; it must be
 	// below ReadTimeout, which bounds the wait for any packet.
