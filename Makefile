@@ -84,5 +84,13 @@ jepsen: build
 hosts-test: build
 	bin/jepsen -hosts -bin bin
 
+# Failover under load, in parts (issue 20.5; jepsen/failover): 64 insert
+# threads through the proxies, SIGKILL of the master's processes, detection /
+# election / apply / first write timed by 50 ms Status polls, 3 rounds.
+# Last line: failover rounds=3 within_two_leases=... median_total_ms=... lease_ms=...
+.PHONY: failover-bench
+failover-bench: build
+	bin/jepsen failover -bin bin -threads 64 -rounds 3 -lease 3s
+
 clean:
 	rm -rf bin
