@@ -74,40 +74,49 @@ func (s *session) pickReplica() decision {
 
 // masterTarget waits up to MasterWait for a master this session may use:
 // this node with a valid lease (checked against the lease deadline now),
-// or, for a client (not a hop), another node's proxy.
+// or, for a client (not a hop), the master's MariaDB under a read window
+// or another node's proxy. The usual case (a usable view) costs one view
+// load and one clock read; only a wait sets up the deadline and timer.
 func (s *session) masterTarget() (string, routeKind, *wire.Error) {
+	if addr, kind, ok := s.masterIn(s.srv.topo.View(), time.Now()); ok {
+		return addr, kind, nil
+	}
+	return s.masterWait()
+}
+
+// masterIn is the master target view v allows at now, if any.
+func (s *session) masterIn(v topology.View, now time.Time) (string, routeKind, bool) {
+	switch {
+	case v.IsMaster:
+		if v.LeaseValid(now) {
+			addr := v.MasterMySQLAddr
+			if addr == "" {
+				addr = v.SelfMySQLAddr
+			}
+			return addr, routeMaster, true
+		}
+	case !s.hop && v.WindowValid(now) && !s.stayForwarding(v):
+		return v.Window.MySQLAddr, routeDirect, true
+	case !s.hop && v.MasterID != 0 && v.MasterID != s.srv.topo.Self() && v.MasterProxyAddr != "":
+		return v.MasterProxyAddr, routeForward, true
+	}
+	return "", 0, false
+}
+
+// masterWait waits for a view with a master target (masterTarget).
+func (s *session) masterWait() (string, routeKind, *wire.Error) {
 	topo := s.srv.topo
 	deadline := time.Now().Add(s.srv.cfg.MasterWait)
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
+	timer := time.NewTimer(s.srv.cfg.MasterWait)
+	defer timer.Stop()
 	for {
 		ch := topo.Changed()
-		v := topo.View()
 		now := time.Now()
-		switch {
-		case v.IsMaster:
-			if v.LeaseValid(now) {
-				addr := v.MasterMySQLAddr
-				if addr == "" {
-					addr = v.SelfMySQLAddr
-				}
-				return addr, routeMaster, nil
-			}
-		case !s.hop && v.WindowValid(now) && !s.stayForwarding(v):
-			return v.Window.MySQLAddr, routeDirect, nil
-		case !s.hop && v.MasterID != 0 && v.MasterID != topo.Self() && v.MasterProxyAddr != "":
-			return v.MasterProxyAddr, routeForward, nil
+		if addr, kind, ok := s.masterIn(topo.View(), now); ok {
+			return addr, kind, nil
 		}
-		wait := deadline.Sub(now)
-		if wait <= 0 {
+		if deadline.Sub(now) <= 0 {
 			return "", 0, errNoMaster
-		}
-		if timer == nil {
-			timer = time.NewTimer(wait)
 		}
 		select {
 		case <-ch:
