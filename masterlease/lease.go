@@ -54,6 +54,9 @@ type Lease struct {
 	// index <= caughtUp (MarkCaughtUp).
 	caughtUp uint64
 	lastSeen statusKey
+	// base is where the chain starts in a cluster restored from a backup
+	// (SetBase, base.go); zero for a cluster that started empty.
+	base GTID
 }
 
 // ownLease is the holder's view, meaningful only while st.Master == id.
@@ -177,7 +180,9 @@ func (l *Lease) Snapshot() ([]byte, error) {
 // Restore implements paxos.StateMachine. The restored node holds no lease
 // of its own, and as a follower it waits a whole lease from now.
 func (l *Lease) Restore(applied uint64, snap []byte) error {
-	st := State{}
+	l.mu.Lock()
+	st := State{LastGTID: l.base}
+	l.mu.Unlock()
 	if snap != nil {
 		var err error
 		if st, err = DecodeState(snap); err != nil {
