@@ -3,18 +3,15 @@ package jepsen
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"phxgo/binlogd/localcluster"
 	"phxgo/jepsen/checker"
 	"phxgo/jepsen/history"
 	"phxgo/jepsen/lazyfs"
 	"phxgo/jepsen/nemesis"
-	"phxgo/jepsen/netns"
 	"phxgo/jepsen/phxcluster"
 )
 
@@ -27,21 +24,9 @@ import (
 // survived and nothing unacknowledged came back. Results are kept on
 // failure, with the seed.
 func TestJepsenPowerShort(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs a real cluster for about three minutes; skipped in -short")
-	}
-	if err := netns.Supported(); err != nil {
-		t.Skipf("skipping: %v", err)
-	}
+	bin := shortCluster(t) // skips in -short or without namespaces; binaries shared with the other short tests
 	if err := lazyfs.Supported(); err != nil {
 		t.Skipf("skipping: %v", err)
-	}
-	if _, err := exec.LookPath("mariadb-install-db"); err != nil {
-		t.Fatal("MariaDB not installed (scripts/install-deps.sh)")
-	}
-	bin := t.TempDir()
-	if err := localcluster.BuildBinaries(bin); err != nil {
-		t.Fatal(err)
 	}
 	out, err := os.MkdirTemp("", "jepsen-power-")
 	if err != nil {
