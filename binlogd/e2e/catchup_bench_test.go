@@ -48,7 +48,9 @@ func TestReplicaCatchUpBench(t *testing.T) {
 	var lines []string
 	for _, b := range builds {
 		t.Run(b[0], func(t *testing.T) {
-			lines = append(lines, catchUpOnce(t, b[0], b[1], secs))
+			l := catchUpOnce(t, b[0], b[1], secs)
+			t.Log(l)
+			lines = append(lines, l)
 		})
 	}
 	for _, l := range lines {
@@ -58,7 +60,7 @@ func TestReplicaCatchUpBench(t *testing.T) {
 }
 
 func catchUpOnce(t *testing.T, label, bin string, secs int) string {
-	c, master := localcluster.StartSpecForTest(t, localcluster.Spec{BinDir: bin, Nodes: 3, LeaseDuration: 3 * time.Second})
+	c, master := localcluster.StartSpecForTest(t, localcluster.Spec{BinDir: bin, Nodes: 3, LeaseDuration: 5 * time.Second})
 	cr, err := config.LoadCredentials(filepath.Join(c.Spec.Dir, "credentials.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -69,6 +71,8 @@ func catchUpOnce(t *testing.T, label, bin string, secs int) string {
 	}
 	mustExec(t, db, "CREATE DATABASE sbtest")
 	db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
 	host, port, _ := strings.Cut(c.MySQLAddr(master), ":")
 	args := []string{"oltp_insert", "--db-driver=mysql", "--mysql-host=" + host, "--mysql-port=" + port,
 		"--mysql-user=" + cr.AppUser, "--mysql-password=" + cr.AppPassword, "--mysql-db=sbtest",
@@ -76,11 +80,13 @@ func catchUpOnce(t *testing.T, label, bin string, secs int) string {
 	if out, err := exec.Command("sysbench", append(args, "prepare")...).CombinedOutput(); err != nil {
 		t.Fatalf("sysbench prepare: %v\n%s", err, out)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	if _, err := c.WaitHealthy(ctx, nil); err != nil {
+	// The burst goes to whoever is master now (a loaded host may have
+	// moved the lease during prepare).
+	if master, err = c.WaitHealthy(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
+	host, port, _ = strings.Cut(c.MySQLAddr(master), ":")
+	args[2], args[3] = "--mysql-host="+host, "--mysql-port="+port
 	out, err := exec.Command("sysbench", append(args, "run")...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("sysbench run: %v\n%s", err, out)
