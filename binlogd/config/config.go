@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"time"
 
@@ -105,6 +106,11 @@ type Config struct {
 	LogRetentionBytes int64 `json:"log_retention_bytes"`
 	// mysql_extra: extra my.cnf lines for the node's MariaDB.
 	MySQLExtra []string `json:"mysql_extra,omitempty"`
+	// base_gtid: the GTID a cluster rebuilt from a backup starts its log's
+	// chain at (`binlogd restore -new-cluster` writes it; every member
+	// must have the same; masterlease.Lease.SetBase). "" for a cluster
+	// that started empty.
+	BaseGTID string `json:"base_gtid,omitempty"`
 	// tls_cert, tls_key, tls_ca, allow_remote_repl: see Security.
 	Security
 
@@ -239,11 +245,16 @@ func (c *Config) Validate() error {
 	if c.DriftMargin.Duration < 0 || c.DriftMargin.Duration*2 >= c.LeaseDuration.Duration {
 		return c.bad("drift_margin", "%v must be >= 0 and under half of lease_duration %v", c.DriftMargin.Duration, c.LeaseDuration.Duration)
 	}
+	if c.BaseGTID != "" && !baseGTID.MatchString(c.BaseGTID) {
+		return c.bad("base_gtid", "%q is not one GTID domain-server-seq (e.g. 0-1-1234)", c.BaseGTID)
+	}
 	if err := c.validateSecurity(); err != nil {
 		return err
 	}
 	return nil
 }
+
+var baseGTID = regexp.MustCompile(`^\d+-\d+-[1-9]\d*$`)
 
 // Self is this node's member entry.
 func (c *Config) Self() Member {

@@ -242,13 +242,13 @@ func (n *Node) validGTIDs(ctx context.Context, gtids []binlog.GTID) ([]bool, err
 func (n *Node) validGTIDsOnce(gtids []binlog.GTID) ([]bool, error) {
 	want := map[binlog.GTID]int{}
 	out := make([]bool, len(gtids))
-	c, base, first, err := newLogSource(n.px).baseCursor()
+	c, _, first, err := n.newLogSource().baseCursor()
 	if err != nil {
 		return nil, err
 	}
 	c.found = true
 	for i, g := range gtids {
-		if base > 0 && !first.IsZero() && g.Domain == first.Domain && g.Seq <= first.Seq {
+		if !first.IsZero() && g.Domain == first.Domain && g.Seq <= first.Seq {
 			out[i] = g.Seq < first.Seq || g == first
 			continue
 		}

@@ -113,6 +113,13 @@ func (n *Node) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if n.cfg.BaseGTID != "" { // a cluster rebuilt from a backup (binlogd restore -new-cluster)
+		g, err := binlog.ParseGTID(n.cfg.BaseGTID)
+		if err != nil {
+			return fmt.Errorf("base_gtid: %w", err)
+		}
+		lease.SetBase(masterlease.GTID(g))
+	}
 	n.lease = lease
 	n.m = newMetrics(n) // before paxos: it observes commit latencies
 
@@ -147,7 +154,7 @@ func (n *Node) Run(ctx context.Context) error {
 	rcfg.Addr, rcfg.User, rcfg.Password = n.cfg.ReplAddr, n.cred.CaptureUser, n.cred.CapturePassword
 	rcfg.ServerID, rcfg.Logger = rolectl.EndpointServerID(n.cfg.ID), n.log
 	rcfg.HeartbeatPeriod = time.Second
-	repl, err := replserver.New(rcfg, newLogSource(px))
+	repl, err := replserver.New(rcfg, n.newLogSource())
 	if err != nil {
 		return err
 	}

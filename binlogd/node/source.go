@@ -25,10 +25,20 @@ import (
 type logSource struct {
 	px       *paxos.Node
 	readSize int
+	// base: where the chain of a cluster rebuilt from a backup starts
+	// (config base_gtid, masterlease SetBase); like a compaction point at
+	// index 0, it is the log's first GTID.
+	base binlog.GTID
 }
 
 func newLogSource(px *paxos.Node) *logSource {
 	return &logSource{px: px, readSize: 4 << 20}
+}
+
+func (n *Node) newLogSource() *logSource {
+	s := newLogSource(n.px)
+	s.base = binlog.GTID(n.lease.Base())
+	return s
 }
 
 // logCursor walks the log, replaying the state machine as it goes.
@@ -74,6 +84,10 @@ func (s *logSource) baseCursor() (c *logCursor, base uint64, first binlog.GTID, 
 		return nil, 0, first, errCompacted(err)
 	}
 	c = &logCursor{src: s, next: base + 1}
+	if base == 0 && !s.base.IsZero() {
+		c.st.LastGTID = masterlease.GTID(s.base)
+		first = s.base
+	}
 	if base > 0 {
 		if c.st, err = masterlease.DecodeState(snap); err != nil {
 			return nil, 0, first, fmt.Errorf("log base at index %d: %w", base, err)
@@ -94,9 +108,9 @@ func (s *logSource) open(ctx context.Context, pos binlog.GTIDList) (replserver.C
 		want = pos[0]
 	}
 	switch {
-	case base > 0 && !first.IsZero() && want.IsZero():
+	case !first.IsZero() && want.IsZero():
 		return nil, fmt.Errorf("%w: the log was compacted up to GTID %s (index %d); a replica with no GTID position must be reseeded", replserver.ErrPurged, first, base)
-	case base > 0 && !first.IsZero() && want.Domain == first.Domain && (want.Seq < first.Seq || (want == first && c.skipPartial)):
+	case !first.IsZero() && want.Domain == first.Domain && (want.Seq < first.Seq || (want == first && c.skipPartial)):
 		return nil, fmt.Errorf("%w: GTID %s is before the log's first retained GTID %s (index %d); reseed this replica", replserver.ErrPurged, want, first, base)
 	case want.IsZero() || want == first:
 		c.found = true
