@@ -12,6 +12,8 @@ import (
 var page = template.Must(template.New("report").Funcs(template.FuncMap{
 	"secs":  func(v float64) string { return fmt.Sprintf("%.1f", v) },
 	"info":  infoLine,
+	"secs2": func(v float64) string { return fmt.Sprintf("%.2f", v) },
+	"pct":   func(v float64) string { return fmt.Sprintf("%.0f%%", 100*v) },
 	"class": func(v checker.Validity) string { return "v-" + string(v) },
 }).Parse(`<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>{{.Title}}</title>
@@ -36,6 +38,10 @@ code{font-size:90%}
 {{if .Faults}}<table><tr><th>start s</th><th>heal s</th><th>held s</th><th>fault</th><th>outcome</th></tr>
 {{range .Faults}}<tr><td>{{secs .Start}}</td><td>{{secs .Heal}}</td><td>{{secs .Duration}}</td><td>{{.Note}}</td><td>{{.Outcome}}{{if .Error}} ({{.Error}}){{end}}</td></tr>
 {{end}}</table>{{else}}<p>none</p>{{end}}
+{{if .Windows}}<h3>Availability in each fault window</h3>
+<table><tr><th>start s</th><th>heal s</th><th>fault</th><th>ops</th><th>served</th><th>outage s</th><th>recovery s</th><th>longest op s</th></tr>
+{{range .Windows}}<tr><td>{{secs .Start}}</td><td>{{secs .Heal}}</td><td>{{.Fault}}</td><td>{{.Ops}}</td><td>{{pct .Avail}}</td><td>{{secs .OutageSeconds}}</td><td>{{secs2 .RecoverySeconds}}</td><td>{{secs .MaxLatencySeconds}}</td></tr>
+{{end}}</table>{{end}}
 <p>Files: <a href="results.json">results.json</a>, <a href="history.jsonl">history.jsonl</a>, <a href="logs/">logs/</a></p>
 </body></html>
 `))
@@ -69,6 +75,16 @@ type pageData struct {
 	Line   string
 	Checks []checker.Result
 	Faults []Fault
+	// Windows is the availability checker's view of the same faults
+	// (served share, outage, recovery), when it ran.
+	Windows []checker.Window
 }
 
-func writePage(w io.Writer, d pageData) error { return page.Execute(w, d) }
+func writePage(w io.Writer, d pageData) error {
+	for _, c := range d.Checks {
+		if ws, ok := c.Info["windows"].([]checker.Window); ok {
+			d.Windows = append(d.Windows, ws...)
+		}
+	}
+	return page.Execute(w, d)
+}

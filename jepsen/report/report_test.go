@@ -41,7 +41,8 @@ func TestWriteDrawsFaultWindowsAndVerdicts(t *testing.T) {
 	run := Run{Title: "register under kill,partition", Line: "valid=false ops=200 ok=198 fail=1 info=1",
 		Checks: []checker.Result{
 			{Checker: "linearizable", Valid: checker.Invalid, Anomalies: []checker.Anomaly{{Kind: "nonlinearizable", Key: 3, Detail: "read 7 after write 8"}}},
-			{Checker: "availability", Valid: checker.Valid, Info: map[string]any{"quiet-avail": 0.99}},
+			{Checker: "availability", Valid: checker.Valid, Info: map[string]any{"quiet-avail": 0.99,
+				"windows": []checker.Window{{Fault: "kill n1", Start: 5, Heal: 8, Ops: 30, OK: 15, Avail: 0.5, OutageSeconds: 2.5, RecoverySeconds: 0.25}}}},
 		}}
 	if err := Write(dir, knownHistory(), run); err != nil {
 		t.Fatal(err)
@@ -103,6 +104,7 @@ func TestWriteDrawsFaultWindowsAndVerdicts(t *testing.T) {
 		`<img src="latency.png"`, `<img src="throughput.png"`, `href="results.json"`,
 		"valid=false ops=200", "linearizable", `class="v-false"`, "read 7 after write 8", "availability", `class="v-true"`,
 		"kill n1", "partition [n2] | [n1 n3]", "<td>5.0</td><td>8.0</td><td>3.0</td>",
+		"<td>kill n1</td><td>30</td><td>50%</td><td>2.5</td><td>0.25</td>",
 	} {
 		if !strings.Contains(html, want) {
 			t.Errorf("index.html lacks %q", want)
