@@ -535,3 +535,22 @@ func TestDropWithCopyInAnotherMountNamespace(t *testing.T) {
 	}
 	want(t, f.p("a"), "durable")
 }
+
+// TestUnbufferedNamesSurvive: diagnostic logs (Options.Unbuffered) keep
+// every write and their names through a drop, opened any number of times.
+func TestUnbufferedNamesSurvive(t *testing.T) {
+	f := mountT(t, Options{Unbuffered: []string{"error.log"}})
+	ap, err := os.OpenFile(f.p("error.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ap.WriteString("line 1\n"); err != nil {
+		t.Fatal(err)
+	}
+	want(t, f.p("error.log"), "line 1\n") // a second open while the first is open
+	ap.Close()
+	write(t, f.p("other.log"), 0, "buffered", false)
+	drop(t, f)
+	want(t, f.p("error.log"), "line 1\n")
+	want(t, f.p("other.log"), "<absent>")
+}

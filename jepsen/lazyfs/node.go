@@ -67,10 +67,12 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 
 func (n *node) wrap(fh fs.FileHandle, flags uint32) fs.FileHandle {
 	lf, ok := fh.(*fs.LoopbackFile)
-	if !ok || n.s.isExempt(n.path()) {
+	if !ok {
 		return fh
 	}
-	return &file{LoopbackFile: lf, n: n, sync: flags&(unix.O_DSYNC|unix.O_DIRECT) != 0}
+	// Exempt files are wrapped too: a passthrough open of an inode that
+	// also has cached opens fails with EIO in the kernel.
+	return &file{LoopbackFile: lf, n: n, sync: flags&(unix.O_DSYNC|unix.O_DIRECT) != 0, exempt: n.s.isExempt(n.path())}
 }
 
 func (n *node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
@@ -250,8 +252,9 @@ func isEmptyDir(p string) (bool, error) {
 // file is an open file whose changes the state sees first.
 type file struct {
 	*fs.LoopbackFile
-	n    *node
-	sync bool // O_SYNC, O_DSYNC or O_DIRECT: each write is durable at once
+	n      *node
+	sync   bool // O_SYNC, O_DSYNC or O_DIRECT: each write is durable at once
+	exempt bool // Options.Unbuffered: not tracked
 }
 
 // PassthroughFd refuses the kernel's FUSE passthrough: with it, reads
@@ -272,6 +275,9 @@ func (f *file) Write(ctx context.Context, data []byte, off int64) (uint32, sysca
 }
 
 func (f *file) Writev(ctx context.Context, data [][]byte, off int64) (uint32, syscall.Errno) {
+	if f.exempt {
+		return f.LoopbackFile.Writev(ctx, data, off)
+	}
 	st, e := f.state()
 	if e != 0 {
 		return 0, e
@@ -305,7 +311,7 @@ func (f *file) Writev(ctx context.Context, data [][]byte, off int64) (uint32, sy
 
 func (f *file) Setattr(ctx context.Context, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	sz, ok := in.GetSize()
-	if !ok {
+	if !ok || f.exempt {
 		return f.LoopbackFile.Setattr(ctx, in, out)
 	}
 	st, e := f.state()
@@ -321,6 +327,9 @@ func (f *file) Setattr(ctx context.Context, in *fuse.SetAttrIn, out *fuse.AttrOu
 }
 
 func (f *file) Allocate(ctx context.Context, off, size uint64, mode uint32) syscall.Errno {
+	if f.exempt {
+		return f.LoopbackFile.Allocate(ctx, off, size, mode)
+	}
 	st, e := f.state()
 	if e != 0 {
 		return e
@@ -342,6 +351,9 @@ func (f *file) Allocate(ctx context.Context, off, size uint64, mode uint32) sysc
 // Fsync (and fdatasync) makes the file's data and size durable; the
 // backing file itself is not synced (see the package doc).
 func (f *file) Fsync(ctx context.Context, flags uint32) syscall.Errno {
+	if f.exempt {
+		return 0
+	}
 	st, e := f.state()
 	if e != 0 {
 		return e
