@@ -11,6 +11,7 @@ import (
 // and, against the source's estimate, percentage and ETA.
 type progress struct {
 	w         io.Writer
+	label     string // line prefix; "" is "reseed"
 	estimated int64
 	start     time.Time
 	bytes     atomic.Int64
@@ -18,8 +19,8 @@ type progress struct {
 	done      chan struct{}
 }
 
-func startProgress(w io.Writer, estimated int64, every time.Duration) *progress {
-	p := &progress{w: w, estimated: estimated, start: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
+func startProgress(w io.Writer, label string, estimated int64, every time.Duration) *progress {
+	p := &progress{w: w, label: label, estimated: estimated, start: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
 		t := time.NewTicker(every)
@@ -43,13 +44,20 @@ func (p *progress) finish() {
 	close(p.stop)
 	<-p.done
 	n, d := p.bytes.Load(), time.Since(p.start)
-	fmt.Fprintf(p.w, "reseed: received %s in %s (%.1f MiB/s)\n", size(n), d.Round(100*time.Millisecond), mibps(n, d))
+	fmt.Fprintf(p.w, "%s: received %s in %s (%.1f MiB/s)\n", p.name(), size(n), d.Round(100*time.Millisecond), mibps(n, d))
+}
+
+func (p *progress) name() string {
+	if p.label == "" {
+		return "reseed"
+	}
+	return p.label
 }
 
 func (p *progress) line(now time.Time) string {
 	n, d := p.bytes.Load(), now.Sub(p.start)
 	rate := mibps(n, d)
-	s := fmt.Sprintf("reseed: %s", size(n))
+	s := fmt.Sprintf("%s: %s", p.name(), size(n))
 	if p.estimated > 0 {
 		// The estimate is the source's datadir: the stream may run past it
 		// a little (or stop short), so never claim 100% before the end.

@@ -13,7 +13,7 @@ import (
 	pb "phxgo/proto"
 )
 
-// Target is where and how Receive puts a copy.
+// Target is where and how Receive (or RestoreDir) puts a copy.
 type Target struct {
 	DataDir string // the node's datadir (mysql_dir/data); it may be missing
 	// DiscardOld removes the old datadir after the swap instead of keeping
@@ -22,6 +22,20 @@ type Target struct {
 	Progress   io.Writer     // progress lines (stderr); nil: none
 	Every      time.Duration // between progress lines; 0: a second
 	Now        func() time.Time
+}
+
+func (t Target) defaults() (now func() time.Time, out io.Writer, every time.Duration) {
+	now, out, every = t.Now, t.Progress, t.Every
+	if now == nil {
+		now = time.Now
+	}
+	if out == nil {
+		out = io.Discard
+	}
+	if every <= 0 {
+		every = time.Second
+	}
+	return now, out, every
 }
 
 // Result is what a reseed did.
@@ -40,56 +54,57 @@ type Result struct {
 // swaps it in. On any failure the partial copy is removed and t.DataDir
 // is left as it was.
 func Receive(ctx context.Context, recv func() (*pb.BackupChunk, error), t Target) (res Result, err error) {
-	now := t.Now
-	if now == nil {
-		now = time.Now
-	}
-	out := t.Progress
-	if out == nil {
-		out = io.Discard
-	}
-	every := t.Every
-	if every <= 0 {
-		every = time.Second
-	}
-	first, err := recv()
-	if err != nil {
-		return res, fmt.Errorf("reseed: the source refused or failed: %w", err)
-	}
-	if first.Info == nil {
-		return res, errors.New("reseed: the stream does not start with the backup's info (a binlogd without Backup?)")
-	}
-	res.Info = first.Info
-	fmt.Fprintf(out, "reseed: copying from node %d (MariaDB %s, at %s), about %s\n",
-		res.Info.SourceNode, res.Info.MariadbVersion, orNone(res.Info.SourceGtidPos), size(int64(res.Info.EstimatedBytes)))
-
+	now, out, every := t.defaults()
 	stamp := now().UTC().Format("20060102T150405")
 	newDir := t.DataDir + ".reseed-" + stamp
 	if err := os.MkdirAll(filepath.Dir(t.DataDir), 0o750); err != nil { // a new node's mysql_dir
 		return res, fmt.Errorf("reseed: %w", err)
 	}
-	if err := os.Mkdir(newDir, 0o750); err != nil {
-		return res, fmt.Errorf("reseed: %w", err)
+	if err := receiveInto(ctx, recv, newDir, "reseed", out, every, &res); err != nil {
+		return res, err
+	}
+	if err := swapIn(newDir, t, stamp, &res); err != nil {
+		_ = os.RemoveAll(newDir)
+		return res, err
+	}
+	return res, nil
+}
+
+// receiveInto extracts a Backup stream into dir (which must not exist),
+// prepares it and reads its position into res. On failure dir is removed.
+func receiveInto(ctx context.Context, recv func() (*pb.BackupChunk, error), dir, label string, out io.Writer, every time.Duration, res *Result) (err error) {
+	first, err := recv()
+	if err != nil {
+		return fmt.Errorf("%s: the source refused or failed: %w", label, err)
+	}
+	if first.Info == nil {
+		return fmt.Errorf("%s: the stream does not start with the backup's info (a binlogd without Backup?)", label)
+	}
+	res.Info = first.Info
+	fmt.Fprintf(out, "%s: copying from node %d (MariaDB %s, at %s), about %s\n",
+		label, res.Info.SourceNode, res.Info.MariadbVersion, orNone(res.Info.SourceGtidPos), size(int64(res.Info.EstimatedBytes)))
+	if err := os.Mkdir(dir, 0o750); err != nil {
+		return fmt.Errorf("%s: %w", label, err)
 	}
 	defer func() {
 		if err != nil {
-			_ = os.RemoveAll(newDir)
+			_ = os.RemoveAll(dir)
 		}
 	}()
 
 	xctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	x := exec.CommandContext(xctx, "mbstream", "-x", "-C", newDir)
+	x := exec.CommandContext(xctx, "mbstream", "-x", "-C", dir)
 	xerr := &tailBuffer{max: stderrTail}
 	x.Stderr, x.Stdout = xerr, xerr
 	in, err := x.StdinPipe()
 	if err != nil {
-		return res, err
+		return err
 	}
 	if err := x.Start(); err != nil {
-		return res, fmt.Errorf("reseed: start mbstream: %w (install the mariadb-backup package: scripts/install-deps.sh)", err)
+		return fmt.Errorf("%s: start mbstream: %w (install the mariadb-backup package: scripts/install-deps.sh)", label, err)
 	}
-	p := startProgress(out, int64(res.Info.EstimatedBytes), every)
+	p := startProgress(out, label, int64(res.Info.EstimatedBytes), every)
 	var copyErr error
 	for {
 		c, rerr := recv()
@@ -97,11 +112,11 @@ func Receive(ctx context.Context, recv func() (*pb.BackupChunk, error), t Target
 			break
 		}
 		if rerr != nil {
-			copyErr = fmt.Errorf("reseed: the stream from node %d broke after %d bytes: %w", res.Info.SourceNode, p.bytes.Load(), rerr)
+			copyErr = fmt.Errorf("%s: the stream from node %d broke after %d bytes: %w", label, res.Info.SourceNode, p.bytes.Load(), rerr)
 			break
 		}
 		if _, werr := in.Write(c.Data); werr != nil {
-			copyErr = fmt.Errorf("reseed: mbstream stopped taking the stream: %w", werr)
+			copyErr = fmt.Errorf("%s: mbstream stopped taking the stream: %w", label, werr)
 			break
 		}
 		p.add(len(c.Data))
@@ -115,46 +130,50 @@ func Receive(ctx context.Context, recv func() (*pb.BackupChunk, error), t Target
 	res.Bytes, res.Copy = p.bytes.Load(), time.Since(p.start)
 	switch {
 	case copyErr != nil:
-		return res, copyErr
+		return copyErr
 	case werr != nil:
-		return res, fmt.Errorf("reseed: mbstream -x: %v: %s", werr, xerr.String())
+		return fmt.Errorf("%s: mbstream -x: %v: %s", label, werr, xerr.String())
 	}
 
-	fmt.Fprintln(out, "reseed: preparing the copy (mariadb-backup --prepare)")
+	fmt.Fprintf(out, "%s: preparing the copy (mariadb-backup --prepare)\n", label)
 	start := time.Now()
-	prep := exec.CommandContext(ctx, "mariadb-backup", "--prepare", "--target-dir="+newDir)
+	prep := exec.CommandContext(ctx, "mariadb-backup", "--prepare", "--target-dir="+dir)
 	perr := &tailBuffer{max: stderrTail}
 	prep.Stderr, prep.Stdout = perr, perr
 	if err := prep.Run(); err != nil {
-		return res, fmt.Errorf("reseed: mariadb-backup --prepare: %v: %s", err, perr.String())
+		return fmt.Errorf("%s: mariadb-backup --prepare: %v: %s", label, err, perr.String())
 	}
 	res.Prepare = time.Since(start)
-	if res.Position, res.PositionFrom, err = Position(newDir); err != nil {
-		return res, err
-	}
+	res.Position, res.PositionFrom, err = Position(dir)
+	return err
+}
 
+// swapIn moves the prepared copy newDir to t.DataDir, keeping the old
+// datadir as <DataDir>.old-<stamp> (or removing it with DiscardOld).
+func swapIn(newDir string, t Target, stamp string, res *Result) error {
 	if _, serr := os.Stat(t.DataDir); serr == nil {
 		old := t.DataDir + ".old-" + stamp
 		if err := os.Rename(t.DataDir, old); err != nil {
-			return res, fmt.Errorf("reseed: move the old datadir aside: %w", err)
+			return fmt.Errorf("reseed: move the old datadir aside: %w", err)
 		}
 		res.OldDir = old
 	} else if !os.IsNotExist(serr) {
-		return res, serr
+		return serr
 	}
 	if err := os.Rename(newDir, t.DataDir); err != nil {
 		if res.OldDir != "" { // put the old one back
 			_ = os.Rename(res.OldDir, t.DataDir)
+			res.OldDir = ""
 		}
-		return res, fmt.Errorf("reseed: move the copy into place: %w", err)
+		return fmt.Errorf("reseed: move the copy into place: %w", err)
 	}
 	if t.DiscardOld && res.OldDir != "" {
 		if err := os.RemoveAll(res.OldDir); err != nil {
-			return res, fmt.Errorf("reseed: remove the old datadir %s: %w", res.OldDir, err)
+			return fmt.Errorf("reseed: remove the old datadir %s: %w", res.OldDir, err)
 		}
 		res.OldDir = ""
 	}
-	return res, nil
+	return nil
 }
 
 func orNone(s string) string {
