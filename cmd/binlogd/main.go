@@ -10,6 +10,8 @@
 //	binlogd members list|add|remove -addr MEMBER ...
 //	binlogd seed -config NEW.json -from-socket REPLICA_SOCK
 //	binlogd reseed -config NODE.json [-from GRPC | -source-node N]  copy a replica (mariadb-backup) to a new or broken node
+//	binlogd backup -from GRPC -out DIR  keep a replica's physical backup with its GTID
+//	binlogd restore -config NODE.json -from DIR [-new-cluster]  a node, or a new cluster's member, from a backup
 //	binlogd check -config FILE [-json]   preflight the host (exit 1 on any FAIL)
 package main
 
@@ -51,6 +53,8 @@ commands:
   members     list, add or remove members through the log (members list|add|remove -addr MEMBER ...)
   seed        load a new node's MariaDB from a replica's dump before its first start (-config NEW.json -from-socket SOCK)
   reseed      copy a replica's MariaDB (mariadb-backup over gRPC) to this new or broken node, binlogd stopped (-config FILE [-from GRPC | -source-node N] [-force] [-discard-old])
+  backup      keep a replica's consistent physical backup (mariadb-backup) in a new directory, with its GTID (-from GRPC -out DIR [-force] [TLS flags as status])
+  restore     make this stopped node's MariaDB from a backup directory (-config FILE -from DIR [-new-cluster] [-discard-old])
   wal-repair  report damage in a stopped node's Paxos log; cut it only when told to (-config FILE [-truncate-at-offset N -yes])
   check       preflight a node's host against its config: MariaDB, ports, dirs, clock, disk, certificates (-config FILE [-json])
 
@@ -92,6 +96,10 @@ func main() {
 		err = cmdSeed(os.Args[2:])
 	case "reseed":
 		err = cmdReseed(os.Args[2:])
+	case "backup":
+		err = cmdBackup(os.Args[2:])
+	case "restore":
+		err = cmdRestore(os.Args[2:])
 	case "wal-repair":
 		err = cmdWALRepair(os.Args[2:])
 	case "check":

@@ -199,6 +199,12 @@ func reseedSource(ctx context.Context, cfg *config.Config, from string, id uint3
 // setSlavePos starts the copied MariaDB once and records where its
 // replication resumes; seed.go does the same after a dump.
 func setSlavePos(ctx context.Context, inst *mysqld.Instance, pos string) error {
+	return setPosition(ctx, inst, pos, false)
+}
+
+// setPosition is setSlavePos that, with binlogState, also makes pos the
+// server's binlog state (restore.go: a new cluster's master).
+func setPosition(ctx context.Context, inst *mysqld.Instance, pos string, binlogState bool) error {
 	if err := inst.Init(ctx); err != nil { // my.cnf, dirs, chown to the server's OS user
 		return err
 	}
@@ -213,7 +219,12 @@ func setSlavePos(ctx context.Context, inst *mysqld.Instance, pos string) error {
 		// the binlog info's position also covers what the source wrote as
 		// master (reseed.Position), and nothing replicates yet
 		// (skip-slave-start).
-		_, err = db.ExecContext(sctx, "SET GLOBAL gtid_slave_pos = "+mysqld.Quote(pos))
+		if binlogState {
+			err = setBinlogState(sctx, db, pos)
+		}
+		if err == nil {
+			_, err = db.ExecContext(sctx, "SET GLOBAL gtid_slave_pos = "+mysqld.Quote(pos))
+		}
 		db.Close() // before the shutdown: a pooled connection would log a broken pipe
 	}
 	if serr := inst.Shutdown(2 * time.Minute); serr != nil && err == nil {

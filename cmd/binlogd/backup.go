@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"phxgo/binlogd/reseed"
+	pb "phxgo/proto"
+)
+
+// cmdBackup takes a consistent physical backup of a node's MariaDB
+// (mariadb-backup streamed over the node's Admin/Backup RPC, as reseed
+// does) and keeps it as a prepared directory with a manifest of its GTID
+// position and source (reseed.WriteBackup), restorable with no node
+// running: `binlogd restore`. The source should be a replica: the RPC
+// refuses the master unless -force. It needs no quorum: a lone survivor
+// of a lost majority can still serve one (README "Disaster recovery").
+func cmdBackup(args []string) error {
+	fs := flag.NewFlagSet("backup", flag.ContinueOnError)
+	from := fs.String("from", "", "the source binlogd's gRPC address (a replica)")
+	out := fs.String("out", "", "new directory for the backup")
+	force := fs.Bool("force", false, "back up even if the source is the master (its commits stall briefly under the backup's lock)")
+	every := fs.Duration("progress", time.Second, "interval of the progress lines on stderr")
+	tf := addTLSFileFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *from == "" || *out == "" {
+		return errors.New("backup: -from GRPC_ADDR and -out DIR are required")
+	}
+	dir, err := filepath.Abs(*out)
+	if err != nil {
+		return err
+	}
+	creds, err := tf.dialOption()
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	cl, closeFn, err := dial(*from, creds)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	// node_id 0: no node is being reseeded (an admin certificate's request).
+	stream, err := cl.Backup(ctx, &pb.BackupRequest{Force: *force})
+	if err != nil {
+		return fmt.Errorf("backup from %s: %w", *from, tf.hint(err))
+	}
+	m, res, err := reseed.WriteBackup(ctx, stream.Recv, dir, reseed.Target{Progress: os.Stderr, Every: *every})
+	if err != nil {
+		return tf.hint(err)
+	}
+	fmt.Printf("backup of node %d in %s: %d bytes in %s, prepare %s, GTID position %q\n",
+		m.SourceNode, dir, res.Bytes, res.Copy.Round(100*time.Millisecond), res.Prepare.Round(100*time.Millisecond), m.Position)
+	fmt.Printf("restore a node: binlogd restore -config NODE.json -from %s; a new cluster: add -new-cluster on every node\n", dir)
+	return nil
+}
