@@ -85,7 +85,14 @@ func (s *leaseSink) Propose(ctx context.Context, info capture.BatchInfo, txns []
 		return nil, err
 	}
 	pb := &pendingBatch{s: s, info: info, entries: s.entries(info.Prev, txns)}
-	for _, e := range pb.entries {
+	for i, e := range pb.entries {
+		if i >= fragmentsAhead {
+			// A big transaction's fragments are not queued all at once:
+			// megabytes queued ahead of a lease renewal let the lease
+			// expire (seen with a 20 MB transaction). Its outcome is
+			// judged by Wait; this only paces the queue.
+			_, _ = pb.props[i-fragmentsAhead].Wait(ctx)
+		}
 		p, err := s.lease.ProposeBatchAsync(ctx, s.queue, e)
 		if err != nil {
 			// Entries queued before this one have unknown outcomes:
@@ -96,6 +103,10 @@ func (s *leaseSink) Propose(ctx context.Context, info capture.BatchInfo, txns []
 	}
 	return pb, nil
 }
+
+// fragmentsAhead bounds the entries of one batch queued on the log and not
+// yet applied (4 x entryEventBytes = 2 MiB).
+const fragmentsAhead = 4
 
 // pendingBatch is one Propose call's entries, queued in order.
 type pendingBatch struct {
