@@ -1,14 +1,16 @@
 // Package failover measures a master failover under an insert load, in
 // parts, the way issue 20.5 asks:
 //
-//	kill ──► detected ──► elected ──► applied ──► first write
-//	 │        │            │           │            │
-//	 │        │            │           │            └ a proxy acknowledged an INSERT
-//	 │        │            │           │              invoked after the kill
-//	 │        │            │           └ the new master reports role MASTER: its
-//	 │        │            │             MariaDB applied everything chosen and
-//	 │        │            │             it was promoted (cross-checked with its
-//	 │        │            │             "serving writes as master" log line)
+//	kill ──► detected ──► elected ──► applied ──► promoted ──► first write
+//	 │        │            │           │           │             │
+//	 │        │            │           │           │             └ a proxy acknowledged an
+//	 │        │            │           │           │               INSERT invoked after the kill
+//	 │        │            │           │           └ the new master reports role MASTER
+//	 │        │            │           │             (MariaDB durable and writable; its
+//	 │        │            │           │             "serving writes as master" log line,
+//	 │        │            │           │             capture started, is printed too)
+//	 │        │            │           └ its MariaDB applied everything valid in the
+//	 │        │            │             log (mysql_gtid_pos = last_valid_gtid)
 //	 │        │            └ a survivor reports a master in a later epoch
 //	 │        └ a survivor's view of the lease ran out (lease_remaining 0,
 //	 │          no master, or campaigning)

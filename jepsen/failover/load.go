@@ -69,7 +69,7 @@ func (l *load) client(ctx context.Context, thread int, ids []uint32, dbs map[uin
 	for ctx.Err() == nil {
 		invoke := l.now()
 		qctx, cancel := context.WithTimeout(ctx, insertTimeout)
-		_, err := dbs[ids[node]].ExecContext(qctx, "INSERT INTO failover.t (thread) VALUES (?)", thread)
+		_, err := dbs[ids[node]].ExecContext(qctx, "INSERT INTO app_failover.t (thread) VALUES (?)", thread)
 		cancel()
 		if err != nil {
 			node = (node + 1) % len(ids)

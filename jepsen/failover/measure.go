@@ -59,8 +59,8 @@ func Setup(ctx context.Context, c *localcluster.Cluster, master uint32) error {
 	}
 	defer db.Close()
 	for _, q := range []string{
-		"CREATE DATABASE IF NOT EXISTS failover",
-		"CREATE TABLE IF NOT EXISTS failover.t (id BIGINT AUTO_INCREMENT PRIMARY KEY, thread INT NOT NULL)",
+		"CREATE DATABASE IF NOT EXISTS app_failover",
+		"CREATE TABLE IF NOT EXISTS app_failover.t (id BIGINT AUTO_INCREMENT PRIMARY KEY, thread INT NOT NULL)",
 	} {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("failover setup: %s: %w", q, err)
@@ -123,7 +123,7 @@ func Measure(ctx context.Context, c *localcluster.Cluster, master uint32, o Opti
 	defer deadline.Stop()
 	tick := time.NewTicker(o.Poll)
 	defer tick.Stop()
-	for p.Applied == 0 || p.FirstWrite == 0 {
+	for p.Promoted == 0 || p.FirstWrite == 0 {
 		select {
 		case <-ctx.Done():
 			return p, ctx.Err()
@@ -147,8 +147,12 @@ func Measure(ctx context.Context, c *localcluster.Cluster, master uint32, o Opti
 				p.Elected, p.NewMaster = at, st.MasterId
 				p.Detected = min(p.Detected, at)
 			}
-			if p.Applied == 0 && p.NewMaster == id && st.Role == pb.Role_ROLE_MASTER {
+			caughtUp := st.LastValidGtid != "" && st.MysqlGtidPos == st.LastValidGtid
+			if p.Applied == 0 && p.NewMaster == id && (caughtUp || st.Role == pb.Role_ROLE_MASTER) {
 				p.Applied = at
+			}
+			if p.Promoted == 0 && p.NewMaster == id && st.Role == pb.Role_ROLE_MASTER {
+				p.Promoted = at
 			}
 		}
 		if p.FirstWrite == 0 {
@@ -156,7 +160,8 @@ func Measure(ctx context.Context, c *localcluster.Cluster, master uint32, o Opti
 		}
 	}
 	// The first write is stamped by the client, between polls: the
-	// promotion it needed was seen at the next poll at the latest.
+	// promotion it needed was seen at the next poll at the latest, so
+	// it is stamped with the write.
 	p.Applied = min(p.Applied, p.FirstWrite)
 	p.Elected = min(p.Elected, p.Applied)
 	p.Detected = min(p.Detected, p.Elected)

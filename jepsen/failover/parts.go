@@ -8,7 +8,7 @@ import (
 
 // Parts is one failover, each moment measured from the kill (0 = not
 // seen). The parts follow one another: Detected <= Elected <= Applied
-// <= FirstWrite.
+// <= Promoted <= FirstWrite.
 type Parts struct {
 	OldMaster, NewMaster uint32
 	Lease                time.Duration // the cluster's lease duration
@@ -19,8 +19,11 @@ type Parts struct {
 	// Elected: a surviving node reports a new master (a later epoch).
 	Elected time.Duration
 	// Applied: the new master caught up: its MariaDB applied everything
-	// chosen in the log and it was promoted (role MASTER).
+	// valid in the log (mysql_gtid_pos reached last_valid_gtid).
 	Applied time.Duration
+	// Promoted: the new master reports role MASTER (its MariaDB made
+	// durable and writable; binlogd serving).
+	Promoted time.Duration
 	// FirstWrite: the first INSERT invoked after the kill that a proxy
 	// acknowledged.
 	FirstWrite time.Duration
@@ -39,7 +42,7 @@ func (p Parts) Measured() error {
 	for _, m := range []struct {
 		name string
 		d    time.Duration
-	}{{"detection", p.Detected}, {"election", p.Elected}, {"apply", p.Applied}, {"first write", p.FirstWrite}} {
+	}{{"detection", p.Detected}, {"election", p.Elected}, {"apply", p.Applied}, {"promotion", p.Promoted}, {"first write", p.FirstWrite}} {
 		if m.d <= 0 {
 			miss = append(miss, m.name)
 		}
@@ -55,7 +58,7 @@ func (p Parts) Measured() error {
 
 // Ordered reports whether the moments follow one another.
 func (p Parts) Ordered() bool {
-	return p.Detected <= p.Elected && p.Elected <= p.Applied && p.Applied <= p.FirstWrite
+	return p.Detected <= p.Elected && p.Elected <= p.Applied && p.Applied <= p.Promoted && p.Promoted <= p.FirstWrite
 }
 
 // Total is kill to first write served.
@@ -72,12 +75,13 @@ func (p Parts) String() string {
 	fmt.Fprintf(&b, "failover of master %d -> %d under %d insert threads (lease %v)\n", p.OldMaster, p.NewMaster, p.Threads, p.Lease)
 	fmt.Fprintf(&b, "  %-12s %s  (at %s)\n", "detection", ms(p.Detected), ms(p.Detected))
 	fmt.Fprintf(&b, "  %-12s %s  (at %s)\n", "election", ms(p.Elected-p.Detected), ms(p.Elected))
-	fmt.Fprintf(&b, "  %-12s %s  (at %s", "apply", ms(p.Applied-p.Elected), ms(p.Applied))
+	fmt.Fprintf(&b, "  %-12s %s  (at %s)\n", "apply", ms(p.Applied-p.Elected), ms(p.Applied))
+	fmt.Fprintf(&b, "  %-12s %s  (at %s", "promotion", ms(p.Promoted-p.Applied), ms(p.Promoted))
 	if p.ServingLog > 0 {
-		fmt.Fprintf(&b, "; log says serving at %s", strings.TrimSpace(ms(p.ServingLog)))
+		fmt.Fprintf(&b, "; capture started, log: %s", strings.TrimSpace(ms(p.ServingLog)))
 	}
 	b.WriteString(")\n")
-	fmt.Fprintf(&b, "  %-12s %s  (at %s)\n", "first write", ms(p.FirstWrite-p.Applied), ms(p.FirstWrite))
+	fmt.Fprintf(&b, "  %-12s %s  (at %s)\n", "first write", ms(p.FirstWrite-p.Promoted), ms(p.FirstWrite))
 	verdict := "within two leases"
 	if !p.WithinTwoLeases() {
 		verdict = "NOT within two leases"
