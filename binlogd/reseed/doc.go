@@ -37,4 +37,12 @@
 // replicates from its binlogd exactly after the copied data. The copy has
 // no binlog of its own (mariadb-backup does not copy binlogs), so the
 // node's recovery has nothing to cut.
+//
+// Backups (backup.go): WriteBackup keeps the same stream as a directory
+// (`binlogd backup`), extracted and prepared by the same steps as Receive
+// and finished by a manifest (phxgo-backup.json: position, source, time),
+// written last so a directory without it is no backup. RestoreDir copies
+// such a directory beside a datadir and swaps it in as Receive does
+// (`binlogd restore`); the backup stays, so it can make several nodes,
+// e.g. every member of a cluster rebuilt after a lost majority.
 package reseed
