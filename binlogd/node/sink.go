@@ -105,8 +105,9 @@ func (s *leaseSink) Propose(ctx context.Context, info capture.BatchInfo, txns []
 }
 
 // fragmentsAhead bounds the entries of one batch queued on the log and not
-// yet applied (4 x entryEventBytes = 2 MiB).
-const fragmentsAhead = 4
+// yet applied: one, as the sink did before it queued (a 20 MB
+// transaction with 4 fragments ahead still lost the lease on a loaded host).
+const fragmentsAhead = 1
 
 // pendingBatch is one Propose call's entries, queued in order.
 type pendingBatch struct {
