@@ -144,9 +144,10 @@ func (s *session) acquire(d decision) (*backend, routeKind, *wire.Error) {
 		}
 		b := s.takeHeld()
 		if b != nil && b.key.addr != addr {
-			if b.kind != routeReplica && (s.inTx || s.pinned) {
-				// The master moved under an open transaction (or
-				// unreplayable state): never half-apply it.
+			if s.inTx || s.pinned {
+				// The route moved under an open transaction (or
+				// unreplayable state): never half-apply it. Whatever
+				// kind b was taken as, it carries the transaction.
 				b.close()
 				lostTx := s.txOpen()
 				s.inTx, s.txOver, s.pinned = false, false, false
@@ -182,6 +183,11 @@ func (s *session) acquire(d decision) (*backend, routeKind, *wire.Error) {
 				continue
 			}
 		}
+		// The pool key has no route kind: one MariaDB is a replica's
+		// for a read and the master's (routeMaster, routeDirect) for a
+		// write, so a connection takes the kind of the route it serves
+		// now. The check above relies on it once a transaction starts.
+		b.kind = kind
 		s.using = b
 		if !s.mayStillSend(kind) {
 			s.keep(b) // lease or window ran out meanwhile: wait for the next view
