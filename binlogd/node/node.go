@@ -32,7 +32,10 @@ type Node struct {
 	cfg  *config.Config
 	cred config.Credentials
 	log  *slog.Logger
-	tls  *mtls.Material // nil: plain gRPC (tls.go)
+	tls  *mtls.Material // nil: plain gRPC (tls.go); as loaded at start
+	// tlsCur is what new handshakes use; Reload swaps it (tlsreload.go).
+	tlsCur atomic.Pointer[tlsNow]
+	level  *slog.LevelVar // nil: the level is not Reload's to change
 
 	inst  *mysqld.Instance
 	px    *paxos.Node

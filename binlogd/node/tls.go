@@ -99,7 +99,7 @@ func (n *Node) serverOptions() []grpc.ServerOption {
 	}
 	a := newAuthorizer(n.log, reg)
 	return []grpc.ServerOption{
-		grpc.Creds(newLoggedCreds(credentials.NewTLS(n.tls.Server()), n.log)),
+		grpc.Creds(newLoggedCreds(n.reloadable(), n.log)),
 		grpc.ChainUnaryInterceptor(a.unary),
 		grpc.ChainStreamInterceptor(a.stream),
 	}
@@ -109,7 +109,7 @@ func (n *Node) dialOption() grpc.DialOption {
 	if n.tls == nil {
 		return DialOption(nil)
 	}
-	return grpc.WithTransportCredentials(newLoggedCreds(credentials.NewTLS(n.tls.Client("")), n.log))
+	return grpc.WithTransportCredentials(newLoggedCreds(n.reloadable(), n.log))
 }
 
 // loggedCreds logs failed TLS handshakes, at most once per peer host per

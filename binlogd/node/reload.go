@@ -1,0 +1,81 @@
+package node
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+)
+
+// Reload (SIGHUP, Admin/Reload) applies changed files without a restart,
+// so no lease lapses and no MariaDB stops: the TLS files named by tls_cert,
+// tls_key and tls_ca (same paths; a new path needs a restart) and the log
+// level. All or nothing: a file that does not load, or a level that does
+// not parse, leaves every old setting in place and the error says why.
+
+// ReloadResult is what a successful Reload now uses.
+type ReloadResult struct {
+	CertSerial string // hex; "" without TLS
+	CertExpiry string // RFC 3339; "" without TLS
+	LogLevel   string // "" when this node has no settable level
+}
+
+var reloadMu sync.Mutex // one reload at a time per process
+
+// SetLogLevelVar lets Reload change the level of the logger the node was
+// given (cmd/binlogd builds it on v).
+func (n *Node) SetLogLevelVar(v *slog.LevelVar) { n.level = v }
+
+// Reload re-reads the TLS files and sets level ("" keeps it).
+func (n *Node) Reload(level string) (ReloadResult, error) {
+	reloadMu.Lock()
+	defer reloadMu.Unlock()
+	res, err := n.reload(level)
+	if err != nil {
+		n.log.Error("reload refused; the old settings stay", "err", err)
+		return res, err
+	}
+	n.log.Info("reloaded", "cert_serial", res.CertSerial, "cert_expires", res.CertExpiry, "log_level", res.LogLevel)
+	return res, nil
+}
+
+func (n *Node) reload(level string) (ReloadResult, error) {
+	var res ReloadResult
+	var lv slog.Level
+	if level != "" {
+		if n.level == nil {
+			return res, fmt.Errorf("log level: this binlogd's logger has no settable level")
+		}
+		if err := lv.UnmarshalText([]byte(level)); err != nil {
+			return res, fmt.Errorf("log level %q: %w (debug, info, warn or error)", level, err)
+		}
+	}
+	var next *tlsNow
+	if n.tls != nil {
+		m, err := n.cfg.TLS()
+		if err != nil {
+			return res, fmt.Errorf("TLS files: %w", err)
+		}
+		if m == nil {
+			return res, fmt.Errorf("TLS files: tls_cert, tls_key and tls_ca are no longer set; turning TLS off needs a restart")
+		}
+		// Peers authorise by the identity in the certificate: another
+		// node's (or the admin's) would silently change what this node may do.
+		if old := n.currentTLS(); m.Identity != old.Identity {
+			return res, fmt.Errorf("TLS files: %s holds identity %s, but this node runs as %s", m.Files.Cert, m.Identity, old.Identity)
+		}
+		next = newTLSNow(m)
+	}
+	if next != nil {
+		n.tlsCur.Store(next)
+		res.CertSerial = strings.ToLower(next.m.Leaf.SerialNumber.Text(16))
+		res.CertExpiry = next.m.Leaf.NotAfter.UTC().Format("2006-01-02T15:04:05Z07:00")
+	}
+	if n.level != nil {
+		if level != "" {
+			n.level.Set(lv)
+		}
+		res.LogLevel = strings.ToLower(n.level.Level().String())
+	}
+	return res, nil
+}
