@@ -128,7 +128,9 @@ func cmdRun(args []string) error {
 	if err := lv.UnmarshalText([]byte(*level)); err != nil {
 		return fmt.Errorf("-log-level: %w", err)
 	}
-	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: lv}))
+	levels := new(slog.LevelVar) // SIGHUP / Admin.Reload may change it
+	levels.Set(lv)
+	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: levels}))
 	cfg, err := config.Load(*cfgPath)
 	if err != nil {
 		return err
@@ -138,8 +140,19 @@ func cmdRun(args []string) error {
 	if err != nil {
 		return err
 	}
+	n.SetLogLevelVar(levels)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	// SIGHUP re-reads the TLS files (node.Reload); a failure is logged and
+	// the old certificate stays.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for range hup {
+			_, _ = n.Reload("")
+		}
+	}()
 	return n.Run(ctx)
 }
 
