@@ -279,17 +279,27 @@ func (s *session) sync(b *backend) (*wire.Error, error) {
 	}
 	if b.gen != s.stateGen {
 		for _, set := range s.sets {
-			res, err := b.exec(set[0], set[1:], s.caps)
-			if err != nil {
-				return nil, err
+			if werr, err := s.replay(b, set); werr != nil || err != nil {
+				return werr, err
 			}
-			if res.Err != nil {
-				return res.Err, nil
+		}
+		if s.nextTx != nil {
+			if werr, err := s.replay(b, s.nextTx); werr != nil || err != nil {
+				return werr, err
 			}
 		}
 	}
 	b.gen = s.stateGen
 	return nil, nil
+}
+
+// replay runs one recorded command (a SET) on b.
+func (s *session) replay(b *backend, pkt []byte) (*wire.Error, error) {
+	res, err := b.exec(pkt[0], pkt[1:], s.caps)
+	if err != nil {
+		return nil, err
+	}
+	return res.Err, nil
 }
 
 // connectMaster opens the master connection at login.

@@ -38,8 +38,13 @@ type session struct {
 	socketOK bool
 
 	// Session state replayed on a new backend connection.
-	db       string
-	sets     [][]byte
+	db   string
+	sets [][]byte
+	// nextTx: a SET TRANSACTION without SESSION or GLOBAL, which MariaDB
+	// applies to the next transaction only. Replayed (after sets) until a
+	// transaction starts; never kept with sets, which would replay it on
+	// every later connection and pin the session after maxSets of them.
+	nextTx   []byte
 	stateGen uint64
 	stmts    map[uint32]*pstmt
 	nextStmt uint32
@@ -219,6 +224,9 @@ func (s *session) roundTrip(b *backend, pkt, sql []byte, relay func() (wire.Resu
 		s.inTx = res.Status&wire.StatusInTrans != 0
 		s.autocommitOff = res.Status&wire.StatusAutocommit == 0
 		s.txOver = false
+		if s.inTx {
+			s.nextTx = nil // the transaction it was for has started
+		}
 	} else if res.Err != nil && res.Err.SQLState == "40001" && s.inTx {
 		// A deadlock (1213) or a proxy's "rolled back" ended the
 		// transaction; ERR packets carry no status to say so.
@@ -238,6 +246,12 @@ func (s *session) track(b *backend, pkt []byte, info classify.Info) {
 		s.stateGen++
 		b.gen = s.stateGen
 	case classify.Set:
+		if oneShotTxSet(pkt[1:]) {
+			s.nextTx = append(s.nextTx[:0], pkt...)
+			s.stateGen++
+			b.gen = s.stateGen
+			return
+		}
 		if len(s.sets) >= maxSets {
 			s.pinned = true
 			return
@@ -247,7 +261,7 @@ func (s *session) track(b *backend, pkt []byte, info classify.Info) {
 		b.gen = s.stateGen
 	}
 	if pkt[0] == wire.ComResetConnection {
-		s.sets, s.pinned = nil, false
+		s.sets, s.nextTx, s.pinned = nil, nil, false
 		clear(s.stmts)
 		clear(b.stmts)
 		s.stateGen++

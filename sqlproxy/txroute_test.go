@@ -38,6 +38,14 @@ func TestTxNeverSpansTwoConnections(t *testing.T) {
 	if _, err := root.ExecContext(ctx, "CREATE TABLE app.t (id INT PRIMARY KEY)"); err != nil {
 		t.Fatal(err)
 	}
+	rootB, err := b.DB("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rootB.Close()
+	if _, err := rootB.ExecContext(ctx, "CREATE DATABASE app"); err != nil { // reads on B use it
+		t.Fatal(err)
+	}
 	authAddrs := []string{a.Addr()}
 	pa := startProxy(t, 1, masterView(a), Linearizable, authAddrs, nil) // A's own proxy
 
@@ -122,5 +130,22 @@ func TestTxNeverSpansTwoConnections(t *testing.T) {
 	rows.Close()
 	if len(ids) != 2 || ids[0] != 146 || ids[1] != 147 {
 		t.Fatalf("committed rows %v, want [146 147]", ids)
+	}
+
+	// BeginTx with an isolation level sends SET TRANSACTION (next
+	// transaction only) each time: it is not session state, so many
+	// transactions neither grow the replay log nor pin the session, and
+	// reads still go to the replica.
+	for i := range maxSets + 6 {
+		tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelSerializable})
+		if err != nil {
+			t.Fatalf("transaction %d: %v", i, err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if id := serverID(t, db, "SELECT @@server_id"); id != 2 {
+		t.Fatalf("read after %d transactions ran on %d, want the replica (2)", maxSets+6, id)
 	}
 }

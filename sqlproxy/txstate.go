@@ -1,6 +1,8 @@
 package sqlproxy
 
 import (
+	"strings"
+
 	"phxgo/sqlproxy/classify"
 	"phxgo/sqlproxy/wire"
 )
@@ -114,4 +116,13 @@ func txEffect(cmd byte, sql []byte) classify.TxEffect {
 func (s *session) replyOK() error {
 	s.cl.Seq = 1
 	return s.cl.WriteFlush(wire.OK(0, 0, s.status()))
+}
+
+// oneShotTxSet reports whether sql is SET TRANSACTION without SESSION or
+// GLOBAL: characteristics of the next transaction only (session.nextTx).
+// Anything it does not recognise (a leading comment, say) stays session
+// state, replayed as before.
+func oneShotTxSet(sql []byte) bool {
+	f := strings.Fields(string(sql[:min(len(sql), 32)]))
+	return len(f) >= 2 && strings.EqualFold(f[0], "SET") && strings.EqualFold(f[1], "TRANSACTION")
 }
