@@ -30,6 +30,9 @@ type metrics struct {
 	// rejectedBatches counts this node's binlog batches the log chose
 	// and rejected (leaseSink); 0 in steady state.
 	rejectedBatches prometheus.Counter
+	// mysqlPolls counts the poll's rounds of MariaDB queries (poll.go):
+	// 10/s while anything moves, 1/s settled.
+	mysqlPolls prometheus.Counter
 }
 
 func newMetrics(n *Node) *metrics {
@@ -56,6 +59,7 @@ func newMetrics(n *Node) *metrics {
 		becameMaster: c("became_master_total", "times this node started serving writes"),
 		logBytes:     f("log_bytes", "bytes of the Paxos log directory on disk"),
 		compactions:  c("log_compactions_total", "times the retention loop advanced the log's first index"),
+		mysqlPolls:   c("mysql_polls_total", "rounds of status queries binlogd sent its MariaDB (position, redo LSNs, replication)"),
 		commitLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "phxgo", Subsystem: "paxos", Name: "commit_latency_seconds",
 			Help:    "this node's proposals (binlog batches, lease requests), submission to applied",
 			Buckets: prometheus.ExponentialBuckets(0.00025, 2, 14)}), // 0.25 ms .. 2 s

@@ -12,8 +12,6 @@ import (
 	"phxgo/binlogd/mysqld"
 	"phxgo/binlogd/recovery"
 	"phxgo/binlogd/role"
-	"phxgo/binlogd/rolectl"
-	"phxgo/masterlease"
 	"phxgo/paxos"
 )
 
@@ -271,53 +269,6 @@ func (n *Node) validGTIDsOnce(gtids []binlog.GTID) ([]bool, error) {
 		}
 	}
 	return out, nil
-}
-
-// poll refreshes what binlogd knows of its MariaDB, keeps a replica
-// pointed at its own endpoint, and tells the lease when a new master has
-// caught up.
-func (n *Node) poll(ctx context.Context) {
-	t := time.NewTicker(100 * time.Millisecond)
-	defer t.Stop()
-	var lastRepoint time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		db := n.conn()
-		if db == nil {
-			continue
-		}
-		qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		g, err := role.Applied(qctx, db)
-		if err == nil {
-			n.applied.Store(&g)
-			if cur, flushed, err := readLSNs(qctx, db); err == nil {
-				n.ctl.durable.observe(g, cur, flushed)
-			}
-		}
-		st, err := role.ReplicaStatus(qctx, db)
-		if err == nil {
-			s := st.String()
-			n.replInfo.Store(&s)
-			lag := int64(-1)
-			if st.SecondsBehind.Valid {
-				lag = st.SecondsBehind.Int64
-			}
-			n.lagSecs.Store(lag)
-		}
-		ls := n.lease.Status()
-		if ls.Role == masterlease.RoleCandidate && g == binlog.GTID(ls.State.LastGTID) {
-			n.lease.MarkCaughtUp(ls.State.LastBatchIndex)
-		}
-		cancel()
-		if time.Since(lastRepoint) > rolectl.RepointInterval && !n.stopping.Load() {
-			lastRepoint = time.Now()
-			n.repoint(ctx)
-		}
-	}
 }
 
 func (n *Node) upstream() role.Upstream {
