@@ -388,7 +388,7 @@ func (l *Log) syncLazy() error {
 	}
 	l.lazyDirty, l.lazyBytes = false, 0
 	l.stats.syncs.Add(1)
-	if err := fdatasync(l.segFile); err != nil {
+	if err := l.timedFdatasync(l.segFile); err != nil {
 		return l.fail(fmt.Errorf("wal: sync segment %d: %w", l.segID, err))
 	}
 	return nil
@@ -416,7 +416,7 @@ func (l *Log) syncGroup(g *group) {
 	}
 	if err == nil && !l.opts.NoSync && !g.lazy {
 		l.stats.syncs.Add(1)
-		err = fdatasync(g.file)
+		err = l.timedFdatasync(g.file)
 	}
 	if err != nil {
 		g.err = fmt.Errorf("wal: sync segment %d: %w", g.seg, err)

@@ -85,6 +85,7 @@ type Log struct {
 		drops, dropNanos                    atomic.Int64 // reclaim.go
 		segments                            atomic.Int64 // segment.go
 	}
+	syncTimes syncTimes // synctime.go
 }
 
 // Stats are counters since Open.
@@ -103,6 +104,10 @@ type Stats struct {
 	Segments int64
 	// DropTime is the time those drops blocked writes, in total.
 	DropTime time.Duration
+	// SyncTime is the time segment fdatasyncs took, in total; SyncHist
+	// counts them per bucket of SyncBounds (the last: above every bound).
+	SyncTime time.Duration
+	SyncHist []int64
 }
 
 // Open opens or creates the log in dir. On an existing dir it restores
@@ -339,7 +344,7 @@ func (l *Log) LastIndex() uint64 {
 
 // Stats returns the counters.
 func (l *Log) Stats() Stats {
-	return Stats{
+	st := Stats{
 		Saves:     l.stats.saves.Load(),
 		Groups:    l.stats.groups.Load(),
 		Txns:      l.stats.txns.Load(),
@@ -350,6 +355,8 @@ func (l *Log) Stats() Stats {
 		Segments:  l.stats.segments.Load(),
 		DropTime:  time.Duration(l.stats.dropNanos.Load()),
 	}
+	st.SyncTime, st.SyncHist = l.syncTimes.snapshot()
+	return st
 }
 
 // Close waits for queued writes to finish, then closes Badger and
