@@ -45,3 +45,32 @@ func TestBigStatementThenSmall(t *testing.T) {
 		t.Fatalf("relayed bytes differ from the source (%d vs %d), %v", out.Len(), len(wire), err)
 	}
 }
+
+// TestRelayCutMidFrame: a backend that dies inside a frame longer than
+// the read buffer (a big row) has already passed part of that frame to
+// the client's buffer. The relay must report it as relayed, so the
+// session closes the client instead of answering with an ERR packet
+// after the cut bytes (which the client reads as a malformed packet).
+func TestRelayCutMidFrame(t *testing.T) {
+	n := 2 * DefaultBufferSize
+	payload := bytes.Repeat([]byte{'r'}, n)
+	payload[0] = 1 // a column count
+	var stream bytes.Buffer
+	if _, err := WritePacket(&stream, 1, payload); err != nil {
+		t.Fatal(err)
+	}
+	cut := stream.Bytes()[:4+n-1000] // the backend's connection ends here
+	be := &Conn{R: bufio.NewReaderSize(bytes.NewReader(cut), DefaultBufferSize)}
+	var client bytes.Buffer
+	cl := &Conn{W: bufio.NewWriterSize(&client, DefaultBufferSize)}
+	res, err := RelayResponse(be, cl, ComQuery, 0)
+	if err == nil {
+		t.Fatal("a cut response relayed without error")
+	}
+	if client.Len() == 0 {
+		t.Fatal("nothing reached the client: the case this test is for did not happen")
+	}
+	if res.Relayed == 0 {
+		t.Fatalf("%d bytes of a cut frame reached the client but Relayed is 0: the session would answer after them (%v)", client.Len(), err)
+	}
+}

@@ -168,12 +168,22 @@ func (c *Conn) RelayFrame(dst *bufio.Writer) (Frame, error) {
 		return f, err
 	}
 	first := b[4]
-	if _, err := io.CopyN(dst, c.R, int64(4+n)); err != nil {
+	if m, err := io.CopyN(dst, c.R, int64(4+n)); err != nil {
+		if m > 0 {
+			// dst holds part of a frame: whoever reads it can no
+			// longer be answered, only closed (an ERR packet after
+			// the cut bytes reads as garbage: client error 2027).
+			return f, fmt.Errorf("%w: %w", ErrCutFrame, err)
+		}
 		return f, err // either side; callers close both
 	}
 	f.Head = []byte{first}
 	return f, nil
 }
+
+// ErrCutFrame marks a RelayFrame that failed after copying part of a
+// frame to its destination (a frame longer than the read buffer).
+var ErrCutFrame = errors.New("wire: relay cut mid-frame")
 
 // WriteError marks a failure writing to the destination of RelayFrame.
 type WriteError struct{ Err error }

@@ -50,6 +50,9 @@ func RelayResponse(be, cl *Conn, cmd byte, caps uint32) (Result, error) {
 
 func (r *relayer) frame() (Frame, error) {
 	f, err := r.be.RelayFrame(r.cl.W)
+	if errors.Is(err, ErrCutFrame) {
+		r.res.Relayed++ // the client holds part of it: close, do not answer
+	}
 	if err != nil {
 		return f, err
 	}
