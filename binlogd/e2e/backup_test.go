@@ -22,7 +22,9 @@ import (
 // still serves `binlogd backup`; a new 3-node cluster is built from that
 // backup with `binlogd restore -new-cluster` on every node; it holds the
 // rows, elects a master whose new transactions continue the backup's
-// GTID, and replicates them to every node.
+// GTID, and replicates them to every node. Then one of its nodes is
+// restored from the same backup (`binlogd restore`, no -new-cluster) and
+// catches up from the log.
 func TestDisasterRecoveryFromBackup(t *testing.T) {
 	if _, err := exec.LookPath("mariadb-backup"); err != nil {
 		t.Skip("mariadb-backup is not installed (scripts/install-deps.sh)")
@@ -133,6 +135,27 @@ func TestDisasterRecoveryFromBackup(t *testing.T) {
 	if st.LastValidGtid != pos.String() {
 		t.Fatalf("the new log's last valid GTID %q, MariaDB at %s", st.LastValidGtid, pos)
 	}
+
+	// A node of the running cluster restored from the same backup (no
+	// -new-cluster) catches up from the log what followed the backup.
+	replica := master2%3 + 1
+	for _, p := range []string{"binlogd", "mariadbd"} {
+		if err := nc.Kill(ctx, replica, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 150; i < 160; i++ {
+		mustExec(t, db2, "INSERT INTO app.dr VALUES (?, ?)", i, fmt.Sprint("while-down-", i))
+	}
+	cfg := filepath.Join(spec.NodeDir(int(replica)), "binlogd.json")
+	if out, err := runBinlogd("restore", "-config", cfg, "-from", backup, "-discard-old"); err != nil {
+		t.Fatalf("restore node %d into its cluster: %v\n%s", replica, err, out)
+	}
+	if err := nc.StartNode(replica); err != nil {
+		t.Fatal(err)
+	}
+	awaitRows(ctx, t, nc, replica, 160)
+	awaitSameData(t, nc, "app.dr")
 }
 
 func runBinlogd(args ...string) (string, error) {
