@@ -37,8 +37,11 @@
 //     InnoDB's slave pos (role.ResyncBinlog) so replication fetches the
 //     lost tail again; log retention counts only what each member's
 //     InnoDB has synced (LSN-tracked, Status.mysql_durable_gtid_pos).
-//  4. poll: MariaDB's applied GTID and replication state, for the election
-//     condition, the catch-up check, and status. Status (admin.go,
+//  4. poll (poll.go): MariaDB's applied GTID, redo LSNs and replication
+//     state, for the election condition, the catch-up check, and status;
+//     every 100 ms while anything moves, once a second while MariaDB is
+//     settled (whole log applied and synced, replica without lag), since
+//     then it only re-reads the same answers at a real cost. Status (admin.go,
 //     status_extra.go) also reports the build (binlogd/version), whether
 //     MariaDB answers, and replica lag: valid transactions MariaDB has not
 //     applied, and its Seconds_Behind_Master (0 on the master, which is
