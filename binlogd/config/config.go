@@ -111,6 +111,8 @@ type Config struct {
 	// must have the same; masterlease.Lease.SetBase). "" for a cluster
 	// that started empty.
 	BaseGTID string `json:"base_gtid,omitempty"`
+	// event_hook, event_hook_timeout: see Events (events.go).
+	Events
 	// tls_cert, tls_key, tls_ca, allow_remote_repl: see Security.
 	Security
 
@@ -249,6 +251,9 @@ func (c *Config) Validate() error {
 		return c.bad("base_gtid", "%q is not one GTID domain-server-seq (e.g. 0-1-1234)", c.BaseGTID)
 	}
 	if err := c.validateSecurity(); err != nil {
+		return err
+	}
+	if err := c.validateEvents(); err != nil {
 		return err
 	}
 	return nil
