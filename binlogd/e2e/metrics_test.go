@@ -52,7 +52,7 @@ func checkWriteMetrics(t *testing.T, c *localcluster.Cluster, master uint32, txn
 		"phxgo_binlogd_semisync_acks_total":                    1,
 		"phxgo_paxos_commit_latency_seconds_count":             1,
 		`phxgo_paxos_commit_latency_seconds_bucket{le="+Inf"}`: 1,
-		"phxgo_binlogd_lease_role":                             3,
+		`phxgo_binlogd_role{role="master"}`:                    1,
 		"phxgo_wal_saves_total":                                1,
 		"phxgo_wal_syncs_total":                                1,
 		"phxgo_wal_segments_total":                             1,

@@ -16,7 +16,7 @@ import (
 
 type metrics struct {
 	reg           *prometheus.Registry
-	role          prometheus.Gauge
+	role          *prometheus.GaugeVec // phxgo_binlogd_role{role}
 	version       prometheus.Gauge
 	epoch         prometheus.Gauge
 	master        prometheus.Gauge
@@ -49,10 +49,10 @@ func newMetrics(n *Node) *metrics {
 	}
 	m := &metrics{
 		reg:          reg,
-		role:         f("lease_role", "1 replica, 2 candidate, 3 master"),
+		role:         newRoleGauge(reg),
 		version:      f("lease_version", "lease version as applied here"),
 		epoch:        f("lease_epoch", "term number as applied here"),
-		master:       f("lease_master", "master node id (0 none)"),
+		master:       f("lease_master", "id of the master node by the lease as applied here (0: none); an id, not a state: alert on phxgo_binlogd_role"),
 		mysqldStarts: c("mysqld_starts_total", "mariadbd starts by the supervisor"),
 		mysqldKills:  c("mysqld_kills_total", "SIGKILLs of mariadbd with commits waiting"),
 		recoveryCuts: c("recovery_cut_transactions_total", "transactions cut from the binlog by recovery"),
@@ -71,6 +71,7 @@ func newMetrics(n *Node) *metrics {
 	registerBinlogMetrics(reg, n)
 	registerWALMetrics(reg, n)
 	registerRoleMetrics(reg, n)
+	registerConventionMetrics(reg, n)
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "phxgo", Subsystem: "paxos", Name: "applied_index", Help: "applied log index"},
 		func() float64 { return float64(n.px.Status().Applied) }))
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "phxgo", Subsystem: "paxos", Name: "first_index", Help: "first log index still stored (compaction point + 1)"},
@@ -89,7 +90,7 @@ func newMetrics(n *Node) *metrics {
 }
 
 func (m *metrics) observe(st masterlease.Status) {
-	m.role.Set(float64(st.Role))
+	setRole(m.role, st.Role)
 	m.version.Set(float64(st.State.Version))
 	m.epoch.Set(float64(st.State.Epoch))
 	m.master.Set(float64(st.State.Master))

@@ -81,16 +81,16 @@ func registerBinlogMetrics(reg *prometheus.Registry, n *Node) {
 			func() float64 { return float64(stats().Bytes) }),
 		prometheus.NewCounterFunc(opts("semisync_acks_total", "semi-sync ACKs sent to MariaDB (current term)"),
 			func() float64 { return float64(stats().Acks) }),
-		prometheus.NewCounterFunc(opts("ack_latency_seconds_sum", "sum over ACKs of ACK request to ACK sent; divide by semisync_acks_total"),
+		prometheus.NewCounterFunc(opts("semisync_ack_seconds_total", "time from ACK request to ACK sent, summed over ACKs (current term); rate() / rate(semisync_acks_total) is the mean"),
 			func() float64 { return stats().AckLatency.Seconds() }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "phxgo", Subsystem: "capture", Name: "batches_total",
 			Help: "binlog batches capture proposed that became durable (current term)"},
 			func() float64 { return float64(stats().Batches) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "phxgo", Subsystem: "capture", Name: "read_to_propose_seconds_sum",
-			Help: "sum over batches of first transaction read to batch proposed (batching); divide by capture_batches_total"},
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "phxgo", Subsystem: "capture", Name: "read_to_propose_seconds_total",
+			Help: "time from a batch's first transaction read to the batch proposed (batching), summed over batches; rate() / rate(capture_batches_total) is the mean"},
 			func() float64 { return stats().ReadToPropose.Seconds() }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "phxgo", Subsystem: "capture", Name: "propose_to_durable_seconds_sum",
-			Help: "sum over batches of batch proposed to chosen and applied (the log); divide by capture_batches_total"},
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "phxgo", Subsystem: "capture", Name: "propose_to_durable_seconds_total",
+			Help: "time from a batch proposed to chosen and applied (the log), summed over batches; rate() / rate(capture_batches_total) is the mean"},
 			func() float64 { return stats().ProposeToDurable.Seconds() }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "phxgo", Subsystem: "binlogd", Name: "replica_lag_transactions",
 			Help: "valid transactions in the log that this node's MariaDB has not applied"},
@@ -102,8 +102,5 @@ func registerBinlogMetrics(reg *prometheus.Registry, n *Node) {
 				}
 				return 0
 			}),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "phxgo", Subsystem: "binlogd", Name: "replica_lag_seconds",
-			Help: "MariaDB's Seconds_Behind_Master (-1: not replicating, e.g. the master)"},
-			func() float64 { return float64(n.lagSecs.Load()) }),
 	)
 }

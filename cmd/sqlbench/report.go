@@ -327,7 +327,7 @@ func printInserts(w io.Writer, r results) {
 				l, thr, ratio(m["phxgo_binlogd_captured_transactions_total"], m["phxgo_paxos_values_proposed_total"]),
 				ratio(m["phxgo_paxos_commands_proposed_total"], m["phxgo_paxos_values_proposed_total"]),
 				1000*ratio(m["phxgo_paxos_commit_latency_seconds_sum"], m["phxgo_paxos_commit_latency_seconds_count"]),
-				1000*ratio(m["phxgo_binlogd_ack_latency_seconds_sum"], m["phxgo_binlogd_semisync_acks_total"]),
+				1000*ratio(m["phxgo_binlogd_semisync_ack_seconds_total"], m["phxgo_binlogd_semisync_acks_total"]),
 				m[x.RejectedMetric]))
 		}
 	}

@@ -58,7 +58,7 @@ var keptMetrics = []string{
 	"phxgo_paxos_commit_latency_seconds_count",
 	"phxgo_binlogd_captured_transactions_total",
 	"phxgo_binlogd_semisync_acks_total",
-	"phxgo_binlogd_ack_latency_seconds_sum",
+	"phxgo_binlogd_semisync_ack_seconds_total",
 }
 
 // pidFlag is -pids KIND=PID,PID (repeatable).
