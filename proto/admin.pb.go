@@ -76,6 +76,110 @@ func (Role) EnumDescriptor() ([]byte, []int) {
 	return file_admin_proto_rawDescGZIP(), []int{0}
 }
 
+type ReloadRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	LogLevel      string                 `protobuf:"bytes,1,opt,name=log_level,json=logLevel,proto3" json:"log_level,omitempty"` // debug, info, warn or error; "" keeps it
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReloadRequest) Reset() {
+	*x = ReloadRequest{}
+	mi := &file_admin_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReloadRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReloadRequest) ProtoMessage() {}
+
+func (x *ReloadRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReloadRequest.ProtoReflect.Descriptor instead.
+func (*ReloadRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *ReloadRequest) GetLogLevel() string {
+	if x != nil {
+		return x.LogLevel
+	}
+	return ""
+}
+
+type ReloadReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CertSerial    string                 `protobuf:"bytes,1,opt,name=cert_serial,json=certSerial,proto3" json:"cert_serial,omitempty"`    // hex serial of the certificate now presented; "" without TLS
+	CertExpires   string                 `protobuf:"bytes,2,opt,name=cert_expires,json=certExpires,proto3" json:"cert_expires,omitempty"` // RFC 3339
+	LogLevel      string                 `protobuf:"bytes,3,opt,name=log_level,json=logLevel,proto3" json:"log_level,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReloadReply) Reset() {
+	*x = ReloadReply{}
+	mi := &file_admin_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReloadReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReloadReply) ProtoMessage() {}
+
+func (x *ReloadReply) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReloadReply.ProtoReflect.Descriptor instead.
+func (*ReloadReply) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ReloadReply) GetCertSerial() string {
+	if x != nil {
+		return x.CertSerial
+	}
+	return ""
+}
+
+func (x *ReloadReply) GetCertExpires() string {
+	if x != nil {
+		return x.CertExpires
+	}
+	return ""
+}
+
+func (x *ReloadReply) GetLogLevel() string {
+	if x != nil {
+		return x.LogLevel
+	}
+	return ""
+}
+
 type ReadWindowRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// forwarded: sent by a node on a proxy's behalf; never forwarded again.
@@ -86,7 +190,7 @@ type ReadWindowRequest struct {
 
 func (x *ReadWindowRequest) Reset() {
 	*x = ReadWindowRequest{}
-	mi := &file_admin_proto_msgTypes[0]
+	mi := &file_admin_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -98,7 +202,7 @@ func (x *ReadWindowRequest) String() string {
 func (*ReadWindowRequest) ProtoMessage() {}
 
 func (x *ReadWindowRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[0]
+	mi := &file_admin_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -111,7 +215,7 @@ func (x *ReadWindowRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadWindowRequest.ProtoReflect.Descriptor instead.
 func (*ReadWindowRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{0}
+	return file_admin_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *ReadWindowRequest) GetForwarded() bool {
@@ -134,7 +238,7 @@ type ReadWindowReply struct {
 
 func (x *ReadWindowReply) Reset() {
 	*x = ReadWindowReply{}
-	mi := &file_admin_proto_msgTypes[1]
+	mi := &file_admin_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -146,7 +250,7 @@ func (x *ReadWindowReply) String() string {
 func (*ReadWindowReply) ProtoMessage() {}
 
 func (x *ReadWindowReply) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[1]
+	mi := &file_admin_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -159,7 +263,7 @@ func (x *ReadWindowReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadWindowReply.ProtoReflect.Descriptor instead.
 func (*ReadWindowReply) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{1}
+	return file_admin_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ReadWindowReply) GetMasterId() uint32 {
@@ -205,7 +309,7 @@ type MembersRequest struct {
 
 func (x *MembersRequest) Reset() {
 	*x = MembersRequest{}
-	mi := &file_admin_proto_msgTypes[2]
+	mi := &file_admin_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -217,7 +321,7 @@ func (x *MembersRequest) String() string {
 func (*MembersRequest) ProtoMessage() {}
 
 func (x *MembersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[2]
+	mi := &file_admin_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -230,7 +334,7 @@ func (x *MembersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MembersRequest.ProtoReflect.Descriptor instead.
 func (*MembersRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{2}
+	return file_admin_proto_rawDescGZIP(), []int{4}
 }
 
 type MembersReply struct {
@@ -245,7 +349,7 @@ type MembersReply struct {
 
 func (x *MembersReply) Reset() {
 	*x = MembersReply{}
-	mi := &file_admin_proto_msgTypes[3]
+	mi := &file_admin_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -257,7 +361,7 @@ func (x *MembersReply) String() string {
 func (*MembersReply) ProtoMessage() {}
 
 func (x *MembersReply) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[3]
+	mi := &file_admin_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -270,7 +374,7 @@ func (x *MembersReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MembersReply.ProtoReflect.Descriptor instead.
 func (*MembersReply) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{3}
+	return file_admin_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *MembersReply) GetMembers() []*Member {
@@ -310,7 +414,7 @@ type AddMemberRequest struct {
 
 func (x *AddMemberRequest) Reset() {
 	*x = AddMemberRequest{}
-	mi := &file_admin_proto_msgTypes[4]
+	mi := &file_admin_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -322,7 +426,7 @@ func (x *AddMemberRequest) String() string {
 func (*AddMemberRequest) ProtoMessage() {}
 
 func (x *AddMemberRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[4]
+	mi := &file_admin_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -335,7 +439,7 @@ func (x *AddMemberRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddMemberRequest.ProtoReflect.Descriptor instead.
 func (*AddMemberRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{4}
+	return file_admin_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *AddMemberRequest) GetMember() *Member {
@@ -354,7 +458,7 @@ type RemoveMemberRequest struct {
 
 func (x *RemoveMemberRequest) Reset() {
 	*x = RemoveMemberRequest{}
-	mi := &file_admin_proto_msgTypes[5]
+	mi := &file_admin_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -366,7 +470,7 @@ func (x *RemoveMemberRequest) String() string {
 func (*RemoveMemberRequest) ProtoMessage() {}
 
 func (x *RemoveMemberRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[5]
+	mi := &file_admin_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -379,7 +483,7 @@ func (x *RemoveMemberRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMemberRequest.ProtoReflect.Descriptor instead.
 func (*RemoveMemberRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{5}
+	return file_admin_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RemoveMemberRequest) GetId() uint32 {
@@ -397,7 +501,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_admin_proto_msgTypes[6]
+	mi := &file_admin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -409,7 +513,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[6]
+	mi := &file_admin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -422,7 +526,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{6}
+	return file_admin_proto_rawDescGZIP(), []int{8}
 }
 
 type Member struct {
@@ -438,7 +542,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_admin_proto_msgTypes[7]
+	mi := &file_admin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -450,7 +554,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[7]
+	mi := &file_admin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -463,7 +567,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{7}
+	return file_admin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Member) GetId() uint32 {
@@ -552,7 +656,7 @@ type NodeStatus struct {
 
 func (x *NodeStatus) Reset() {
 	*x = NodeStatus{}
-	mi := &file_admin_proto_msgTypes[8]
+	mi := &file_admin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -564,7 +668,7 @@ func (x *NodeStatus) String() string {
 func (*NodeStatus) ProtoMessage() {}
 
 func (x *NodeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[8]
+	mi := &file_admin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -577,7 +681,7 @@ func (x *NodeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStatus.ProtoReflect.Descriptor instead.
 func (*NodeStatus) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{8}
+	return file_admin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *NodeStatus) GetNodeId() uint32 {
@@ -759,7 +863,7 @@ type RecoverPointRequest struct {
 
 func (x *RecoverPointRequest) Reset() {
 	*x = RecoverPointRequest{}
-	mi := &file_admin_proto_msgTypes[9]
+	mi := &file_admin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -771,7 +875,7 @@ func (x *RecoverPointRequest) String() string {
 func (*RecoverPointRequest) ProtoMessage() {}
 
 func (x *RecoverPointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[9]
+	mi := &file_admin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -784,7 +888,7 @@ func (x *RecoverPointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecoverPointRequest.ProtoReflect.Descriptor instead.
 func (*RecoverPointRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{9}
+	return file_admin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RecoverPointRequest) GetNodeId() uint32 {
@@ -814,7 +918,7 @@ type RecoverPointReply struct {
 
 func (x *RecoverPointReply) Reset() {
 	*x = RecoverPointReply{}
-	mi := &file_admin_proto_msgTypes[10]
+	mi := &file_admin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -826,7 +930,7 @@ func (x *RecoverPointReply) String() string {
 func (*RecoverPointReply) ProtoMessage() {}
 
 func (x *RecoverPointReply) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[10]
+	mi := &file_admin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -839,7 +943,7 @@ func (x *RecoverPointReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecoverPointReply.ProtoReflect.Descriptor instead.
 func (*RecoverPointReply) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{10}
+	return file_admin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RecoverPointReply) GetValid() []bool {
@@ -879,7 +983,7 @@ type SwitchoverRequest struct {
 
 func (x *SwitchoverRequest) Reset() {
 	*x = SwitchoverRequest{}
-	mi := &file_admin_proto_msgTypes[11]
+	mi := &file_admin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -891,7 +995,7 @@ func (x *SwitchoverRequest) String() string {
 func (*SwitchoverRequest) ProtoMessage() {}
 
 func (x *SwitchoverRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[11]
+	mi := &file_admin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -904,7 +1008,7 @@ func (x *SwitchoverRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SwitchoverRequest.ProtoReflect.Descriptor instead.
 func (*SwitchoverRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{11}
+	return file_admin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SwitchoverRequest) GetTo() uint32 {
@@ -924,7 +1028,7 @@ type SwitchoverReply struct {
 
 func (x *SwitchoverReply) Reset() {
 	*x = SwitchoverReply{}
-	mi := &file_admin_proto_msgTypes[12]
+	mi := &file_admin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -936,7 +1040,7 @@ func (x *SwitchoverReply) String() string {
 func (*SwitchoverReply) ProtoMessage() {}
 
 func (x *SwitchoverReply) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[12]
+	mi := &file_admin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -949,7 +1053,7 @@ func (x *SwitchoverReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SwitchoverReply.ProtoReflect.Descriptor instead.
 func (*SwitchoverReply) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{12}
+	return file_admin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SwitchoverReply) GetLeaseVersion() uint64 {
@@ -976,7 +1080,7 @@ type BackupRequest struct {
 
 func (x *BackupRequest) Reset() {
 	*x = BackupRequest{}
-	mi := &file_admin_proto_msgTypes[13]
+	mi := &file_admin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -988,7 +1092,7 @@ func (x *BackupRequest) String() string {
 func (*BackupRequest) ProtoMessage() {}
 
 func (x *BackupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[13]
+	mi := &file_admin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1001,7 +1105,7 @@ func (x *BackupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupRequest.ProtoReflect.Descriptor instead.
 func (*BackupRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{13}
+	return file_admin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *BackupRequest) GetNodeId() uint32 {
@@ -1030,7 +1134,7 @@ type BackupInfo struct {
 
 func (x *BackupInfo) Reset() {
 	*x = BackupInfo{}
-	mi := &file_admin_proto_msgTypes[14]
+	mi := &file_admin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1042,7 +1146,7 @@ func (x *BackupInfo) String() string {
 func (*BackupInfo) ProtoMessage() {}
 
 func (x *BackupInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[14]
+	mi := &file_admin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1055,7 +1159,7 @@ func (x *BackupInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupInfo.ProtoReflect.Descriptor instead.
 func (*BackupInfo) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{14}
+	return file_admin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *BackupInfo) GetSourceNode() uint32 {
@@ -1096,7 +1200,7 @@ type BackupChunk struct {
 
 func (x *BackupChunk) Reset() {
 	*x = BackupChunk{}
-	mi := &file_admin_proto_msgTypes[15]
+	mi := &file_admin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1108,7 +1212,7 @@ func (x *BackupChunk) String() string {
 func (*BackupChunk) ProtoMessage() {}
 
 func (x *BackupChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[15]
+	mi := &file_admin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1121,7 +1225,7 @@ func (x *BackupChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupChunk.ProtoReflect.Descriptor instead.
 func (*BackupChunk) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{15}
+	return file_admin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *BackupChunk) GetInfo() *BackupInfo {
@@ -1142,7 +1246,14 @@ var File_admin_proto protoreflect.FileDescriptor
 
 const file_admin_proto_rawDesc = "" +
 	"\n" +
-	"\vadmin.proto\x12\vphxgo.admin\"1\n" +
+	"\vadmin.proto\x12\vphxgo.admin\",\n" +
+	"\rReloadRequest\x12\x1b\n" +
+	"\tlog_level\x18\x01 \x01(\tR\blogLevel\"n\n" +
+	"\vReloadReply\x12\x1f\n" +
+	"\vcert_serial\x18\x01 \x01(\tR\n" +
+	"certSerial\x12!\n" +
+	"\fcert_expires\x18\x02 \x01(\tR\vcertExpires\x12\x1b\n" +
+	"\tlog_level\x18\x03 \x01(\tR\blogLevel\"1\n" +
 	"\x11ReadWindowRequest\x12\x1c\n" +
 	"\tforwarded\x18\x01 \x01(\bR\tforwarded\"\xae\x01\n" +
 	"\x0fReadWindowReply\x12\x1b\n" +
@@ -1232,7 +1343,7 @@ const file_admin_proto_rawDesc = "" +
 	"\fROLE_REPLICA\x10\x01\x12\x12\n" +
 	"\x0eROLE_CANDIDATE\x10\x02\x12\x0f\n" +
 	"\vROLE_MASTER\x10\x03\x12\x0f\n" +
-	"\vROLE_UNSAFE\x10\x042\xc9\x04\n" +
+	"\vROLE_UNSAFE\x10\x042\x89\x05\n" +
 	"\x05Admin\x12=\n" +
 	"\x06Status\x12\x1a.phxgo.admin.StatusRequest\x1a\x17.phxgo.admin.NodeStatus\x12P\n" +
 	"\fRecoverPoint\x12 .phxgo.admin.RecoverPointRequest\x1a\x1e.phxgo.admin.RecoverPointReply\x12J\n" +
@@ -1243,7 +1354,8 @@ const file_admin_proto_rawDesc = "" +
 	"\fRemoveMember\x12 .phxgo.admin.RemoveMemberRequest\x1a\x19.phxgo.admin.MembersReply\x12@\n" +
 	"\x06Backup\x12\x1a.phxgo.admin.BackupRequest\x1a\x18.phxgo.admin.BackupChunk0\x01\x12J\n" +
 	"\n" +
-	"ReadWindow\x12\x1e.phxgo.admin.ReadWindowRequest\x1a\x1c.phxgo.admin.ReadWindowReplyB\x13Z\x11phxgo/proto;protob\x06proto3"
+	"ReadWindow\x12\x1e.phxgo.admin.ReadWindowRequest\x1a\x1c.phxgo.admin.ReadWindowReply\x12>\n" +
+	"\x06Reload\x12\x1a.phxgo.admin.ReloadRequest\x1a\x18.phxgo.admin.ReloadReplyB\x13Z\x11phxgo/proto;protob\x06proto3"
 
 var (
 	file_admin_proto_rawDescOnce sync.Once
@@ -1258,50 +1370,54 @@ func file_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_admin_proto_goTypes = []any{
 	(Role)(0),                   // 0: phxgo.admin.Role
-	(*ReadWindowRequest)(nil),   // 1: phxgo.admin.ReadWindowRequest
-	(*ReadWindowReply)(nil),     // 2: phxgo.admin.ReadWindowReply
-	(*MembersRequest)(nil),      // 3: phxgo.admin.MembersRequest
-	(*MembersReply)(nil),        // 4: phxgo.admin.MembersReply
-	(*AddMemberRequest)(nil),    // 5: phxgo.admin.AddMemberRequest
-	(*RemoveMemberRequest)(nil), // 6: phxgo.admin.RemoveMemberRequest
-	(*StatusRequest)(nil),       // 7: phxgo.admin.StatusRequest
-	(*Member)(nil),              // 8: phxgo.admin.Member
-	(*NodeStatus)(nil),          // 9: phxgo.admin.NodeStatus
-	(*RecoverPointRequest)(nil), // 10: phxgo.admin.RecoverPointRequest
-	(*RecoverPointReply)(nil),   // 11: phxgo.admin.RecoverPointReply
-	(*SwitchoverRequest)(nil),   // 12: phxgo.admin.SwitchoverRequest
-	(*SwitchoverReply)(nil),     // 13: phxgo.admin.SwitchoverReply
-	(*BackupRequest)(nil),       // 14: phxgo.admin.BackupRequest
-	(*BackupInfo)(nil),          // 15: phxgo.admin.BackupInfo
-	(*BackupChunk)(nil),         // 16: phxgo.admin.BackupChunk
+	(*ReloadRequest)(nil),       // 1: phxgo.admin.ReloadRequest
+	(*ReloadReply)(nil),         // 2: phxgo.admin.ReloadReply
+	(*ReadWindowRequest)(nil),   // 3: phxgo.admin.ReadWindowRequest
+	(*ReadWindowReply)(nil),     // 4: phxgo.admin.ReadWindowReply
+	(*MembersRequest)(nil),      // 5: phxgo.admin.MembersRequest
+	(*MembersReply)(nil),        // 6: phxgo.admin.MembersReply
+	(*AddMemberRequest)(nil),    // 7: phxgo.admin.AddMemberRequest
+	(*RemoveMemberRequest)(nil), // 8: phxgo.admin.RemoveMemberRequest
+	(*StatusRequest)(nil),       // 9: phxgo.admin.StatusRequest
+	(*Member)(nil),              // 10: phxgo.admin.Member
+	(*NodeStatus)(nil),          // 11: phxgo.admin.NodeStatus
+	(*RecoverPointRequest)(nil), // 12: phxgo.admin.RecoverPointRequest
+	(*RecoverPointReply)(nil),   // 13: phxgo.admin.RecoverPointReply
+	(*SwitchoverRequest)(nil),   // 14: phxgo.admin.SwitchoverRequest
+	(*SwitchoverReply)(nil),     // 15: phxgo.admin.SwitchoverReply
+	(*BackupRequest)(nil),       // 16: phxgo.admin.BackupRequest
+	(*BackupInfo)(nil),          // 17: phxgo.admin.BackupInfo
+	(*BackupChunk)(nil),         // 18: phxgo.admin.BackupChunk
 }
 var file_admin_proto_depIdxs = []int32{
-	8,  // 0: phxgo.admin.MembersReply.members:type_name -> phxgo.admin.Member
-	8,  // 1: phxgo.admin.AddMemberRequest.member:type_name -> phxgo.admin.Member
+	10, // 0: phxgo.admin.MembersReply.members:type_name -> phxgo.admin.Member
+	10, // 1: phxgo.admin.AddMemberRequest.member:type_name -> phxgo.admin.Member
 	0,  // 2: phxgo.admin.NodeStatus.role:type_name -> phxgo.admin.Role
-	8,  // 3: phxgo.admin.NodeStatus.members:type_name -> phxgo.admin.Member
-	15, // 4: phxgo.admin.BackupChunk.info:type_name -> phxgo.admin.BackupInfo
-	7,  // 5: phxgo.admin.Admin.Status:input_type -> phxgo.admin.StatusRequest
-	10, // 6: phxgo.admin.Admin.RecoverPoint:input_type -> phxgo.admin.RecoverPointRequest
-	12, // 7: phxgo.admin.Admin.Switchover:input_type -> phxgo.admin.SwitchoverRequest
-	3,  // 8: phxgo.admin.Admin.Members:input_type -> phxgo.admin.MembersRequest
-	5,  // 9: phxgo.admin.Admin.AddMember:input_type -> phxgo.admin.AddMemberRequest
-	6,  // 10: phxgo.admin.Admin.RemoveMember:input_type -> phxgo.admin.RemoveMemberRequest
-	14, // 11: phxgo.admin.Admin.Backup:input_type -> phxgo.admin.BackupRequest
-	1,  // 12: phxgo.admin.Admin.ReadWindow:input_type -> phxgo.admin.ReadWindowRequest
-	9,  // 13: phxgo.admin.Admin.Status:output_type -> phxgo.admin.NodeStatus
-	11, // 14: phxgo.admin.Admin.RecoverPoint:output_type -> phxgo.admin.RecoverPointReply
-	13, // 15: phxgo.admin.Admin.Switchover:output_type -> phxgo.admin.SwitchoverReply
-	4,  // 16: phxgo.admin.Admin.Members:output_type -> phxgo.admin.MembersReply
-	4,  // 17: phxgo.admin.Admin.AddMember:output_type -> phxgo.admin.MembersReply
-	4,  // 18: phxgo.admin.Admin.RemoveMember:output_type -> phxgo.admin.MembersReply
-	16, // 19: phxgo.admin.Admin.Backup:output_type -> phxgo.admin.BackupChunk
-	2,  // 20: phxgo.admin.Admin.ReadWindow:output_type -> phxgo.admin.ReadWindowReply
-	13, // [13:21] is the sub-list for method output_type
-	5,  // [5:13] is the sub-list for method input_type
+	10, // 3: phxgo.admin.NodeStatus.members:type_name -> phxgo.admin.Member
+	17, // 4: phxgo.admin.BackupChunk.info:type_name -> phxgo.admin.BackupInfo
+	9,  // 5: phxgo.admin.Admin.Status:input_type -> phxgo.admin.StatusRequest
+	12, // 6: phxgo.admin.Admin.RecoverPoint:input_type -> phxgo.admin.RecoverPointRequest
+	14, // 7: phxgo.admin.Admin.Switchover:input_type -> phxgo.admin.SwitchoverRequest
+	5,  // 8: phxgo.admin.Admin.Members:input_type -> phxgo.admin.MembersRequest
+	7,  // 9: phxgo.admin.Admin.AddMember:input_type -> phxgo.admin.AddMemberRequest
+	8,  // 10: phxgo.admin.Admin.RemoveMember:input_type -> phxgo.admin.RemoveMemberRequest
+	16, // 11: phxgo.admin.Admin.Backup:input_type -> phxgo.admin.BackupRequest
+	3,  // 12: phxgo.admin.Admin.ReadWindow:input_type -> phxgo.admin.ReadWindowRequest
+	1,  // 13: phxgo.admin.Admin.Reload:input_type -> phxgo.admin.ReloadRequest
+	11, // 14: phxgo.admin.Admin.Status:output_type -> phxgo.admin.NodeStatus
+	13, // 15: phxgo.admin.Admin.RecoverPoint:output_type -> phxgo.admin.RecoverPointReply
+	15, // 16: phxgo.admin.Admin.Switchover:output_type -> phxgo.admin.SwitchoverReply
+	6,  // 17: phxgo.admin.Admin.Members:output_type -> phxgo.admin.MembersReply
+	6,  // 18: phxgo.admin.Admin.AddMember:output_type -> phxgo.admin.MembersReply
+	6,  // 19: phxgo.admin.Admin.RemoveMember:output_type -> phxgo.admin.MembersReply
+	18, // 20: phxgo.admin.Admin.Backup:output_type -> phxgo.admin.BackupChunk
+	4,  // 21: phxgo.admin.Admin.ReadWindow:output_type -> phxgo.admin.ReadWindowReply
+	2,  // 22: phxgo.admin.Admin.Reload:output_type -> phxgo.admin.ReloadReply
+	14, // [14:23] is the sub-list for method output_type
+	5,  // [5:14] is the sub-list for method input_type
 	5,  // [5:5] is the sub-list for extension type_name
 	5,  // [5:5] is the sub-list for extension extendee
 	0,  // [0:5] is the sub-list for field type_name
@@ -1318,7 +1434,7 @@ func file_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_admin_proto_rawDesc), len(file_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   16,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -27,6 +27,7 @@ const (
 	Admin_RemoveMember_FullMethodName = "/phxgo.admin.Admin/RemoveMember"
 	Admin_Backup_FullMethodName       = "/phxgo.admin.Admin/Backup"
 	Admin_ReadWindow_FullMethodName   = "/phxgo.admin.Admin/ReadWindow"
+	Admin_Reload_FullMethodName       = "/phxgo.admin.Admin/Reload"
 )
 
 // AdminClient is the client API for Admin service.
@@ -69,6 +70,11 @@ type AdminClient interface {
 	// does not end its term (Fence, Switchover) before every window it
 	// granted has run out. UNAVAILABLE: no window now (use the two-hop path).
 	ReadWindow(ctx context.Context, in *ReadWindowRequest, opts ...grpc.CallOption) (*ReadWindowReply, error)
+	// Reload re-reads this node's TLS files (same paths) and sets the log
+	// level, without a restart: new connections use the new certificate and
+	// CA, open ones keep theirs. All or nothing: INVALID_ARGUMENT (and the
+	// old settings stay) when a file or the level is bad. Admin only.
+	Reload(ctx context.Context, in *ReloadRequest, opts ...grpc.CallOption) (*ReloadReply, error)
 }
 
 type adminClient struct {
@@ -168,6 +174,16 @@ func (c *adminClient) ReadWindow(ctx context.Context, in *ReadWindowRequest, opt
 	return out, nil
 }
 
+func (c *adminClient) Reload(ctx context.Context, in *ReloadRequest, opts ...grpc.CallOption) (*ReloadReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReloadReply)
+	err := c.cc.Invoke(ctx, Admin_Reload_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServer is the server API for Admin service.
 // All implementations must embed UnimplementedAdminServer
 // for forward compatibility.
@@ -208,6 +224,11 @@ type AdminServer interface {
 	// does not end its term (Fence, Switchover) before every window it
 	// granted has run out. UNAVAILABLE: no window now (use the two-hop path).
 	ReadWindow(context.Context, *ReadWindowRequest) (*ReadWindowReply, error)
+	// Reload re-reads this node's TLS files (same paths) and sets the log
+	// level, without a restart: new connections use the new certificate and
+	// CA, open ones keep theirs. All or nothing: INVALID_ARGUMENT (and the
+	// old settings stay) when a file or the level is bad. Admin only.
+	Reload(context.Context, *ReloadRequest) (*ReloadReply, error)
 	mustEmbedUnimplementedAdminServer()
 }
 
@@ -241,6 +262,9 @@ func (UnimplementedAdminServer) Backup(*BackupRequest, grpc.ServerStreamingServe
 }
 func (UnimplementedAdminServer) ReadWindow(context.Context, *ReadWindowRequest) (*ReadWindowReply, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method ReadWindow not implemented")
+}
+func (UnimplementedAdminServer) Reload(context.Context, *ReloadRequest) (*ReloadReply, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Reload not implemented")
 }
 func (UnimplementedAdminServer) mustEmbedUnimplementedAdminServer() {}
 func (UnimplementedAdminServer) testEmbeddedByValue()               {}
@@ -400,6 +424,24 @@ func _Admin_ReadWindow_Handler(srv interface{}, ctx context.Context, dec func(in
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Admin_Reload_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReloadRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).Reload(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_Reload_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).Reload(ctx, req.(*ReloadRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Admin_ServiceDesc is the grpc.ServiceDesc for Admin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -434,6 +476,10 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ReadWindow",
 			Handler:    _Admin_ReadWindow_Handler,
+		},
+		{
+			MethodName: "Reload",
+			Handler:    _Admin_Reload_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

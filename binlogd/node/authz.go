@@ -34,6 +34,7 @@ import (
 //	Admin/AddMember             -           -       yes
 //	Admin/RemoveMember          -           -       yes
 //	Admin/ReadWindow            yes (3)     yes     yes
+//	Admin/Reload                -           -       yes
 //	grpc.health.v1.Health/*     any certificate of the CA
 //	anything else               -           -       -
 //
@@ -73,6 +74,7 @@ var policy = map[string]rule{
 	pb.Admin_RemoveMember_FullMethodName: {roles: []mtls.Role{mtls.RoleAdmin}},
 	pb.Admin_Backup_FullMethodName:       {roles: []mtls.Role{mtls.RoleNode, mtls.RoleAdmin}}, // a node only for its own id: backup.go checks the request
 	pb.Admin_ReadWindow_FullMethodName:   {roles: anyRole},                                    // proxies ask; a node forwards a proxy's request to the master (windows.go)
+	pb.Admin_Reload_FullMethodName:       {roles: []mtls.Role{mtls.RoleAdmin}},                // swaps this node's certificate and log level
 }
 
 // healthPrefix: the standard health service is open to any certificate of

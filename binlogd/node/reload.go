@@ -1,10 +1,16 @@
 package node
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	pb "phxgo/proto"
 )
 
 // Reload (SIGHUP, Admin/Reload) applies changed files without a restart,
@@ -78,4 +84,13 @@ func (n *Node) reload(level string) (ReloadResult, error) {
 		res.LogLevel = strings.ToLower(n.level.Level().String())
 	}
 	return res, nil
+}
+
+// Reload is Admin/Reload (admin certificate only, authz.go).
+func (a *adminServer) Reload(_ context.Context, req *pb.ReloadRequest) (*pb.ReloadReply, error) {
+	res, err := a.n.Reload(req.LogLevel)
+	if err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "reload refused, the old settings stay: %v", err)
+	}
+	return &pb.ReloadReply{CertSerial: res.CertSerial, CertExpires: res.CertExpiry, LogLevel: res.LogLevel}, nil
 }

@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
 
 	"phxgo/binlogd/mtls"
 	"phxgo/binlogd/mtls/mtlstest"
@@ -88,6 +90,10 @@ func TestReloadCertificate(t *testing.T) {
 	}
 	if _, err := n.Reload(""); err == nil || !strings.Contains(err.Error(), files.Cert) {
 		t.Fatalf("Reload with a broken certificate file: %v, want an error naming %s", err, files.Cert)
+	}
+	// The same through Admin/Reload: INVALID_ARGUMENT with the reason.
+	if _, err := old.Reload(ctx, &pb.ReloadRequest{}); status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), files.Cert) {
+		t.Fatalf("Admin/Reload with a broken certificate file: %v", err)
 	}
 	if res.LogLevel != "debug" {
 		t.Fatalf("level after Reload(debug): %q", res.LogLevel)
