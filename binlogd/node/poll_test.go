@@ -67,3 +67,24 @@ func TestPollQuietOnlyWhenSettled(t *testing.T) {
 		}
 	}
 }
+
+// A change of role, master or term ends the quiet: replication is
+// repointed, and status must show it.
+func TestPollSameTerm(t *testing.T) {
+	base := masterlease.Status{Role: masterlease.RoleReplica}
+	base.State.Master, base.State.Epoch = 2, 7
+	if !sameTerm(base, base) {
+		t.Fatal("the same lease view is not the same term")
+	}
+	role := base
+	role.Role = masterlease.RoleMaster
+	master := base
+	master.State.Master = 3
+	epoch := base
+	epoch.State.Epoch = 8
+	for name, other := range map[string]masterlease.Status{"role": role, "master": master, "epoch": epoch} {
+		if sameTerm(base, other) {
+			t.Errorf("a change of %s kept the quiet", name)
+		}
+	}
+}
