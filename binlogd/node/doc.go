@@ -56,7 +56,11 @@
 // The gRPC server (Paxos, Admin, grpc.health.v1) runs in mutual TLS (the
 // config's tls_* keys; without them the config is refused unless it says
 // "insecure_no_tls", and then the node warns every minute), and every dial
-// to a peer presents this node's certificate (tls.go). Who may call what
+// to a peer presents this node's certificate (tls.go). Reload (SIGHUP,
+// Admin Reload; reload.go, tlsreload.go) re-reads the tls_* files and the
+// log level without a restart: every handshake looks up the current
+// certificate and CA, so new connections use the new files and open ones
+// keep theirs; a file that does not load leaves the old one in use. Who may call what
 // is decided by the identity in the caller's certificate (authz.go):
 //
 //	Paxos Send                     node certs only; a message whose From
