@@ -85,6 +85,7 @@ func checkWriteMetrics(t *testing.T, c *localcluster.Cluster, master uint32, txn
 	if values < 1 || cmds < values {
 		t.Errorf("values proposed %v, commands in them %v: want >= 1 value, >= 1 command each", values, cmds)
 	}
+	checkMonitoringNames(t, c)
 	if t.Failed() {
 		t.Log(fmt.Sprint(m))
 	}
