@@ -180,6 +180,142 @@ func (x *ReloadReply) GetLogLevel() string {
 	return ""
 }
 
+type EventsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RecentOnly    bool                   `protobuf:"varint,1,opt,name=recent_only,json=recentOnly,proto3" json:"recent_only,omitempty"` // end the stream after the recent events
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EventsRequest) Reset() {
+	*x = EventsRequest{}
+	mi := &file_admin_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EventsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EventsRequest) ProtoMessage() {}
+
+func (x *EventsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EventsRequest.ProtoReflect.Descriptor instead.
+func (*EventsRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *EventsRequest) GetRecentOnly() bool {
+	if x != nil {
+		return x.RecentOnly
+	}
+	return false
+}
+
+type Event struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Seq           uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"` // per node, increasing from 1 at each start
+	TimeUnixNano  int64                  `protobuf:"varint,2,opt,name=time_unix_nano,json=timeUnixNano,proto3" json:"time_unix_nano,omitempty"`
+	Node          uint32                 `protobuf:"varint,3,opt,name=node,proto3" json:"node,omitempty"`     // the node that saw it
+	Kind          string                 `protobuf:"bytes,4,opt,name=kind,proto3" json:"kind,omitempty"`      // became_master, failover, fence, ... (binlogd/events)
+	Epoch         uint64                 `protobuf:"varint,5,opt,name=epoch,proto3" json:"epoch,omitempty"`   // lease epoch (0: unknown)
+	Master        uint32                 `protobuf:"varint,6,opt,name=master,proto3" json:"master,omitempty"` // lease master (0: none or unknown)
+	Details       map[string]string      `protobuf:"bytes,7,rep,name=details,proto3" json:"details,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Event) Reset() {
+	*x = Event{}
+	mi := &file_admin_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Event) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Event) ProtoMessage() {}
+
+func (x *Event) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Event.ProtoReflect.Descriptor instead.
+func (*Event) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Event) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *Event) GetTimeUnixNano() int64 {
+	if x != nil {
+		return x.TimeUnixNano
+	}
+	return 0
+}
+
+func (x *Event) GetNode() uint32 {
+	if x != nil {
+		return x.Node
+	}
+	return 0
+}
+
+func (x *Event) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *Event) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *Event) GetMaster() uint32 {
+	if x != nil {
+		return x.Master
+	}
+	return 0
+}
+
+func (x *Event) GetDetails() map[string]string {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
 type ReadWindowRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// forwarded: sent by a node on a proxy's behalf; never forwarded again.
@@ -190,7 +326,7 @@ type ReadWindowRequest struct {
 
 func (x *ReadWindowRequest) Reset() {
 	*x = ReadWindowRequest{}
-	mi := &file_admin_proto_msgTypes[2]
+	mi := &file_admin_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -202,7 +338,7 @@ func (x *ReadWindowRequest) String() string {
 func (*ReadWindowRequest) ProtoMessage() {}
 
 func (x *ReadWindowRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[2]
+	mi := &file_admin_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -215,7 +351,7 @@ func (x *ReadWindowRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadWindowRequest.ProtoReflect.Descriptor instead.
 func (*ReadWindowRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{2}
+	return file_admin_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ReadWindowRequest) GetForwarded() bool {
@@ -238,7 +374,7 @@ type ReadWindowReply struct {
 
 func (x *ReadWindowReply) Reset() {
 	*x = ReadWindowReply{}
-	mi := &file_admin_proto_msgTypes[3]
+	mi := &file_admin_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -250,7 +386,7 @@ func (x *ReadWindowReply) String() string {
 func (*ReadWindowReply) ProtoMessage() {}
 
 func (x *ReadWindowReply) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[3]
+	mi := &file_admin_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -263,7 +399,7 @@ func (x *ReadWindowReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadWindowReply.ProtoReflect.Descriptor instead.
 func (*ReadWindowReply) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{3}
+	return file_admin_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ReadWindowReply) GetMasterId() uint32 {
@@ -309,7 +445,7 @@ type MembersRequest struct {
 
 func (x *MembersRequest) Reset() {
 	*x = MembersRequest{}
-	mi := &file_admin_proto_msgTypes[4]
+	mi := &file_admin_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -321,7 +457,7 @@ func (x *MembersRequest) String() string {
 func (*MembersRequest) ProtoMessage() {}
 
 func (x *MembersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[4]
+	mi := &file_admin_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -334,7 +470,7 @@ func (x *MembersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MembersRequest.ProtoReflect.Descriptor instead.
 func (*MembersRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{4}
+	return file_admin_proto_rawDescGZIP(), []int{6}
 }
 
 type MembersReply struct {
@@ -349,7 +485,7 @@ type MembersReply struct {
 
 func (x *MembersReply) Reset() {
 	*x = MembersReply{}
-	mi := &file_admin_proto_msgTypes[5]
+	mi := &file_admin_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -361,7 +497,7 @@ func (x *MembersReply) String() string {
 func (*MembersReply) ProtoMessage() {}
 
 func (x *MembersReply) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[5]
+	mi := &file_admin_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -374,7 +510,7 @@ func (x *MembersReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MembersReply.ProtoReflect.Descriptor instead.
 func (*MembersReply) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{5}
+	return file_admin_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *MembersReply) GetMembers() []*Member {
@@ -414,7 +550,7 @@ type AddMemberRequest struct {
 
 func (x *AddMemberRequest) Reset() {
 	*x = AddMemberRequest{}
-	mi := &file_admin_proto_msgTypes[6]
+	mi := &file_admin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -426,7 +562,7 @@ func (x *AddMemberRequest) String() string {
 func (*AddMemberRequest) ProtoMessage() {}
 
 func (x *AddMemberRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[6]
+	mi := &file_admin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -439,7 +575,7 @@ func (x *AddMemberRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddMemberRequest.ProtoReflect.Descriptor instead.
 func (*AddMemberRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{6}
+	return file_admin_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *AddMemberRequest) GetMember() *Member {
@@ -458,7 +594,7 @@ type RemoveMemberRequest struct {
 
 func (x *RemoveMemberRequest) Reset() {
 	*x = RemoveMemberRequest{}
-	mi := &file_admin_proto_msgTypes[7]
+	mi := &file_admin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -470,7 +606,7 @@ func (x *RemoveMemberRequest) String() string {
 func (*RemoveMemberRequest) ProtoMessage() {}
 
 func (x *RemoveMemberRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[7]
+	mi := &file_admin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -483,7 +619,7 @@ func (x *RemoveMemberRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMemberRequest.ProtoReflect.Descriptor instead.
 func (*RemoveMemberRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{7}
+	return file_admin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *RemoveMemberRequest) GetId() uint32 {
@@ -501,7 +637,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_admin_proto_msgTypes[8]
+	mi := &file_admin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -513,7 +649,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[8]
+	mi := &file_admin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -526,7 +662,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{8}
+	return file_admin_proto_rawDescGZIP(), []int{10}
 }
 
 type Member struct {
@@ -542,7 +678,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_admin_proto_msgTypes[9]
+	mi := &file_admin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -554,7 +690,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[9]
+	mi := &file_admin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -567,7 +703,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{9}
+	return file_admin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Member) GetId() uint32 {
@@ -656,7 +792,7 @@ type NodeStatus struct {
 
 func (x *NodeStatus) Reset() {
 	*x = NodeStatus{}
-	mi := &file_admin_proto_msgTypes[10]
+	mi := &file_admin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -668,7 +804,7 @@ func (x *NodeStatus) String() string {
 func (*NodeStatus) ProtoMessage() {}
 
 func (x *NodeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[10]
+	mi := &file_admin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -681,7 +817,7 @@ func (x *NodeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStatus.ProtoReflect.Descriptor instead.
 func (*NodeStatus) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{10}
+	return file_admin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *NodeStatus) GetNodeId() uint32 {
@@ -863,7 +999,7 @@ type RecoverPointRequest struct {
 
 func (x *RecoverPointRequest) Reset() {
 	*x = RecoverPointRequest{}
-	mi := &file_admin_proto_msgTypes[11]
+	mi := &file_admin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -875,7 +1011,7 @@ func (x *RecoverPointRequest) String() string {
 func (*RecoverPointRequest) ProtoMessage() {}
 
 func (x *RecoverPointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[11]
+	mi := &file_admin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -888,7 +1024,7 @@ func (x *RecoverPointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecoverPointRequest.ProtoReflect.Descriptor instead.
 func (*RecoverPointRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{11}
+	return file_admin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RecoverPointRequest) GetNodeId() uint32 {
@@ -918,7 +1054,7 @@ type RecoverPointReply struct {
 
 func (x *RecoverPointReply) Reset() {
 	*x = RecoverPointReply{}
-	mi := &file_admin_proto_msgTypes[12]
+	mi := &file_admin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -930,7 +1066,7 @@ func (x *RecoverPointReply) String() string {
 func (*RecoverPointReply) ProtoMessage() {}
 
 func (x *RecoverPointReply) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[12]
+	mi := &file_admin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -943,7 +1079,7 @@ func (x *RecoverPointReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecoverPointReply.ProtoReflect.Descriptor instead.
 func (*RecoverPointReply) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{12}
+	return file_admin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RecoverPointReply) GetValid() []bool {
@@ -983,7 +1119,7 @@ type SwitchoverRequest struct {
 
 func (x *SwitchoverRequest) Reset() {
 	*x = SwitchoverRequest{}
-	mi := &file_admin_proto_msgTypes[13]
+	mi := &file_admin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -995,7 +1131,7 @@ func (x *SwitchoverRequest) String() string {
 func (*SwitchoverRequest) ProtoMessage() {}
 
 func (x *SwitchoverRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[13]
+	mi := &file_admin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1008,7 +1144,7 @@ func (x *SwitchoverRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SwitchoverRequest.ProtoReflect.Descriptor instead.
 func (*SwitchoverRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{13}
+	return file_admin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SwitchoverRequest) GetTo() uint32 {
@@ -1028,7 +1164,7 @@ type SwitchoverReply struct {
 
 func (x *SwitchoverReply) Reset() {
 	*x = SwitchoverReply{}
-	mi := &file_admin_proto_msgTypes[14]
+	mi := &file_admin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1040,7 +1176,7 @@ func (x *SwitchoverReply) String() string {
 func (*SwitchoverReply) ProtoMessage() {}
 
 func (x *SwitchoverReply) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[14]
+	mi := &file_admin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1053,7 +1189,7 @@ func (x *SwitchoverReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SwitchoverReply.ProtoReflect.Descriptor instead.
 func (*SwitchoverReply) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{14}
+	return file_admin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SwitchoverReply) GetLeaseVersion() uint64 {
@@ -1080,7 +1216,7 @@ type BackupRequest struct {
 
 func (x *BackupRequest) Reset() {
 	*x = BackupRequest{}
-	mi := &file_admin_proto_msgTypes[15]
+	mi := &file_admin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1092,7 +1228,7 @@ func (x *BackupRequest) String() string {
 func (*BackupRequest) ProtoMessage() {}
 
 func (x *BackupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[15]
+	mi := &file_admin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1105,7 +1241,7 @@ func (x *BackupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupRequest.ProtoReflect.Descriptor instead.
 func (*BackupRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{15}
+	return file_admin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *BackupRequest) GetNodeId() uint32 {
@@ -1134,7 +1270,7 @@ type BackupInfo struct {
 
 func (x *BackupInfo) Reset() {
 	*x = BackupInfo{}
-	mi := &file_admin_proto_msgTypes[16]
+	mi := &file_admin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1146,7 +1282,7 @@ func (x *BackupInfo) String() string {
 func (*BackupInfo) ProtoMessage() {}
 
 func (x *BackupInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[16]
+	mi := &file_admin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1159,7 +1295,7 @@ func (x *BackupInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupInfo.ProtoReflect.Descriptor instead.
 func (*BackupInfo) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{16}
+	return file_admin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *BackupInfo) GetSourceNode() uint32 {
@@ -1200,7 +1336,7 @@ type BackupChunk struct {
 
 func (x *BackupChunk) Reset() {
 	*x = BackupChunk{}
-	mi := &file_admin_proto_msgTypes[17]
+	mi := &file_admin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1212,7 +1348,7 @@ func (x *BackupChunk) String() string {
 func (*BackupChunk) ProtoMessage() {}
 
 func (x *BackupChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[17]
+	mi := &file_admin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1225,7 +1361,7 @@ func (x *BackupChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupChunk.ProtoReflect.Descriptor instead.
 func (*BackupChunk) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{17}
+	return file_admin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *BackupChunk) GetInfo() *BackupInfo {
@@ -1253,7 +1389,21 @@ const file_admin_proto_rawDesc = "" +
 	"\vcert_serial\x18\x01 \x01(\tR\n" +
 	"certSerial\x12!\n" +
 	"\fcert_expires\x18\x02 \x01(\tR\vcertExpires\x12\x1b\n" +
-	"\tlog_level\x18\x03 \x01(\tR\blogLevel\"1\n" +
+	"\tlog_level\x18\x03 \x01(\tR\blogLevel\"0\n" +
+	"\rEventsRequest\x12\x1f\n" +
+	"\vrecent_only\x18\x01 \x01(\bR\n" +
+	"recentOnly\"\x8c\x02\n" +
+	"\x05Event\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12$\n" +
+	"\x0etime_unix_nano\x18\x02 \x01(\x03R\ftimeUnixNano\x12\x12\n" +
+	"\x04node\x18\x03 \x01(\rR\x04node\x12\x12\n" +
+	"\x04kind\x18\x04 \x01(\tR\x04kind\x12\x14\n" +
+	"\x05epoch\x18\x05 \x01(\x04R\x05epoch\x12\x16\n" +
+	"\x06master\x18\x06 \x01(\rR\x06master\x129\n" +
+	"\adetails\x18\a \x03(\v2\x1f.phxgo.admin.Event.DetailsEntryR\adetails\x1a:\n" +
+	"\fDetailsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"1\n" +
 	"\x11ReadWindowRequest\x12\x1c\n" +
 	"\tforwarded\x18\x01 \x01(\bR\tforwarded\"\xae\x01\n" +
 	"\x0fReadWindowReply\x12\x1b\n" +
@@ -1343,7 +1493,7 @@ const file_admin_proto_rawDesc = "" +
 	"\fROLE_REPLICA\x10\x01\x12\x12\n" +
 	"\x0eROLE_CANDIDATE\x10\x02\x12\x0f\n" +
 	"\vROLE_MASTER\x10\x03\x12\x0f\n" +
-	"\vROLE_UNSAFE\x10\x042\x89\x05\n" +
+	"\vROLE_UNSAFE\x10\x042\xc5\x05\n" +
 	"\x05Admin\x12=\n" +
 	"\x06Status\x12\x1a.phxgo.admin.StatusRequest\x1a\x17.phxgo.admin.NodeStatus\x12P\n" +
 	"\fRecoverPoint\x12 .phxgo.admin.RecoverPointRequest\x1a\x1e.phxgo.admin.RecoverPointReply\x12J\n" +
@@ -1354,7 +1504,8 @@ const file_admin_proto_rawDesc = "" +
 	"\fRemoveMember\x12 .phxgo.admin.RemoveMemberRequest\x1a\x19.phxgo.admin.MembersReply\x12@\n" +
 	"\x06Backup\x12\x1a.phxgo.admin.BackupRequest\x1a\x18.phxgo.admin.BackupChunk0\x01\x12J\n" +
 	"\n" +
-	"ReadWindow\x12\x1e.phxgo.admin.ReadWindowRequest\x1a\x1c.phxgo.admin.ReadWindowReply\x12>\n" +
+	"ReadWindow\x12\x1e.phxgo.admin.ReadWindowRequest\x1a\x1c.phxgo.admin.ReadWindowReply\x12:\n" +
+	"\x06Events\x12\x1a.phxgo.admin.EventsRequest\x1a\x12.phxgo.admin.Event0\x01\x12>\n" +
 	"\x06Reload\x12\x1a.phxgo.admin.ReloadRequest\x1a\x18.phxgo.admin.ReloadReplyB\x13Z\x11phxgo/proto;protob\x06proto3"
 
 var (
@@ -1370,57 +1521,63 @@ func file_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_admin_proto_goTypes = []any{
 	(Role)(0),                   // 0: phxgo.admin.Role
 	(*ReloadRequest)(nil),       // 1: phxgo.admin.ReloadRequest
 	(*ReloadReply)(nil),         // 2: phxgo.admin.ReloadReply
-	(*ReadWindowRequest)(nil),   // 3: phxgo.admin.ReadWindowRequest
-	(*ReadWindowReply)(nil),     // 4: phxgo.admin.ReadWindowReply
-	(*MembersRequest)(nil),      // 5: phxgo.admin.MembersRequest
-	(*MembersReply)(nil),        // 6: phxgo.admin.MembersReply
-	(*AddMemberRequest)(nil),    // 7: phxgo.admin.AddMemberRequest
-	(*RemoveMemberRequest)(nil), // 8: phxgo.admin.RemoveMemberRequest
-	(*StatusRequest)(nil),       // 9: phxgo.admin.StatusRequest
-	(*Member)(nil),              // 10: phxgo.admin.Member
-	(*NodeStatus)(nil),          // 11: phxgo.admin.NodeStatus
-	(*RecoverPointRequest)(nil), // 12: phxgo.admin.RecoverPointRequest
-	(*RecoverPointReply)(nil),   // 13: phxgo.admin.RecoverPointReply
-	(*SwitchoverRequest)(nil),   // 14: phxgo.admin.SwitchoverRequest
-	(*SwitchoverReply)(nil),     // 15: phxgo.admin.SwitchoverReply
-	(*BackupRequest)(nil),       // 16: phxgo.admin.BackupRequest
-	(*BackupInfo)(nil),          // 17: phxgo.admin.BackupInfo
-	(*BackupChunk)(nil),         // 18: phxgo.admin.BackupChunk
+	(*EventsRequest)(nil),       // 3: phxgo.admin.EventsRequest
+	(*Event)(nil),               // 4: phxgo.admin.Event
+	(*ReadWindowRequest)(nil),   // 5: phxgo.admin.ReadWindowRequest
+	(*ReadWindowReply)(nil),     // 6: phxgo.admin.ReadWindowReply
+	(*MembersRequest)(nil),      // 7: phxgo.admin.MembersRequest
+	(*MembersReply)(nil),        // 8: phxgo.admin.MembersReply
+	(*AddMemberRequest)(nil),    // 9: phxgo.admin.AddMemberRequest
+	(*RemoveMemberRequest)(nil), // 10: phxgo.admin.RemoveMemberRequest
+	(*StatusRequest)(nil),       // 11: phxgo.admin.StatusRequest
+	(*Member)(nil),              // 12: phxgo.admin.Member
+	(*NodeStatus)(nil),          // 13: phxgo.admin.NodeStatus
+	(*RecoverPointRequest)(nil), // 14: phxgo.admin.RecoverPointRequest
+	(*RecoverPointReply)(nil),   // 15: phxgo.admin.RecoverPointReply
+	(*SwitchoverRequest)(nil),   // 16: phxgo.admin.SwitchoverRequest
+	(*SwitchoverReply)(nil),     // 17: phxgo.admin.SwitchoverReply
+	(*BackupRequest)(nil),       // 18: phxgo.admin.BackupRequest
+	(*BackupInfo)(nil),          // 19: phxgo.admin.BackupInfo
+	(*BackupChunk)(nil),         // 20: phxgo.admin.BackupChunk
+	nil,                         // 21: phxgo.admin.Event.DetailsEntry
 }
 var file_admin_proto_depIdxs = []int32{
-	10, // 0: phxgo.admin.MembersReply.members:type_name -> phxgo.admin.Member
-	10, // 1: phxgo.admin.AddMemberRequest.member:type_name -> phxgo.admin.Member
-	0,  // 2: phxgo.admin.NodeStatus.role:type_name -> phxgo.admin.Role
-	10, // 3: phxgo.admin.NodeStatus.members:type_name -> phxgo.admin.Member
-	17, // 4: phxgo.admin.BackupChunk.info:type_name -> phxgo.admin.BackupInfo
-	9,  // 5: phxgo.admin.Admin.Status:input_type -> phxgo.admin.StatusRequest
-	12, // 6: phxgo.admin.Admin.RecoverPoint:input_type -> phxgo.admin.RecoverPointRequest
-	14, // 7: phxgo.admin.Admin.Switchover:input_type -> phxgo.admin.SwitchoverRequest
-	5,  // 8: phxgo.admin.Admin.Members:input_type -> phxgo.admin.MembersRequest
-	7,  // 9: phxgo.admin.Admin.AddMember:input_type -> phxgo.admin.AddMemberRequest
-	8,  // 10: phxgo.admin.Admin.RemoveMember:input_type -> phxgo.admin.RemoveMemberRequest
-	16, // 11: phxgo.admin.Admin.Backup:input_type -> phxgo.admin.BackupRequest
-	3,  // 12: phxgo.admin.Admin.ReadWindow:input_type -> phxgo.admin.ReadWindowRequest
-	1,  // 13: phxgo.admin.Admin.Reload:input_type -> phxgo.admin.ReloadRequest
-	11, // 14: phxgo.admin.Admin.Status:output_type -> phxgo.admin.NodeStatus
-	13, // 15: phxgo.admin.Admin.RecoverPoint:output_type -> phxgo.admin.RecoverPointReply
-	15, // 16: phxgo.admin.Admin.Switchover:output_type -> phxgo.admin.SwitchoverReply
-	6,  // 17: phxgo.admin.Admin.Members:output_type -> phxgo.admin.MembersReply
-	6,  // 18: phxgo.admin.Admin.AddMember:output_type -> phxgo.admin.MembersReply
-	6,  // 19: phxgo.admin.Admin.RemoveMember:output_type -> phxgo.admin.MembersReply
-	18, // 20: phxgo.admin.Admin.Backup:output_type -> phxgo.admin.BackupChunk
-	4,  // 21: phxgo.admin.Admin.ReadWindow:output_type -> phxgo.admin.ReadWindowReply
-	2,  // 22: phxgo.admin.Admin.Reload:output_type -> phxgo.admin.ReloadReply
-	14, // [14:23] is the sub-list for method output_type
-	5,  // [5:14] is the sub-list for method input_type
-	5,  // [5:5] is the sub-list for extension type_name
-	5,  // [5:5] is the sub-list for extension extendee
-	0,  // [0:5] is the sub-list for field type_name
+	21, // 0: phxgo.admin.Event.details:type_name -> phxgo.admin.Event.DetailsEntry
+	12, // 1: phxgo.admin.MembersReply.members:type_name -> phxgo.admin.Member
+	12, // 2: phxgo.admin.AddMemberRequest.member:type_name -> phxgo.admin.Member
+	0,  // 3: phxgo.admin.NodeStatus.role:type_name -> phxgo.admin.Role
+	12, // 4: phxgo.admin.NodeStatus.members:type_name -> phxgo.admin.Member
+	19, // 5: phxgo.admin.BackupChunk.info:type_name -> phxgo.admin.BackupInfo
+	11, // 6: phxgo.admin.Admin.Status:input_type -> phxgo.admin.StatusRequest
+	14, // 7: phxgo.admin.Admin.RecoverPoint:input_type -> phxgo.admin.RecoverPointRequest
+	16, // 8: phxgo.admin.Admin.Switchover:input_type -> phxgo.admin.SwitchoverRequest
+	7,  // 9: phxgo.admin.Admin.Members:input_type -> phxgo.admin.MembersRequest
+	9,  // 10: phxgo.admin.Admin.AddMember:input_type -> phxgo.admin.AddMemberRequest
+	10, // 11: phxgo.admin.Admin.RemoveMember:input_type -> phxgo.admin.RemoveMemberRequest
+	18, // 12: phxgo.admin.Admin.Backup:input_type -> phxgo.admin.BackupRequest
+	5,  // 13: phxgo.admin.Admin.ReadWindow:input_type -> phxgo.admin.ReadWindowRequest
+	3,  // 14: phxgo.admin.Admin.Events:input_type -> phxgo.admin.EventsRequest
+	1,  // 15: phxgo.admin.Admin.Reload:input_type -> phxgo.admin.ReloadRequest
+	13, // 16: phxgo.admin.Admin.Status:output_type -> phxgo.admin.NodeStatus
+	15, // 17: phxgo.admin.Admin.RecoverPoint:output_type -> phxgo.admin.RecoverPointReply
+	17, // 18: phxgo.admin.Admin.Switchover:output_type -> phxgo.admin.SwitchoverReply
+	8,  // 19: phxgo.admin.Admin.Members:output_type -> phxgo.admin.MembersReply
+	8,  // 20: phxgo.admin.Admin.AddMember:output_type -> phxgo.admin.MembersReply
+	8,  // 21: phxgo.admin.Admin.RemoveMember:output_type -> phxgo.admin.MembersReply
+	20, // 22: phxgo.admin.Admin.Backup:output_type -> phxgo.admin.BackupChunk
+	6,  // 23: phxgo.admin.Admin.ReadWindow:output_type -> phxgo.admin.ReadWindowReply
+	4,  // 24: phxgo.admin.Admin.Events:output_type -> phxgo.admin.Event
+	2,  // 25: phxgo.admin.Admin.Reload:output_type -> phxgo.admin.ReloadReply
+	16, // [16:26] is the sub-list for method output_type
+	6,  // [6:16] is the sub-list for method input_type
+	6,  // [6:6] is the sub-list for extension type_name
+	6,  // [6:6] is the sub-list for extension extendee
+	0,  // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_admin_proto_init() }
@@ -1434,7 +1591,7 @@ func file_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_admin_proto_rawDesc), len(file_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   18,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -27,6 +27,7 @@ const (
 	Admin_RemoveMember_FullMethodName = "/phxgo.admin.Admin/RemoveMember"
 	Admin_Backup_FullMethodName       = "/phxgo.admin.Admin/Backup"
 	Admin_ReadWindow_FullMethodName   = "/phxgo.admin.Admin/ReadWindow"
+	Admin_Events_FullMethodName       = "/phxgo.admin.Admin/Events"
 	Admin_Reload_FullMethodName       = "/phxgo.admin.Admin/Reload"
 )
 
@@ -70,6 +71,14 @@ type AdminClient interface {
 	// does not end its term (Fence, Switchover) before every window it
 	// granted has run out. UNAVAILABLE: no window now (use the two-hop path).
 	ReadWindow(ctx context.Context, in *ReadWindowRequest, opts ...grpc.CallOption) (*ReadWindowReply, error)
+	// Events streams this node's events (binlogd/events): role changes,
+	// failovers, switchovers, fences, membership changes, recovery cuts,
+	// UNSAFE and RESEED states. First the recent ones it keeps (oldest
+	// first), then live ones until the caller hangs up (unless
+	// recent_only). A reader that falls far behind is cut off with
+	// RESOURCE_EXHAUSTED; reconnecting shows the recent events again (seq
+	// tells which were seen).
+	Events(ctx context.Context, in *EventsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Event], error)
 	// Reload re-reads this node's TLS files (same paths) and sets the log
 	// level, without a restart: new connections use the new certificate and
 	// CA, open ones keep theirs. All or nothing: INVALID_ARGUMENT (and the
@@ -174,6 +183,25 @@ func (c *adminClient) ReadWindow(ctx context.Context, in *ReadWindowRequest, opt
 	return out, nil
 }
 
+func (c *adminClient) Events(ctx context.Context, in *EventsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Event], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Admin_ServiceDesc.Streams[1], Admin_Events_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[EventsRequest, Event]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Admin_EventsClient = grpc.ServerStreamingClient[Event]
+
 func (c *adminClient) Reload(ctx context.Context, in *ReloadRequest, opts ...grpc.CallOption) (*ReloadReply, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ReloadReply)
@@ -224,6 +252,14 @@ type AdminServer interface {
 	// does not end its term (Fence, Switchover) before every window it
 	// granted has run out. UNAVAILABLE: no window now (use the two-hop path).
 	ReadWindow(context.Context, *ReadWindowRequest) (*ReadWindowReply, error)
+	// Events streams this node's events (binlogd/events): role changes,
+	// failovers, switchovers, fences, membership changes, recovery cuts,
+	// UNSAFE and RESEED states. First the recent ones it keeps (oldest
+	// first), then live ones until the caller hangs up (unless
+	// recent_only). A reader that falls far behind is cut off with
+	// RESOURCE_EXHAUSTED; reconnecting shows the recent events again (seq
+	// tells which were seen).
+	Events(*EventsRequest, grpc.ServerStreamingServer[Event]) error
 	// Reload re-reads this node's TLS files (same paths) and sets the log
 	// level, without a restart: new connections use the new certificate and
 	// CA, open ones keep theirs. All or nothing: INVALID_ARGUMENT (and the
@@ -262,6 +298,9 @@ func (UnimplementedAdminServer) Backup(*BackupRequest, grpc.ServerStreamingServe
 }
 func (UnimplementedAdminServer) ReadWindow(context.Context, *ReadWindowRequest) (*ReadWindowReply, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method ReadWindow not implemented")
+}
+func (UnimplementedAdminServer) Events(*EventsRequest, grpc.ServerStreamingServer[Event]) error {
+	return status.Errorf(codes.Unimplemented, "method Events not implemented")
 }
 func (UnimplementedAdminServer) Reload(context.Context, *ReloadRequest) (*ReloadReply, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Reload not implemented")
@@ -424,6 +463,17 @@ func _Admin_ReadWindow_Handler(srv interface{}, ctx context.Context, dec func(in
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Admin_Events_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(EventsRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(AdminServer).Events(m, &grpc.GenericServerStream[EventsRequest, Event]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Admin_EventsServer = grpc.ServerStreamingServer[Event]
+
 func _Admin_Reload_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ReloadRequest)
 	if err := dec(in); err != nil {
@@ -486,6 +536,11 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "Backup",
 			Handler:       _Admin_Backup_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "Events",
+			Handler:       _Admin_Events_Handler,
 			ServerStreams: true,
 		},
 	},

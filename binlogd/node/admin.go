@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"phxgo/binlogd/binlog"
+	"phxgo/binlogd/events"
 	"phxgo/binlogd/role"
 	"phxgo/masterlease"
 	pb "phxgo/proto"
@@ -142,6 +143,7 @@ func (a *adminServer) Switchover(ctx context.Context, req *pb.SwitchoverRequest)
 	if !v.Valid {
 		return nil, status.Errorf(codes.Aborted, "switchover rejected: %v", v.Err())
 	}
+	n.publish(events.Switchover, "from", n.cfg.ID, "to", req.To, "lease_version", v.State.Version)
 	return &pb.SwitchoverReply{LeaseVersion: v.State.Version, MasterId: v.State.Master}, nil
 }
 

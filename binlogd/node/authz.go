@@ -34,6 +34,7 @@ import (
 //	Admin/AddMember             -           -       yes
 //	Admin/RemoveMember          -           -       yes
 //	Admin/ReadWindow            yes (3)     yes     yes
+//	Admin/Events                yes         yes     yes (4)
 //	Admin/Reload                -           -       yes
 //	grpc.health.v1.Health/*     any certificate of the CA
 //	anything else               -           -       -
@@ -46,6 +47,8 @@ import (
 // fence the master's term at will, so it needs admin.
 // (3) a node forwards a proxy's request to the master (windows.go); a
 // window only delays the master's own step-down by at most d/5.
+// (4) events say only what the log and Status already say (roles,
+// epochs, member ids); a proxy may watch them to re-route at once.
 //
 // Nodes call each other only for Paxos and Status (waitCaughtUp,
 // retention) and ReadWindow (forwarding); sqlproxy calls Status and ReadWindow (sqlproxy/topology). A refusal is
@@ -74,6 +77,7 @@ var policy = map[string]rule{
 	pb.Admin_RemoveMember_FullMethodName: {roles: []mtls.Role{mtls.RoleAdmin}},
 	pb.Admin_Backup_FullMethodName:       {roles: []mtls.Role{mtls.RoleNode, mtls.RoleAdmin}}, // a node only for its own id: backup.go checks the request
 	pb.Admin_ReadWindow_FullMethodName:   {roles: anyRole},                                    // proxies ask; a node forwards a proxy's request to the master (windows.go)
+	pb.Admin_Events_FullMethodName:       {roles: anyRole},                                    // read-only: what the log already shows (binlogd/events)
 	pb.Admin_Reload_FullMethodName:       {roles: []mtls.Role{mtls.RoleAdmin}},                // swaps this node's certificate and log level
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"phxgo/binlogd/binlog"
 	"phxgo/binlogd/capture"
+	"phxgo/binlogd/events"
 	"phxgo/binlogd/mysqld"
 	"phxgo/binlogd/recovery"
 	"phxgo/binlogd/role"
@@ -182,6 +183,7 @@ func (n *Node) recoverBinlog(ctx context.Context) error {
 			if len(plan.Cut) > 0 {
 				n.log.Warn("recovery cut the binlog", "plan", plan.String())
 				n.m.recoveryCuts.Add(float64(len(plan.Cut)))
+				n.publish(events.RecoveryCut, "cut", len(plan.Cut), "plan", plan.String())
 			} else {
 				n.log.Info("recovery: binlog matches the log", "plan", plan.String())
 			}

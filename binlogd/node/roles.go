@@ -12,6 +12,7 @@ import (
 
 	"phxgo/binlogd/binlog"
 	"phxgo/binlogd/capture"
+	"phxgo/binlogd/events"
 	"phxgo/binlogd/role"
 	"phxgo/binlogd/rolectl"
 	"phxgo/masterlease"
@@ -33,9 +34,11 @@ type roleDriver struct {
 	relaxed atomic.Bool // MariaDB last set relaxed (KeepReplica), not made durable since
 	resyncs atomic.Int64
 	durable durableTracker
+	lt      leaseTracker // events.go
 }
 
 func registerRoleMetrics(reg *prometheus.Registry, n *Node) {
+	n.startEvents(reg)
 	reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "phxgo", Subsystem: "binlogd", Name: "mysql_relaxed",
 			Help: "1 while this node's MariaDB runs as a relaxed replica (sync_binlog=0, innodb_flush_log_at_trx_commit=2)"},
@@ -80,6 +83,7 @@ func (n *Node) roleLoop(ctx context.Context) {
 	t := time.NewTicker(rolectl.TickInterval)
 	defer t.Stop()
 	lastCampaign := time.Now()
+	go n.watchEvents(ctx)
 	for {
 		var st masterlease.Status
 		select {
@@ -90,6 +94,7 @@ func (n *Node) roleLoop(ctx context.Context) {
 			st = n.lease.Status()
 		}
 		n.m.observe(st)
+		n.noteLease(st)
 		if n.serving() && !n.px.IsLeader() && time.Since(lastCampaign) > n.cfg.LeaseDuration.Duration {
 			lastCampaign = time.Now()
 			n.leadPaxos()
@@ -133,6 +138,9 @@ func (d *roleDriver) step(ctx context.Context, mk func() rolectl.Event) {
 		var acts []rolectl.Action
 		d.st, acts = rolectl.Step(d.st, ev)
 		d.serving.Store(d.st.Phase == rolectl.Master)
+		if prev.Phase == rolectl.Master && d.st.Phase != rolectl.Master {
+			d.n.publish(events.SteppedDown, "epoch_served", prev.Epoch, "why", stepDownWhy(ev), "now", d.st.String())
+		}
 		if prev.Phase != d.st.Phase || len(acts) > 0 {
 			d.n.log.Debug("role controller", "from", prev.String(), "event", fmt.Sprintf("%T%+v", ev, ev), "to", d.st.String(), "actions", fmt.Sprint(acts))
 		}
@@ -193,6 +201,11 @@ func (d *roleDriver) do(ctx context.Context, a rolectl.Action) (rolectl.Event, b
 		}
 		n.log.Info("serving writes as master", "epoch", a.Epoch, "after", binlog.GTID(n.lease.State().LastGTID).String())
 		n.m.becameMaster.Inc()
+		c := n.lastMasterChange()
+		n.publish(events.BecameMaster, "after", binlog.GTID(n.lease.State().LastGTID).String(), "cause", c.cause, "previous", c.previous)
+		if c.cause == "failover" {
+			n.publish(events.Failover, "previous", c.previous, "new", n.cfg.ID)
+		}
 	case rolectl.SetReadOnly:
 		if db == nil {
 			return nil, false
@@ -230,8 +243,12 @@ func (d *roleDriver) do(ctx context.Context, a rolectl.Action) (rolectl.Event, b
 	case rolectl.Fence:
 		fctx, cancel := context.WithTimeout(ctx, rolectl.FenceTimeout)
 		defer cancel()
-		if _, err := n.lease.Fence(fctx); err != nil {
+		v, err := n.lease.Fence(fctx)
+		if err != nil {
 			n.log.Warn("fence", "why", a.Why, "err", err)
+			n.publish(events.Fence, "why", a.Why, "err", err)
+		} else {
+			n.publish(events.Fence, "why", a.Why, "valid", v.Valid)
 		}
 	case rolectl.MarkUnsafe:
 		n.setUnsafe(a.Why)
@@ -328,4 +345,19 @@ func (n *Node) leadPaxos() {
 		}
 		n.log.Info("master leads the Paxos log")
 	}()
+}
+
+// stepDownWhy names what ended a master's phase, for the stepped_down event.
+func stepDownWhy(ev rolectl.Event) string {
+	switch e := ev.(type) {
+	case rolectl.StepDown:
+		return e.Why
+	case rolectl.Shutdown:
+		return "shutdown"
+	case rolectl.Observed:
+		if !e.Obs.LeaseMaster {
+			return "lost the lease"
+		}
+	}
+	return fmt.Sprintf("%T", ev)
 }
