@@ -47,6 +47,7 @@ commands:
   cluster     cluster status: one row per member (-addr ANY_MEMBER [-json] [TLS flags as status]); exit 0 healthy, 1 not, 2 usage
   recover     cut the local binlog back to what the cluster's log holds (-config FILE)
   switchover  hand the master lease to node N (-addr MASTER_GRPC -to N [TLS flags as status])
+  events      print a node's events as JSON lines: recent, then live (-addr GRPC [-recent] [TLS flags as status])
   reload      re-read a node's TLS files, optionally set its log level, no restart (-addr GRPC [-log-level L] [TLS flags as status]; SIGHUP does the same)
   log         print a stopped node's Paxos log with every entry's verdict (-config FILE)
   stop-mysql  stop the node's MariaDB safely: never gracefully while commits wait (-config FILE)
@@ -85,6 +86,8 @@ func main() {
 		err = cmdRecover(os.Args[2:])
 	case "switchover":
 		err = cmdSwitchover(os.Args[2:])
+	case "events":
+		err = cmdEvents(os.Args[2:])
 	case "reload":
 		err = cmdReload(os.Args[2:])
 	case "log":
