@@ -30,7 +30,7 @@ type roleDriver struct {
 	capStop context.CancelFunc
 	capDone chan struct{}
 
-	serving atomic.Bool // st.Phase == Master, for status readers
+	serving atomic.Bool // Master phase and its promotion carried out, for status readers
 	relaxed atomic.Bool // MariaDB last set relaxed (KeepReplica), not made durable since
 	resyncs atomic.Int64
 	durable durableTracker
@@ -137,21 +137,32 @@ func (d *roleDriver) step(ctx context.Context, mk func() rolectl.Event) {
 		prev := d.st
 		var acts []rolectl.Action
 		d.st, acts = rolectl.Step(d.st, ev)
-		d.serving.Store(d.st.Phase == rolectl.Master)
+		// Status (and so every proxy) reads serving: it turns off before a
+		// step-down's actions, but on only once a promotion's actions all
+		// succeeded. Turned on with the Master phase, it reported a ready
+		// master whose MariaDB was still read-only, and clients got 1290.
+		if d.st.Phase != rolectl.Master {
+			d.serving.Store(false)
+		}
 		if prev.Phase == rolectl.Master && d.st.Phase != rolectl.Master {
 			d.n.publish(events.SteppedDown, "epoch_served", prev.Epoch, "why", stepDownWhy(ev), "now", d.st.String())
 		}
 		if prev.Phase != d.st.Phase || len(acts) > 0 {
 			d.n.log.Debug("role controller", "from", prev.String(), "event", fmt.Sprintf("%T%+v", ev, ev), "to", d.st.String(), "actions", fmt.Sprint(acts))
 		}
+		done := true
 		for _, a := range acts {
 			next, stop := d.do(ctx, a)
 			if next != nil {
 				queue = append(queue, next)
 			}
 			if stop {
+				done = false
 				break
 			}
+		}
+		if done && d.st.Phase == rolectl.Master {
+			d.serving.Store(true)
 		}
 	}
 }
