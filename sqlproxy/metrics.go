@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"phxgo/binlogd/version"
 	"phxgo/sqlproxy/wire"
@@ -28,10 +29,13 @@ type routeMetrics struct {
 	latency    prometheus.Observer
 }
 
-// NewMetrics registers the collectors on reg (a new registry when nil).
+// NewMetrics registers the collectors on reg. When reg is nil it makes a
+// new registry with the Go and process collectors too (a caller passing
+// its own registry may have registered those already).
 func NewMetrics(reg *prometheus.Registry) *Metrics {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	m := &Metrics{
 		Registry: reg,
