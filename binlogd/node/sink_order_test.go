@@ -106,6 +106,15 @@ func TestSinkKeepsStreamOrder(t *testing.T) {
 			if err := lead.px.Campaign(ctx); err != nil {
 				t.Fatal(err)
 			}
+			// ProposeAsync's order holds for a follower once it follows
+			// the new leader (paxos/api.go); before its first heartbeat
+			// arrives, forwards may go to the old leader and be re-sent.
+			for m.px.Status().Leader != lead.lease.ID() {
+				if ctx.Err() != nil {
+					t.Fatalf("node %d never learned leader %d", m.lease.ID(), lead.lease.ID())
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
 			if m.lease.Status().State.Master != m.lease.ID() {
 				t.Skip("the lease moved while the Paxos leader changed")
 			}
