@@ -39,13 +39,9 @@ func cmdBackup(args []string) error {
 	if err != nil {
 		return err
 	}
-	creds, err := tf.dialOption()
-	if err != nil {
-		return err
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	cl, closeFn, err := dial(*from, creds)
+	cl, closeFn, err := tf.connect(*from)
 	if err != nil {
 		return err
 	}

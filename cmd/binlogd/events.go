@@ -22,14 +22,7 @@ func cmdEvents(args []string) error {
 	addr := fs.String("addr", "127.0.0.1:17011", "the node's binlogd gRPC address")
 	recent := fs.Bool("recent", false, "print the recent events and exit")
 	tf := addTLSFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	creds, err := tf.dialOption()
-	if err != nil {
-		return err
-	}
-	cl, closeFn, err := dial(*addr, creds)
+	cl, closeFn, err := parseConnect(fs, args, tf, addr)
 	if err != nil {
 		return err
 	}

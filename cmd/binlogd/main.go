@@ -29,8 +29,6 @@ import (
 	"syscall"
 	"time"
 
-	"google.golang.org/grpc"
-
 	"phxgo/binlogd/config"
 	"phxgo/binlogd/liblog"
 	"phxgo/binlogd/node"
@@ -162,27 +160,12 @@ func cmdRun(args []string) error {
 	return n.Run(ctx)
 }
 
-func dial(addr string, creds grpc.DialOption) (pb.AdminClient, func(), error) {
-	cc, err := grpc.NewClient(addr, creds)
-	if err != nil {
-		return nil, nil, err
-	}
-	return pb.NewAdminClient(cc), func() { cc.Close() }, nil
-}
-
 func cmdStatus(args []string) error {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:17011", "binlogd gRPC address")
 	asJSON := fs.Bool("json", false, "print JSON")
 	tf := addTLSFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	creds, err := tf.dialOption()
-	if err != nil {
-		return err
-	}
-	cl, closeFn, err := dial(*addr, creds)
+	cl, closeFn, err := parseConnect(fs, args, tf, addr)
 	if err != nil {
 		return err
 	}
@@ -313,11 +296,7 @@ func cmdSwitchover(args []string) error {
 	if *to == 0 {
 		return errors.New("-to is required")
 	}
-	creds, err := tf.dialOption()
-	if err != nil {
-		return err
-	}
-	cl, closeFn, err := dial(*addr, creds)
+	cl, closeFn, err := tf.connect(*addr)
 	if err != nil {
 		return err
 	}

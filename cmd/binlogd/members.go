@@ -28,14 +28,7 @@ func cmdMembers(args []string) error {
 	newCfg := fs.String("config", "", "add: take -id and the addresses from the new node's config file")
 	timeout := fs.Duration("timeout", time.Minute, "give up after this long (the outcome of a change is then unknown: list again)")
 	tf := addTLSFileFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	creds, err := tf.dialOption()
-	if err != nil {
-		return err
-	}
-	cl, closeFn, err := dial(*addr, creds)
+	cl, closeFn, err := parseConnect(fs, args, tf, addr)
 	if err != nil {
 		return err
 	}

@@ -65,13 +65,7 @@ func cmdReseed(args []string) error {
 	if err != nil {
 		return err
 	}
-	host, port := cfg.MySQLBind()
-	inst, err := mysqld.New(mysqld.Options{Dir: cfg.MySQLDir, Host: host, Port: port, ServerID: cfg.ID, Extra: cfg.MySQLExtra,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
-	if err != nil {
-		return err
-	}
-	unlock, err := stoppedNode(cfg, inst)
+	inst, unlock, err := stoppedInstance(cfg)
 	if err != nil {
 		return err
 	}
@@ -114,6 +108,22 @@ func cmdReseed(args []string) error {
 	}
 	fmt.Println()
 	return nil
+}
+
+// stoppedInstance is the node's MariaDB instance, checked stopped with
+// stoppedNode; unlock releases the wal's lock.
+func stoppedInstance(cfg *config.Config) (*mysqld.Instance, func(), error) {
+	host, port := cfg.MySQLBind()
+	inst, err := mysqld.New(mysqld.Options{Dir: cfg.MySQLDir, Host: host, Port: port, ServerID: cfg.ID, Extra: cfg.MySQLExtra,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		return nil, nil, err
+	}
+	unlock, err := stoppedNode(cfg, inst)
+	if err != nil {
+		return nil, nil, err
+	}
+	return inst, unlock, nil
 }
 
 // stoppedNode refuses while the node's binlogd or MariaDB runs, and holds

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -76,13 +75,7 @@ func cmdRestore(args []string) error {
 			return err
 		}
 	}
-	host, port := cfg.MySQLBind()
-	inst, err := mysqld.New(mysqld.Options{Dir: cfg.MySQLDir, Host: host, Port: port, ServerID: cfg.ID, Extra: cfg.MySQLExtra,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
-	if err != nil {
-		return err
-	}
-	unlock, err := stoppedNode(cfg, inst)
+	inst, unlock, err := stoppedInstance(cfg)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"flag"
+
+	"google.golang.org/grpc"
+
+	pb "phxgo/proto"
+)
+
+// dial opens an Admin client to one binlogd; the func closes it.
+func dial(addr string, creds grpc.DialOption) (pb.AdminClient, func(), error) {
+	cc, err := grpc.NewClient(addr, creds)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pb.NewAdminClient(cc), func() { cc.Close() }, nil
+}
+
+// connect dials addr with the certificate the flags name.
+func (f tlsFlags) connect(addr string) (pb.AdminClient, func(), error) {
+	creds, err := f.dialOption()
+	if err != nil {
+		return nil, nil, err
+	}
+	return dial(addr, creds)
+}
+
+// parseConnect is the preamble of the one-node operator commands: parse
+// the flags, then connect to *addr with the certificate they name.
+func parseConnect(fs *flag.FlagSet, args []string, tf tlsFlags, addr *string) (pb.AdminClient, func(), error) {
+	if err := fs.Parse(args); err != nil {
+		return nil, nil, err
+	}
+	return tf.connect(*addr)
+}
