@@ -24,7 +24,7 @@ import "time"
 // idleTxArm starts the timer if the session is a hop inside a transaction.
 func (s *session) idleTxArm() {
 	d := s.srv.cfg.IdleInTxTimeout
-	if !s.hop || !s.txOpen() || d <= 0 {
+	if !s.hop || !s.open() || d <= 0 {
 		return
 	}
 	s.mu.Lock()
@@ -49,7 +49,7 @@ func (s *session) idleTxDisarm() {
 	s.idleTxTimer.Stop()
 	s.mu.Unlock()
 	if fired {
-		s.inTx, s.txOver, s.pinned, s.aborted = false, false, false, true
+		s.step(txEvent{kind: evIdleTxFired})
 	}
 }
 

@@ -34,7 +34,7 @@ type decision struct {
 // the master (linearizable, and any hop from another proxy).
 func (s *session) route(info classify.Info) decision {
 	m := decision{master: true}
-	if s.mode == Linearizable || s.hop || s.inTx || s.pinned || s.autocommitOff || s.causalUnknown {
+	if s.mode == Linearizable || s.hop || s.toMaster() || s.causalUnknown {
 		return m
 	}
 	switch info.Hint {
@@ -144,19 +144,16 @@ func (s *session) acquire(d decision) (*backend, routeKind, *wire.Error) {
 		}
 		b := s.takeHeld()
 		if b != nil && b.key.addr != addr {
-			if s.inTx || s.pinned {
-				// The route moved under an open transaction (or
-				// unreplayable state): never half-apply it. Whatever
-				// kind b was taken as, it carries the transaction.
+			// The route moved: an open transaction (or unreplayable
+			// state) is never half-applied on the new one (txstate.go).
+			a := s.step(txEvent{kind: evMoved})
+			if a.has(actClose) {
 				b.close()
-				lostTx := s.txOpen()
-				s.inTx, s.txOver, s.pinned = false, false, false
-				if lostTx {
-					s.aborted = true
-					return nil, 0, errTxAborted
-				}
 			} else {
 				s.srv.pool.put(b)
+			}
+			if a.has(actTxLost) {
+				return nil, 0, errTxAborted
 			}
 			b = nil
 		}
@@ -349,7 +346,7 @@ func (s *session) keep(b *backend) {
 // release holds b for the hold window, then gives it to the pool; while
 // in a transaction or pinned the session keeps it.
 func (s *session) release(b *backend) {
-	if s.inTx || s.pinned || s.autocommitOff {
+	if s.step(txEvent{kind: evRelease}).has(actKeep) {
 		s.keep(b)
 		return
 	}

@@ -51,11 +51,8 @@ type session struct {
 	closes   uint64 // statements the client closed (stmt.go: closeStale)
 	execBuf  []byte // an execute packet with parameter types put back
 
-	inTx          bool // last status had SERVER_STATUS_IN_TRANS
-	txOver        bool // inTx, but an error since said the transaction was rolled back (40001)
-	autocommitOff bool
-	aborted       bool // a transaction was lost: fail until ROLLBACK
-	pinned        bool // unreplayable state: keep the master connection
+	// Transaction and routing state (txstate.go): changed only by step.
+	txState
 
 	// Causal mode (causal.go): the newest write position, the replicas
 	// known to have applied it, and whether a write's position is
@@ -134,15 +131,31 @@ func (s *session) command(pkt []byte) error {
 	return s.query(pkt, classify.Info{Kind: classify.Other})
 }
 
-func (s *session) status() uint16 {
-	var st uint16
-	if s.inTx {
-		st |= wire.StatusInTrans
+// step feeds ev to the transaction state machine (txstate.go) and
+// returns the actions the caller must carry out.
+func (s *session) step(ev txEvent) txActions {
+	var a txActions
+	s.txState, a = s.txState.Step(ev)
+	return a
+}
+
+// replyFor answers the client as a says (actReplyOK, actReplyAborted,
+// actReplyLost).
+func (s *session) replyFor(a txActions) error {
+	switch {
+	case a.has(actReplyOK):
+		return s.replyOK()
+	case a.has(actReplyAborted):
+		return s.reply(errTxAborted)
+	case a.has(actReplyLost):
+		return s.reply(errLost)
 	}
-	if !s.autocommitOff {
-		st |= wire.StatusAutocommit
-	}
-	return st
+	return nil
+}
+
+func (s *session) replyOK() error {
+	s.cl.Seq = 1
+	return s.cl.WriteFlush(wire.OK(0, 0, s.status()))
 }
 
 func (s *session) reply(e *wire.Error) error {
@@ -154,14 +167,14 @@ func (s *session) reply(e *wire.Error) error {
 // query routes and runs a COM_QUERY (or a command treated like one).
 func (s *session) query(pkt []byte, info classify.Info) error {
 	if s.aborted {
-		if run, err := s.abortedQuery(info, pkt[1:]); !run {
-			return err
+		if a := s.step(stmtEvent(evStmt, info.Kind, pkt[1:])); !a.has(actRun) {
+			return s.replyFor(a)
 		}
 	}
 	start := time.Now()
 	b, kind, werr := s.acquire(s.route(info))
 	if werr == errTxAborted {
-		return s.txLostBeforeSend(info, pkt[1:])
+		return s.replyFor(s.step(stmtEvent(evLostBeforeSend, info.Kind, pkt[1:])))
 	}
 	if werr != nil {
 		return s.reply(werr)
@@ -218,27 +231,33 @@ func (s *session) roundTrip(b *backend, pkt, sql []byte, relay func() (wire.Resu
 		if res.Relayed > 0 || errors.Is(err, wire.ErrClientSide) {
 			return res, true, err
 		}
-		return res, true, s.lostBackend(pkt[0], sql)
+		return res, true, s.replyFor(s.step(txEvent{kind: evLostAfterSend, effect: txEffect(pkt[0], sql)}))
 	}
-	if res.HasStatus {
-		s.inTx = res.Status&wire.StatusInTrans != 0
-		s.autocommitOff = res.Status&wire.StatusAutocommit == 0
-		s.txOver = false
-		if s.inTx {
-			s.nextTx = nil // the transaction it was for has started
-		}
-	} else if res.Err != nil && res.Err.SQLState == "40001" && s.inTx {
-		// A deadlock (1213) or a proxy's "rolled back" ended the
-		// transaction; ERR packets carry no status to say so.
-		s.txOver = true
+	// A deadlock (1213) or a proxy's "rolled back" (SQLSTATE 40001)
+	// ended the transaction; ERR packets carry no status to say so.
+	ev := txEvent{kind: evReply, status: res.Status, hasStatus: res.HasStatus,
+		rolledBack: res.Err != nil && res.Err.SQLState == "40001"}
+	if s.step(ev).has(actClearNextTx) {
+		s.nextTx = nil
 	}
 	return res, false, nil
+}
+
+// dropBroken closes b, which broke outside a relayed statement (no
+// answer owed to the client for it). An open transaction or unreplayable
+// state went with it: the session enters the aborted state. lostTx
+// reports that it did.
+func (s *session) dropBroken(b *backend) (lostTx bool) {
+	a := s.step(txEvent{kind: evBroken})
+	b.close()
+	s.dropHeld(b)
+	return a.has(actTxLost)
 }
 
 // track records replayable session state after a successful statement.
 func (s *session) track(b *backend, pkt []byte, info classify.Info) {
 	if info.Pins {
-		s.pinned = true
+		s.step(txEvent{kind: evPins})
 	}
 	switch info.Kind {
 	case classify.Use:
@@ -253,7 +272,7 @@ func (s *session) track(b *backend, pkt []byte, info classify.Info) {
 			return
 		}
 		if len(s.sets) >= maxSets {
-			s.pinned = true
+			s.step(txEvent{kind: evPins})
 			return
 		}
 		s.sets = append(s.sets, append([]byte(nil), pkt...))
@@ -261,7 +280,8 @@ func (s *session) track(b *backend, pkt []byte, info classify.Info) {
 		b.gen = s.stateGen
 	}
 	if pkt[0] == wire.ComResetConnection {
-		s.sets, s.nextTx, s.pinned = nil, nil, false
+		s.sets, s.nextTx = nil, nil
+		s.step(txEvent{kind: evReset})
 		clear(s.stmts)
 		clear(b.stmts)
 		s.stateGen++
@@ -286,7 +306,7 @@ func (s *session) finish() {
 	if b == nil {
 		return
 	}
-	if s.inTx || s.pinned || s.aborted {
+	if s.step(txEvent{kind: evFinish}).has(actClose) {
 		b.close() // rolls back whatever the client left open
 		return
 	}

@@ -70,7 +70,7 @@ var errLongDataLost = &wire.Error{Code: 1290, SQLState: "HY000",
 
 func (s *session) prepare(pkt []byte) error {
 	if s.aborted {
-		return s.reply(errTxAborted)
+		return s.replyFor(s.step(txEvent{kind: evStmt, stmt: classify.Other}))
 	}
 	info := classify.Classify(string(pkt[1:]))
 	st := &pstmt{sql: append([]byte(nil), pkt[1:]...), readOnly: info.IsReadOnlyCandidate()}
