@@ -6,40 +6,15 @@ import (
 	"path/filepath"
 	"strconv"
 	"syscall"
-	"time"
 )
 
-// PidFile is where mariadbd writes its pid.
-func (i *Instance) PidFile() string { return filepath.Join(i.opts.Dir, "mysqld.pid") }
+// syscallKill is how an orphan (a mariadbd a crashed binlogd left) ends:
+// never gracefully, since commits may wait for an ACK (DESIGN.md).
+const syscallKill = syscall.SIGKILL
 
-// Adopt takes over a mariadbd left running by an earlier binlogd (one that
-// was killed): it reads the pid file and, if that process is alive and is
-// mariadbd, watches it by polling. It reports whether one was adopted.
-func (i *Instance) Adopt() bool {
-	b, err := os.ReadFile(i.PidFile())
-	if err != nil {
-		return false
-	}
-	pid, err := strconv.Atoi(string(bytes.TrimSpace(b)))
-	if err != nil || pid <= 0 || !Alive(pid) || !isMariadbd(pid) {
-		return false
-	}
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	if i.pid != 0 {
-		return i.pid == pid
-	}
-	done := make(chan struct{})
-	i.pid, i.done = pid, done
-	go func() {
-		for Alive(pid) {
-			time.Sleep(100 * time.Millisecond) // not our child: no Wait, only polling
-		}
-		i.exited(pid, done)
-	}()
-	i.opts.Logger.Info("adopted running mariadbd", "pid", pid, "dir", i.opts.Dir)
-	return true
-}
+// PidFile is where mariadbd writes its pid. Adopting a running mariadbd
+// (handoff.go) starts from it.
+func (i *Instance) PidFile() string { return filepath.Join(i.opts.Dir, "mysqld.pid") }
 
 // exited forgets the process, then wakes the waiters: whoever sees done
 // closed must also see Pid() == 0.

@@ -58,7 +58,7 @@ func (n *Node) startMySQL(ctx context.Context) error {
 	if err := n.inst.Init(ctx); err != nil {
 		return err
 	}
-	adopted := n.inst.Adopt()
+	adopted := n.adoptOrKill(ctx)
 	if !adopted {
 		if err := n.recoverBinlog(ctx); err != nil {
 			return fmt.Errorf("recovery: %w", err)
@@ -80,25 +80,13 @@ func (n *Node) startMySQL(ctx context.Context) error {
 		return err
 	}
 	if adopted {
-		// A mariadbd from before this binlogd's start. If commits wait for
-		// an ACK and this node does not hold the current term, nothing
-		// will ever ACK them legitimately: kill it and recover.
-		if w, err := role.WaitingCommits(ctx, db); err == nil && w > 0 {
-			n.log.Warn("adopted mariadbd has commits waiting for an ACK; killing it for recovery", "waiting", w)
+		// A mariadbd a graceful stop handed off (adopt.go): still checked
+		// as if it could have been written to meanwhile.
+		if err := n.prepareAdopted(ctx, db); err != nil {
+			n.log.Warn("adopted mariadbd refused; killing it for recovery", "err", err)
 			db.Close()
 			_ = n.inst.Kill()
-			return errors.New("killed adopted mariadbd with waiting commits")
-		}
-		_ = role.SetReadOnly(ctx, db)
-		// It may be a relaxed replica: durable again (and flushed) before
-		// the settings check; the next repoint relaxes it again.
-		if err := role.MakeDurable(ctx, db); err != nil {
-			db.Close()
-			return err
-		}
-		n.ctl.relaxed.Store(false)
-		if err := n.clearRelaxed(); err != nil {
-			n.log.Warn("removing the relaxed marker", "err", err)
+			return fmt.Errorf("%w: %w", errAdoptRefused, err)
 		}
 	} else if err := n.resyncAfterRelaxed(ctx, db); err != nil {
 		db.Close()

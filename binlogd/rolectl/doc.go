@@ -21,7 +21,15 @@
 //	Master(e) --Shutdown--> Stopped
 //	        [SetReadOnly, AwaitDrained, Fence, StopCapture, CountWaiting(shutdown)]
 //	Replica --Shutdown--> Stopped [CountWaiting(shutdown)]
+//	Replica --Shutdown{Handoff}--> Stopped(handoff) [CountWaiting(shutdown)]
 //	Stopped --Waiting(shutdown){0}--> [GracefulStop]; otherwise [Kill]
+//	Stopped(handoff) --Waiting(shutdown){0}--> [Handoff]; otherwise [Kill]
+//
+// Handoff (issue 23.3) leaves MariaDB running, a read-only replica, for
+// the next binlogd to adopt after its checks (binlogd/node/adopt.go); only
+// a replica is handed off: a master switches over first
+// (binlogd/node/handover.go) and is a replica when Shutdown arrives, or it
+// takes the fence path and MariaDB stops.
 //
 // Durability follows the role (issue 19): a replica runs relaxed
 // (sync_binlog=0, innodb_flush_log_at_trx_commit=2; KeepReplica sets it),
@@ -35,9 +43,10 @@
 //     observation of a valid, ready lease for the epoch served.
 //   - A master that observes its lease gone (or a new epoch, or unsafe)
 //     sets read_only before anything else.
-//   - MariaDB is stopped gracefully only after a count of zero commits
-//     waiting for an ACK; otherwise it is killed (a graceful stop would
-//     commit them in InnoDB, DESIGN.md).
+//   - MariaDB is stopped gracefully, or handed off, only after a count of
+//     zero commits waiting for an ACK; otherwise it is killed (a graceful
+//     stop would commit them in InnoDB, DESIGN.md).
+//   - Only a node that stops as a replica hands MariaDB off.
 //
 // The named timings and the server ids derived from a node id
 // (CaptureServerID, EndpointServerID) live in state.go.

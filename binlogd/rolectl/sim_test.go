@@ -43,6 +43,8 @@ type simNode struct {
 	stopped    bool // shut down; restarts later with Initial
 	late       []Event
 	promotions int
+	handedOff  bool // the stop left MariaDB running for the next start
+	handoffs   int
 }
 
 type sim struct {
@@ -127,6 +129,14 @@ func (s *sim) feed(n *simNode, ev Event) {
 				if s.rng.IntN(2) == 0 {
 					n.db.waiting = 0 // acknowledged meanwhile
 				}
+			case Handoff:
+				// The driver makes it a read-only replica and leaves it
+				// running; the next start adopts it as it is.
+				if n.db.up && (n.db.waiting > 0 || n.capOn) {
+					s.bad = fmt.Sprintf("n%d: handed off with %d commits waiting (capture on %v)", n.id, n.db.waiting, n.capOn)
+				}
+				n.db.readOnly = true
+				n.handedOff = n.db.up
 			case GracefulStop:
 				if n.db.up && n.db.waiting > 0 {
 					s.bad = fmt.Sprintf("n%d: graceful stop with %d commits waiting", n.id, n.db.waiting)
@@ -188,7 +198,17 @@ func (s *sim) run(steps int) {
 				n.stopped = false
 				n.st = Initial(true)
 				n.unsafe = false
-				n.db = simDB{up: true, readOnly: true}
+				if n.handedOff {
+					// Adopted as it was left: it must still be read-only
+					// with nothing waiting (the real adoption checks so).
+					if !n.db.up || !n.db.readOnly || n.db.waiting > 0 {
+						s.bad = fmt.Sprintf("n%d: adopting %+v", n.id, n.db)
+					}
+					n.handoffs++
+				} else {
+					n.db = simDB{up: true, readOnly: true}
+				}
+				n.handedOff = false
 				s.feed(n, Observed{s.obs(n)})
 			}
 			continue
@@ -256,15 +276,23 @@ func (s *sim) run(steps int) {
 		case r < 93:
 			n.unsafe = true
 			s.feed(n, Observed{s.obs(n)})
-		case r < 95: // shutdown
-			s.feed(n, Shutdown{})
+		case r < 95: // shutdown; half of them restarts that hand MariaDB off
+			s.feed(n, Shutdown{Handoff: s.rng.IntN(2) == 0})
 			if s.holder == n.id {
 				n.view.LeaseMaster = false
 			}
 			n.stopped = true
 			n.capOn = false
 			n.late = nil
-			n.db.up = false
+			if !n.handedOff {
+				n.db.up = false
+			} else if s.rng.IntN(4) == 0 {
+				// Commits arrive while no binlogd runs: read_only refuses
+				// them (only the OS admin could write).
+				if !n.db.readOnly {
+					n.db.waiting++
+				}
+			}
 		}
 	}
 }
@@ -278,7 +306,7 @@ func TestSimRoles(t *testing.T) {
 			seeds = append(seeds, uint64(i))
 		}
 	}
-	promotions := 0
+	promotions, handoffs := 0, 0
 	for _, seed := range seeds {
 		s := &sim{t: t, rng: rand.New(rand.NewPCG(seed, 0x501e)), holder: -1, failPromote: 0.1}
 		for i := 1; i <= 3; i++ {
@@ -295,11 +323,15 @@ func TestSimRoles(t *testing.T) {
 		}
 		for _, n := range s.nodes {
 			promotions += n.promotions
+			handoffs += n.handoffs
 		}
+	}
+	if handoffs == 0 {
+		t.Fatal("no MariaDB was handed off and adopted in any seed")
 	}
 	// The run must have exercised promotions, or it proved nothing.
 	if promotions < len(seeds) {
 		t.Fatalf("only %d promotions in %d seeds", promotions, len(seeds))
 	}
-	t.Logf("%d seeds, %d promotions", len(seeds), promotions)
+	t.Logf("%d seeds, %d promotions, %d handoffs adopted", len(seeds), promotions, handoffs)
 }

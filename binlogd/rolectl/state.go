@@ -99,6 +99,9 @@ type State struct {
 	// ServedWrites: this process made MariaDB writable at least once, so a
 	// stop with an unknown number of waiting commits must be a kill.
 	ServedWrites bool
+	// Handoff: the stop leaves MariaDB running for the next binlogd
+	// (Shutdown.Handoff, granted to a replica only).
+	Handoff bool
 }
 
 // Initial is the state at start: a replica that has observed nothing.
@@ -147,13 +150,19 @@ const (
 	AwaitDrained
 	// GracefulStop: STOP SLAVE and SIGTERM mariadbd.
 	GracefulStop
+	// Handoff: leave mariadbd running for the next binlogd: a read-only
+	// replica of the node's own endpoint, recorded (pid, start time,
+	// datadir, server id, port) so that the next start can tell it is the
+	// same server before it adopts it. If the record cannot be made, the
+	// driver stops MariaDB gracefully instead (the count was zero).
+	Handoff
 )
 
 var kindNames = [...]string{
 	LeadPaxos: "lead_paxos", MakeDurable: "make_durable", OpenWrites: "open_writes", StartCapture: "start_capture",
 	SetReadOnly: "read_only", StopCapture: "stop_capture", CountWaiting: "count_waiting", Kill: "kill",
 	Fence: "fence", MarkUnsafe: "mark_unsafe", KeepReplica: "keep_replica", AwaitDrained: "await_drained",
-	GracefulStop: "graceful_stop",
+	GracefulStop: "graceful_stop", Handoff: "handoff",
 }
 
 func (k Kind) String() string {

@@ -37,8 +37,11 @@ type Waiting struct {
 	Known   bool
 }
 
-// Shutdown: the node stops.
-type Shutdown struct{}
+// Shutdown: the node stops. Handoff asks to leave MariaDB running for the
+// next binlogd (a restart); it is granted only to a replica (a master
+// hands over first, by switchover, and is a replica by then; one that
+// could not still fences and stops MariaDB).
+type Shutdown struct{ Handoff bool }
 
 func (Observed) isEvent()       {}
 func (Repoint) isEvent()        {}
@@ -58,12 +61,18 @@ func (Shutdown) isEvent()       {}
 //     not unsafe.
 //   - An observation that the lease is gone, changed epoch, or that the
 //     node is unsafe makes a master emit SetReadOnly before anything else.
-//   - GracefulStop is emitted only for a count of zero waiting commits;
-//     an unknown count or any waiting commit means Kill.
+//   - GracefulStop and Handoff are emitted only for a count of zero
+//     waiting commits; an unknown count or any waiting commit means Kill.
+//   - Handoff is emitted only when the node stopped as a replica: a
+//     MariaDB that was writable in this Stopped phase is never left
+//     running.
 func Step(s State, ev Event) (State, []Action) {
 	if s.Phase == Stopped {
 		if w, ok := ev.(Waiting); ok && w.Purpose == ForShutdown {
 			if w.Known && w.N == 0 {
+				if s.Handoff {
+					return s, []Action{{Kind: Handoff}}
+				}
 				return s, []Action{{Kind: GracefulStop}}
 			}
 			return s, []Action{{Kind: Kill, Why: "stopping with commits waiting for an ACK (or unknown)"}}
@@ -105,7 +114,7 @@ func Step(s State, ev Event) (State, []Action) {
 		}
 		return s, nil
 	case Shutdown:
-		return shutdown(s)
+		return shutdown(s, ev.Handoff)
 	}
 	return s, nil
 }
@@ -166,7 +175,8 @@ func endTerm(s State, why string, unsafe bool) (State, []Action) {
 	return s, out
 }
 
-func shutdown(s State) (State, []Action) {
+func shutdown(s State, handoff bool) (State, []Action) {
+	s.Handoff = handoff && s.Phase == Replica && s.Supervise
 	var out []Action
 	if s.Phase == Master {
 		// Refuse new writes, let waiting commits be acknowledged for a

@@ -32,6 +32,7 @@ func replica(o Obs) State { return State{Phase: Replica, Obs: o, Supervise: true
 // next state and exactly these actions.
 func TestStepTable(t *testing.T) {
 	stopped := State{Phase: Stopped, Supervise: true}
+	handoff := State{Phase: Stopped, Supervise: true, Handoff: true}
 	tests := []struct {
 		name    string
 		from    State
@@ -90,6 +91,14 @@ func TestStepTable(t *testing.T) {
 		{"stopped ignores repoint", stopped, Repoint{noLease}, "stopped", ""},
 		{"stopped ignores step down", stopped, StepDown{}, "stopped", ""},
 		{"stopped ignores a second shutdown", stopped, Shutdown{}, "stopped", ""},
+		// Handoff: a restart leaves a replica's MariaDB running.
+		{"replica shuts down for a handoff", replica(noLease), Shutdown{Handoff: true}, "stopped", "count_waiting(2)"},
+		{"handoff, none waiting", handoff, Waiting{Purpose: ForShutdown, Known: true}, "stopped", "handoff"},
+		{"handoff, commits waiting", handoff, Waiting{Purpose: ForShutdown, N: 1, Known: true}, "stopped", "kill"},
+		{"handoff, count unknown", handoff, Waiting{Purpose: ForShutdown}, "stopped", "kill"},
+		{"master asked to hand off: fences and stops instead", master(7), Shutdown{Handoff: true}, "stopped",
+			"read_only await_drained fence stop_capture count_waiting(2)"},
+		{"replica, not supervising, handoff", State{Phase: Replica}, Shutdown{Handoff: true}, "stopped", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -110,7 +119,7 @@ func TestStepInvariantsEveryPair(t *testing.T) {
 		with(ready, func(o *Obs) { o.LeaseEpoch = 8 }), with(ready, func(o *Obs) { o.MySQLUp = false })}
 	var states []State
 	for _, o := range obs {
-		states = append(states, replica(o), State{Phase: Stopped, Obs: o, Supervise: true})
+		states = append(states, replica(o), State{Phase: Stopped, Obs: o, Supervise: true}, State{Phase: Stopped, Obs: o, Supervise: true, Handoff: true})
 	}
 	states = append(states, master(7), master(8))
 	var events []Event
@@ -123,7 +132,7 @@ func TestStepInvariantsEveryPair(t *testing.T) {
 	for _, p := range []Purpose{ForDemote, ForShutdown} {
 		events = append(events, Waiting{Purpose: p}, Waiting{Purpose: p, Known: true}, Waiting{Purpose: p, N: 3, Known: true})
 	}
-	events = append(events, StepDown{"x"}, Shutdown{})
+	events = append(events, StepDown{"x"}, Shutdown{}, Shutdown{Handoff: true})
 	for _, s := range states {
 		for _, ev := range events {
 			name := fmt.Sprintf("%s+%T%+v", s, ev, ev)
@@ -138,15 +147,21 @@ func TestStepInvariantsEveryPair(t *testing.T) {
 					if !durable || !o.LeaseMaster || o.LeaseEpoch != a.Epoch || !o.CaughtUp || !o.MySQLUp || o.Unsafe || next.Phase != Master {
 						t.Errorf("%s: open_writes without durability or a ready lease: %s", name, acts(as))
 					}
-				case GracefulStop:
+				case GracefulStop, Handoff:
 					if w, ok := ev.(Waiting); !ok || !w.Known || w.N != 0 {
-						t.Errorf("%s: graceful stop without a zero count", name)
+						t.Errorf("%s: %s without a zero count", name, a.Kind)
+					}
+					if a.Kind == Handoff && !s.Handoff {
+						t.Errorf("%s: handoff not asked for", name)
 					}
 				}
 			}
 			if s.Phase == Master && next.Phase != Master && len(as) > 0 && as[0].Kind != SetReadOnly &&
 				(len(as) < 2 || as[0].Kind != MarkUnsafe || as[1].Kind != SetReadOnly) {
 				t.Errorf("%s: a master stops serving without read_only first: %s", name, acts(as))
+			}
+			if s.Phase == Master && next.Handoff {
+				t.Errorf("%s: a master's stop granted a handoff", name)
 			}
 			if s.Phase == Master && next.Phase != Master && len(as) == 0 {
 				t.Errorf("%s: a master stops serving without any action", name)
