@@ -8,7 +8,6 @@ import (
 	"net"
 	"time"
 
-	"phxgo/binlogd/mtls"
 	"phxgo/sqlproxy/wire"
 )
 
@@ -59,7 +58,7 @@ func (b *backend) close() { _ = b.c.Close() }
 //
 // peerTLS (Config.PeerTLS), for a forwarding hop, wraps the connection in
 // mutual TLS before the login (security.go).
-func dial(ctx context.Context, dialer DialFunc, key poolKey, kind routeKind, db string, timeout, peerTimeout time.Duration, peerTLS *mtls.Material) (*backend, *wire.Error, error) {
+func dial(ctx context.Context, dialer DialFunc, key poolKey, kind routeKind, db string, timeout, peerTimeout time.Duration, peerTLS *TLS) (*backend, *wire.Error, error) {
 	nc, err := dialer(ctx, "tcp", key.addr)
 	if err != nil {
 		return nil, nil, err
@@ -83,7 +82,7 @@ func dial(ctx context.Context, dialer DialFunc, key poolKey, kind routeKind, db 
 	return b, nil, nil
 }
 
-func (b *backend) handshake(ctx context.Context, db string, peerTLS *mtls.Material) (*wire.Error, error) {
+func (b *backend) handshake(ctx context.Context, db string, peerTLS *TLS) (*wire.Error, error) {
 	p, err := b.c.ReadPacket()
 	if err != nil {
 		return nil, fmt.Errorf("read greeting: %w", err)

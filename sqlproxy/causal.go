@@ -87,7 +87,7 @@ func (s *session) causalReady(b *backend) (bool, error) {
 		s.markCausal(addr)
 		return true, nil
 	}
-	secs := s.srv.cfg.CausalWait.Seconds()
+	secs := s.srv.rules().CausalWait.Seconds()
 	v, werr, err := b.queryValue(fmt.Sprintf("SELECT MASTER_GTID_WAIT('%s', %.3f)", s.written, secs))
 	if err != nil {
 		return false, err

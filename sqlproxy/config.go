@@ -5,8 +5,6 @@ import (
 	"log/slog"
 	"net"
 	"time"
-
-	"phxgo/binlogd/mtls"
 )
 
 // Mode is how a listener routes statements.
@@ -44,8 +42,9 @@ func ParseMode(s string) (Mode, error) {
 	return 0, fmt.Errorf("%w: mode %q (want linearizable, rwsplit or causal)", ErrConfig, s)
 }
 
-// Config of a Server. Start from DefaultConfig.
-type Config struct {
+// Rules decide where statements go; all of them may change at run time
+// (Reload) and apply to the next statement routed.
+type Rules struct {
 	// Hold keeps a backend connection with its client this long after a
 	// statement before it may return to the pool (Cetus: 256ms).
 	Hold time.Duration
@@ -63,11 +62,25 @@ type Config struct {
 	// (its GTID position against the master's binlog position) gets no
 	// reads.
 	MaxReplicaBehind int64
-	// HealthInterval between replica checks.
-	HealthInterval time.Duration
 	// CausalWait bounds MASTER_GTID_WAIT on a replica before the read
 	// falls back to the master.
 	CausalWait time.Duration
+}
+
+// Config of a Server. Start from DefaultConfig.
+type Config struct {
+	// Rules are the routing settings at start; Reload may replace them
+	// (reload.go), so a session reads the running ones (Server.rules).
+	Rules
+	// SettingsFile, when set, is a JSON file of reloadable settings
+	// (routing rules, log_level) laid over Rules and LogLevel at start and
+	// at every Reload (settings.go).
+	SettingsFile string
+	// LogLevel is the level of Logger's handler, so Reload can change
+	// it; nil: the level is fixed and a settings file naming one is refused.
+	LogLevel *slog.LevelVar
+	// HealthInterval between replica checks.
+	HealthInterval time.Duration
 	// AdminUser/AdminPassword: account for health checks (needs
 	// REPLICA MONITOR / SLAVE MONITOR or PROCESS) — never a client account.
 	AdminUser, AdminPassword string
@@ -103,7 +116,9 @@ type Config struct {
 	// PeerTLS, when set, wraps the forwarding hop to the master's proxy
 	// in mutual TLS and makes this proxy refuse a hop that is not
 	// (security.go). nil: hops in the clear.
-	PeerTLS *mtls.Material
+	// The proxy's gRPC link to binlogd uses it too (TLS.GRPCCredentials);
+	// Reload swaps its material.
+	PeerTLS *TLS
 	// MySQLSocket, when set, is the unix socket of this node's own
 	// MariaDB: session connections to it (the view's SelfMySQLAddr) use
 	// the socket instead of loopback TCP, which costs the kernel less
@@ -137,37 +152,30 @@ type Config struct {
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
 	return Config{
-		Hold:             256 * time.Millisecond,
-		MasterWait:       2 * time.Second,
-		MaxReplicaLag:    10 * time.Second,
-		MaxReplicaBehind: 10000,
-		HealthInterval:   500 * time.Millisecond,
-		CausalWait:       time.Second,
-		ServerVersion:    "5.5.5-10.11.0-MariaDB-phxgo",
-		IdleTimeout:      5 * time.Minute,
-		DialTimeout:      3 * time.Second,
-		PeerTimeout:      5 * time.Second,
-		IdleInTxTimeout:  10 * time.Second,
-		MaxConnections:   DefaultMaxConnections,
-		LoginTimeout:     10 * time.Second,
+		Rules: Rules{
+			Hold:             256 * time.Millisecond,
+			MasterWait:       2 * time.Second,
+			MaxReplicaLag:    10 * time.Second,
+			MaxReplicaBehind: 10000,
+			CausalWait:       time.Second,
+		},
+		HealthInterval:  500 * time.Millisecond,
+		ServerVersion:   "5.5.5-10.11.0-MariaDB-phxgo",
+		IdleTimeout:     5 * time.Minute,
+		DialTimeout:     3 * time.Second,
+		PeerTimeout:     5 * time.Second,
+		IdleInTxTimeout: 10 * time.Second,
+		MaxConnections:  DefaultMaxConnections,
+		LoginTimeout:    10 * time.Second,
 	}
 }
 
 // Validate checks the fields; the error names the bad key.
 func (c *Config) Validate() error {
+	if err := c.Rules.Validate(); err != nil {
+		return err
+	}
 	switch {
-	case c.Hold < 0:
-		return fmt.Errorf("%w: hold %v < 0", ErrConfig, c.Hold)
-	case c.MasterWait < 0:
-		return fmt.Errorf("%w: master-wait %v < 0", ErrConfig, c.MasterWait)
-	case c.ReadMasterPercentage < 0 || c.ReadMasterPercentage > 100:
-		return fmt.Errorf("%w: read-master-percentage %d not in 0..100", ErrConfig, c.ReadMasterPercentage)
-	case c.MaxReplicaLag <= 0:
-		return fmt.Errorf("%w: max-replica-lag %v must be > 0", ErrConfig, c.MaxReplicaLag)
-	case c.CausalWait < 0:
-		return fmt.Errorf("%w: causal-wait %v < 0", ErrConfig, c.CausalWait)
-	case c.MaxReplicaBehind < 0:
-		return fmt.Errorf("%w: max-replica-behind %d < 0", ErrConfig, c.MaxReplicaBehind)
 	case c.HealthInterval <= 0:
 		return fmt.Errorf("%w: health-interval %v must be > 0", ErrConfig, c.HealthInterval)
 	case c.ServerVersion == "":
@@ -186,6 +194,25 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: max-allowed-packet %d not in 0..1G", ErrConfig, c.MaxAllowedPacket)
 	case c.SourceIP != nil && len(c.SourceIP) != net.IPv4len && len(c.SourceIP) != net.IPv6len:
 		return fmt.Errorf("%w: source-ip %v is not an IP address", ErrConfig, c.SourceIP)
+	}
+	return nil
+}
+
+// Validate checks the rules; the error names the bad key (as its flag).
+func (r *Rules) Validate() error {
+	switch {
+	case r.Hold < 0:
+		return fmt.Errorf("%w: hold %v < 0", ErrConfig, r.Hold)
+	case r.MasterWait < 0:
+		return fmt.Errorf("%w: master-wait %v < 0", ErrConfig, r.MasterWait)
+	case r.ReadMasterPercentage < 0 || r.ReadMasterPercentage > 100:
+		return fmt.Errorf("%w: read-master-percentage %d not in 0..100", ErrConfig, r.ReadMasterPercentage)
+	case r.MaxReplicaLag <= 0:
+		return fmt.Errorf("%w: max-replica-lag %v must be > 0", ErrConfig, r.MaxReplicaLag)
+	case r.CausalWait < 0:
+		return fmt.Errorf("%w: causal-wait %v < 0", ErrConfig, r.CausalWait)
+	case r.MaxReplicaBehind < 0:
+		return fmt.Errorf("%w: max-replica-behind %d < 0", ErrConfig, r.MaxReplicaBehind)
 	}
 	return nil
 }

@@ -176,13 +176,14 @@ func (h *health) check(ctx context.Context, db *sql.DB, r topology.Replica, mast
 		st.MasterPos = master.String()
 		st.Behind = int64(st.pos.behind(master))
 	}
+	rules := h.srv.rules() // a reload may change them (reload.go)
 	switch {
 	case lag < 0:
 		st.Error = "replication not running"
-	case lag > h.srv.cfg.MaxReplicaLag:
-		st.Error = fmt.Sprintf("Seconds_Behind_Master %v > max-replica-lag %v", lag, h.srv.cfg.MaxReplicaLag)
-	case st.Behind > h.srv.cfg.MaxReplicaBehind:
-		st.Error = fmt.Sprintf("%d transactions behind the master > max-replica-behind %d", st.Behind, h.srv.cfg.MaxReplicaBehind)
+	case lag > rules.MaxReplicaLag:
+		st.Error = fmt.Sprintf("Seconds_Behind_Master %v > max-replica-lag %v", lag, rules.MaxReplicaLag)
+	case st.Behind > rules.MaxReplicaBehind:
+		st.Error = fmt.Sprintf("%d transactions behind the master > max-replica-behind %d", st.Behind, rules.MaxReplicaBehind)
 	default:
 		st.Healthy = true
 	}

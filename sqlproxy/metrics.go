@@ -19,6 +19,7 @@ type Metrics struct {
 	latency    *prometheus.HistogramVec
 	refused    *prometheus.CounterVec
 	panics     prometheus.Counter
+	reloads    *prometheus.CounterVec
 
 	// Resolved children per route, so a statement does no label lookup.
 	byRoute [numRoutes]routeMetrics
@@ -53,7 +54,11 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 		Help: "Client connections refused before login: network (outside the allowed networks), hop_tls (a forwarding hop without TLS and a CA certificate), tls_handshake (a failed TLS handshake, e.g. a certificate of another CA), denied_user (root, phxgo's own accounts, -deny-users), max_connections (over -max-connections), too_big (a pre-login packet over the handshake bound)."}, []string{"reason"})
 	m.panics = prometheus.NewCounter(prometheus.CounterOpts{Name: "phxgo_sqlproxy_session_panics_total",
 		Help: "Sessions ended by a recovered panic (the proxy kept serving the others; the log has the stack)."})
-	reg.MustRegister(m.conns, m.statements, m.errors, m.latency, m.refused, m.panics)
+	m.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "phxgo_sqlproxy_reloads_total",
+		Help: "Reloads (SIGHUP) of the TLS files and the settings file, by result: ok (all in force) or error (refused, the old ones stay; the log says why)."}, []string{"result"})
+	m.reloads.WithLabelValues("ok")
+	m.reloads.WithLabelValues("error") // both series exist from the start, so increase() sees the first error
+	reg.MustRegister(m.conns, m.statements, m.errors, m.latency, m.refused, m.panics, m.reloads)
 	reg.MustRegister(version.Collector()) // phxgo_build_info{version,revision,goversion} 1
 	for k := range m.byRoute {
 		name := routeKind(k).String()

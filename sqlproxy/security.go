@@ -154,7 +154,7 @@ func isProxyPeer(st tls.ConnectionState) bool {
 // startClientTLS is the forwarding side: after the greeting it sends an
 // SSLRequest and runs the TLS handshake against the master's proxy at
 // addr, checking its certificate for addr's host.
-func startClientTLS(ctx context.Context, c *wire.Conn, m *mtls.Material, addr string, g *wire.Greeting, caps uint32, charset uint8) (*wire.Conn, error) {
+func startClientTLS(ctx context.Context, c *wire.Conn, m *TLS, addr string, g *wire.Greeting, caps uint32, charset uint8) (*wire.Conn, error) {
 	if g.Caps&wire.ClientSSL == 0 {
 		return nil, fmt.Errorf("master's proxy %s does not offer TLS: start it with -tls-cert/-tls-key/-tls-ca too", addr)
 	}

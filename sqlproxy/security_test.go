@@ -17,7 +17,13 @@ import (
 	"phxgo/sqlproxy/topology"
 )
 
-func loadMaterial(t *testing.T, f mtls.Files) *mtls.Material {
+// loadMaterial is f loaded as a proxy's reloadable TLS (Config.PeerTLS).
+func loadMaterial(t *testing.T, f mtls.Files) *TLS {
+	t.Helper()
+	return NewTLS(loadFiles(t, f))
+}
+
+func loadFiles(t *testing.T, f mtls.Files) *mtls.Material {
 	t.Helper()
 	m, err := mtls.Load(f, time.Now())
 	if err != nil {
@@ -64,7 +70,7 @@ func TestPeerTLS(t *testing.T) {
 	pa := startProxy(t, 1, masterView(a), Linearizable, authAddrs, func(c *Config) {
 		c.PeerTLS = loadMaterial(t, proxyFiles(ca, 1))
 	})
-	fwd := func(tlsm *mtls.Material) *testProxy {
+	fwd := func(tlsm *TLS) *testProxy {
 		v := topology.View{MasterID: 1, MasterProxyAddr: pa.addr, MasterMySQLAddr: a.Addr(), SelfMySQLAddr: a.Addr()}
 		return startProxy(t, 2, v, Linearizable, authAddrs, func(c *Config) { c.PeerTLS = tlsm })
 	}
@@ -111,9 +117,9 @@ func TestPeerTLS(t *testing.T) {
 		await(t, wctx, "tls_handshake refusal counted", func() bool { return refused(t, pa, "tls_handshake") >= 1 })
 		// A forwarder that trusts our CA but holds another's certificate:
 		// it cannot present one the master accepts, so the hop is refused.
-		m := loadMaterial(t, proxyFiles(other, 2))
-		m.Pool = loadMaterial(t, proxyFiles(ca, 2)).Pool
-		err = appDB(t, fwd(m).addr, "", false).PingContext(ctx)
+		m := loadFiles(t, proxyFiles(other, 2))
+		m.Pool = loadFiles(t, proxyFiles(ca, 2)).Pool
+		err = appDB(t, fwd(NewTLS(m)).addr, "", false).PingContext(ctx)
 		if me := mysqlErr(t, err); me.Number != 1045 || !strings.Contains(me.Message, "certificate of the cluster CA") {
 			t.Fatalf("stranger's certificate: %v", me)
 		}

@@ -42,6 +42,7 @@ type Server struct {
 	dial    DialFunc    // every outgoing connection (Config.SourceIP)
 	beDial  DialFunc    // session backends: dial, or this node's MariaDB socket
 	peerTLS *tls.Config // server side of hop TLS; nil when Config.PeerTLS is
+	reload  reloadState // rules and level in force (reload.go)
 
 	connID atomic.Uint32
 	rr     atomic.Uint64
@@ -81,6 +82,10 @@ func New(cfg Config, topo topology.Topology, a Authenticator) (*Server, error) {
 	}
 	if cfg.PeerTLS != nil {
 		s.peerTLS = cfg.PeerTLS.ServerOptionalClient()
+	}
+	if err := s.initReload(); err != nil {
+		cancel()
+		return nil, err
 	}
 	s.beDial = s.dial
 	if sock := cfg.MySQLSocket; sock != "" {

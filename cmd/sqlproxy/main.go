@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"phxgo/binlogd/config"
@@ -74,7 +73,8 @@ func run(args []string) error {
 	maxPacket := fs.Int("max-allowed-packet", 0, "largest packet of a logged-in client in bytes (a longer one: ERR 1153, closed); 0: the master's @@max_allowed_packet (16 MiB until read)")
 	poll := fs.Duration("poll", 50*time.Millisecond, "binlogd status poll interval")
 	procs := fs.Int("procs", 0, "GOMAXPROCS; 0: half the CPUs (at least 1) unless $GOMAXPROCS is set")
-	verbose := fs.Bool("v", false, "debug logging")
+	verbose := fs.Bool("v", false, "debug logging (the settings file's log_level overrides it)")
+	settingsFile := fs.String("settings", "", "JSON file of reloadable settings (routing: hold, master_wait, read_master_percentage, master_preferred, max_replica_lag, max_replica_behind, causal_wait; log_level) over the flags' values; SIGHUP re-reads it and the -tls-* files")
 	showVersion := fs.Bool("version", false, "print the build and exit")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -86,6 +86,11 @@ func run(args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	// SIGHUP reloads (below); caught from here on, so one sent while the
+	// proxy starts waits for it instead of killing it.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	setProcs(*procs)
 	mode, err := sqlproxy.ParseMode(*modeS)
 	if err != nil {
@@ -95,9 +100,9 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	level := slog.LevelInfo
+	level := new(slog.LevelVar) // the settings file and a reload may change it
 	if *verbose {
-		level = slog.LevelDebug
+		level.Set(slog.LevelDebug)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	liblog.Install(log)
@@ -115,6 +120,7 @@ func run(args []string) error {
 	cfg.MasterWait, cfg.MaxReplicaLag = *masterWait, *maxLag
 	cfg.MaxReplicaBehind, cfg.CausalWait = *maxBehind, *causalWait
 	cfg.AdminUser, cfg.AdminPassword, cfg.Logger = *adminUser, pw, log
+	cfg.SettingsFile, cfg.LogLevel = *settingsFile, level
 	cfg.PeerTimeout, cfg.IdleInTxTimeout = *peerTimeout, *idleTx
 	if cfg.DenyUsers, err = sqlproxy.ParseDenyUsers(*denyUsers); err != nil {
 		return err
@@ -131,17 +137,19 @@ func run(args []string) error {
 		return errors.New("no TLS: pass -tls-cert, -tls-key and -tls-ca (this node's proxy certificate, e.g. proxyN.crt from binlogd init), or -insecure for a cluster running with \"insecure_no_tls\"")
 	}
 	if files.Enabled() {
-		if cfg.PeerTLS, err = mtls.Load(files, time.Now()); err != nil {
+		m, err := mtls.Load(files, time.Now())
+		if err != nil {
 			var fe *mtls.FileError
 			if errors.As(err, &fe) {
 				return fmt.Errorf("-tls-%s: %w", fe.Which, err)
 			}
 			return err
 		}
-		if id := cfg.PeerTLS.Identity; id.Role != mtls.RoleProxy {
+		if id := m.Identity; id.Role != mtls.RoleProxy {
 			return fmt.Errorf("-tls-cert: %s is the certificate of %s; sqlproxy needs a proxy certificate (phxgo://proxy/N): other proxies accept a hop only from one", files.Cert, id)
 		}
-		log.Info("sqlproxy: hop to the master's proxy uses mutual TLS", "cert", files.Cert, "identity", cfg.PeerTLS.Identity.String(), "expires", cfg.PeerTLS.Leaf.NotAfter)
+		cfg.PeerTLS = sqlproxy.NewTLS(m)
+		log.Info("sqlproxy: hop to the master's proxy uses mutual TLS", "cert", files.Cert, "identity", m.Identity.String(), "expires", m.Leaf.NotAfter)
 	} else {
 		log.Warn("sqlproxy: INSECURE (-insecure): the hop to the master's proxy and the link to binlogd run without TLS")
 	}
@@ -153,7 +161,7 @@ func run(args []string) error {
 	defer stop()
 	creds := grpc.WithTransportCredentials(insecure.NewCredentials())
 	if cfg.PeerTLS != nil && !*binlogdPlain {
-		creds = grpc.WithTransportCredentials(credentials.NewTLS(cfg.PeerTLS.Client("")))
+		creds = grpc.WithTransportCredentials(cfg.PeerTLS.GRPCCredentials()) // follows reloads
 	}
 	cc, err := grpc.NewClient(*binlogd, creds)
 	if err != nil {
@@ -209,6 +217,11 @@ func run(args []string) error {
 	// Every port is bound: a Type=notify unit is started now.
 	sd := sdnotify.FromEnv()
 	_ = sd.Ready("listening on " + *listen)
+	go func() {
+		for range hup {
+			_, _ = srv.Reload() // logged and counted; a refused one changes nothing
+		}
+	}()
 	select {
 	case <-ctx.Done():
 		err = nil
