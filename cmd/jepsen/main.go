@@ -4,6 +4,7 @@
 //	go run ./cmd/jepsen -workload register -nemesis all -time 60s
 //	go run ./cmd/jepsen -hosts    (separate machines: make hosts-test)
 //	go run ./cmd/jepsen failover -threads 64 -rounds 3   (make failover-bench)
+//	jepsen lazyfs-serve -mount M -backing B -control SOCK (started by -nemesis power, one per node)
 //
 // The last line is "valid=<true|false|unknown> ops=… ok=… fail=… info=…
 // workload=… nemesis=…"; the exit code is 0 only for valid=true
@@ -40,6 +41,9 @@ var launcher jepsen.Launcher = phxcluster.Launcher(phxcluster.Options{})
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "failover" {
 		os.Exit(failoverMain(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "lazyfs-serve" {
+		os.Exit(lazyfsServeMain(os.Args[2:]))
 	}
 	cfg := jepsen.DefaultConfig()
 	flag.StringVar(&cfg.Workload, "workload", cfg.Workload, "register, bank, set or append")

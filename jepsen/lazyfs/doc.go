@@ -4,11 +4,26 @@
 // so it cannot find a program that acknowledges before it fsyncs; a drop
 // here can.
 //
-//	process ── write/rename/... ──▶ /dev/fuse ──▶ lazyfs (in the harness)
+//	process ── write/rename/... ──▶ /dev/fuse ──▶ lazyfs-serve (helper process, ServeMain)
 //	                                                │ 1. record what the change undoes (state)
 //	                                                │ 2. apply it to the backing directory
 //	                                                ▼
 //	                                  backing dir (ext4)    trash dir (same fs)
+//
+//	harness (Mount, FS) ── control socket: status, drop, checkpoint, unmount ──▶ lazyfs-serve
+//	                    ── stdin (lifeline: EOF = the harness is gone) ───────▶
+//
+// The filesystem is served by a helper process of its own (cmd/jepsen
+// lazyfs-serve, or any binary calling ServeMain; Options.Server), never by
+// a process that uses the mount or starts the processes that do: served in
+// the harness, a stop-the-world GC waited for a thread blocked in a FUSE
+// request that only the harness could answer, and the test hung. FS is
+// the harness's handle: every method is one request on the server's unix
+// socket. A server that dies or does not answer within Options.Timeout is
+// killed, its FUSE connection aborted (fusectl) and the mount detached
+// (umount2 MNT_DETACH, else fusermount3 -u -z); the call returns
+// ErrServerLost instead of hanging. A server whose starter dies (stdin
+// ends) unmounts and exits, so a killed test leaves no mount behind.
 //
 // It is a passthrough (go-fuse's loopback, mounted as root with mount(2),
 // no fusermount needed) over a backing directory. Changes reach the
@@ -58,7 +73,7 @@
 //
 // # Power loss
 //
-// FS.DropUnsynced takes the mount down (aborting its FUSE connection via
+// FS.DropUnsynced has the server take the mount down (aborting its FUSE connection via
 // fusectl, so copies of the mount in other mount namespaces, which every
 // `ip netns exec` makes, let go too), puts the backing directory back to
 // exactly its durable state (revert.go: names, then data, then the trash
@@ -72,10 +87,6 @@
 // Root and /dev/fuse (Supported says why not). The mount is allow_other
 // with default_permissions (MariaDB runs as its own user; the kernel
 // checks modes). The kernel caches entries and attributes for an hour
-// (coherent: every change goes through the mount, a drop remounts); with
-// the mount root's attributes cached at mount, a child the serving process
-// forks with its working directory on the mount never needs the server
-// before its exec (which, during a stop-the-world, would deadlock). FUSE
-// passthrough is refused for tracked files so every
-// write is seen. Unix sockets work on it (MariaDB's mysqld.sock).
+// (coherent: every change goes through the mount, a drop remounts). FUSE
+// passthrough is refused for tracked files so every write is seen. Unix sockets work on it (MariaDB's mysqld.sock).
 package lazyfs

@@ -18,7 +18,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// mountT mounts a fresh lazy filesystem and unmounts it when the test ends.
+// TestMain lets this test binary be the mounts' server (Options.Server
+// defaults to this executable with "lazyfs-serve"), so every test here
+// runs against an out-of-process server as the harness does.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "lazyfs-serve" {
+		os.Exit(ServeMain(os.Args[2:]))
+	}
+	os.Exit(m.Run())
+}
+
+// mountT mounts a fresh lazy filesystem and unmounts it when the test
+// ends, failed or not; no mount or server process is left behind.
 func mountT(t *testing.T, o Options) *FS {
 	t.Helper()
 	if err := Supported(); err != nil {
@@ -39,8 +50,25 @@ func mountT(t *testing.T, o Options) *FS {
 		if err := f.Unmount(); err != nil {
 			t.Errorf("unmount: %v", err)
 		}
+		if mounted(mnt) {
+			t.Errorf("%s still mounted", mnt)
+		}
+		select {
+		case <-f.exited:
+		default:
+			t.Errorf("server %d still running", f.ServerPid())
+		}
 	})
 	return f
+}
+
+func stats(t *testing.T, f *FS) Stats {
+	t.Helper()
+	st, err := f.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
 
 func (f *FS) p(name string) string { return filepath.Join(f.Mountpoint(), name) }
@@ -120,7 +148,7 @@ func TestUnsyncedWriteIsGoneSyncedSurvives(t *testing.T) {
 	write(t, f.p("a"), 0, "HELLO, more", false)              // overwrite and extend, not synced
 	write(t, f.p("b"), 0, "never synced", false)             // new file, nothing synced
 	write(t, f.p("c"), 0, strings.Repeat("x", 70000), false) // spans pages
-	if st := f.Stats(); st.Files < 1 || st.Dirs != 1 {
+	if st := stats(t, f); st.Files < 1 || st.Dirs != 1 {
 		t.Fatalf("stats %+v", st)
 	}
 	want(t, f.p("a"), "HELLO, more") // readers see it until the power goes
@@ -132,7 +160,7 @@ func TestUnsyncedWriteIsGoneSyncedSurvives(t *testing.T) {
 	if d.Files == 0 || d.Moved != 2 {
 		t.Fatalf("dropped %+v", d)
 	}
-	if st := f.Stats(); st != (Stats{}) {
+	if st := stats(t, f); st != (Stats{}) {
 		t.Fatalf("after a drop nothing is unsynced: %+v", st)
 	}
 	// Synced data survives a second power loss, after a write in the middle of a page.
@@ -451,21 +479,13 @@ func TestUnixSocketAndUnmount(t *testing.T) {
 	if err := f.Unmount(); err != nil {
 		t.Fatal(err)
 	}
-	if mounted(t, f.Mountpoint()) {
+	if mounted(f.Mountpoint()) {
 		t.Fatal("still mounted")
 	}
 	want(t, filepath.Join(f.Backing(), "left"), "unsynced, kept by unmount")
 	if _, err := f.DropUnsynced(); !errors.Is(err, ErrNotMounted) {
 		t.Fatalf("drop after unmount: %v", err)
 	}
-}
-
-func mounted(t *testing.T, dir string) bool {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.Contains(string(b), " "+dir+" ")
 }
 
 // TestThroughput logs buffered and fsynced write rates through the mount

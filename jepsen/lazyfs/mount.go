@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -23,6 +20,10 @@ var (
 	ErrUnsupported = errors.New("lazyfs: FUSE not usable here")
 	// ErrNotMounted: the FS was unmounted (or a remount failed).
 	ErrNotMounted = errors.New("lazyfs: not mounted")
+	// ErrServerLost: the helper process serving the mount died or did
+	// not answer in Options.Timeout; the mount was taken down (its FUSE
+	// connection aborted, lazily unmounted) and the helper killed.
+	ErrServerLost = errors.New("lazyfs: server lost")
 )
 
 // Options of a mount; the zero value is valid.
@@ -40,11 +41,54 @@ type Options struct {
 	// TrashDir keeps the inodes a drop may put back. It must be on the
 	// backing directory's filesystem; default: backing + ".lazyfs-trash".
 	TrashDir string
+
+	// Server is the command that serves the mount (ServeMain's flags
+	// are appended); default: this executable with "lazyfs-serve" (cmd/jepsen
+	// has that subcommand; a test binary's TestMain can call ServeMain).
+	Server []string
+	// Control is the server's unix socket; default: backing +
+	// ".lazyfs.sock" (a temporary directory if that is too long).
+	Control string
+	// Log receives the server's log; default: backing + ".lazyfs.log".
+	Log string
+	// Timeout bounds each request to the server (a drop reverts the
+	// backing directory, so it is generous); default 2 minutes.
+	Timeout time.Duration
 }
 
-// FS is one mounted lazy filesystem. Its methods are safe for concurrent
-// use, but DropUnsynced must not race with processes using the mount.
-type FS struct {
+// maxSockPath: sun_path holds 108 bytes with its NUL.
+const maxSockPath = 100
+
+// withDefaults fills the zero fields; mountpoint and backing are absolute.
+func (o Options) withDefaults(backing string) (Options, error) {
+	if o.TrashDir == "" {
+		o.TrashDir = backing + ".lazyfs-trash"
+	}
+	if len(o.Server) == 0 {
+		exe, err := os.Executable()
+		if err != nil {
+			return o, fmt.Errorf("lazyfs: no server command: %w", err)
+		}
+		o.Server = []string{exe, "lazyfs-serve"}
+	}
+	if o.Control == "" && len(backing)+len(".lazyfs.sock") <= maxSockPath {
+		o.Control = backing + ".lazyfs.sock"
+	} // else Mount makes a temporary directory for it
+	if len(o.Control) > maxSockPath {
+		return o, fmt.Errorf("lazyfs: control socket path %q longer than %d bytes", o.Control, maxSockPath)
+	}
+	if o.Log == "" {
+		o.Log = backing + ".lazyfs.log"
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 2 * time.Minute
+	}
+	return o, nil
+}
+
+// local is the filesystem served in this process: only the helper
+// process (Serve) holds one; no process using the mount may serve it.
+type local struct {
 	mountpoint, backing string
 	o                   Options
 	s                   *state
@@ -66,22 +110,12 @@ func Supported() error {
 	return nil
 }
 
-// Mount serves backing at mountpoint (both directories must exist; the
-// mountpoint is hidden while mounted). Everything backing holds now is
+// mountLocal serves backing at mountpoint in this process (both absolute;
+// o defaulted by Options.withDefaults). Everything backing holds now is
 // durable.
-func Mount(mountpoint, backing string, o Options) (*FS, error) {
+func mountLocal(mountpoint, backing string, o Options) (*local, error) {
 	if err := Supported(); err != nil {
 		return nil, err
-	}
-	var err error
-	if mountpoint, err = filepath.Abs(mountpoint); err != nil {
-		return nil, err
-	}
-	if backing, err = filepath.Abs(backing); err != nil {
-		return nil, err
-	}
-	if o.TrashDir == "" {
-		o.TrashDir = backing + ".lazyfs-trash"
 	}
 	if err := os.MkdirAll(o.TrashDir, 0o700); err != nil {
 		return nil, err
@@ -96,7 +130,7 @@ func Mount(mountpoint, backing string, o Options) (*FS, error) {
 	if a.Dev != b.Dev {
 		return nil, fmt.Errorf("lazyfs: trash %s is not on the filesystem of %s", o.TrashDir, backing)
 	}
-	f := &FS{mountpoint: mountpoint, backing: backing, o: o, s: newState(o.TrashDir, o.Unbuffered)}
+	f := &local{mountpoint: mountpoint, backing: backing, o: o, s: newState(o.TrashDir, o.Unbuffered)}
 	if err := f.s.reset(); err != nil { // a trash left by a killed harness
 		return nil, err
 	}
@@ -106,7 +140,7 @@ func Mount(mountpoint, backing string, o Options) (*FS, error) {
 	return f, nil
 }
 
-func (f *FS) mount() error {
+func (f *local) mount() error {
 	var st syscall.Stat_t
 	if err := syscall.Stat(f.backing, &st); err != nil {
 		return err
@@ -117,8 +151,7 @@ func (f *FS) mount() error {
 	}
 	root.RootNode = root.NewNode(root, nil, "", &st)
 	// Every change goes through this mount and a drop remounts, so the
-	// kernel's caches never go stale: keep them long. That also keeps a
-	// fork of the serving process from needing it (see warm).
+	// kernel's caches never go stale: keep them long.
 	cache := time.Hour
 	srv, err := fs.Mount(f.mountpoint, root.RootNode, &fs.Options{
 		MountOptions: fuse.MountOptions{
@@ -139,40 +172,28 @@ func (f *FS) mount() error {
 	f.mu.Lock()
 	f.server = srv
 	f.mu.Unlock()
-	return warm(f.mountpoint)
+	return nil
 }
 
-// warm caches the mount root's attributes in the kernel. A child forked
-// by the process serving the mount (os/exec with Dir on it: localcluster
-// starts binlogd so) checks them in chdir before its exec; if that needed
-// a FUSE round trip while the Go runtime stops the world (it waits for
-// the forking thread, suspended until the child execs), neither would
-// ever go on.
-func warm(dir string) error {
-	_, err := os.Stat(dir)
-	return err
+func (f *local) stats() Stats { return f.s.stats() }
+
+// checkpoint makes everything durable, as sync(2) would.
+func (f *local) checkpoint() error { return f.s.reset() }
+
+func (f *local) mounted() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.server != nil
 }
 
-// Mountpoint is where the filesystem is mounted.
-func (f *FS) Mountpoint() string { return f.mountpoint }
-
-// Backing is the directory holding the files.
-func (f *FS) Backing() string { return f.backing }
-
-// Stats tells what a drop now would undo.
-func (f *FS) Stats() Stats { return f.s.stats() }
-
-// Checkpoint makes everything durable, as sync(2) would.
-func (f *FS) Checkpoint() error { return f.s.reset() }
-
-// DropUnsynced is the power loss: the mount goes away (its FUSE
+// drop is the power loss: the mount goes away (its FUSE
 // connection is aborted, so descriptors still open on it, also in other
 // mount namespaces, fail with ENOTCONN), the backing directory is put
 // back to exactly what was durable, and a fresh mount comes up at the
 // same place, with empty kernel caches, as after a reboot. Kill every
 // process using the mount first: one that still writes races with the
 // revert.
-func (f *FS) DropUnsynced() (Dropped, error) {
+func (f *local) drop() (Dropped, error) {
 	if err := f.down(); err != nil {
 		return Dropped{}, err
 	}
@@ -188,9 +209,9 @@ func (f *FS) DropUnsynced() (Dropped, error) {
 	return d, err
 }
 
-// Unmount takes the filesystem down, leaving the backing directory as it
+// unmount takes the filesystem down, leaving the backing directory as it
 // is (unsynced writes included). Idempotent.
-func (f *FS) Unmount() error {
+func (f *local) unmount() error {
 	if err := f.down(); err != nil && !errors.Is(err, ErrNotMounted) {
 		return err
 	}
@@ -198,7 +219,7 @@ func (f *FS) Unmount() error {
 }
 
 // down aborts the FUSE connection, unmounts and waits for the server.
-func (f *FS) down() error {
+func (f *local) down() error {
 	f.mu.Lock()
 	srv := f.server
 	f.server = nil
@@ -206,7 +227,7 @@ func (f *FS) down() error {
 	if srv == nil {
 		return ErrNotMounted
 	}
-	abortErr := f.abort()
+	abortErr := abort(f.mountpoint)
 	err := srv.Unmount()
 	if err != nil {
 		// Busy in this namespace: detach it; the aborted connection
@@ -218,23 +239,4 @@ func (f *FS) down() error {
 	}
 	srv.Wait()
 	return nil
-}
-
-// abort ends the mount's FUSE connection through fusectl. Without it, a
-// copy of the mount in another mount namespace (every `ip netns exec`
-// makes one) keeps the connection and the server alive after unmount.
-func (f *FS) abort() error {
-	const ctl = "/sys/fs/fuse/connections"
-	if _, err := os.Stat(filepath.Join(ctl, "..")); err == nil {
-		if ents, _ := os.ReadDir(ctl); len(ents) == 0 {
-			_ = exec.Command("mount", "-t", "fusectl", "none", ctl).Run()
-		}
-	}
-	var st unix.Stat_t
-	if err := unix.Stat(f.mountpoint, &st); err != nil {
-		return err
-	}
-	// The connection is named by the mount's device minor.
-	p := filepath.Join(ctl, strconv.FormatUint(uint64(unix.Minor(st.Dev)), 10), "abort")
-	return os.WriteFile(p, []byte("1"), 0o200)
 }

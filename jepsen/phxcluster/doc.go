@@ -36,7 +36,9 @@
 //     includes the client path.
 //   - Options.LazyFS: each node's directory (binlogd.json, the Paxos log,
 //     MariaDB's datadir and socket) is a jepsen/lazyfs mount over
-//     <Dir>/disks/nodeN, checkpointed once the cluster is first healthy
+//     <Dir>/disks/nodeN, served by a helper process per node (`jepsen
+//     lazyfs-serve`, Options.LazyFSServer; its log beside the backing
+//     directory), never by the harness; checkpointed once the cluster is first healthy
 //     (the installation is on disk). PowerCut (the power nemesis)
 //     SIGKILLs every process of the chosen nodes at one instant, waits
 //     until they are gone, and drops what each node had not fsynced;

@@ -47,6 +47,11 @@ type Options struct {
 	// leaves InnoDB unable to start (the redo log names a .ibd that is
 	// gone).
 	LazyFSStrictNames bool
+	// LazyFSServer is the command serving each node's lazyfs in a helper
+	// process of its own (lazyfs.Options.Server); default: this
+	// executable's "lazyfs-serve" (cmd/jepsen has it). A test binary
+	// sets it to a built cmd/jepsen.
+	LazyFSServer []string
 }
 
 // Database is the schema the workloads use; WaitHealthy creates it.

@@ -25,7 +25,8 @@ var ErrNoLazyFS = errors.New("phxcluster: nodes are not on lazyfs (Options.LazyF
 var unbuffered = []string{"binlogd.log", "sqlproxy.log", "error.log"}
 
 // mountDisks puts every node directory (binlogd's dir, MariaDB's datadir
-// under it) on its own lazyfs, backed by <Dir>/disks/nodeN.
+// under it) on its own lazyfs, backed by <Dir>/disks/nodeN, each served
+// by a helper process (its log: <Dir>/disks/nodeN.lazyfs.log).
 func mountDisks(ls localcluster.Spec, o Options) (map[uint32]*lazyfs.FS, error) {
 	disks := map[uint32]*lazyfs.FS{}
 	for i := 1; i <= ls.Nodes; i++ {
@@ -36,7 +37,8 @@ func mountDisks(ls localcluster.Spec, o Options) (map[uint32]*lazyfs.FS, error) 
 				return nil, err
 			}
 		}
-		fs, err := lazyfs.Mount(mnt, back, lazyfs.Options{Unbuffered: unbuffered, FsyncPersistsName: !o.LazyFSStrictNames})
+		fs, err := lazyfs.Mount(mnt, back, lazyfs.Options{Unbuffered: unbuffered, FsyncPersistsName: !o.LazyFSStrictNames,
+			Server: o.LazyFSServer})
 		if err != nil {
 			unmountDisks(disks)
 			return nil, fmt.Errorf("phxcluster: node %d on lazyfs: %w", i, err)
