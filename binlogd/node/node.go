@@ -62,8 +62,9 @@ type Node struct {
 	capture atomic.Pointer[capture.Capture] // this term's, for metrics; nil before the first
 	lagSecs atomic.Int64                    // Seconds_Behind_Master; -1 unknown or not replicating
 
-	stopping atomic.Bool
-	win      readWindows // read windows granted to proxies (windows.go)
+	stopping  atomic.Bool
+	keepMySQL atomic.Bool // a graceful stop hands MariaDB off (handover.go)
+	win       readWindows // read windows granted to proxies (windows.go)
 
 	// testHookStopping, when set by a test, runs once stopping has begun
 	// (health NOT_SERVING) and before anything is torn down.
@@ -179,18 +180,23 @@ func (n *Node) Run(ctx context.Context) error {
 	n.logLinkSecurity()
 	n.log.Info("binlogd started", "grpc", self.GRPCAddr, "grpc_listen", n.cfg.GRPCListenAddr(), "repl", n.cfg.ReplAddr, "mysql", self.MySQLAddr, "mysql_listen", n.cfg.MySQLListenAddr(), "members", len(n.members()), "join", n.cfg.Join)
 
+	// The loops outlive ctx for as long as a stopping master hands over
+	// (handover.go): the lease, the role loop and MariaDB's supervision
+	// are what a switchover runs on.
+	loopCtx, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopLoops()
 	var wg sync.WaitGroup
 	run := func(f func(context.Context)) {
 		wg.Add(1)
-		go func() { defer wg.Done(); f(ctx) }()
+		go func() { defer wg.Done(); f(loopCtx) }()
 	}
 	if n.cfg.SuperviseMySQL {
 		run(n.supervise)
 	}
 	run(n.poll)
-	leaseCtx, stopLease := context.WithCancel(ctx)
+	leaseCtx, stopLease := context.WithCancel(loopCtx)
 	defer stopLease()
-	n.watchStorage(ctx, hs, stopLease) // storage.go: a wal failure takes the node out
+	n.watchStorage(loopCtx, hs, stopLease) // storage.go: a wal failure takes the node out
 	run(func(context.Context) { _ = lease.Run(leaseCtx, n.canAcquire) })
 	run(n.roleLoop)
 	run(n.retentionLoop)
@@ -202,8 +208,10 @@ func (n *Node) Run(ctx context.Context) error {
 	if n.testHookStopping != nil {
 		n.testHookStopping()
 	}
+	handoff := n.handOver()
+	stopLoops()
 	wg.Wait()
-	n.shutdown()
+	n.shutdown(handoff)
 	return nil
 }
 

@@ -118,10 +118,13 @@ func (n *Node) stepDown(ctx context.Context, why string) {
 // shutdown stops the node's MariaDB safely: a master refuses new writes,
 // lets waiting commits be acknowledged for a moment, fences its term, and
 // then mysqld stops gracefully only if nothing waits; otherwise SIGKILL.
-func (n *Node) shutdown() {
+// With handoff (a replica, or a master that handed over: handover.go)
+// MariaDB is left running for the next binlogd instead, when nothing
+// waits.
+func (n *Node) shutdown(handoff bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), rolectl.ShutdownTimeout)
 	defer cancel()
-	n.ctl.step(ctx, func() rolectl.Event { return rolectl.Shutdown{} })
+	n.ctl.step(ctx, func() rolectl.Event { return rolectl.Shutdown{Handoff: handoff} })
 }
 
 // step takes the lock, builds the event, steps the controller and carries
@@ -285,6 +288,22 @@ func (d *roleDriver) do(ctx context.Context, a rolectl.Action) (rolectl.Event, b
 	case rolectl.AwaitDrained:
 		if err := n.waitNoWaitingCommits(ctx, rolectl.DrainTimeout); err != nil {
 			n.log.Warn("commits still waiting after the drain", "err", err)
+		}
+	case rolectl.Handoff:
+		if !n.cfg.SuperviseMySQL || n.inst.Pid() == 0 {
+			return nil, false
+		}
+		err := n.handoff(ctx, db)
+		if err == nil {
+			return nil, false
+		}
+		// The count was zero: a graceful stop is safe.
+		n.log.Warn("could not hand MariaDB off to the next binlogd; stopping it", "err", err)
+		if db != nil {
+			_, _ = db.ExecContext(ctx, "STOP SLAVE")
+		}
+		if err := n.inst.Shutdown(rolectl.GracefulStopTimeout); err != nil {
+			n.log.Error("mariadbd shutdown", "err", err)
 		}
 	case rolectl.GracefulStop:
 		if !n.cfg.SuperviseMySQL || n.inst.Pid() == 0 {

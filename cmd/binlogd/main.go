@@ -125,6 +125,7 @@ func cmdRun(args []string) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	cfgPath := fs.String("config", "binlogd.json", "config file")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
+	keepMySQL := fs.Bool("keep-mysql", false, "on SIGTERM/SIGINT leave MariaDB running, read-only, for the next binlogd to adopt (a restart keeps it up; the systemd unit sets it); a master hands over first either way")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -145,6 +146,7 @@ func cmdRun(args []string) error {
 		return err
 	}
 	n.SetLogLevelVar(levels)
+	n.KeepMySQLOnStop(*keepMySQL)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	// SIGHUP re-reads the TLS files (node.Reload); a failure is logged and
