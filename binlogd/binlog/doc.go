@@ -9,4 +9,12 @@
 // standalone GTID group). The master's log_pos values are kept as they are;
 // the replication endpoint rewrites log_pos and the CRC for its own
 // virtual binlog file.
+//
+// Pieces. A transaction bigger than one bounded buffer is never held
+// whole: capture hands it to the log as pieces in stream order (Txn.More:
+// more follows; Txn.Offset: where the piece starts within the
+// transaction's events), the log carries them as fragments
+// (masterlease), and the replication endpoint streams them to a replica
+// one piece at a time. A piece that capture or the endpoint produces
+// holds whole events only; a log fragment may end inside an event.
 package binlog

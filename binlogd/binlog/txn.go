@@ -12,11 +12,27 @@ const HeaderLen = 19
 // ErrBadEvent is returned for bytes that do not frame as binlog events.
 var ErrBadEvent = errors.New("binlog: malformed event")
 
-// Txn is one whole transaction: its GTID and its raw events (see package doc).
+// Txn is one whole transaction: its GTID and its raw events (see package
+// doc), or one piece of a transaction too big to hold whole (see
+// "Pieces" in the package doc).
 type Txn struct {
 	GTID   GTID
 	Events []byte
+	// More means Events end inside the transaction: more of its events
+	// follow in the next piece. False for a whole transaction and for a
+	// transaction's last piece.
+	More bool
+	// Offset is where Events start within the transaction's events; a
+	// piece with Offset > 0 continues the transaction of the piece before.
+	Offset uint64
 }
+
+// Whole reports whether t is a whole transaction, not a piece of one.
+func (t Txn) Whole() bool { return !t.More && t.Offset == 0 }
+
+// Ends reports whether t ends its transaction (a whole transaction, or
+// its last piece).
+func (t Txn) Ends() bool { return !t.More }
 
 // SplitEvents returns the events framed in b, without copying.
 func SplitEvents(b []byte) ([][]byte, error) {

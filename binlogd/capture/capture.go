@@ -25,6 +25,13 @@ type Sink interface {
 	// gap. A sink that queues in call order (paxos.Node.ProposeAsync)
 	// therefore puts the batches in the log in stream order. An error
 	// means the batch is not durable: capture stops with ErrRejected.
+	//
+	// A transaction bigger than Config.FragmentBytes comes as pieces
+	// (binlog.Txn More/Offset), each alone in its batch, in order, as
+	// its events arrive: the sink makes each piece durable as fragments
+	// of that transaction (b.Prev stays the last whole transaction until
+	// the last piece). Only the last piece's batch completes it; capture
+	// ACKs nothing before that.
 	Propose(ctx context.Context, b BatchInfo, txns []binlog.Txn) (Pending, error)
 }
 
@@ -53,9 +60,14 @@ type Capture struct {
 	// Owned by Run's goroutine.
 	durable    binlog.GTID // Invariant: every txn up to durable is durable in the sink.
 	durablePos Position    // where the durable transaction ends; "" file before the first
-	dispatched binlog.GTID // last GTID handed to the sink; durable <= dispatched
-	batchSeq   uint64
-	sessions   int
+	dispatched binlog.GTID // last GTID handed to the sink whole (or its last piece); durable <= dispatched
+	// open: a split transaction with pieces handed to the sink and its
+	// end still to come. partial: how much of it is durable; a reconnect
+	// resumes it there (the grouper skips and checks those bytes).
+	open     openTxn
+	partial  resumePoint
+	batchSeq uint64
+	sessions int
 }
 
 // New validates cfg; call Run to start.

@@ -25,6 +25,15 @@ type Config struct {
 	// BatchMaxBytes bounds a batch's raw event bytes; a batch always holds
 	// at least one transaction, so a bigger transaction travels alone.
 	BatchMaxBytes int
+	// FragmentBytes is the most of one transaction capture buffers: a
+	// bigger transaction leaves in pieces of about this size (cut at
+	// event boundaries) as its events arrive, and the sink makes each
+	// piece durable before the transaction ends. It is never held whole.
+	FragmentBytes int
+	// BufferBytes bounds the event bytes read and not yet durable;
+	// reading pauses beyond it. It bounds capture's memory with
+	// FragmentBytes (plus one event: a single event is always read whole).
+	BufferBytes int
 	// MaxInFlight is how many batches may be proposed and not yet durable
 	// at once. It bounds memory and the log's queue, not a batch's size:
 	// a batch is whatever waits when the pipeline proposes.
@@ -46,6 +55,8 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		BatchMaxBytes:   4 << 20,
+		FragmentBytes:   2 << 20,
+		BufferBytes:     32 << 20,
 		MaxInFlight:     16,
 		HeartbeatPeriod: time.Second,
 		ReadTimeout:     5 * time.Second,
@@ -69,6 +80,10 @@ func (c Config) Validate() error {
 		return bad("ServerID", "must be non-zero and unique among the master's replicas", 0)
 	case c.BatchMaxBytes <= 0:
 		return bad("BatchMaxBytes", "must be > 0", c.BatchMaxBytes)
+	case c.FragmentBytes <= 0 || c.FragmentBytes > c.BatchMaxBytes:
+		return bad("FragmentBytes", fmt.Sprintf("must be > 0 and <= BatchMaxBytes (%d)", c.BatchMaxBytes), c.FragmentBytes)
+	case c.BufferBytes < c.BatchMaxBytes:
+		return bad("BufferBytes", fmt.Sprintf("must be >= BatchMaxBytes (%d)", c.BatchMaxBytes), c.BufferBytes)
 	case c.MaxInFlight <= 0:
 		return bad("MaxInFlight", "must be > 0", c.MaxInFlight)
 	case c.HeartbeatPeriod <= 0:

@@ -27,6 +27,14 @@
 //	 3. The reader reads packets itself (MariaDB resets packet sequence
 //	    numbers around ACKs, so they are not checked), verifies every
 //	    event's CRC32 with go-mysql's BinlogParser and cuts transactions.
+//	    A transaction bigger than FragmentBytes is not held whole: the
+//	    grouper hands it on in pieces (about FragmentBytes each, cut at
+//	    event boundaries) as its events arrive, and each piece is a
+//	    batch of its own, proposed in order like any other (the sink
+//	    writes it as log fragments). Reading pauses while BufferBytes of
+//	    events wait for durability, so capture holds at most about
+//	    BufferBytes + FragmentBytes + one event, whatever the
+//	    transaction's size.
 //	 4. Transactions at or below the last durable GTID are re-deliveries
 //	    after a reconnect and are dropped (their ACK is re-sent if asked).
 //	    The pipeline takes every transaction already waiting before it
@@ -65,6 +73,14 @@
 //     FORMAT_DESCRIPTION; capture decodes it itself and checks its CRC32
 //     (go-mysql's parser would leave the CRC in the file name, and an ACK
 //     naming a wrong file releases commits that are not durable).
+//   - A split transaction is ACKed only when its last piece is durable.
+//     After a reconnect in the middle of one, the master re-sends it
+//     from its GTID event; capture drops the bytes already durable after
+//     checking their CRC32 against what it made durable, and goes on at
+//     the next offset (the log accepts a fragment only at the offset its
+//     partial transaction has reached). If the term ends first, the
+//     pieces in the log are voided and never applied; recovery cuts the
+//     transaction from this MariaDB.
 //   - Before each registration capture kills and awaits its account's old
 //     dump connections: two live registrations with one server_id froze
 //     MariaDB 10.11.

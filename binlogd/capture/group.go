@@ -11,9 +11,11 @@ import (
 	"phxgo/binlogd/binlog"
 )
 
-// unit is one whole transaction cut from the stream, with the binlog
-// position where its last event ends and whether the master asked for
-// an ACK on that event.
+// unit is one whole transaction cut from the stream, or one piece of a
+// transaction bigger than the grouper's fragment size (txn.More, Offset),
+// with the binlog position where its last event ends and whether the
+// master asked for an ACK on that event (only ever on a transaction's
+// end).
 type unit struct {
 	txn     binlog.Txn
 	end     Position
@@ -32,17 +34,39 @@ type unit struct {
 // Invariant: an event that carries the ACK request ends a transaction
 // (the master registers the transaction's end position as the one to
 // wait for); anything else is a grouping bug and fails the stream.
+//
+// Streaming. With fragBytes > 0 a transaction is never held whole: once
+// its buffered events reach fragBytes (at an event boundary) they leave
+// as a piece and the buffer starts over, so the grouper holds at most
+// fragBytes plus one event. With resume set, the transaction resume.gtid
+// (the first after a reconnect) skips its first resume.bytes, which are
+// durable already, after checking they are the bytes that were made
+// durable (CRC32).
 type grouper struct {
-	parser *replication.BinlogParser
-	file   string    // binlog file of the last ROTATE; "" before the first
-	fdSeen bool      // a CRC32 FORMAT_DESCRIPTION arrived: the parser verifies every CRC
-	cur    *building // nil between transactions
+	parser    *replication.BinlogParser
+	file      string    // binlog file of the last ROTATE; "" before the first
+	fdSeen    bool      // a CRC32 FORMAT_DESCRIPTION arrived: the parser verifies every CRC
+	cur       *building // nil between transactions
+	fragBytes int       // cut pieces of this size; 0: whole transactions only
+	resume    *resumePoint
 }
 
 type building struct {
 	gtid       binlog.GTID
 	standalone bool
 	buf        []byte
+	off        uint64 // bytes of this transaction already handed out as pieces
+	// skip: bytes still to drop (durable before a reconnect); crc is
+	// the running CRC32 of what was dropped.
+	skip uint64
+	crc  uint32
+}
+
+// resumePoint is a transaction whose first bytes are durable as pieces.
+type resumePoint struct {
+	gtid  binlog.GTID
+	bytes uint64
+	crc   uint32 // CRC32 (IEEE) of those bytes
 }
 
 func newGrouper() *grouper {
@@ -126,16 +150,26 @@ func (g *grouper) feed(ev []byte, needAck bool) (*unit, error) {
 			return nil, fmt.Errorf("%w: GTID %d-%d-%d inside transaction %v", ErrProtocol,
 				v.GTID.DomainID, v.GTID.ServerID, v.GTID.SequenceNumber, g.cur.gtid)
 		}
-		g.cur = &building{
-			gtid:       binlog.GTID{Domain: v.GTID.DomainID, Server: v.GTID.ServerID, Seq: v.GTID.SequenceNumber},
-			standalone: v.IsStandalone(),
-			buf:        append([]byte(nil), ev...),
+		gtid := binlog.GTID{Domain: v.GTID.DomainID, Server: v.GTID.ServerID, Seq: v.GTID.SequenceNumber}
+		g.cur = &building{gtid: gtid, standalone: v.IsStandalone()}
+		if r := g.resume; r != nil {
+			switch {
+			case gtid == r.gtid:
+				g.cur.skip = r.bytes
+			case gtid.Domain == r.gtid.Domain && gtid.Seq >= r.gtid.Seq:
+				return nil, fmt.Errorf("%w: GTID %v after a reconnect, want %v again (%d bytes of it are durable)", ErrProtocol, gtid, r.gtid, r.bytes)
+			}
+		}
+		if err := g.take(ev); err != nil {
+			return nil, err
 		}
 	default:
 		if g.cur == nil {
 			break // GTID_LIST, BINLOG_CHECKPOINT, STOP...: not part of a transaction
 		}
-		g.cur.buf = append(g.cur.buf, ev...)
+		if err := g.take(ev); err != nil {
+			return nil, err
+		}
 		switch v := e.Event.(type) {
 		case *replication.XIDEvent:
 			ends = true
@@ -149,13 +183,55 @@ func (g *grouper) feed(ev []byte, needAck bool) (*unit, error) {
 		if needAck {
 			return nil, fmt.Errorf("%w: ACK requested on a %v event at %s:%d that ends no transaction", ErrProtocol, typ, g.file, logPos)
 		}
+		if cur := g.cur; cur != nil && g.fragBytes > 0 && len(cur.buf) >= g.fragBytes {
+			return g.piece(Position{File: g.file, Pos: logPos}, true, false)
+		}
 		return nil, nil
 	}
 	if g.file == "" {
 		return nil, fmt.Errorf("%w: transaction %v before any ROTATE", ErrProtocol, g.cur.gtid)
 	}
-	u := &unit{txn: binlog.Txn{GTID: g.cur.gtid, Events: g.cur.buf}, end: Position{File: g.file, Pos: logPos}, needAck: needAck}
-	g.cur = nil
+	if g.cur.skip > 0 {
+		return nil, fmt.Errorf("%w: transaction %v ended %d bytes before its durable prefix did", ErrProtocol, g.cur.gtid, g.cur.skip)
+	}
+	return g.piece(Position{File: g.file, Pos: logPos}, false, needAck)
+}
+
+// take appends ev to the transaction being built, or drops it while the
+// durable prefix of a resumed transaction is being skipped.
+func (g *grouper) take(ev []byte) error {
+	cur := g.cur
+	if cur.skip == 0 {
+		cur.buf = append(cur.buf, ev...)
+		return nil
+	}
+	if uint64(len(ev)) > cur.skip {
+		return fmt.Errorf("%w: transaction %v re-sent with an event across its durable prefix's end (%d bytes left)", ErrProtocol, cur.gtid, cur.skip)
+	}
+	cur.crc = crc32.Update(cur.crc, crc32.IEEETable, ev)
+	cur.skip -= uint64(len(ev))
+	if cur.skip == 0 {
+		r := g.resume
+		if cur.crc != r.crc {
+			return fmt.Errorf("%w: transaction %v re-sent with other bytes than its durable prefix (CRC32 %08x, durable %08x)", ErrProtocol, cur.gtid, cur.crc, r.crc)
+		}
+		cur.off = r.bytes
+		g.resume = nil
+	}
+	return nil
+}
+
+// piece hands out what is buffered: the rest of the transaction (more
+// false), or a piece of it.
+func (g *grouper) piece(end Position, more, needAck bool) (*unit, error) {
+	cur := g.cur
+	u := &unit{txn: binlog.Txn{GTID: cur.gtid, Events: cur.buf, More: more, Offset: cur.off}, end: end, needAck: needAck}
+	if more {
+		cur.off += uint64(len(cur.buf))
+		cur.buf = nil
+	} else {
+		g.cur = nil
+	}
 	return u, nil
 }
 

@@ -102,7 +102,10 @@ func (s *recSink) Propose(ctx context.Context, info BatchInfo, txns []binlog.Txn
 	if info.Seq != s.lastSeq+1 || s.lastSeq > 0 && info.Prev != s.lastGTID {
 		s.misorder++
 	}
-	s.lastSeq, s.lastGTID = info.Seq, txns[len(txns)-1].GTID
+	s.lastSeq = info.Seq
+	if t := txns[len(txns)-1]; t.Ends() {
+		s.lastGTID = t.GTID
+	}
 	delay, gate, fail := s.delay, s.gate, s.fail
 	s.mu.Unlock()
 	txns = append([]binlog.Txn(nil), txns...)
@@ -143,7 +146,7 @@ func (s *recSink) has(g binlog.GTID) bool {
 	defer s.mu.Unlock()
 	for _, b := range s.batches {
 		for _, tx := range b {
-			if tx.GTID == g {
+			if tx.GTID == g && tx.Ends() {
 				return true
 			}
 		}
@@ -162,13 +165,15 @@ func (s *recSink) count() int {
 }
 
 // snapshot returns the txns of the contiguous prefix of batches 1..k in
-// dispatch order, checking each batch chains on the previous one.
+// dispatch order, checking each batch chains on the previous one, with
+// the pieces of a split transaction joined (checking their offsets).
 func (s *recSink) snapshot(t *testing.T) []binlog.Txn {
 	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []binlog.Txn
 	var prev binlog.GTID
+	var open *binlog.Txn
 	for seq := uint64(1); ; seq++ {
 		b, ok := s.batches[seq]
 		if !ok {
@@ -177,8 +182,29 @@ func (s *recSink) snapshot(t *testing.T) []binlog.Txn {
 		if s.infos[seq].Prev != prev {
 			t.Fatalf("batch %d: Prev=%v, previous batch ended at %v", seq, s.infos[seq].Prev, prev)
 		}
-		out = append(out, b...)
-		prev = b[len(b)-1].GTID
+		for _, tx := range b {
+			if tx.Whole() {
+				out = append(out, tx)
+				continue
+			}
+			if len(b) != 1 {
+				t.Fatalf("batch %d: a piece of %v shares its batch", seq, tx.GTID)
+			}
+			if tx.Offset == 0 {
+				open = &binlog.Txn{GTID: tx.GTID}
+			}
+			if open == nil || open.GTID != tx.GTID || uint64(len(open.Events)) != tx.Offset {
+				t.Fatalf("batch %d: piece of %v at offset %d does not continue %+v", seq, tx.GTID, tx.Offset, open)
+			}
+			open.Events = append(open.Events, tx.Events...)
+			if !tx.More {
+				out = append(out, *open)
+				open = nil
+			}
+		}
+		if lt := b[len(b)-1]; lt.Ends() {
+			prev = lt.GTID
+		}
 	}
 }
 

@@ -3,18 +3,21 @@ package capture
 import (
 	"context"
 	"fmt"
+	"hash/crc32"
 	"time"
 
 	"phxgo/binlogd/binlog"
 )
 
-// batch is a run of whole transactions handed to one Sink.Propose.
+// batch is a run of whole transactions handed to one Sink.Propose, or
+// one piece of a transaction too big to hold whole, which travels alone.
 type batch struct {
 	info    BatchInfo
 	txns    []binlog.Txn
 	bytes   int
-	end     Position // where its last transaction ends
+	end     Position // where its last transaction (or piece) ends
 	needAck bool     // some transaction in it carries an ACK request
+	piece   bool     // txns is one piece of a split transaction
 	pend    Pending  // set once proposed
 
 	// Stage times, for Stats: the first transaction arrived, the first
@@ -35,6 +38,7 @@ type pipeline struct {
 	c   *Capture
 	s   *stream
 	ctx context.Context
+	buf *budget // bytes taken by the reader, given back when durable; nil in tests
 
 	toWait   chan *batch // proposed batches, in order, for the waiter
 	results  chan result // their outcomes, in the same order
@@ -115,6 +119,10 @@ func (p *pipeline) accept(u *unit) error {
 	if !c.durable.IsZero() && g.Seq <= c.durable.Seq {
 		// Re-delivered after a reconnect: already durable. The master
 		// may still wait for it, so ACK it unless newer work is queued.
+		p.buf.give(len(u.txn.Events))
+		if u.txn.More {
+			return nil // a piece: its transaction's end is ACKed, if asked
+		}
 		c.stats.update(func(st *Stats) { st.Duplicates++ })
 		if !u.needAck {
 			return nil
@@ -124,15 +132,53 @@ func (p *pipeline) accept(u *unit) error {
 		}
 		return p.ack(u.end, time.Now(), 0)
 	}
-	if !c.dispatched.IsZero() && g.Seq <= c.dispatched.Seq || p.pending != nil && g.Seq <= p.pending.txns[len(p.pending.txns)-1].GTID.Seq {
-		return fmt.Errorf("%w: GTID %v is not after the previous transaction", ErrProtocol, g)
+	if err := p.follows(u.txn); err != nil {
+		return err
 	}
-	if p.pending != nil && p.pending.bytes+len(u.txn.Events) > c.cfg.BatchMaxBytes {
+	// A piece travels alone: it neither joins a batch nor takes others.
+	if p.pending != nil && (p.pending.piece || !u.txn.Whole() || p.pending.bytes+len(u.txn.Events) > c.cfg.BatchMaxBytes) {
 		p.held = u
 		return nil
 	}
 	p.add(u)
 	return nil
+}
+
+// follows checks that t comes right after what was accepted before it:
+// a new transaction after the last one ended, or the next piece, at the
+// next offset, of the transaction still open.
+func (p *pipeline) follows(t binlog.Txn) error {
+	c, g := p.c, t.GTID
+	last, open := c.dispatched, c.open
+	if p.pending != nil {
+		lt := p.pending.txns[len(p.pending.txns)-1]
+		last = lt.GTID
+		open = openAfter(lt)
+	}
+	switch {
+	case open.gtid.IsZero() && t.Offset != 0:
+		return fmt.Errorf("%w: piece of %v at offset %d, but no split transaction is open", ErrProtocol, g, t.Offset)
+	case !open.gtid.IsZero() && (g != open.gtid || t.Offset != open.next):
+		return fmt.Errorf("%w: %v at offset %d while %v is open at offset %d", ErrProtocol, g, t.Offset, open.gtid, open.next)
+	case open.gtid.IsZero() && !last.IsZero() && g.Seq <= last.Seq:
+		return fmt.Errorf("%w: GTID %v is not after the previous transaction", ErrProtocol, g)
+	}
+	return nil
+}
+
+// openTxn is a split transaction with pieces accepted and its end to
+// come: the next piece must start at next.
+type openTxn struct {
+	gtid binlog.GTID
+	next uint64
+}
+
+// openAfter is the open transaction once t was accepted.
+func openAfter(t binlog.Txn) openTxn {
+	if !t.More {
+		return openTxn{}
+	}
+	return openTxn{gtid: t.GTID, next: t.Offset + uint64(len(t.Events))}
 }
 
 func (p *pipeline) add(u *unit) {
@@ -144,6 +190,7 @@ func (p *pipeline) add(u *unit) {
 	b.txns = append(b.txns, u.txn)
 	b.bytes += len(u.txn.Events)
 	b.end = u.end
+	b.piece = !u.txn.Whole()
 	if u.needAck && !b.needAck {
 		b.needAck, b.askedAt = true, now
 	}
@@ -166,7 +213,11 @@ func (p *pipeline) propose() error {
 				b.txns[0].GTID, b.txns[len(b.txns)-1].GTID, len(b.txns), err)
 		}
 		b.pend, b.proposedAt = pend, time.Now()
-		c.dispatched = b.txns[len(b.txns)-1].GTID
+		lt := b.txns[len(b.txns)-1]
+		if lt.Ends() {
+			c.dispatched = lt.GTID
+		}
+		c.open = openAfter(lt)
 		p.inflight = append(p.inflight, b)
 		p.toWait <- b // never blocks: it holds MaxInFlight
 		n := len(p.inflight)
@@ -195,8 +246,11 @@ func (p *pipeline) retire(r result) error {
 			return err
 		}
 		b := r.b
-		pos = b.end
-		txns += len(b.txns)
+		if b.txns[len(b.txns)-1].Ends() {
+			// A piece's end is inside its transaction: never ACKed.
+			pos = b.end
+			txns += len(b.txns)
+		}
 		if b.needAck {
 			if !needed || b.askedAt.Before(asked) {
 				asked = b.askedAt
@@ -233,11 +287,26 @@ func (p *pipeline) durable(r result) error {
 		return fmt.Errorf("%w: batch %d (%v..%v, %d txns): %w", ErrRejected, b.info.Seq,
 			b.txns[0].GTID, b.txns[len(b.txns)-1].GTID, len(b.txns), r.err)
 	}
-	c.durable, c.durablePos = b.txns[len(b.txns)-1].GTID, b.end
+	p.buf.give(b.bytes)
+	done := len(b.txns)
+	if lt := b.txns[len(b.txns)-1]; lt.Ends() {
+		c.durable, c.durablePos = lt.GTID, b.end
+		c.partial = resumePoint{}
+	} else {
+		done--
+		if lt.Offset == 0 {
+			c.partial = resumePoint{gtid: lt.GTID}
+		}
+		c.partial.bytes += uint64(len(lt.Events))
+		c.partial.crc = crc32.Update(c.partial.crc, crc32.IEEETable, lt.Events)
+	}
 	c.stats.update(func(st *Stats) {
-		st.Txns += uint64(len(b.txns))
+		st.Txns += uint64(done)
 		st.Bytes += uint64(b.bytes)
 		st.Batches++
+		if b.piece {
+			st.Pieces++
+		}
 		st.MaxBatchTxns = max(st.MaxBatchTxns, len(b.txns))
 		st.Durable = c.durable
 		st.ReadToPropose += b.proposedAt.Sub(b.firstAt)
@@ -276,5 +345,9 @@ func (p *pipeline) drain() error {
 	}
 	close(p.toWait)
 	p.c.dispatched = p.c.durable
+	p.c.open = openTxn{}
+	if r := p.c.partial; !r.gtid.IsZero() {
+		p.c.open = openTxn{gtid: r.gtid, next: r.bytes}
+	}
 	return firstErr
 }

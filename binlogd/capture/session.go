@@ -40,13 +40,27 @@ func (c *Capture) session(ctx context.Context, db *sql.DB) (progressed bool, err
 	units := make(chan *unit, 256)
 	readErr := make(chan error, 1)
 	readerDone := make(chan struct{})
+	buf := newBudget(c.cfg.BufferBytes)
+	g := newGrouper()
+	g.fragBytes = c.cfg.FragmentBytes
+	if !c.partial.gtid.IsZero() {
+		r := c.partial
+		g.resume = &r
+		c.stats.update(func(st *Stats) { st.Resumes++ })
+		c.log.Info("capture: resuming a split transaction", "gtid", r.gtid.String(), "durable_bytes", r.bytes)
+	}
 	go func() {
 		defer close(readerDone)
-		readErr <- c.read(sctx, s, units)
+		readErr <- c.read(sctx, s, g, buf, units)
 	}()
 
 	p := newPipeline(ctx, c, s)
+	p.buf = buf
 	err = p.run(units, readErr)
+	defer func() {
+		peak := buf.peak()
+		c.stats.update(func(st *Stats) { st.PeakBuffered = max(st.PeakBuffered, peak) })
+	}()
 	stop()
 	s.close()
 	<-readerDone
@@ -56,9 +70,10 @@ func (c *Capture) session(ctx context.Context, db *sql.DB) (progressed bool, err
 	return p.got, err
 }
 
-// read is the reader goroutine: stream -> grouper -> units.
-func (c *Capture) read(ctx context.Context, s *stream, out chan<- *unit) error {
-	g := newGrouper()
+// read is the reader goroutine: stream -> grouper -> units, each unit's
+// bytes taken from buf first (reading pauses while the session holds
+// too much that is not durable yet).
+func (c *Capture) read(ctx context.Context, s *stream, g *grouper, buf *budget, out chan<- *unit) error {
 	for {
 		ev, needAck, err := s.next()
 		if err != nil {
@@ -70,6 +85,9 @@ func (c *Capture) read(ctx context.Context, s *stream, out chan<- *unit) error {
 		}
 		if u == nil {
 			continue
+		}
+		if err := buf.take(ctx, len(u.txn.Events)); err != nil {
+			return err
 		}
 		select {
 		case out <- u:

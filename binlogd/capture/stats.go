@@ -9,14 +9,20 @@ import (
 
 // Stats is a snapshot of a capture's counters since New.
 type Stats struct {
-	Txns         uint64        // transactions made durable (duplicates excluded)
-	Bytes        uint64        // raw event bytes made durable
-	Batches      uint64        // batches accepted by the sink
+	Txns    uint64 // transactions made durable (duplicates excluded)
+	Bytes   uint64 // raw event bytes made durable
+	Batches uint64 // batches accepted by the sink
+	Pieces  uint64 // of which pieces of split transactions
+	// PeakBuffered is the most event bytes one session held at once
+	// between reading and durability (bounded by Config.BufferBytes,
+	// plus the transaction being cut, below Config.FragmentBytes).
+	PeakBuffered int
 	MaxBatchTxns int           // largest batch, in transactions
 	Acks         uint64        // semi-sync ACK packets sent
 	AckedTxns    uint64        // transactions covered by those ACKs
 	Duplicates   uint64        // re-delivered transactions dropped after reconnects
 	Reconnects   uint64        // dump connections after the first
+	Resumes      uint64        // of which resumed a split transaction after its durable prefix
 	AckLatency   time.Duration // sum over ACKs: ACK request received -> ACK sent
 	AckLatencyMx time.Duration // worst single ACK latency
 	MaxInFlight  int           // most batches proposed and not yet durable at once
