@@ -76,6 +76,50 @@ func (Role) EnumDescriptor() ([]byte, []int) {
 	return file_admin_proto_rawDescGZIP(), []int{0}
 }
 
+type WatchStatusRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	KeepaliveMs   uint32                 `protobuf:"varint,1,opt,name=keepalive_ms,json=keepaliveMs,proto3" json:"keepalive_ms,omitempty"` // 0: 1000; at least 100
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchStatusRequest) Reset() {
+	*x = WatchStatusRequest{}
+	mi := &file_admin_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchStatusRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchStatusRequest) ProtoMessage() {}
+
+func (x *WatchStatusRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchStatusRequest.ProtoReflect.Descriptor instead.
+func (*WatchStatusRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *WatchStatusRequest) GetKeepaliveMs() uint32 {
+	if x != nil {
+		return x.KeepaliveMs
+	}
+	return 0
+}
+
 type ReloadRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	LogLevel      string                 `protobuf:"bytes,1,opt,name=log_level,json=logLevel,proto3" json:"log_level,omitempty"` // debug, info, warn or error; "" keeps it
@@ -85,7 +129,7 @@ type ReloadRequest struct {
 
 func (x *ReloadRequest) Reset() {
 	*x = ReloadRequest{}
-	mi := &file_admin_proto_msgTypes[0]
+	mi := &file_admin_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -97,7 +141,7 @@ func (x *ReloadRequest) String() string {
 func (*ReloadRequest) ProtoMessage() {}
 
 func (x *ReloadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[0]
+	mi := &file_admin_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -110,7 +154,7 @@ func (x *ReloadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReloadRequest.ProtoReflect.Descriptor instead.
 func (*ReloadRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{0}
+	return file_admin_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *ReloadRequest) GetLogLevel() string {
@@ -131,7 +175,7 @@ type ReloadReply struct {
 
 func (x *ReloadReply) Reset() {
 	*x = ReloadReply{}
-	mi := &file_admin_proto_msgTypes[1]
+	mi := &file_admin_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -143,7 +187,7 @@ func (x *ReloadReply) String() string {
 func (*ReloadReply) ProtoMessage() {}
 
 func (x *ReloadReply) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[1]
+	mi := &file_admin_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -156,7 +200,7 @@ func (x *ReloadReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReloadReply.ProtoReflect.Descriptor instead.
 func (*ReloadReply) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{1}
+	return file_admin_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *ReloadReply) GetCertSerial() string {
@@ -189,7 +233,7 @@ type EventsRequest struct {
 
 func (x *EventsRequest) Reset() {
 	*x = EventsRequest{}
-	mi := &file_admin_proto_msgTypes[2]
+	mi := &file_admin_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -201,7 +245,7 @@ func (x *EventsRequest) String() string {
 func (*EventsRequest) ProtoMessage() {}
 
 func (x *EventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[2]
+	mi := &file_admin_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -214,7 +258,7 @@ func (x *EventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventsRequest.ProtoReflect.Descriptor instead.
 func (*EventsRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{2}
+	return file_admin_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *EventsRequest) GetRecentOnly() bool {
@@ -239,7 +283,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_admin_proto_msgTypes[3]
+	mi := &file_admin_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -251,7 +295,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[3]
+	mi := &file_admin_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -264,7 +308,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{3}
+	return file_admin_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Event) GetSeq() uint64 {
@@ -326,7 +370,7 @@ type ReadWindowRequest struct {
 
 func (x *ReadWindowRequest) Reset() {
 	*x = ReadWindowRequest{}
-	mi := &file_admin_proto_msgTypes[4]
+	mi := &file_admin_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -338,7 +382,7 @@ func (x *ReadWindowRequest) String() string {
 func (*ReadWindowRequest) ProtoMessage() {}
 
 func (x *ReadWindowRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[4]
+	mi := &file_admin_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -351,7 +395,7 @@ func (x *ReadWindowRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadWindowRequest.ProtoReflect.Descriptor instead.
 func (*ReadWindowRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{4}
+	return file_admin_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ReadWindowRequest) GetForwarded() bool {
@@ -374,7 +418,7 @@ type ReadWindowReply struct {
 
 func (x *ReadWindowReply) Reset() {
 	*x = ReadWindowReply{}
-	mi := &file_admin_proto_msgTypes[5]
+	mi := &file_admin_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -386,7 +430,7 @@ func (x *ReadWindowReply) String() string {
 func (*ReadWindowReply) ProtoMessage() {}
 
 func (x *ReadWindowReply) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[5]
+	mi := &file_admin_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -399,7 +443,7 @@ func (x *ReadWindowReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadWindowReply.ProtoReflect.Descriptor instead.
 func (*ReadWindowReply) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{5}
+	return file_admin_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ReadWindowReply) GetMasterId() uint32 {
@@ -445,7 +489,7 @@ type MembersRequest struct {
 
 func (x *MembersRequest) Reset() {
 	*x = MembersRequest{}
-	mi := &file_admin_proto_msgTypes[6]
+	mi := &file_admin_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -457,7 +501,7 @@ func (x *MembersRequest) String() string {
 func (*MembersRequest) ProtoMessage() {}
 
 func (x *MembersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[6]
+	mi := &file_admin_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -470,7 +514,7 @@ func (x *MembersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MembersRequest.ProtoReflect.Descriptor instead.
 func (*MembersRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{6}
+	return file_admin_proto_rawDescGZIP(), []int{7}
 }
 
 type MembersReply struct {
@@ -485,7 +529,7 @@ type MembersReply struct {
 
 func (x *MembersReply) Reset() {
 	*x = MembersReply{}
-	mi := &file_admin_proto_msgTypes[7]
+	mi := &file_admin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -497,7 +541,7 @@ func (x *MembersReply) String() string {
 func (*MembersReply) ProtoMessage() {}
 
 func (x *MembersReply) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[7]
+	mi := &file_admin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -510,7 +554,7 @@ func (x *MembersReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MembersReply.ProtoReflect.Descriptor instead.
 func (*MembersReply) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{7}
+	return file_admin_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *MembersReply) GetMembers() []*Member {
@@ -550,7 +594,7 @@ type AddMemberRequest struct {
 
 func (x *AddMemberRequest) Reset() {
 	*x = AddMemberRequest{}
-	mi := &file_admin_proto_msgTypes[8]
+	mi := &file_admin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -562,7 +606,7 @@ func (x *AddMemberRequest) String() string {
 func (*AddMemberRequest) ProtoMessage() {}
 
 func (x *AddMemberRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[8]
+	mi := &file_admin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -575,7 +619,7 @@ func (x *AddMemberRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddMemberRequest.ProtoReflect.Descriptor instead.
 func (*AddMemberRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{8}
+	return file_admin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *AddMemberRequest) GetMember() *Member {
@@ -594,7 +638,7 @@ type RemoveMemberRequest struct {
 
 func (x *RemoveMemberRequest) Reset() {
 	*x = RemoveMemberRequest{}
-	mi := &file_admin_proto_msgTypes[9]
+	mi := &file_admin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -606,7 +650,7 @@ func (x *RemoveMemberRequest) String() string {
 func (*RemoveMemberRequest) ProtoMessage() {}
 
 func (x *RemoveMemberRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[9]
+	mi := &file_admin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -619,7 +663,7 @@ func (x *RemoveMemberRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMemberRequest.ProtoReflect.Descriptor instead.
 func (*RemoveMemberRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{9}
+	return file_admin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RemoveMemberRequest) GetId() uint32 {
@@ -637,7 +681,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_admin_proto_msgTypes[10]
+	mi := &file_admin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -649,7 +693,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[10]
+	mi := &file_admin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -662,7 +706,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{10}
+	return file_admin_proto_rawDescGZIP(), []int{11}
 }
 
 type Member struct {
@@ -678,7 +722,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_admin_proto_msgTypes[11]
+	mi := &file_admin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -690,7 +734,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[11]
+	mi := &file_admin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -703,7 +747,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{11}
+	return file_admin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Member) GetId() uint32 {
@@ -792,7 +836,7 @@ type NodeStatus struct {
 
 func (x *NodeStatus) Reset() {
 	*x = NodeStatus{}
-	mi := &file_admin_proto_msgTypes[12]
+	mi := &file_admin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -804,7 +848,7 @@ func (x *NodeStatus) String() string {
 func (*NodeStatus) ProtoMessage() {}
 
 func (x *NodeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[12]
+	mi := &file_admin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -817,7 +861,7 @@ func (x *NodeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStatus.ProtoReflect.Descriptor instead.
 func (*NodeStatus) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{12}
+	return file_admin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *NodeStatus) GetNodeId() uint32 {
@@ -999,7 +1043,7 @@ type RecoverPointRequest struct {
 
 func (x *RecoverPointRequest) Reset() {
 	*x = RecoverPointRequest{}
-	mi := &file_admin_proto_msgTypes[13]
+	mi := &file_admin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1011,7 +1055,7 @@ func (x *RecoverPointRequest) String() string {
 func (*RecoverPointRequest) ProtoMessage() {}
 
 func (x *RecoverPointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[13]
+	mi := &file_admin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1024,7 +1068,7 @@ func (x *RecoverPointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecoverPointRequest.ProtoReflect.Descriptor instead.
 func (*RecoverPointRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{13}
+	return file_admin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RecoverPointRequest) GetNodeId() uint32 {
@@ -1054,7 +1098,7 @@ type RecoverPointReply struct {
 
 func (x *RecoverPointReply) Reset() {
 	*x = RecoverPointReply{}
-	mi := &file_admin_proto_msgTypes[14]
+	mi := &file_admin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1066,7 +1110,7 @@ func (x *RecoverPointReply) String() string {
 func (*RecoverPointReply) ProtoMessage() {}
 
 func (x *RecoverPointReply) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[14]
+	mi := &file_admin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1079,7 +1123,7 @@ func (x *RecoverPointReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecoverPointReply.ProtoReflect.Descriptor instead.
 func (*RecoverPointReply) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{14}
+	return file_admin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RecoverPointReply) GetValid() []bool {
@@ -1119,7 +1163,7 @@ type SwitchoverRequest struct {
 
 func (x *SwitchoverRequest) Reset() {
 	*x = SwitchoverRequest{}
-	mi := &file_admin_proto_msgTypes[15]
+	mi := &file_admin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1131,7 +1175,7 @@ func (x *SwitchoverRequest) String() string {
 func (*SwitchoverRequest) ProtoMessage() {}
 
 func (x *SwitchoverRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[15]
+	mi := &file_admin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1144,7 +1188,7 @@ func (x *SwitchoverRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SwitchoverRequest.ProtoReflect.Descriptor instead.
 func (*SwitchoverRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{15}
+	return file_admin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SwitchoverRequest) GetTo() uint32 {
@@ -1164,7 +1208,7 @@ type SwitchoverReply struct {
 
 func (x *SwitchoverReply) Reset() {
 	*x = SwitchoverReply{}
-	mi := &file_admin_proto_msgTypes[16]
+	mi := &file_admin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1176,7 +1220,7 @@ func (x *SwitchoverReply) String() string {
 func (*SwitchoverReply) ProtoMessage() {}
 
 func (x *SwitchoverReply) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[16]
+	mi := &file_admin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1189,7 +1233,7 @@ func (x *SwitchoverReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SwitchoverReply.ProtoReflect.Descriptor instead.
 func (*SwitchoverReply) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{16}
+	return file_admin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SwitchoverReply) GetLeaseVersion() uint64 {
@@ -1216,7 +1260,7 @@ type BackupRequest struct {
 
 func (x *BackupRequest) Reset() {
 	*x = BackupRequest{}
-	mi := &file_admin_proto_msgTypes[17]
+	mi := &file_admin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1228,7 +1272,7 @@ func (x *BackupRequest) String() string {
 func (*BackupRequest) ProtoMessage() {}
 
 func (x *BackupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[17]
+	mi := &file_admin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1241,7 +1285,7 @@ func (x *BackupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupRequest.ProtoReflect.Descriptor instead.
 func (*BackupRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{17}
+	return file_admin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *BackupRequest) GetNodeId() uint32 {
@@ -1270,7 +1314,7 @@ type BackupInfo struct {
 
 func (x *BackupInfo) Reset() {
 	*x = BackupInfo{}
-	mi := &file_admin_proto_msgTypes[18]
+	mi := &file_admin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1282,7 +1326,7 @@ func (x *BackupInfo) String() string {
 func (*BackupInfo) ProtoMessage() {}
 
 func (x *BackupInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[18]
+	mi := &file_admin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1295,7 +1339,7 @@ func (x *BackupInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupInfo.ProtoReflect.Descriptor instead.
 func (*BackupInfo) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{18}
+	return file_admin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *BackupInfo) GetSourceNode() uint32 {
@@ -1336,7 +1380,7 @@ type BackupChunk struct {
 
 func (x *BackupChunk) Reset() {
 	*x = BackupChunk{}
-	mi := &file_admin_proto_msgTypes[19]
+	mi := &file_admin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1348,7 +1392,7 @@ func (x *BackupChunk) String() string {
 func (*BackupChunk) ProtoMessage() {}
 
 func (x *BackupChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[19]
+	mi := &file_admin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1361,7 +1405,7 @@ func (x *BackupChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupChunk.ProtoReflect.Descriptor instead.
 func (*BackupChunk) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{19}
+	return file_admin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *BackupChunk) GetInfo() *BackupInfo {
@@ -1382,7 +1426,9 @@ var File_admin_proto protoreflect.FileDescriptor
 
 const file_admin_proto_rawDesc = "" +
 	"\n" +
-	"\vadmin.proto\x12\vphxgo.admin\",\n" +
+	"\vadmin.proto\x12\vphxgo.admin\"7\n" +
+	"\x12WatchStatusRequest\x12!\n" +
+	"\fkeepalive_ms\x18\x01 \x01(\rR\vkeepaliveMs\",\n" +
 	"\rReloadRequest\x12\x1b\n" +
 	"\tlog_level\x18\x01 \x01(\tR\blogLevel\"n\n" +
 	"\vReloadReply\x12\x1f\n" +
@@ -1493,7 +1539,7 @@ const file_admin_proto_rawDesc = "" +
 	"\fROLE_REPLICA\x10\x01\x12\x12\n" +
 	"\x0eROLE_CANDIDATE\x10\x02\x12\x0f\n" +
 	"\vROLE_MASTER\x10\x03\x12\x0f\n" +
-	"\vROLE_UNSAFE\x10\x042\xc5\x05\n" +
+	"\vROLE_UNSAFE\x10\x042\x90\x06\n" +
 	"\x05Admin\x12=\n" +
 	"\x06Status\x12\x1a.phxgo.admin.StatusRequest\x1a\x17.phxgo.admin.NodeStatus\x12P\n" +
 	"\fRecoverPoint\x12 .phxgo.admin.RecoverPointRequest\x1a\x1e.phxgo.admin.RecoverPointReply\x12J\n" +
@@ -1506,7 +1552,8 @@ const file_admin_proto_rawDesc = "" +
 	"\n" +
 	"ReadWindow\x12\x1e.phxgo.admin.ReadWindowRequest\x1a\x1c.phxgo.admin.ReadWindowReply\x12:\n" +
 	"\x06Events\x12\x1a.phxgo.admin.EventsRequest\x1a\x12.phxgo.admin.Event0\x01\x12>\n" +
-	"\x06Reload\x12\x1a.phxgo.admin.ReloadRequest\x1a\x18.phxgo.admin.ReloadReplyB\x13Z\x11phxgo/proto;protob\x06proto3"
+	"\x06Reload\x12\x1a.phxgo.admin.ReloadRequest\x1a\x18.phxgo.admin.ReloadReply\x12I\n" +
+	"\vWatchStatus\x12\x1f.phxgo.admin.WatchStatusRequest\x1a\x17.phxgo.admin.NodeStatus0\x01B\x13Z\x11phxgo/proto;protob\x06proto3"
 
 var (
 	file_admin_proto_rawDescOnce sync.Once
@@ -1521,60 +1568,63 @@ func file_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_admin_proto_goTypes = []any{
 	(Role)(0),                   // 0: phxgo.admin.Role
-	(*ReloadRequest)(nil),       // 1: phxgo.admin.ReloadRequest
-	(*ReloadReply)(nil),         // 2: phxgo.admin.ReloadReply
-	(*EventsRequest)(nil),       // 3: phxgo.admin.EventsRequest
-	(*Event)(nil),               // 4: phxgo.admin.Event
-	(*ReadWindowRequest)(nil),   // 5: phxgo.admin.ReadWindowRequest
-	(*ReadWindowReply)(nil),     // 6: phxgo.admin.ReadWindowReply
-	(*MembersRequest)(nil),      // 7: phxgo.admin.MembersRequest
-	(*MembersReply)(nil),        // 8: phxgo.admin.MembersReply
-	(*AddMemberRequest)(nil),    // 9: phxgo.admin.AddMemberRequest
-	(*RemoveMemberRequest)(nil), // 10: phxgo.admin.RemoveMemberRequest
-	(*StatusRequest)(nil),       // 11: phxgo.admin.StatusRequest
-	(*Member)(nil),              // 12: phxgo.admin.Member
-	(*NodeStatus)(nil),          // 13: phxgo.admin.NodeStatus
-	(*RecoverPointRequest)(nil), // 14: phxgo.admin.RecoverPointRequest
-	(*RecoverPointReply)(nil),   // 15: phxgo.admin.RecoverPointReply
-	(*SwitchoverRequest)(nil),   // 16: phxgo.admin.SwitchoverRequest
-	(*SwitchoverReply)(nil),     // 17: phxgo.admin.SwitchoverReply
-	(*BackupRequest)(nil),       // 18: phxgo.admin.BackupRequest
-	(*BackupInfo)(nil),          // 19: phxgo.admin.BackupInfo
-	(*BackupChunk)(nil),         // 20: phxgo.admin.BackupChunk
-	nil,                         // 21: phxgo.admin.Event.DetailsEntry
+	(*WatchStatusRequest)(nil),  // 1: phxgo.admin.WatchStatusRequest
+	(*ReloadRequest)(nil),       // 2: phxgo.admin.ReloadRequest
+	(*ReloadReply)(nil),         // 3: phxgo.admin.ReloadReply
+	(*EventsRequest)(nil),       // 4: phxgo.admin.EventsRequest
+	(*Event)(nil),               // 5: phxgo.admin.Event
+	(*ReadWindowRequest)(nil),   // 6: phxgo.admin.ReadWindowRequest
+	(*ReadWindowReply)(nil),     // 7: phxgo.admin.ReadWindowReply
+	(*MembersRequest)(nil),      // 8: phxgo.admin.MembersRequest
+	(*MembersReply)(nil),        // 9: phxgo.admin.MembersReply
+	(*AddMemberRequest)(nil),    // 10: phxgo.admin.AddMemberRequest
+	(*RemoveMemberRequest)(nil), // 11: phxgo.admin.RemoveMemberRequest
+	(*StatusRequest)(nil),       // 12: phxgo.admin.StatusRequest
+	(*Member)(nil),              // 13: phxgo.admin.Member
+	(*NodeStatus)(nil),          // 14: phxgo.admin.NodeStatus
+	(*RecoverPointRequest)(nil), // 15: phxgo.admin.RecoverPointRequest
+	(*RecoverPointReply)(nil),   // 16: phxgo.admin.RecoverPointReply
+	(*SwitchoverRequest)(nil),   // 17: phxgo.admin.SwitchoverRequest
+	(*SwitchoverReply)(nil),     // 18: phxgo.admin.SwitchoverReply
+	(*BackupRequest)(nil),       // 19: phxgo.admin.BackupRequest
+	(*BackupInfo)(nil),          // 20: phxgo.admin.BackupInfo
+	(*BackupChunk)(nil),         // 21: phxgo.admin.BackupChunk
+	nil,                         // 22: phxgo.admin.Event.DetailsEntry
 }
 var file_admin_proto_depIdxs = []int32{
-	21, // 0: phxgo.admin.Event.details:type_name -> phxgo.admin.Event.DetailsEntry
-	12, // 1: phxgo.admin.MembersReply.members:type_name -> phxgo.admin.Member
-	12, // 2: phxgo.admin.AddMemberRequest.member:type_name -> phxgo.admin.Member
+	22, // 0: phxgo.admin.Event.details:type_name -> phxgo.admin.Event.DetailsEntry
+	13, // 1: phxgo.admin.MembersReply.members:type_name -> phxgo.admin.Member
+	13, // 2: phxgo.admin.AddMemberRequest.member:type_name -> phxgo.admin.Member
 	0,  // 3: phxgo.admin.NodeStatus.role:type_name -> phxgo.admin.Role
-	12, // 4: phxgo.admin.NodeStatus.members:type_name -> phxgo.admin.Member
-	19, // 5: phxgo.admin.BackupChunk.info:type_name -> phxgo.admin.BackupInfo
-	11, // 6: phxgo.admin.Admin.Status:input_type -> phxgo.admin.StatusRequest
-	14, // 7: phxgo.admin.Admin.RecoverPoint:input_type -> phxgo.admin.RecoverPointRequest
-	16, // 8: phxgo.admin.Admin.Switchover:input_type -> phxgo.admin.SwitchoverRequest
-	7,  // 9: phxgo.admin.Admin.Members:input_type -> phxgo.admin.MembersRequest
-	9,  // 10: phxgo.admin.Admin.AddMember:input_type -> phxgo.admin.AddMemberRequest
-	10, // 11: phxgo.admin.Admin.RemoveMember:input_type -> phxgo.admin.RemoveMemberRequest
-	18, // 12: phxgo.admin.Admin.Backup:input_type -> phxgo.admin.BackupRequest
-	5,  // 13: phxgo.admin.Admin.ReadWindow:input_type -> phxgo.admin.ReadWindowRequest
-	3,  // 14: phxgo.admin.Admin.Events:input_type -> phxgo.admin.EventsRequest
-	1,  // 15: phxgo.admin.Admin.Reload:input_type -> phxgo.admin.ReloadRequest
-	13, // 16: phxgo.admin.Admin.Status:output_type -> phxgo.admin.NodeStatus
-	15, // 17: phxgo.admin.Admin.RecoverPoint:output_type -> phxgo.admin.RecoverPointReply
-	17, // 18: phxgo.admin.Admin.Switchover:output_type -> phxgo.admin.SwitchoverReply
-	8,  // 19: phxgo.admin.Admin.Members:output_type -> phxgo.admin.MembersReply
-	8,  // 20: phxgo.admin.Admin.AddMember:output_type -> phxgo.admin.MembersReply
-	8,  // 21: phxgo.admin.Admin.RemoveMember:output_type -> phxgo.admin.MembersReply
-	20, // 22: phxgo.admin.Admin.Backup:output_type -> phxgo.admin.BackupChunk
-	6,  // 23: phxgo.admin.Admin.ReadWindow:output_type -> phxgo.admin.ReadWindowReply
-	4,  // 24: phxgo.admin.Admin.Events:output_type -> phxgo.admin.Event
-	2,  // 25: phxgo.admin.Admin.Reload:output_type -> phxgo.admin.ReloadReply
-	16, // [16:26] is the sub-list for method output_type
-	6,  // [6:16] is the sub-list for method input_type
+	13, // 4: phxgo.admin.NodeStatus.members:type_name -> phxgo.admin.Member
+	20, // 5: phxgo.admin.BackupChunk.info:type_name -> phxgo.admin.BackupInfo
+	12, // 6: phxgo.admin.Admin.Status:input_type -> phxgo.admin.StatusRequest
+	15, // 7: phxgo.admin.Admin.RecoverPoint:input_type -> phxgo.admin.RecoverPointRequest
+	17, // 8: phxgo.admin.Admin.Switchover:input_type -> phxgo.admin.SwitchoverRequest
+	8,  // 9: phxgo.admin.Admin.Members:input_type -> phxgo.admin.MembersRequest
+	10, // 10: phxgo.admin.Admin.AddMember:input_type -> phxgo.admin.AddMemberRequest
+	11, // 11: phxgo.admin.Admin.RemoveMember:input_type -> phxgo.admin.RemoveMemberRequest
+	19, // 12: phxgo.admin.Admin.Backup:input_type -> phxgo.admin.BackupRequest
+	6,  // 13: phxgo.admin.Admin.ReadWindow:input_type -> phxgo.admin.ReadWindowRequest
+	4,  // 14: phxgo.admin.Admin.Events:input_type -> phxgo.admin.EventsRequest
+	2,  // 15: phxgo.admin.Admin.Reload:input_type -> phxgo.admin.ReloadRequest
+	1,  // 16: phxgo.admin.Admin.WatchStatus:input_type -> phxgo.admin.WatchStatusRequest
+	14, // 17: phxgo.admin.Admin.Status:output_type -> phxgo.admin.NodeStatus
+	16, // 18: phxgo.admin.Admin.RecoverPoint:output_type -> phxgo.admin.RecoverPointReply
+	18, // 19: phxgo.admin.Admin.Switchover:output_type -> phxgo.admin.SwitchoverReply
+	9,  // 20: phxgo.admin.Admin.Members:output_type -> phxgo.admin.MembersReply
+	9,  // 21: phxgo.admin.Admin.AddMember:output_type -> phxgo.admin.MembersReply
+	9,  // 22: phxgo.admin.Admin.RemoveMember:output_type -> phxgo.admin.MembersReply
+	21, // 23: phxgo.admin.Admin.Backup:output_type -> phxgo.admin.BackupChunk
+	7,  // 24: phxgo.admin.Admin.ReadWindow:output_type -> phxgo.admin.ReadWindowReply
+	5,  // 25: phxgo.admin.Admin.Events:output_type -> phxgo.admin.Event
+	3,  // 26: phxgo.admin.Admin.Reload:output_type -> phxgo.admin.ReloadReply
+	14, // 27: phxgo.admin.Admin.WatchStatus:output_type -> phxgo.admin.NodeStatus
+	17, // [17:28] is the sub-list for method output_type
+	6,  // [6:17] is the sub-list for method input_type
 	6,  // [6:6] is the sub-list for extension type_name
 	6,  // [6:6] is the sub-list for extension extendee
 	0,  // [0:6] is the sub-list for field type_name
@@ -1591,7 +1641,7 @@ func file_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_admin_proto_rawDesc), len(file_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   21,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

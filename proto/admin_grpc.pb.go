@@ -29,6 +29,7 @@ const (
 	Admin_ReadWindow_FullMethodName   = "/phxgo.admin.Admin/ReadWindow"
 	Admin_Events_FullMethodName       = "/phxgo.admin.Admin/Events"
 	Admin_Reload_FullMethodName       = "/phxgo.admin.Admin/Reload"
+	Admin_WatchStatus_FullMethodName  = "/phxgo.admin.Admin/WatchStatus"
 )
 
 // AdminClient is the client API for Admin service.
@@ -65,7 +66,8 @@ type AdminClient interface {
 	// ReadWindow asks the master for a read window (sqlproxy/window.go,
 	// binlogd/node/windows.go): a non-master proxy may send statements
 	// straight to the master's MariaDB until its local time at the send
-	// plus remaining_ns minus drift_margin_ns. Any node answers: a
+	// plus remaining_ns minus drift_margin_ns; the master node's own proxy
+	// serves from its MariaDB only under such a window too. Any node answers: a
 	// non-master forwards the request to the master it knows. A master
 	// grants only while it holds a valid lease and serves writes, and it
 	// does not end its term (Fence, Switchover) before every window it
@@ -84,6 +86,14 @@ type AdminClient interface {
 	// CA, open ones keep theirs. All or nothing: INVALID_ARGUMENT (and the
 	// old settings stay) when a file or the level is bad. Admin only.
 	Reload(ctx context.Context, in *ReloadRequest, opts ...grpc.CallOption) (*ReloadReply, error)
+	// WatchStatus streams this node's Status (binlogd/node/watch.go): one at
+	// once, then one whenever what a proxy routes by changes (role,
+	// readiness, master, epoch, lease version, members, UNSAFE, MariaDB up),
+	// and at least every keepalive_ms with fresh figures. A pushed
+	// lease_remaining_ns is for display only: the reader cannot tell how old
+	// a message is, so a proxy takes its serving deadline from ReadWindow
+	// (its own clock read before the request), never from this stream.
+	WatchStatus(ctx context.Context, in *WatchStatusRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[NodeStatus], error)
 }
 
 type adminClient struct {
@@ -212,6 +222,25 @@ func (c *adminClient) Reload(ctx context.Context, in *ReloadRequest, opts ...grp
 	return out, nil
 }
 
+func (c *adminClient) WatchStatus(ctx context.Context, in *WatchStatusRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[NodeStatus], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Admin_ServiceDesc.Streams[2], Admin_WatchStatus_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[WatchStatusRequest, NodeStatus]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Admin_WatchStatusClient = grpc.ServerStreamingClient[NodeStatus]
+
 // AdminServer is the server API for Admin service.
 // All implementations must embed UnimplementedAdminServer
 // for forward compatibility.
@@ -246,7 +275,8 @@ type AdminServer interface {
 	// ReadWindow asks the master for a read window (sqlproxy/window.go,
 	// binlogd/node/windows.go): a non-master proxy may send statements
 	// straight to the master's MariaDB until its local time at the send
-	// plus remaining_ns minus drift_margin_ns. Any node answers: a
+	// plus remaining_ns minus drift_margin_ns; the master node's own proxy
+	// serves from its MariaDB only under such a window too. Any node answers: a
 	// non-master forwards the request to the master it knows. A master
 	// grants only while it holds a valid lease and serves writes, and it
 	// does not end its term (Fence, Switchover) before every window it
@@ -265,6 +295,14 @@ type AdminServer interface {
 	// CA, open ones keep theirs. All or nothing: INVALID_ARGUMENT (and the
 	// old settings stay) when a file or the level is bad. Admin only.
 	Reload(context.Context, *ReloadRequest) (*ReloadReply, error)
+	// WatchStatus streams this node's Status (binlogd/node/watch.go): one at
+	// once, then one whenever what a proxy routes by changes (role,
+	// readiness, master, epoch, lease version, members, UNSAFE, MariaDB up),
+	// and at least every keepalive_ms with fresh figures. A pushed
+	// lease_remaining_ns is for display only: the reader cannot tell how old
+	// a message is, so a proxy takes its serving deadline from ReadWindow
+	// (its own clock read before the request), never from this stream.
+	WatchStatus(*WatchStatusRequest, grpc.ServerStreamingServer[NodeStatus]) error
 	mustEmbedUnimplementedAdminServer()
 }
 
@@ -304,6 +342,9 @@ func (UnimplementedAdminServer) Events(*EventsRequest, grpc.ServerStreamingServe
 }
 func (UnimplementedAdminServer) Reload(context.Context, *ReloadRequest) (*ReloadReply, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Reload not implemented")
+}
+func (UnimplementedAdminServer) WatchStatus(*WatchStatusRequest, grpc.ServerStreamingServer[NodeStatus]) error {
+	return status.Errorf(codes.Unimplemented, "method WatchStatus not implemented")
 }
 func (UnimplementedAdminServer) mustEmbedUnimplementedAdminServer() {}
 func (UnimplementedAdminServer) testEmbeddedByValue()               {}
@@ -492,6 +533,17 @@ func _Admin_Reload_Handler(srv interface{}, ctx context.Context, dec func(interf
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Admin_WatchStatus_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(WatchStatusRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(AdminServer).WatchStatus(m, &grpc.GenericServerStream[WatchStatusRequest, NodeStatus]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Admin_WatchStatusServer = grpc.ServerStreamingServer[NodeStatus]
+
 // Admin_ServiceDesc is the grpc.ServiceDesc for Admin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -541,6 +593,11 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "Events",
 			Handler:       _Admin_Events_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "WatchStatus",
+			Handler:       _Admin_WatchStatus_Handler,
 			ServerStreams: true,
 		},
 	},

@@ -36,6 +36,7 @@ import (
 //	Admin/ReadWindow            yes (3)     yes     yes
 //	Admin/Events                yes         yes     yes (4)
 //	Admin/Reload                -           -       yes
+//	Admin/WatchStatus           yes         yes     yes
 //	grpc.health.v1.Health/*     any certificate of the CA
 //	anything else               -           -       -
 //
@@ -51,7 +52,7 @@ import (
 // epochs, member ids); a proxy may watch them to re-route at once.
 //
 // Nodes call each other only for Paxos and Status (waitCaughtUp,
-// retention) and ReadWindow (forwarding); sqlproxy calls Status and ReadWindow (sqlproxy/topology). A refusal is
+// retention) and ReadWindow (forwarding); sqlproxy calls WatchStatus (Status on an older binlogd) and ReadWindow (sqlproxy/topology). A refusal is
 // PermissionDenied naming the identity the call needs. Without TLS
 // ("insecure_no_tls") there is no identity and everything is allowed:
 // that is what the opt-out means.
@@ -79,6 +80,7 @@ var policy = map[string]rule{
 	pb.Admin_ReadWindow_FullMethodName:   {roles: anyRole},                                    // proxies ask; a node forwards a proxy's request to the master (windows.go)
 	pb.Admin_Events_FullMethodName:       {roles: anyRole},                                    // read-only: what the log already shows (binlogd/events)
 	pb.Admin_Reload_FullMethodName:       {roles: []mtls.Role{mtls.RoleAdmin}},                // swaps this node's certificate and log level
+	pb.Admin_WatchStatus_FullMethodName:  {roles: anyRole},                                    // Status, pushed: proxies route by it (watch.go)
 }
 
 // healthPrefix: the standard health service is open to any certificate of

@@ -18,7 +18,9 @@ import (
 // Read windows (DESIGN.md "Reads"; sqlproxy/window.go is the other side).
 //
 // A non-master proxy may send statements straight to the master's MariaDB
-// while it holds a window the master granted: it asks at its local time
+// while it holds a window the master granted, and the master node's own
+// proxy serves from its MariaDB only under one too (its Status push,
+// watch.go, carries no deadline it could trust): it asks at its local time
 // t0, the master answers w <= its remaining lease r, and the proxy uses
 // the master until t0 + w - m (m: the lease's DriftMargin). The master
 // records the latest end it granted, now + w on its own clock, which is
@@ -40,6 +42,8 @@ import (
 //
 // Windows are capped at windowFraction of the lease so a step-down waits
 // at most that long; the proxy renews when half of its window is left.
+// While a switchover quiesces (hold) windows are renewed only up to the
+// end already granted, so they run out during the quiesce.
 
 // windowFraction: a window lasts at most LeaseDuration/windowFraction.
 const windowFraction = 5
@@ -49,7 +53,7 @@ const windowFraction = 5
 type readWindows struct {
 	mu   sync.Mutex
 	end  time.Time // latest window end granted, on this process's clock
-	held int       // > 0: a switchover is quiescing; grant nothing
+	held int       // > 0: a switchover is quiescing; grant nothing past end
 
 	once    sync.Once
 	granted prometheus.Counter
@@ -71,8 +75,8 @@ func (w *readWindows) metrics(reg *prometheus.Registry) {
 	})
 }
 
-// hold stops granting until the returned func runs (Switchover quiesces:
-// the windows run out while the target catches up).
+// hold stops extending windows until the returned func runs (Switchover
+// quiesces: the windows run out while the target catches up).
 func (w *readWindows) hold() func() {
 	w.mu.Lock()
 	w.held++
@@ -160,9 +164,6 @@ func (n *Node) grantWindow() (*pb.ReadWindowReply, string) {
 	cfg := n.lease.Config()
 	n.win.mu.Lock()
 	defer n.win.mu.Unlock()
-	if n.win.held > 0 {
-		return nil, "switchover in progress"
-	}
 	// Read the deadline under win.mu: a step-down drops it before
 	// windowGate reads win.end under the same mutex.
 	ls := n.lease.Status()
@@ -170,7 +171,17 @@ func (n *Node) grantWindow() (*pb.ReadWindowReply, string) {
 	if !ls.Ready || ls.State.Master != n.cfg.ID || ls.Deadline.IsZero() || ls.Deadline.Sub(now) <= cfg.DriftMargin {
 		return nil, "no valid lease"
 	}
-	w := n.win.grantLocked(now, ls.Deadline, cfg.LeaseDuration/windowFraction)
+	most := cfg.LeaseDuration / windowFraction
+	if n.win.held > 0 {
+		// A switchover is quiescing: renew only up to the end already
+		// granted, so readers (the master's own proxy among them) keep
+		// going while the wait the gate will make never grows.
+		most = min(most, n.win.end.Sub(now))
+		if most <= cfg.DriftMargin {
+			return nil, "switchover in progress"
+		}
+	}
+	w := n.win.grantLocked(now, ls.Deadline, most)
 	return &pb.ReadWindowReply{MasterId: n.cfg.ID, Epoch: ls.State.Epoch, MysqlAddr: self.MySQLAddr,
 		RemainingNs: int64(w), DriftMarginNs: int64(cfg.DriftMargin)}, ""
 }

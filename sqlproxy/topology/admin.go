@@ -2,19 +2,28 @@ package topology
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	pb "phxgo/proto"
 )
 
-// Admin polls the local binlogd's Admin.Status and turns each answer into
-// a View. The master's lease deadline is taken conservatively: the time
-// the request was SENT plus lease_remaining_ns, so the network and
-// scheduling delay only shorten it.
+// Admin follows the local binlogd's Status, pushed on Admin.WatchStatus
+// (polled with Admin.Status from a binlogd without it), and keeps a read
+// window (window.go); each change becomes a View.
+//
+// Nothing in a status extends how long this node may serve: a pushed
+// message's age is unknown. The master node's own lease deadline is its
+// read window's end (t0 before the request + granted - drift margin), and
+// the master's binlogd waits every window out before it ends its term
+// early. The status only makes the view stop at once on a step-down.
 type Admin struct {
 	Notifier
 	client   pb.AdminClient
@@ -22,14 +31,25 @@ type Admin struct {
 	log      *slog.Logger
 	self     atomic.Uint32
 	ready    chan struct{}
+	readyOne sync.Once
 
 	mu   sync.Mutex // serializes publishing base + win
-	base View       // from the last Status
+	base View       // from the last status
 	win  Window     // the last read window granted (window.go)
 }
 
-// NewAdmin starts polling client every interval (default 50ms) until ctx
-// ends. Until the first answer the view is empty (no master).
+// keepalive is what Admin asks binlogd for on WatchStatus; a stream
+// silent for watchSilence is taken as dead and opened again.
+const (
+	keepalive    = time.Second
+	watchSilence = 3 * keepalive
+)
+
+// NewAdmin follows client's status until ctx ends. interval (default
+// 50ms) is the Status poll of the fallback for a binlogd without
+// WatchStatus, the pause before a broken stream is opened again, and the
+// retry rate of a refused read window. Until the first status the view is
+// empty (no master).
 func NewAdmin(ctx context.Context, client pb.AdminClient, interval time.Duration, log *slog.Logger) *Admin {
 	if interval <= 0 {
 		interval = 50 * time.Millisecond
@@ -47,16 +67,71 @@ func NewAdmin(ctx context.Context, client pb.AdminClient, interval time.Duration
 // Self is this node's id (0 until the first answer).
 func (a *Admin) Self() uint32 { return a.self.Load() }
 
-// Ready is closed after the first successful Status.
+// Ready is closed after the first status.
 func (a *Admin) Ready() <-chan struct{} { return a.ready }
 
+// run follows the stream, opening it again when it breaks; a binlogd that
+// does not know WatchStatus is polled instead.
 func (a *Admin) run(ctx context.Context) {
+	failing := false
+	for ctx.Err() == nil {
+		got, err := a.watch(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if status.Code(err) == codes.Unimplemented {
+			a.log.Info("sqlproxy: binlogd has no WatchStatus; polling its Status", "interval", a.interval)
+			a.poll(ctx)
+			return
+		}
+		if got {
+			failing = false
+		}
+		if !failing {
+			// The view stays: its lease is a window that only runs out.
+			a.log.Warn("sqlproxy: binlogd status stream broken; opening it again", "err", err)
+			failing = true
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(a.interval):
+		}
+	}
+}
+
+// watch reads one WatchStatus stream until it fails; got says whether it
+// delivered anything.
+func (a *Admin) watch(ctx context.Context) (got bool, err error) {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// A binlogd that is paused or cut off sends nothing, not an error.
+	silent := time.AfterFunc(watchSilence, cancel)
+	defer silent.Stop()
+	stream, err := a.client.WatchStatus(wctx, &pb.WatchStatusRequest{KeepaliveMs: uint32(keepalive / time.Millisecond)})
+	if err != nil {
+		return false, err
+	}
+	for {
+		st, err := stream.Recv()
+		if err != nil {
+			if wctx.Err() != nil && ctx.Err() == nil {
+				err = fmt.Errorf("no status for %v: %w", watchSilence, err)
+			}
+			return got, err
+		}
+		silent.Reset(watchSilence)
+		got = true
+		a.apply(st)
+	}
+}
+
+// poll asks Status every interval (a binlogd older than WatchStatus).
+func (a *Admin) poll(ctx context.Context) {
 	t := time.NewTicker(a.interval)
 	defer t.Stop()
-	var last View
-	first, failing := true, false
+	failing := false
 	for {
-		sent := time.Now()
 		rctx, cancel := context.WithTimeout(ctx, 2*a.interval+time.Second)
 		st, err := a.client.Status(rctx, &pb.StatusRequest{})
 		cancel()
@@ -65,20 +140,9 @@ func (a *Admin) run(ctx context.Context) {
 				a.log.Warn("sqlproxy: binlogd status failed", "err", err)
 				failing = true
 			}
-			// Without fresh news this node cannot vouch for its lease:
-			// keep the deadline we had (it only runs out) and the rest.
 		} else {
 			failing = false
-			a.self.Store(st.NodeId)
-			v := FromStatus(st, sent)
-			if first || !sameView(v, last) {
-				a.setBase(v)
-				last = v
-			}
-			if first {
-				close(a.ready)
-				first = false
-			}
+			a.apply(st)
 		}
 		select {
 		case <-ctx.Done():
@@ -88,21 +152,31 @@ func (a *Admin) run(ctx context.Context) {
 	}
 }
 
-// setBase publishes v with the current read window.
+// apply publishes what status st changes.
+func (a *Admin) apply(st *pb.NodeStatus) {
+	a.self.Store(st.NodeId)
+	a.setBase(FromStatus(st))
+	a.readyOne.Do(func() { close(a.ready) })
+}
+
+// setBase publishes v (if it differs from the last) with the read window.
 func (a *Admin) setBase(v View) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if sameView(v, a.base) {
+		return
+	}
 	a.base = v
-	v.Window = a.windowFor(v)
-	a.Set(v)
+	a.publishLocked()
 }
 
-// sameView ignores the lease deadline's renewal drift only when neither
-// side is master; a renewed deadline is a change worth publishing.
+// sameView: a status that changes nothing is not published (sessions
+// waiting for a change would wake for nothing).
 func sameView(a, b View) bool { return reflect.DeepEqual(a, b) }
 
-// FromStatus converts a NodeStatus received for a request sent at sent.
-func FromStatus(st *pb.NodeStatus, sent time.Time) View {
+// FromStatus converts a NodeStatus. It sets no lease deadline: that comes
+// only from a read window (publishLocked).
+func FromStatus(st *pb.NodeStatus) View {
 	v := View{MasterID: st.MasterId, Ready: st.Ready}
 	for _, m := range st.Members {
 		switch {
@@ -115,9 +189,6 @@ func FromStatus(st *pb.NodeStatus, sent time.Time) View {
 			v.Replicas = append(v.Replicas, Replica{ID: m.Id, MySQLAddr: m.MysqlAddr})
 		}
 	}
-	if st.Role == pb.Role_ROLE_MASTER && st.MasterId == st.NodeId && st.LeaseRemainingNs > 0 {
-		v.IsMaster = true
-		v.LeaseDeadline = sent.Add(time.Duration(st.LeaseRemainingNs))
-	}
+	v.IsMaster = st.Role == pb.Role_ROLE_MASTER && st.MasterId == st.NodeId && st.Ready && st.LeaseRemainingNs > 0
 	return v
 }

@@ -44,35 +44,40 @@ func WindowFromReply(rep *pb.ReadWindowReply, t0 time.Time) (Window, bool) {
 		Until: t0.Add(usable), RenewAt: t0.Add(usable / 2)}, true
 }
 
-// needWindow says whether the proxy should ask for a window now: it is
-// not the master, a master is known, and it holds no window of that
-// master that is still short of its renewal point.
+// needWindow says whether the proxy should ask for a window now: on the
+// master node, when it holds none of its own still short of its renewal
+// point (its lease is that window); elsewhere, when a master is known and
+// the proxy holds no window of that master short of its renewal point.
 func needWindow(v View, self uint32, now time.Time) bool {
-	if v.IsMaster || v.MasterID == 0 || v.MasterID == self || v.MasterMySQLAddr == "" {
+	w := v.Window
+	if v.IsMaster {
+		return w.MasterID != self || !now.Before(w.RenewAt)
+	}
+	if v.MasterID == 0 || v.MasterID == self || v.MasterMySQLAddr == "" {
 		return false
 	}
-	w := v.Window
 	return w.MySQLAddr == "" || w.MasterID != v.MasterID || !now.Before(w.RenewAt)
 }
 
-// windowLoop keeps a read window while this node is not the master,
-// asking the local binlogd (which forwards to the master) ahead of expiry.
-// A failed request leaves the window to run out: the proxy then forwards
-// to the master's proxy as before.
+// windowIdle is how long windowLoop sleeps with nothing to renew or retry;
+// a view change wakes it sooner.
+const windowIdle = time.Second
+
+// windowLoop keeps a read window, asking the local binlogd (which grants
+// it as master or forwards to the master) ahead of expiry. A failed
+// request leaves the window to run out: a non-master proxy then forwards
+// to the master's proxy as before; the master's own proxy stops serving
+// (masterWait) until a window comes.
 func (a *Admin) windowLoop(ctx context.Context) {
 	failing := false
-	timer := time.NewTimer(0)
+	timer := time.NewTimer(windowIdle)
 	defer timer.Stop()
 	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-timer.C:
-		case <-a.Changed():
-		}
+		changed := a.Changed() // before the view: a change after it still wakes us
 		v := a.View()
-		now := time.Now()
-		if needWindow(v, a.Self(), now) {
+		asked := false
+		if needWindow(v, a.Self(), time.Now()) {
+			asked = true
 			t0 := time.Now() // before the send: the master's remaining time is measured after it
 			rctx, cancel := context.WithTimeout(ctx, a.interval+time.Second)
 			rep, err := a.client.ReadWindow(rctx, &pb.ReadWindowRequest{})
@@ -83,42 +88,64 @@ func (a *Admin) windowLoop(ctx context.Context) {
 			}
 			if ok {
 				if failing {
-					a.log.Info("sqlproxy: read window granted again; one hop to the master's MariaDB", "master", w.MasterID)
+					a.log.Info("sqlproxy: read window granted again", "master", w.MasterID)
 				}
 				failing = false
-				a.setWindow(w)
+				// Our own change must not wake us: wait for the renewal point.
+				changed = a.setWindow(w)
+				asked, v = false, a.View()
 			} else if !failing {
-				a.log.Warn("sqlproxy: no read window; forwarding to the master's proxy", "err", err)
+				if v.IsMaster {
+					a.log.Warn("sqlproxy: this node is master but grants its proxy no window; not serving", "err", err)
+				} else {
+					a.log.Warn("sqlproxy: no read window; forwarding to the master's proxy", "err", err)
+				}
 				failing = true
 			}
 		}
-		next := a.interval
-		if w := a.View().Window; w.MySQLAddr != "" {
-			if d := time.Until(w.RenewAt); d > 0 && d < next {
-				next = d
-			} else if d <= 0 && failing {
-				next = a.interval // retry at the poll rate while refused
+		next := windowIdle
+		if d := time.Until(v.Window.RenewAt); v.Window.MySQLAddr != "" && d > 0 {
+			next = min(next, d)
+		}
+		if asked || needWindow(v, a.Self(), time.Now()) {
+			// Refused, or a window used up on arrival: retry at the
+			// poll rate, do not spin.
+			next = a.interval
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
 			}
 		}
 		timer.Reset(next)
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		case <-changed:
+		}
 	}
 }
 
-// setWindow publishes the view with window w.
-func (a *Admin) setWindow(w Window) {
+// setWindow publishes the view with window w and returns the channel of
+// the next change after it.
+func (a *Admin) setWindow(w Window) <-chan struct{} {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.win = w
-	v := a.base
-	v.Window = a.windowFor(v)
-	a.Set(v)
+	a.publishLocked()
+	return a.Changed()
 }
 
-// windowFor is the window to publish with base view v (a.mu held): none
-// on the master itself.
-func (a *Admin) windowFor(v View) Window {
-	if v.IsMaster {
-		return Window{}
+// publishLocked publishes the last status's view with the window (a.mu
+// held). On the master node the window it granted its own proxy is the
+// lease: LeaseDeadline is its end, never anything from a status.
+func (a *Admin) publishLocked() {
+	v := a.base
+	v.Window = a.win
+	if v.IsMaster && a.win.MasterID == a.Self() {
+		v.LeaseDeadline = a.win.Until
 	}
-	return a.win
+	a.Set(v)
 }

@@ -56,6 +56,12 @@ func TestNeedWindow(t *testing.T) {
 	held.Window = Window{MasterID: 1, MySQLAddr: "m:1", Until: t0.Add(time.Second), RenewAt: t0.Add(500 * time.Millisecond)}
 	moved := held
 	moved.MasterID = 3
+	// On the master node the window is the proxy's own lease.
+	master := View{MasterID: 1, MasterMySQLAddr: "m:1", IsMaster: true, Ready: true}
+	masterHeld := master
+	masterHeld.Window = held.Window
+	masterOld := master
+	masterOld.Window = Window{MasterID: 3, MySQLAddr: "o:1", Until: t0.Add(time.Second), RenewAt: t0.Add(500 * time.Millisecond)}
 	for _, c := range []struct {
 		name string
 		v    View
@@ -67,7 +73,11 @@ func TestNeedWindow(t *testing.T) {
 		{"fresh", held, 2, t0, false},
 		{"half used", held, 2, t0.Add(500 * time.Millisecond), true},
 		{"master changed", moved, 2, t0, true},
-		{"this node is master", base, 1, t0, false},
+		{"this node is master but not ready", base, 1, t0, false},
+		{"master without its window", master, 1, t0, true},
+		{"master with a fresh window", masterHeld, 1, t0, false},
+		{"master, window half used", masterHeld, 1, t0.Add(500 * time.Millisecond), true},
+		{"master holding the previous master's window", masterOld, 1, t0, true},
 		{"no master", View{}, 2, t0, false},
 	} {
 		if got := needWindow(c.v, c.self, c.now); got != c.want {
