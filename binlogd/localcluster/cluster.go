@@ -112,7 +112,11 @@ func (c *Cluster) Pid(id uint32, proc string) int {
 func (c *Cluster) StartNode(id uint32) error {
 	dir := c.Spec.NodeDir(int(id))
 	if c.Pid(id, "binlogd") == 0 {
-		if err := c.spawn(id, "binlogd", "run", "-config", filepath.Join(dir, "binlogd.json")); err != nil {
+		args := []string{"run", "-config", filepath.Join(dir, "binlogd.json")}
+		if c.Spec.KeepMySQL {
+			args = append(args, "-keep-mysql")
+		}
+		if err := c.spawn(id, "binlogd", args...); err != nil {
 			return err
 		}
 	}
@@ -219,6 +223,9 @@ func (c *Cluster) Stop() error {
 	}
 	for id := 1; id <= c.Spec.Nodes; id++ {
 		for _, proc := range []string{"sqlproxy", "binlogd", "mariadbd"} {
+			if proc == "mariadbd" {
+				c.stopMySQL(ctx, uint32(id))
+			}
 			pid := c.Pid(uint32(id), proc)
 			if pid == 0 {
 				continue
@@ -239,6 +246,43 @@ func (c *Cluster) Stop() error {
 	c.mu.Unlock()
 	_ = c.WriteInfo()
 	return errors.Join(errs...)
+}
+
+// stopMySQL stops the MariaDB a stopped binlogd left running (Spec.KeepMySQL,
+// or a killed binlogd) the safe way, with `binlogd stop-mysql`: never
+// gracefully while commits wait for an ACK.
+func (c *Cluster) stopMySQL(ctx context.Context, id uint32) {
+	if c.Pid(id, "mariadbd") == 0 || c.Pid(id, "binlogd") != 0 {
+		return
+	}
+	argv := []string{filepath.Join(c.Spec.BinDir, "binlogd"), "stop-mysql", "-config", filepath.Join(c.Spec.NodeDir(int(id)), "binlogd.json")}
+	if c.Spec.NetNS != "" {
+		argv = append([]string{"ip", "netns", "exec", c.Spec.NetNS}, argv...)
+	}
+	sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	_ = exec.CommandContext(sctx, argv[0], argv[1:]...).Run() // what is left gets SIGKILL from the caller
+}
+
+// StopNode stops node id's sqlproxy and binlogd with SIGTERM and then its
+// MariaDB (stop-mysql), and waits until all are gone.
+func (c *Cluster) StopNode(ctx context.Context, id uint32) error {
+	for _, proc := range []string{"sqlproxy", "binlogd"} {
+		if pid := c.Pid(id, proc); pid != 0 {
+			_ = syscall.Kill(pid, syscall.SIGTERM)
+		}
+	}
+	for _, proc := range []string{"sqlproxy", "binlogd", "mariadbd"} {
+		if proc == "mariadbd" {
+			c.stopMySQL(ctx, id)
+		}
+		if pid := c.Pid(id, proc); pid != 0 {
+			if err := waitGone(ctx, pid); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // WriteInfo (re)writes cluster.json with current pids.

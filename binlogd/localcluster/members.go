@@ -111,6 +111,9 @@ func (c *Cluster) RemoveNode(ctx context.Context, id, via uint32) error {
 	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	for _, proc := range []string{"sqlproxy", "binlogd", "mariadbd"} {
+		if proc == "mariadbd" {
+			c.stopMySQL(wctx, id)
+		}
 		if pid := c.Pid(id, proc); pid != 0 {
 			if err := waitGone(wctx, pid); err != nil {
 				return err

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"phxgo/binlogd/config"
@@ -38,6 +39,14 @@ type Spec struct {
 	// log_retention_bytes (0: binlogd's defaults).
 	LogRetention      time.Duration
 	LogRetentionBytes int64
+	// KeepMySQL runs binlogd with -keep-mysql: a graceful stop leaves
+	// MariaDB running for the next binlogd to adopt, as under systemd.
+	// Stop and RemoveNode stop it afterwards (binlogd stop-mysql).
+	KeepMySQL bool
+	// EventHook is binlogd's event_hook for every node: argv of a command
+	// run with each event as JSON on stdin; "{node}" in an argument is
+	// replaced by the node's id.
+	EventHook []string
 }
 
 // Port offsets from a node's base port.
@@ -161,6 +170,9 @@ func (s Spec) writeNodeConfig(id int, members []config.Member, join bool) error 
 		Security:          s.security(id),
 		LogRetention:      config.Duration{Duration: s.LogRetention},
 		LogRetentionBytes: s.LogRetentionBytes,
+	}
+	for _, a := range s.EventHook {
+		c.EventHook = append(c.EventHook, strings.ReplaceAll(a, "{node}", strconv.Itoa(id)))
 	}
 	return c.Save(filepath.Join(dir, "binlogd.json"))
 }

@@ -1,0 +1,189 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"phxgo/binlogd/events"
+	"phxgo/binlogd/localcluster"
+	pb "phxgo/proto"
+)
+
+// restartCluster starts 3 nodes whose binlogds run with -keep-mysql (as
+// under the systemd unit) and an event hook that appends every event's
+// JSON to <dir>/events-<node>.jsonl, and the writers' table.
+func restartCluster(t *testing.T) (*localcluster.Cluster, uint32, *writers, string) {
+	t.Helper()
+	hookDir := t.TempDir()
+	hook := filepath.Join(hookDir, "events-{node}.jsonl")
+	c, master := localcluster.StartSpecForTest(t, localcluster.Spec{BinDir: binDir, Nodes: 3, LeaseDuration: failoverLease,
+		KeepMySQL: true, EventHook: []string{"sh", "-c", "cat >> " + hook + " && echo >> " + hook}})
+	db, err := c.AppDB(c.MySQLAddr(master))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, db, "CREATE DATABASE e2e")
+	mustExec(t, db, "CREATE TABLE e2e.w (id INT PRIMARY KEY, master INT)")
+	db.Close()
+	w := startWriters(t, c, 4)
+	w.awaitAcks(t, 50, time.Minute)
+	return c, master, w, hookDir
+}
+
+// stopBinlogd SIGTERMs node id's binlogd and waits until it has exited.
+func stopBinlogd(t *testing.T, ctx context.Context, c *localcluster.Cluster, id uint32) {
+	t.Helper()
+	pid := c.Pid(id, "binlogd")
+	if err := c.Signal(id, "binlogd", syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for c.Pid(id, "binlogd") == pid && pid != 0 {
+		if ctx.Err() != nil {
+			t.Fatalf("node %d's binlogd did not exit after SIGTERM", id)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A binlogd restart on a replica leaves its MariaDB running: the same
+// mariadbd is adopted by the next binlogd, and the rows written while
+// no binlogd ran on that node arrive there once it serves again.
+func TestRestartReplicaKeepsMariaDB(t *testing.T) {
+	c, master, w, _ := restartCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	r := master%3 + 1
+	mpid := c.Pid(r, "mariadbd")
+	stopBinlogd(t, ctx, c, r)
+	if c.Pid(r, "mariadbd") != mpid {
+		t.Fatalf("node %d's mariadbd (pid %d) stopped with its binlogd", r, mpid)
+	}
+	w.awaitAcks(t, 30, time.Minute) // written while node r has no binlogd
+	if err := c.StartNode(r); err != nil {
+		t.Fatal(err)
+	}
+	finish(t, c, w, time.Now(), "replica binlogd restart")
+	if got := c.Pid(r, "mariadbd"); got != mpid {
+		t.Fatalf("node %d's mariadbd is pid %d after the restart, was %d: not adopted", r, got, mpid)
+	}
+	if st, err := c.Status(ctx, r); err != nil || st.Role != pb.Role_ROLE_REPLICA {
+		t.Fatalf("node %d after the restart: %v %v", r, st, err)
+	}
+}
+
+// SIGTERM to the master's binlogd hands over (a switchover, not a
+// failover) to another node, which serves within two leases; the old
+// master's MariaDB keeps running, read-only, and rejoins as a replica
+// when its binlogd starts again; no acknowledged write is lost. The event
+// hook saw it all.
+func TestStopMasterHandsOver(t *testing.T) {
+	c, master, w, hookDir := restartCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	mpid := c.Pid(master, "mariadbd")
+	fault := time.Now()
+	stopBinlogd(t, ctx, c, master)
+	stopped := time.Since(fault)
+
+	// Another node is a ready master within two leases of the SIGTERM.
+	var next uint32
+	for next == 0 {
+		for _, id := range c.IDs() {
+			if id == master {
+				continue
+			}
+			if st, err := c.Status(ctx, id); err == nil && st.Role == pb.Role_ROLE_MASTER && st.Ready {
+				next = id
+			}
+		}
+		if next == 0 && time.Since(fault) > 2*failoverLease+stopped {
+			t.Fatalf("no other ready master %v after the old master's binlogd exited", time.Since(fault)-stopped)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("SIGTERM to master %d: binlogd exited after %.2fs, node %d a ready master after %.2fs", master, stopped.Seconds(), next, time.Since(fault).Seconds())
+	if c.Pid(master, "mariadbd") != mpid {
+		t.Fatalf("old master %d's mariadbd (pid %d) stopped with its binlogd", master, mpid)
+	}
+	root, err := c.RootDB(master)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ro int
+	if err := root.QueryRowContext(ctx, "SELECT @@GLOBAL.read_only").Scan(&ro); err != nil || ro != 1 {
+		t.Fatalf("old master's MariaDB left with read_only=%d (%v)", ro, err)
+	}
+	root.Close()
+
+	// The hook ran on the new master: became_master, caused by a switchover.
+	ev := awaitHookEvent(t, ctx, hookDir, next, func(e events.Event) bool { return e.Kind == events.BecameMaster && e.Node == next })
+	if ev.Details["cause"] != "switchover" {
+		t.Fatalf("node %d became master by %q, want switchover: %+v", next, ev.Details["cause"], ev)
+	}
+	for _, id := range c.IDs() {
+		for _, e := range hookEvents(t, hookDir, id) {
+			if e.Kind == events.Failover {
+				t.Fatalf("a failover event on node %d: %+v", id, e)
+			}
+		}
+	}
+
+	w.awaitAcks(t, 30, time.Minute)
+	if err := c.StartNode(master); err != nil {
+		t.Fatal(err)
+	}
+	finish(t, c, w, fault, "master binlogd SIGTERM")
+	if got := c.Pid(master, "mariadbd"); got != mpid {
+		t.Fatalf("old master's mariadbd is pid %d after the restart, was %d: not adopted", got, mpid)
+	}
+	if st, err := c.Status(ctx, master); err != nil || st.Role != pb.Role_ROLE_REPLICA {
+		t.Fatalf("old master %d after the restart: %v %v", master, st, err)
+	}
+}
+
+// hookEvents reads the events node id's hook wrote so far.
+func hookEvents(t *testing.T, dir string, id uint32) []events.Event {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, "events-"+itoa(id)+".jsonl"))
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []events.Event
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if len(sc.Bytes()) == 0 {
+			continue
+		}
+		var e events.Event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			continue // a line still being written
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func awaitHookEvent(t *testing.T, ctx context.Context, dir string, id uint32, match func(events.Event) bool) events.Event {
+	t.Helper()
+	for {
+		for _, e := range hookEvents(t, dir, id) {
+			if match(e) {
+				return e
+			}
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("node %d's hook wrote no matching event: %+v", id, hookEvents(t, dir, id))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
