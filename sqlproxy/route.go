@@ -34,25 +34,33 @@ type decision struct {
 // the master (linearizable, and any hop from another proxy).
 func (s *session) route(info classify.Info) decision {
 	m := decision{master: true}
-	if s.mode == Linearizable || s.hop || s.toMaster() || s.causalUnknown {
+	onlyMaster := s.mode == Linearizable || s.hop || s.causalUnknown
+	ok, hinted := replicaOK(s.txState, onlyMaster, s.srv.cfg.MasterPreferred, info)
+	if !ok {
 		return m
 	}
-	switch info.Hint {
-	case classify.ReadWrite:
-		return m
-	case classify.ReadOnly:
-		if info.Kind == classify.Read && !info.Locking && !info.Multi {
-			return s.pickReplica()
-		}
-		return m
-	}
-	if !info.IsReadOnlyCandidate() || s.srv.cfg.MasterPreferred {
-		return m
-	}
-	if p := s.srv.cfg.ReadMasterPercentage; p > 0 && rand.IntN(100) < p {
+	if p := s.srv.cfg.ReadMasterPercentage; !hinted && p > 0 && rand.IntN(100) < p {
 		return m
 	}
 	return s.pickReplica()
+}
+
+// replicaOK reports whether a statement may run on a replica: never
+// inside a transaction, with pinned state or autocommit off (t.toMaster),
+// nor when the session must use the master (onlyMaster); otherwise a
+// Cetus hint decides (hinted), else the statement's class and
+// Config.MasterPreferred.
+func replicaOK(t txState, onlyMaster, masterPreferred bool, info classify.Info) (ok, hinted bool) {
+	if onlyMaster || t.toMaster() {
+		return false, false
+	}
+	switch info.Hint {
+	case classify.ReadWrite:
+		return false, true
+	case classify.ReadOnly:
+		return info.Kind == classify.Read && !info.Locking && !info.Multi, true
+	}
+	return info.IsReadOnlyCandidate() && !masterPreferred, false
 }
 
 // pickReplica round-robins over healthy replicas; none means the master.
