@@ -189,7 +189,8 @@ func contiguous(prev binlog.GTID, txns []binlog.Txn) error {
 }
 
 // entries builds the log entries for txns: whole transactions packed
-// together, and a transaction bigger than maxFrag split into fragments
+// together, and a transaction bigger than maxFrag, or a piece of one
+// that capture streams (binlog.Txn More/Offset), split into fragments
 // that travel alone.
 func (s *leaseSink) entries(prev binlog.GTID, txns []binlog.Txn) []masterlease.Batch {
 	var out []masterlease.Batch
@@ -202,18 +203,21 @@ func (s *leaseSink) entries(prev binlog.GTID, txns []binlog.Txn) []masterlease.B
 		}
 	}
 	for _, t := range txns {
-		if len(t.Events) > s.maxFrag {
+		if !t.Whole() || len(t.Events) > s.maxFrag {
 			flush()
 			for off := 0; off < len(t.Events); off += s.maxFrag {
 				end := min(off+s.maxFrag, len(t.Events))
+				at := t.Offset + uint64(off)
 				b := masterlease.Batch{Epoch: s.epoch, Prev: masterlease.GTID(prev), Last: masterlease.GTID(t.GTID),
-					Events: t.Events[off:end], More: end < len(t.Events), Continued: off > 0, Offset: uint64(off)}
+					Events: t.Events[off:end], More: end < len(t.Events) || t.More, Continued: at > 0, Offset: at}
 				if !b.More {
 					b.TxnCount = 1
 				}
 				out = append(out, b)
 			}
-			prev = t.GTID
+			if !t.More {
+				prev = t.GTID
+			}
 			continue
 		}
 		if cur != nil && len(cur.Events)+len(t.Events) > s.maxFrag {

@@ -23,7 +23,7 @@ import (
 // fails its version CAS, a repeated Fence or batch its epoch or chain — so
 // the replay agrees with Apply.)
 type logSource struct {
-	px       *paxos.Node
+	px       logReader
 	readSize int
 	// base: where the chain of a cluster rebuilt from a backup starts
 	// (config base_gtid, masterlease SetBase); like a compaction point at
@@ -31,7 +31,15 @@ type logSource struct {
 	base binlog.GTID
 }
 
-func newLogSource(px *paxos.Node) *logSource {
+// logReader is what the source reads of the Paxos log (a *paxos.Node).
+type logReader interface {
+	ReadNext(from uint64, maxBytes int) (cmds []paxos.Command, next uint64, err error)
+	Base() (index uint64, snap []byte, err error)
+	Applied() uint64
+	AppliedCh() <-chan struct{}
+}
+
+func newLogSource(px logReader) *logSource {
 	return &logSource{px: px, readSize: 4 << 20}
 }
 
@@ -42,17 +50,26 @@ func (n *Node) newLogSource() *logSource {
 }
 
 // logCursor walks the log, replaying the state machine as it goes.
+//
+// A transaction split into fragments is never held whole (see
+// source_split.go): at its first fragment the cursor reads ahead, keeping
+// only the state, until the transaction is complete or voided by a term
+// change; a complete one is then read again from its first fragment and
+// handed on in pieces of whole events as they come, a voided one is
+// never shipped. A replica thus never receives part of a transaction
+// that the log does not hold whole.
 type logCursor struct {
-	src     *logSource
-	next    uint64 // next log index to read
-	st      masterlease.State
-	queue   []binlog.Txn
-	partial []byte // fragments of a transaction split across entries
-	after   binlog.GTID
-	found   bool // after was seen (or is zero): ship from here on
+	src   *logSource
+	next  uint64 // next log index to read
+	skip  int    // commands at index next already stepped (a rewind into a shared index)
+	st    masterlease.State
+	queue []binlog.Txn
+	after binlog.GTID
+	found bool // after was seen (or is zero): ship from here on
 	// skipPartial: the base state holds a split transaction whose first
 	// fragments were compacted away; its remaining fragments are dropped.
 	skipPartial bool
+	split       splitState // the split transaction being read ahead or shipped
 }
 
 // errCompacted is what a cursor reports when the log was compacted past it.
@@ -178,17 +195,25 @@ func (c *logCursor) fill() (moved bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	for _, cmd := range cmds {
+	from, skip := c.next, c.skip
+	c.skip = 0
+	for k, cmd := range cmds {
+		if skip > 0 && cmd.Index == from {
+			skip--
+			continue
+		}
+		before := c.st
 		var v masterlease.Verdict
 		c.st, v = masterlease.Step(c.st, cmd.Index, cmd.Data)
-		if v.Valid && v.Entry.Kind == masterlease.KindBatch {
-			if err := c.takeBatch(v.Entry.Batch); err != nil {
-				return false, fmt.Errorf("log index %d: %w", cmd.Index, err)
-			}
+		rewound, err := c.stepSplit(before, v, cmds[:k])
+		if err != nil {
+			return false, fmt.Errorf("log index %d: %w", cmd.Index, err)
+		}
+		if rewound {
+			return true, nil
 		}
 		if v.Entry.Kind != masterlease.KindBatch && c.st.Partial.IsZero() {
-			c.partial = c.partial[:0] // a term change voided a split transaction
-			c.skipPartial = false
+			c.skipPartial = false // a term change voided a split transaction
 		}
 	}
 	moved = next > c.next
@@ -196,26 +221,8 @@ func (c *logCursor) fill() (moved bool, err error) {
 	return moved, nil
 }
 
+// takeBatch handles a valid batch of whole transactions.
 func (c *logCursor) takeBatch(b masterlease.Batch) error {
-	if c.skipPartial {
-		if b.Continued {
-			c.skipPartial = b.More
-			return nil
-		}
-		c.skipPartial = false
-	}
-	if b.More || b.Continued {
-		if !b.Continued {
-			c.partial = c.partial[:0]
-		}
-		c.partial = append(c.partial, b.Events...)
-		if b.More {
-			return nil
-		}
-		whole := append([]byte(nil), c.partial...)
-		c.partial = c.partial[:0]
-		return c.push(whole)
-	}
 	return c.push(b.Events)
 }
 

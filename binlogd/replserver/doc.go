@@ -41,6 +41,14 @@
 // Paxos log's in-memory tail (paxos Config.ReadTailBytes), and storage
 // only when the replica is behind it.
 //
+// Big transactions. A split transaction (many log fragments) comes from
+// the cursor in pieces of whole events once the log holds all of it, and
+// each piece is sent as it comes: the endpoint never holds a transaction
+// whole, whatever its size. Its events stay in one virtual file (a file
+// rotates only between transactions). One event is sent as one packet of
+// up to 1 GiB (max_allowed_packet; 16 MB frames), as a MariaDB master's
+// dump thread does; replicas accept it with slave_max_allowed_packet=1G.
+//
 // Positions. Source.Open decides what a replica's GTID position means: a
 // position the log has purged is ErrPurged; one the log does not hold
 // (ahead of it, forked, another domain) is ErrUnknownPosition. Both reach

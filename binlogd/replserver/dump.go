@@ -145,7 +145,9 @@ func (s *Server) dump(nc net.Conn, seq byte, sess *session, d binlogDump, log *s
 						log.Info("dump ended", "err", err)
 						return
 					}
-					sent++
+					if t.Ends() {
+						sent++
+					}
 					bytes += int64(len(t.Events))
 				}
 				if f.err != nil {
@@ -195,6 +197,7 @@ type stream struct {
 	// declared CRC32, not NONE).
 	artificialCRC bool
 	last          binlog.GTIDList // position after the last transaction sent
+	open          binlog.GTID     // a split transaction with pieces sent and its end to come
 	scratch       []byte
 }
 
@@ -250,13 +253,24 @@ func (st *stream) send(ev []byte) error {
 	return st.w.packet(st.scratch)
 }
 
-// txn sends one transaction's events, relocated into the virtual file.
+// txn sends one transaction's events, relocated into the virtual file, or
+// one piece of a transaction (t.More, t.Offset): pieces arrive in order
+// and whole, and are sent as they come, so a huge transaction is never
+// held here whole. A file rotates only between transactions, so a split
+// transaction stays in one virtual file (up to 4 GiB).
 func (st *stream) txn(t binlog.Txn) error {
 	evs, err := binlog.SplitEvents(t.Events)
 	if err != nil {
 		return fmt.Errorf("%w: GTID %s: %v", ErrBadTxn, t.GTID, err)
 	}
-	if uint64(st.pos)+uint64(len(t.Events)) > uint64(st.rotateAt) && st.pos > binlogStart+1024 {
+	if st.open.IsZero() != (t.Offset == 0) || !st.open.IsZero() && st.open != t.GTID {
+		return fmt.Errorf("%w: piece of GTID %s at offset %d while %q is open", ErrBadTxn, t.GTID, t.Offset, st.open.String())
+	}
+	st.open = binlog.GTID{}
+	if t.More {
+		st.open = t.GTID
+	}
+	if t.Offset == 0 && uint64(st.pos)+uint64(len(t.Events)) > uint64(st.rotateAt) && st.pos > binlogStart+1024 {
 		if err := st.rotate(); err != nil {
 			return err
 		}
@@ -273,7 +287,9 @@ func (st *stream) txn(t binlog.Txn) error {
 			return fmt.Errorf("GTID %s: %w", t.GTID, err)
 		}
 	}
-	st.last = binlog.GTIDList{t.GTID}
+	if !t.More {
+		st.last = binlog.GTIDList{t.GTID}
+	}
 	return nil
 }
 

@@ -26,6 +26,10 @@ type Cursor interface {
 	// returned Events must not be modified by the caller; the endpoint
 	// copies them before rewriting. ErrPurged means the log was purged past
 	// the cursor while it was reading.
+	//
+	// A transaction too big to hold whole may come as pieces (binlog.Txn
+	// More/Offset), in order, each made of whole events, and only when
+	// the log holds all of it: the endpoint sends each piece as it comes.
 	Next(ctx context.Context) (binlog.Txn, error)
 	Close() error
 }
