@@ -91,9 +91,15 @@ func (s *Server) Reload() (ReloadResult, error) {
 	}
 	s.metrics.reloads.WithLabelValues("ok").Inc()
 	r := res.Rules
-	s.log.Info("sqlproxy: reloaded", "cert_serial", res.CertSerial, "cert_expires", res.CertExpiry, "log_level", res.LogLevel,
-		"read_master_percentage", r.ReadMasterPercentage, "master_preferred", r.MasterPreferred, "hold", r.Hold,
-		"master_wait", r.MasterWait, "max_replica_lag", r.MaxReplicaLag, "max_replica_behind", r.MaxReplicaBehind, "causal_wait", r.CausalWait)
+	attrs := []any{"read_master_percentage", r.ReadMasterPercentage, "master_preferred", r.MasterPreferred, "hold", r.Hold,
+		"master_wait", r.MasterWait, "max_replica_lag", r.MaxReplicaLag, "max_replica_behind", r.MaxReplicaBehind, "causal_wait", r.CausalWait}
+	if res.CertSerial != "" {
+		attrs = append(attrs, "cert_serial", res.CertSerial, "cert_expires", res.CertExpiry)
+	}
+	if res.LogLevel != "" {
+		attrs = append(attrs, "log_level", res.LogLevel)
+	}
+	s.log.Info("sqlproxy: reloaded", attrs...)
 	return res, nil
 }
 
