@@ -8,32 +8,28 @@ import (
 	"phxgo/sqlproxy/topology"
 )
 
+// Routing against fake MariaDBs (fakeenv_test.go): where a statement
+// runs is read from @@server_id and the fakes' tables.
+
 // TestLeaseAndForwarding checks the linearizable rules with a static
 // topology: an expired lease refuses statements without sending them,
 // a non-master proxy forwards to the master's proxy, a master change moves
 // idle sessions and aborts open transactions.
 func TestLeaseAndForwarding(t *testing.T) {
-	insts := startInstances(t, 2)
-	a, b := insts[0], insts[1]
+	fs := startFakes(t, 2)
+	a, b := fs[0], fs[1]
 	ctx := context.Background()
-	root, err := a.DB("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
-	if _, err := root.ExecContext(ctx, "CREATE DATABASE app; CREATE TABLE app.t (id INT PRIMARY KEY)"); err != nil {
-		t.Fatal(err)
-	}
-	authAddrs := []string{a.Addr()}
-	pa := startProxy(t, 1, masterView(a), Linearizable, authAddrs, nil)
+	mustFake(t, a, "CREATE TABLE app.t (id INT PRIMARY KEY)")
+	count := func(sql string) int { return a.Count(sql) }
+	pa := startFakeProxy(t, 1, fakeMasterView(a), Linearizable, nil)
 
 	t.Run("expired_lease_refuses_without_sending", func(t *testing.T) {
-		db := appDB(t, pa.addr, "", false)
+		db := fakeDB(t, pa.addr, "")
 		db.SetMaxOpenConns(1)
 		if id := serverID(t, db, "SELECT @@server_id"); id != 1 {
 			t.Fatalf("server_id %d", id)
 		}
-		v := masterView(a)
+		v := fakeMasterView(a)
 		v.LeaseDeadline = time.Now().Add(-time.Millisecond)
 		pa.topo.Set(v)
 		_, err := db.ExecContext(ctx, "INSERT INTO app.t VALUES (1)")
@@ -41,14 +37,13 @@ func TestLeaseAndForwarding(t *testing.T) {
 		if me.Number != 1290 || string(me.SQLState[:]) != "HY000" || me.Message != "phxgo: no master with a valid lease" {
 			t.Fatalf("got %v", me)
 		}
-		var n int
-		if err := root.QueryRowContext(ctx, "SELECT COUNT(*) FROM app.t").Scan(&n); err != nil || n != 0 {
-			t.Fatalf("the refused insert reached MariaDB: n=%d err=%v", n, err)
+		if n := count("SELECT COUNT(*) FROM app.t"); n != 0 {
+			t.Fatalf("the refused insert reached MariaDB: n=%d", n)
 		}
 		// A renewal while a statement waits lets it through.
 		done := make(chan error, 1)
 		go func() { _, err := db.ExecContext(ctx, "INSERT INTO app.t VALUES (2)"); done <- err }()
-		pa.topo.Set(masterView(a))
+		pa.topo.Set(fakeMasterView(a))
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
@@ -56,37 +51,32 @@ func TestLeaseAndForwarding(t *testing.T) {
 
 	// Node 2's proxy: not master, forwards to node 1's proxy.
 	fwdView := topology.View{MasterID: 1, MasterProxyAddr: pa.addr, MasterMySQLAddr: a.Addr(), SelfMySQLAddr: b.Addr()}
-	pb := startProxy(t, 2, fwdView, Linearizable, authAddrs, nil)
+	pb := startFakeProxy(t, 2, fwdView, Linearizable, nil)
 
 	t.Run("forward_to_master_proxy", func(t *testing.T) {
-		db := appDB(t, pb.addr, "app", false)
+		db := fakeDB(t, pb.addr, "app")
 		if id := serverID(t, db, "SELECT @@server_id"); id != 1 {
 			t.Fatalf("forwarded statement ran on %d", id)
 		}
-		st, err := db.PrepareContext(ctx, "SELECT COUNT(*) FROM t WHERE id > ?")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
 		var n int
-		if err := st.QueryRowContext(ctx, 0).Scan(&n); err != nil || n != 1 {
+		if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM t WHERE id = ?", 2).Scan(&n); err != nil || n != 1 {
 			t.Fatalf("n=%d err=%v", n, err)
 		}
 		// The master's proxy serves hops only as master: it never forwards.
-		v := masterView(a)
+		v := fakeMasterView(a)
 		v.IsMaster, v.LeaseDeadline = false, time.Time{}
 		v.MasterID, v.MasterProxyAddr = 2, pb.addr
 		pa.topo.Set(v)
-		defer pa.topo.Set(masterView(a))
-		_, err = db.ExecContext(ctx, "INSERT INTO t VALUES (3)")
+		defer pa.topo.Set(fakeMasterView(a))
+		_, err := db.ExecContext(ctx, "INSERT INTO t VALUES (3)")
 		if me := mysqlErr(t, err); me.Number != 1290 {
 			t.Fatalf("want 1290 from the hop, got %v", me)
 		}
 	})
 
 	t.Run("master_change", func(t *testing.T) {
-		pa.topo.Set(masterView(a))
-		db := appDB(t, pb.addr, "app", false)
+		pa.topo.Set(fakeMasterView(a))
+		db := fakeDB(t, pb.addr, "app")
 		db.SetMaxOpenConns(2)
 		conn, err := db.Conn(ctx)
 		if err != nil {
@@ -107,12 +97,10 @@ func TestLeaseAndForwarding(t *testing.T) {
 		if _, err := conn.ExecContext(ctx, "INSERT INTO t VALUES (10)"); err != nil {
 			t.Fatal(err)
 		}
-		// Node 2 becomes master (b is writable for the test).
-		if rb, err := b.DB(""); err == nil {
-			rb.ExecContext(ctx, "SET GLOBAL read_only=OFF; CREATE DATABASE IF NOT EXISTS app; CREATE TABLE IF NOT EXISTS app.t (id INT PRIMARY KEY)")
-			rb.Close()
-		}
-		nv := masterView(b)
+		// Node 2 becomes master.
+		b.SetReadOnly(false)
+		mustFake(t, b, "CREATE TABLE IF NOT EXISTS app.t (id INT PRIMARY KEY)")
+		nv := fakeMasterView(b)
 		nv.MasterID = 2
 		pb.topo.Set(nv)
 		v := nv
@@ -132,10 +120,15 @@ func TestLeaseAndForwarding(t *testing.T) {
 		if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
 			t.Fatal(err)
 		}
-		var n int
-		if err := root.QueryRowContext(ctx, "SELECT COUNT(*) FROM app.t WHERE id >= 10").Scan(&n); err != nil || n != 0 {
-			t.Fatalf("half-applied transaction on the old master: n=%d err=%v", n, err)
+		if n := b.Count("SELECT COUNT(*) FROM app.t WHERE id >= 10"); n != 0 {
+			t.Fatalf("half-applied transaction on the new master: n=%d", n)
 		}
+		// The old master rolls back once the hop's end reaches it.
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		await(t, wctx, "the old master's transaction rolled back", func() bool {
+			return count("SELECT COUNT(*) FROM app.t WHERE id >= 10") == 0
+		})
 		if id := serverID(t, conn, "SELECT @@server_id"); id != 2 {
 			t.Fatalf("after ROLLBACK: %d", id)
 		}
@@ -145,14 +138,13 @@ func TestLeaseAndForwarding(t *testing.T) {
 // TestRWSplit observes, via @@server_id, where each Cetus rule sends a
 // statement: master 1, replicas 2 and 3.
 func TestRWSplit(t *testing.T) {
-	insts := startInstances(t, 3)
-	m := insts[0]
-	view := masterView(m, insts[1], insts[2])
-	authAddrs := []string{m.Addr()}
+	fs := startFakes(t, 3)
+	m := fs[0]
+	view := fakeMasterView(m, fs[1], fs[2])
 	ctx := context.Background()
 
-	p := startProxy(t, 1, view, RWSplit, authAddrs, func(c *Config) { c.Hold = 0 })
-	db := appDB(t, p.addr, "", false)
+	p := startFakeProxy(t, 1, view, RWSplit, func(c *Config) { c.Hold = 0 })
+	db := fakeDB(t, p.addr, "")
 	db.SetMaxOpenConns(1)
 
 	seen := map[uint32]int{}
@@ -181,8 +173,8 @@ func TestRWSplit(t *testing.T) {
 	tx.Rollback()
 
 	t.Run("master_preferred", func(t *testing.T) {
-		p := startProxy(t, 1, view, RWSplit, authAddrs, func(c *Config) { c.MasterPreferred = true })
-		db := appDB(t, p.addr, "", false)
+		p := startFakeProxy(t, 1, view, RWSplit, func(c *Config) { c.MasterPreferred = true })
+		db := fakeDB(t, p.addr, "")
 		if id := serverID(t, db, "SELECT @@server_id"); id != 1 {
 			t.Fatalf("master-preferred read on %d", id)
 		}
@@ -191,8 +183,8 @@ func TestRWSplit(t *testing.T) {
 		}
 	})
 	t.Run("read_master_percentage_100", func(t *testing.T) {
-		p := startProxy(t, 1, view, RWSplit, authAddrs, func(c *Config) { c.ReadMasterPercentage = 100 })
-		db := appDB(t, p.addr, "", false)
+		p := startFakeProxy(t, 1, view, RWSplit, func(c *Config) { c.ReadMasterPercentage = 100 })
+		db := fakeDB(t, p.addr, "")
 		if id := serverID(t, db, "SELECT @@server_id"); id != 1 {
 			t.Fatalf("read on %d", id)
 		}
@@ -201,24 +193,27 @@ func TestRWSplit(t *testing.T) {
 		}
 	})
 	t.Run("no_healthy_replica", func(t *testing.T) {
-		p := startProxy(t, 1, masterView(m), RWSplit, authAddrs, nil)
-		db := appDB(t, p.addr, "", false)
+		p := startFakeProxy(t, 1, fakeMasterView(m), RWSplit, nil)
+		db := fakeDB(t, p.addr, "")
 		if id := serverID(t, db, "SELECT @@server_id"); id != 1 {
 			t.Fatalf("read on %d", id)
 		}
-		// Health checks on: standalone instances do not replicate, so
-		// none is healthy and reads go to the master.
-		p2 := startProxy(t, 1, view, RWSplit, authAddrs, func(c *Config) {
+		// Health checks on: the fakes do not replicate (no SHOW SLAVE
+		// STATUS), so none is healthy and reads go to the master.
+		for _, f := range fs {
+			f.Users[adminUser] = adminPass
+		}
+		p2 := startFakeProxy(t, 1, view, RWSplit, func(c *Config) {
 			c.AdminUser, c.AdminPassword = adminUser, adminPass
 		})
-		db2 := appDB(t, p2.addr, "", false)
+		db2 := fakeDB(t, p2.addr, "")
 		if id := serverID(t, db2, "SELECT @@server_id"); id != 1 {
 			t.Fatalf("read with no healthy replica on %d", id)
 		}
 	})
 	t.Run("hold_keeps_replica", func(t *testing.T) {
-		p := startProxy(t, 1, view, RWSplit, authAddrs, func(c *Config) { c.Hold = time.Hour })
-		db := appDB(t, p.addr, "", false)
+		p := startFakeProxy(t, 1, view, RWSplit, func(c *Config) { c.Hold = time.Hour })
+		db := fakeDB(t, p.addr, "")
 		db.SetMaxOpenConns(1)
 		first := serverID(t, db, "SELECT @@server_id")
 		for range 4 {

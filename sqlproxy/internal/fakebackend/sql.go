@@ -18,8 +18,8 @@ import (
 //	SET autocommit = 0|1 | SET TRANSACTION … | SET [SESSION|GLOBAL] name = value | SET @@[session.]name = value | SET NAMES x
 //	USE db | CREATE DATABASE [IF NOT EXISTS] db | DROP DATABASE [IF EXISTS] db
 //	CREATE [TEMPORARY] TABLE [IF NOT EXISTS] t (col …, …) | DROP TABLE [IF EXISTS] t | TRUNCATE [TABLE] t
-//	INSERT INTO t VALUES (v, …), … | UPDATE t SET col = v [WHERE col = v] | DELETE FROM t [WHERE col = v]
-//	SELECT item, … [FROM t [WHERE col = v] [ORDER BY col] [LIMIT n] [FOR UPDATE | LOCK IN SHARE MODE]]
+//	INSERT INTO t VALUES (v, …), … | UPDATE t SET col = v [WHERE col op v] | DELETE FROM t [WHERE col op v]
+//	SELECT item, … [FROM t [WHERE col op v] [ORDER BY col] [LIMIT n] [FOR UPDATE | LOCK IN SHARE MODE]]
 //	  item: a literal, @@var, CONNECTION_ID(), COUNT(*), *, a column
 //	LOCK TABLES … | UNLOCK TABLES | KILL [CONNECTION] n | DO … | FLUSH …
 //
@@ -461,35 +461,74 @@ func (c *conn) insert(p *parser, sql string) result {
 	return result{affected: n}
 }
 
-// where reads an optional WHERE col = v.
-func (c *conn) where(p *parser, t *table) (col int, val *string, r result, ok bool) {
-	col = -1
+// cond is a WHERE col op value (col -1: every row).
+type cond struct {
+	col int
+	op  string // = < > <= >= !=
+	val *string
+}
+
+func (w cond) match(row []*string) bool {
+	if w.col < 0 {
+		return true
+	}
+	v := row[w.col]
+	if v == nil || w.val == nil {
+		return false
+	}
+	c := compareValues(*v, *w.val)
+	switch w.op {
+	case "=":
+		return c == 0
+	case "<":
+		return c < 0
+	case ">":
+		return c > 0
+	case "<=":
+		return c <= 0
+	case ">=":
+		return c >= 0
+	}
+	return c != 0
+}
+
+// where reads an optional WHERE col op v.
+func (c *conn) where(p *parser, t *table) (cond, result, bool) {
 	if !p.accept("WHERE") {
-		return col, nil, result{}, true
+		return cond{col: -1}, result{}, true
 	}
 	name := p.next().text
-	col = slices.IndexFunc(t.cols, func(s string) bool { return strings.EqualFold(s, name) })
+	col := slices.IndexFunc(t.cols, func(s string) bool { return strings.EqualFold(s, name) })
 	if col < 0 {
-		return 0, nil, errf(1054, "42S22", "Unknown column '%s' in 'where clause'", name), false
+		return cond{}, errf(1054, "42S22", "Unknown column '%s' in 'where clause'", name), false
 	}
-	if p.next().up != "=" {
-		return 0, nil, errf(1064, "42000", "fakebackend: WHERE supports col = value only"), false
+	op := p.next().up
+	if (op == "<" || op == ">" || op == "!") && p.peek() == "=" {
+		op += p.next().up
+	}
+	if op == "<" && p.peek() == ">" {
+		op = "!="
+		p.next()
+	}
+	switch op {
+	case "=", "<", ">", "<=", ">=", "!=":
+	default:
+		return cond{}, errf(1064, "42000", "fakebackend: WHERE supports col op value only"), false
 	}
 	v, okv := p.value()
 	if !okv {
-		return 0, nil, errf(1064, "42000", "fakebackend: bad WHERE value"), false
+		return cond{}, errf(1064, "42000", "fakebackend: bad WHERE value"), false
 	}
-	return col, v, result{}, true
+	return cond{col: col, op: op, val: v}, result{}, true
 }
 
-// matching returns the keys of t's rows that the condition selects, in
-// key order.
-func (c *conn) matching(t *table, col int, val *string) []string {
+// matching returns the keys of t's rows that w selects, in key order.
+func (c *conn) matching(t *table, w cond) []string {
 	c.srv.mu.Lock()
 	defer c.srv.mu.Unlock()
 	var keys []string
 	for k, row := range t.rows {
-		if col < 0 || row[col] != nil && val != nil && *row[col] == *val {
+		if w.match(row) {
 			keys = append(keys, k)
 		}
 	}
@@ -537,12 +576,12 @@ func (c *conn) update(p *parser, sql string) result {
 		}
 		p.next()
 	}
-	col, val, r, ok := c.where(p, t)
+	w, r, ok := c.where(p, t)
 	if !ok {
 		return r
 	}
 	var n uint64
-	for _, k := range c.matching(t, col, val) {
+	for _, k := range c.matching(t, w) {
 		c.srv.mu.Lock()
 		row := slices.Clone(t.rows[k])
 		c.srv.mu.Unlock()
@@ -569,12 +608,12 @@ func (c *conn) delete(p *parser, sql string) result {
 	if t == nil {
 		return r
 	}
-	col, val, r, ok := c.where(p, t)
+	w, r, ok := c.where(p, t)
 	if !ok {
 		return r
 	}
 	var n uint64
-	for _, k := range c.matching(t, col, val) {
+	for _, k := range c.matching(t, w) {
 		if err := c.change(db, name, t, k, nil); err != nil {
 			return result{err: err}
 		}
@@ -588,7 +627,7 @@ func (c *conn) selectStmt(p *parser, sql string) result {
 	var items [][]token
 	var cur []token
 	depth := 0
-	for !p.done() && !(depth == 0 && p.peek() == "FROM") {
+	for !p.done() && !(depth == 0 && (p.peek() == "FROM" || p.peek() == "FOR" || p.peek() == "LOCK")) {
 		t := p.next()
 		switch {
 		case t.up == "(" && !t.quoted:
@@ -603,6 +642,9 @@ func (c *conn) selectStmt(p *parser, sql string) result {
 	}
 	items = append(items, cur)
 	if !p.accept("FROM") {
+		if !p.accept("FOR", "UPDATE") && !p.accept("LOCK", "IN", "SHARE", "MODE") && !p.done() {
+			return errSyntax(sql)
+		}
 		row := make([]*string, len(items))
 		cols := make([]string, len(items))
 		for i, it := range items {
@@ -619,7 +661,7 @@ func (c *conn) selectStmt(p *parser, sql string) result {
 	if t == nil {
 		return r
 	}
-	col, val, r, ok := c.where(p, t)
+	w, r, ok := c.where(p, t)
 	if !ok {
 		return r
 	}
@@ -637,7 +679,7 @@ func (c *conn) selectStmt(p *parser, sql string) result {
 		}
 	}
 	c.startImplicit()
-	keys := c.matching(t, col, val)
+	keys := c.matching(t, w)
 	if limit >= 0 && len(keys) > limit {
 		keys = keys[:limit]
 	}
