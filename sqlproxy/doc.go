@@ -10,8 +10,9 @@
 //
 // Linearizable port (default). Every statement runs on the master. The
 // master node's proxy sends a statement to its MariaDB only while its own
-// lease deadline (topology.View.LeaseDeadline, from binlogd) is in the
-// future, checked right before the send; otherwise it waits up to
+// lease deadline (topology.View.LeaseDeadline: the end of the read window
+// its own binlogd lent it, One hop below) is in the future, checked right
+// before the send; otherwise it waits up to
 // Config.MasterWait for a new view and then answers
 // 1290/HY000 "phxgo: no master with a valid lease", having sent nothing.
 // A non-master proxy forwards to the master node's proxy over the same
@@ -54,11 +55,40 @@
 //     clock (g + w, in real time at least g + w/(1+ε): after the
 //     window's end by the same inequality). Grants read the lease deadline under the
 //     gate's mutex and the step-down drops it first, so no window is
-//     granted after the gate looked. Switchover stops granting while the
-//     target catches up, so the wait is usually over by then.
+//     granted after the gate looked. Switchover renews windows only up
+//     to the end already granted while the target catches up, so the wait
+//     is usually over by then.
 //
-// Tests: topology's TestWindow* (the arithmetic, fake times),
-// binlogd/node's TestEndsTerm and TestReadWindowsArithmetic, and
+// The master node's own proxy. topology.Admin learns binlogd's status
+// from the Admin.WatchStatus stream: pushed at once on every change of
+// role, readiness, master, epoch, members, UNSAFE or MariaDB up, and once
+// a second besides (a binlogd without it is polled with Admin.Status).
+// A pushed status cannot say how long this node may serve: the proxy
+// cannot tell how old a message is, so a deadline derived from its
+// lease_remaining_ns could end after binlogd's. The polled status had the
+// same flaw on an early step-down: the deadline was the send time plus
+// the lease left, and a switchover's grant could be chosen while the old
+// master's proxy still served from its MariaDB until the next poll. So
+// the master's proxy serves only under a window of its own, asked from
+// its own binlogd exactly as above (t0 before the request, t0 + w - m),
+// and LeaseDeadline is that window's end. Both bullets then cover it
+// unchanged: on expiry it ends before the master's deadline; on an early
+// step-down the gate waits it out before the Fence or the grant is
+// proposed, so the proxy has stopped before any other node can be
+// elected, whenever (or whether) the push arrives. The push only makes
+// it stop at once rather than when the window runs out. Cost: w <= d/5
+// + m, renewed when half of w - m is used, so a proxy asks about twice
+// a second (d = 5 s) and receives one status a second, instead of 20
+// Status calls; a renewal late by more than (w - m)/2 (a stalled
+// binlogd) makes the master's proxy wait (MasterWait) for the next one.
+//
+// Tests: topology's TestWindow* (the arithmetic, fake times) and
+// TestAdmin* (against a gRPC binlogd the test drives: the master serves
+// only under its window, a step-down is pushed, a broken stream reopens,
+// an older binlogd is polled), binlogd/node's TestEndsTerm and
+// TestReadWindowsArithmetic, TestE2ESwitchoverOwnProxy (a real cluster:
+// the old master's proxy's last deadline ends before the switchover's
+// grant is chosen), and
 // TestE2EOneHopWindow (a real cluster: one hop while the window holds,
 // back to forwarding when the master is paused or killed, no stale read).
 //

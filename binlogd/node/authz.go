@@ -47,7 +47,7 @@ import (
 // asks about its own binlog; asking for another node id would let a node
 // fence the master's term at will, so it needs admin.
 // (3) a node forwards a proxy's request to the master (windows.go); a
-// window only delays the master's own step-down by at most d/5.
+// window only delays the master's own step-down by at most d/5 + m.
 // (4) events say only what the log and Status already say (roles,
 // epochs, member ids); a proxy may watch them to re-route at once.
 //

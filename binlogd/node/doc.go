@@ -78,8 +78,10 @@
 // and everything else is PermissionDenied.
 //
 // Read windows (windows.go): the master lends a non-master proxy a share
-// of its lease (at most d/5) so the proxy may send to the master's
-// MariaDB directly; a Fence or Switchover by this node waits until every
+// of its lease (at most d/5 + m) so the proxy may send to the master's
+// MariaDB directly, and its own proxy one to serve from its MariaDB at
+// all; the proxies learn the status from the WatchStatus push (watch.go),
+// which carries no deadline they could trust. A Fence or Switchover by this node waits until every
 // window it granted has ended before it is proposed. Health is SERVING while the
 // node runs and
 // NOT_SERVING once it starts stopping (health.go) or its Paxos storage
