@@ -204,6 +204,18 @@
 // master's client port) and makes the master's proxy refuse a hop that is
 // not TLS with a certificate of the cluster CA.
 //
+// Reload (reload.go; SIGHUP in cmd/sqlproxy). Server.Reload re-reads the
+// TLS files of Config.PeerTLS and Config.SettingsFile and puts them in
+// force together or not at all: a bad file, another identity's
+// certificate or a rule out of range is logged with the file and
+// counted (phxgo_sqlproxy_reloads_total{result="error"}) and the old
+// settings stay. Every TLS handshake (MySQL port, hop, binlogd gRPC)
+// takes the material current at that moment (tlsreload.go), so open
+// connections keep the session they negotiated. Routing code reads the
+// rules through Server.rules() once per decision, never Config's start
+// values; the level is Config.LogLevel's LevelVar. No listener triggers
+// a reload: the HTTP port authenticates nobody.
+//
 // Invariant: a backend connection is owned by one session or by the pool,
 // never both; a connection whose transaction outcome is in doubt is closed,
 // never pooled.
