@@ -23,37 +23,18 @@ import (
 // proxy, COMMIT said OK, and the next BEGIN met the open transaction
 // (1568).
 func TestTxNeverSpansTwoConnections(t *testing.T) {
-	insts := startInstances(t, 2)
-	a, b := insts[0], insts[1]
+	fs := startFakes(t, 2)
+	a, b := fs[0], fs[1]
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	root, err := a.DB("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
-	if _, err := root.ExecContext(ctx, "CREATE DATABASE app"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := root.ExecContext(ctx, "CREATE TABLE app.t (id INT PRIMARY KEY)"); err != nil {
-		t.Fatal(err)
-	}
-	rootB, err := b.DB("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rootB.Close()
-	if _, err := rootB.ExecContext(ctx, "CREATE DATABASE app"); err != nil { // reads on B use it
-		t.Fatal(err)
-	}
-	authAddrs := []string{a.Addr()}
-	pa := startProxy(t, 1, masterView(a), Linearizable, authAddrs, nil) // A's own proxy
+	mustFake(t, a, "CREATE TABLE app.t (id INT PRIMARY KEY)")
+	pa := startFakeProxy(t, 1, fakeMasterView(a), Linearizable, nil) // A's own proxy
 
 	// Node 3's proxy. Before the failover A is a replica and no master is
 	// reachable; Hold 0 hands the replica connection to the pool at once.
 	before := topology.View{MasterID: 2, Replicas: []topology.Replica{{ID: 1, MySQLAddr: a.Addr()}}}
-	pc := startProxy(t, 3, before, RWSplit, authAddrs, func(c *Config) { c.Hold = 0 })
-	db := appDB(t, pc.addr, "app", false)
+	pc := startFakeProxy(t, 3, before, RWSplit, func(c *Config) { c.Hold = 0 })
+	db := fakeDB(t, pc.addr, "app")
 	db.SetMaxOpenConns(1)
 	if id := serverID(t, db, "SELECT @@server_id"); id != 1 {
 		t.Fatalf("replica read ran on %d, want A (1)", id)
@@ -86,10 +67,7 @@ func TestTxNeverSpansTwoConnections(t *testing.T) {
 	if err := tx.Rollback(); err != nil {
 		t.Fatalf("rollback after the lost transaction: %v", err)
 	}
-	var n int
-	if err := root.QueryRowContext(ctx, "SELECT COUNT(*) FROM app.t").Scan(&n); err != nil || n != 0 {
-		t.Fatalf("rows of the rolled-back transaction: n=%d err=%v", n, err)
-	}
+	await(t, ctx, "the lost transaction rolled back", func() bool { return a.Count("SELECT COUNT(*) FROM app.t") == 0 })
 
 	// Nothing of it is left open anywhere: the next transaction (forwarded)
 	// begins and commits.
@@ -115,20 +93,11 @@ func TestTxNeverSpansTwoConnections(t *testing.T) {
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	var ids []int
-	rows, err := root.QueryContext(ctx, "SELECT id FROM app.t ORDER BY id")
-	if err != nil {
-		t.Fatal(err)
+	var ids []string
+	for _, r := range mustFake(t, a, "SELECT id FROM app.t ORDER BY id") {
+		ids = append(ids, *r[0])
 	}
-	for rows.Next() {
-		var id int
-		if err := rows.Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, id)
-	}
-	rows.Close()
-	if len(ids) != 2 || ids[0] != 146 || ids[1] != 147 {
+	if len(ids) != 2 || ids[0] != "146" || ids[1] != "147" {
 		t.Fatalf("committed rows %v, want [146 147]", ids)
 	}
 

@@ -202,6 +202,9 @@ func (c *conn) rollback() {
 func (c *conn) set(p *parser, sql string) result {
 	switch {
 	case p.accept("TRANSACTION"):
+		if c.inTx {
+			return errf(1568, "25001", "Transaction characteristics can't be changed while a transaction is in progress")
+		}
 		c.nextTx = sql // the next transaction only
 		return result{}
 	case p.accept("NAMES"):
