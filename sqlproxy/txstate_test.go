@@ -12,40 +12,20 @@ import (
 
 // TestLostTransactions checks what a client is told when its
 // transaction's backend connection is lost (txstate.go) and the
-// idle-in-transaction bound for forwarded sessions (idletx.go), on a
-// real MariaDB. A backend connection is lost by KILLing it from a root
-// session; the proxy holds it for the whole test (Hold), so the client's
-// next statement meets the dead connection.
+// idle-in-transaction bound for forwarded sessions (idletx.go), against a
+// fake MariaDB. A backend connection is lost by killing it in the fake;
+// the proxy holds it for the whole test (Hold), so the client's next
+// statement meets the dead connection.
 func TestLostTransactions(t *testing.T) {
-	insts := startInstances(t, 1)
-	m := insts[0]
+	m := startFakes(t, 1)[0]
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	root, err := m.DB("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
-	for _, s := range []string{"CREATE DATABASE app", "CREATE TABLE app.t (k INT PRIMARY KEY, v INT)"} {
-		if _, err := root.ExecContext(ctx, s); err != nil {
-			t.Fatal(s, err)
-		}
-	}
-	authAddrs := []string{m.Addr()}
-	pa := startProxy(t, 1, masterView(m), Linearizable, authAddrs, func(c *Config) {
+	mustFake(t, m, "CREATE TABLE app.t (k INT PRIMARY KEY, v INT)")
+	pa := startFakeProxy(t, 1, fakeMasterView(m), Linearizable, func(c *Config) {
 		c.Hold = time.Hour
 		c.IdleInTxTimeout = 500 * time.Millisecond
 	})
-	// conn opens one client connection through addr.
-	conn := func(t *testing.T, addr string) *sql.Conn {
-		t.Helper()
-		c, err := appDB(t, addr, "app", false).Conn(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
+	conn := func(t *testing.T, addr string) *sql.Conn { return fakeConn(t, ctx, addr) }
 	exec := func(t *testing.T, c *sql.Conn, q string) {
 		t.Helper()
 		if _, err := c.ExecContext(ctx, q); err != nil {
@@ -59,29 +39,20 @@ func TestLostTransactions(t *testing.T) {
 			t.Fatalf("%s: want %d/%s, got %v", q, code, state, me)
 		}
 	}
-	// killBackend kills c's backend connection and waits until it is gone.
+	// killBackend kills c's backend connection (Kill returns once it is gone).
 	killBackend := func(t *testing.T, c *sql.Conn) {
 		t.Helper()
-		var id int64
+		var id uint32
 		if err := c.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&id); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := root.ExecContext(ctx, fmt.Sprintf("KILL %d", id)); err != nil {
-			t.Fatal(err)
+		if !m.Kill(id) {
+			t.Fatalf("no backend connection %d", id)
 		}
-		await(t, ctx, "killed backend gone", func() bool {
-			var n int
-			err := root.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?", id).Scan(&n)
-			return err == nil && n == 0
-		})
 	}
 	count := func(t *testing.T, k int) int {
 		t.Helper()
-		var n int
-		if err := root.QueryRowContext(ctx, "SELECT COUNT(*) FROM app.t WHERE k = ?", k).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
+		return m.Count(fmt.Sprintf("SELECT COUNT(*) FROM app.t WHERE k = %d", k))
 	}
 
 	t.Run("begin_lost_is_unknown_and_not_aborted", func(t *testing.T) {
@@ -149,7 +120,7 @@ func TestLostTransactions(t *testing.T) {
 	})
 
 	t.Run("database_sql_begin_after_failed_begin", func(t *testing.T) {
-		db := appDB(t, pa.addr, "app", false)
+		db := fakeDB(t, pa.addr, "app")
 		db.SetMaxOpenConns(1)
 		c, err := db.Conn(ctx)
 		if err != nil {
@@ -175,28 +146,17 @@ func TestLostTransactions(t *testing.T) {
 
 	// Node 2's proxy forwards to node 1's (pa): its sessions are hops there.
 	fwd := topology.View{MasterID: 1, MasterProxyAddr: pa.addr, MasterMySQLAddr: m.Addr(), SelfMySQLAddr: m.Addr()}
-	pb := startProxy(t, 2, fwd, Linearizable, authAddrs, nil)
+	pb := startFakeProxy(t, 2, fwd, Linearizable, nil)
 
 	t.Run("forwarded_idle_in_transaction_released", func(t *testing.T) {
-		if _, err := root.ExecContext(ctx, "INSERT INTO app.t VALUES (100, 0)"); err != nil {
-			t.Fatal(err)
-		}
+		mustFake(t, m, "INSERT INTO app.t VALUES (100, 0)")
 		c := conn(t, pb.addr)
 		exec(t, c, "BEGIN")
 		exec(t, c, "UPDATE t SET v = 1 WHERE k = 100")
 		// A direct session waits for the row lock far longer than the
 		// idle bound: it succeeds only because the proxy rolled the
 		// forwarded transaction back (else 1205 after 60 s).
-		other, err := m.DB("")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer other.Close()
-		oc, err := other.Conn(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer oc.Close()
+		oc := fakeConn(t, ctx, m.Addr()) // straight to the fake, not through a proxy
 		exec(t, oc, "SET SESSION innodb_lock_wait_timeout = 60")
 		exec(t, oc, "UPDATE app.t SET v = 2 WHERE k = 100")
 		// The client's transaction is gone: told so, definitely.
