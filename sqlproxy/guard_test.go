@@ -187,13 +187,13 @@ func rawConn(t *testing.T, addr string) (*wire.Conn, []byte) {
 // in), one more gets MariaDB's 1040; a stranger is dropped after
 // LoginTimeout, which frees its slot.
 func TestConnectionCap(t *testing.T) {
-	a := startInstances(t, 1)[0]
-	p := startProxy(t, 1, masterView(a), Linearizable, []string{a.Addr()}, func(c *Config) {
+	a := startFakes(t, 1)[0]
+	p := startFakeProxy(t, 1, fakeMasterView(a), Linearizable, func(c *Config) {
 		c.MaxConnections, c.LoginTimeout = 2, 2*time.Second
 	})
 	c1, _ := rawConn(t, p.addr)
 	rawConn(t, p.addr)
-	err := appDB(t, p.addr, "", false).Ping()
+	err := fakeDB(t, p.addr, "").Ping()
 	if me := mysqlErr(t, err); me.Number != 1040 || me.Message != "Too many connections" {
 		t.Fatalf("over the cap: %v", me)
 	}
@@ -209,7 +209,7 @@ func TestConnectionCap(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	db := appDB(t, p.addr, "", false)
+	db := fakeDB(t, p.addr, "")
 	await(t, ctx, "a slot freed by the login timeout", func() bool { return db.PingContext(ctx) == nil })
 }
 
@@ -217,8 +217,8 @@ func TestConnectionCap(t *testing.T) {
 // after login one over max_allowed_packet, gets 1153 and the connection
 // is closed; the proxy serves on.
 func TestPacketBounds(t *testing.T) {
-	a := startInstances(t, 1)[0]
-	p := startProxy(t, 1, masterView(a), Linearizable, []string{a.Addr()}, func(c *Config) { c.MaxAllowedPacket = 4096 })
+	a := startFakes(t, 1)[0]
+	p := startFakeProxy(t, 1, fakeMasterView(a), Linearizable, func(c *Config) { c.MaxAllowedPacket = 4096 })
 	c, _ := rawConn(t, p.addr)
 	if _, err := c.Conn.Write([]byte{0xff, 0xff, 0xff, 1}); err != nil { // announces 16 MiB
 		t.Fatal(err)
@@ -234,13 +234,13 @@ func TestPacketBounds(t *testing.T) {
 		t.Fatal("connection left open")
 	}
 
-	db := appDB(t, p.addr, "", false)
+	db := fakeDB(t, p.addr, "")
 	db.SetMaxOpenConns(1)
 	_, err = db.Exec("SELECT '" + strings.Repeat("x", 5000) + "'")
 	if me := mysqlErr(t, err); me.Number != 1153 {
 		t.Fatalf("over max_allowed_packet: %v", me)
 	}
-	if id := serverID(t, appDB(t, p.addr, "", false), "SELECT @@server_id"); id != 1 {
+	if id := serverID(t, fakeDB(t, p.addr, ""), "SELECT @@server_id"); id != 1 {
 		t.Fatal(id)
 	}
 }
@@ -248,8 +248,8 @@ func TestPacketBounds(t *testing.T) {
 // TestSessionPanic: a panic inside one session (a test hook) closes that
 // client only; another client keeps working and the panic is counted.
 func TestSessionPanic(t *testing.T) {
-	a := startInstances(t, 1)[0]
-	p := startProxy(t, 1, masterView(a), Linearizable, []string{a.Addr()}, func(c *Config) {
+	a := startFakes(t, 1)[0]
+	p := startFakeProxy(t, 1, fakeMasterView(a), Linearizable, func(c *Config) {
 		c.Knobs = &Knobs{OnCommand: func(pkt []byte) {
 			if strings.Contains(string(pkt), "boom") {
 				panic("test: boom")
@@ -257,7 +257,7 @@ func TestSessionPanic(t *testing.T) {
 		}}
 	})
 	ctx := context.Background()
-	other := appDB(t, p.addr, "", false)
+	other := fakeDB(t, p.addr, "")
 	oc, err := other.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -266,7 +266,7 @@ func TestSessionPanic(t *testing.T) {
 	if err := oc.PingContext(ctx); err != nil {
 		t.Fatal(err)
 	}
-	victim := appDB(t, p.addr, "", false)
+	victim := fakeDB(t, p.addr, "")
 	_, err = victim.ExecContext(ctx, "SELECT 'boom'")
 	if err == nil || !(errors.Is(err, mysql.ErrInvalidConn) || strings.Contains(err.Error(), "EOF") || strings.Contains(err.Error(), "bad connection")) {
 		t.Fatalf("panicking session: %v", err)
