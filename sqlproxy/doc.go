@@ -114,6 +114,18 @@
 // Relaying is frame by frame (package wire); only OK/EOF status flags are
 // read, which gives the transaction state (SERVER_STATUS_IN_TRANS).
 //
+// Session state. Whether a session is in a transaction, has autocommit
+// off, is pinned by unreplayable state or is aborted after a lost
+// transaction is one pure state machine (txstate.go, txState.Step): the
+// session feeds it events (a backend's status flags, a connection lost
+// after or before a send, a route that moved, a statement in the aborted
+// state) and carries out the actions it returns (answer the client;
+// close, keep or release the backend). Its tests list every transition
+// and step random event sequences against a model MariaDB; most session
+// tests run against in-process fake MariaDBs (internal/fakebackend), and
+// those about real MariaDB behaviour (accounts, TLS, sockets, prepared
+// statements, causal reads, the cluster end to end) keep a real one.
+//
 // Cost per statement. A relayed statement costs four socket operations
 // (read client, write backend, read backend, write client), each through
 // 64 KiB buffers with one write per flushed response; the client's

@@ -35,11 +35,12 @@ type decision struct {
 func (s *session) route(info classify.Info) decision {
 	m := decision{master: true}
 	onlyMaster := s.mode == Linearizable || s.hop || s.causalUnknown
-	ok, hinted := replicaOK(s.txState, onlyMaster, s.srv.cfg.MasterPreferred, info)
+	rules := s.srv.rules() // a reload may replace them (reload.go)
+	ok, hinted := replicaOK(s.txState, onlyMaster, rules.MasterPreferred, info)
 	if !ok {
 		return m
 	}
-	if p := s.srv.cfg.ReadMasterPercentage; !hinted && p > 0 && rand.IntN(100) < p {
+	if p := rules.ReadMasterPercentage; !hinted && p > 0 && rand.IntN(100) < p {
 		return m
 	}
 	return s.pickReplica()
@@ -114,8 +115,9 @@ func (s *session) masterIn(v topology.View, now time.Time) (string, routeKind, b
 // masterWait waits for a view with a master target (masterTarget).
 func (s *session) masterWait() (string, routeKind, *wire.Error) {
 	topo := s.srv.topo
-	deadline := time.Now().Add(s.srv.cfg.MasterWait)
-	timer := time.NewTimer(s.srv.cfg.MasterWait)
+	wait := s.srv.rules().MasterWait
+	deadline := time.Now().Add(wait)
+	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	for {
 		ch := topo.Changed()
@@ -358,22 +360,23 @@ func (s *session) release(b *backend) {
 		s.keep(b)
 		return
 	}
-	if s.srv.cfg.Hold <= 0 {
+	hold := s.srv.rules().Hold
+	if hold <= 0 {
 		s.srv.pool.put(b)
 		return
 	}
 	now := time.Now()
 	s.mu.Lock()
 	s.held, s.armed = b, true
-	s.holdUntil = now.Add(s.srv.cfg.Hold)
+	s.holdUntil = now.Add(hold)
 	// One timer per session, not one reset per statement: a pending
 	// timer that fires early re-arms itself for the rest of the hold.
 	if !s.timerPending {
 		s.timerPending = true
 		if s.holdTimer == nil {
-			s.holdTimer = time.AfterFunc(s.srv.cfg.Hold, s.holdExpired)
+			s.holdTimer = time.AfterFunc(hold, s.holdExpired)
 		} else {
-			s.holdTimer.Reset(s.srv.cfg.Hold)
+			s.holdTimer.Reset(hold)
 		}
 	}
 	s.mu.Unlock()
