@@ -359,6 +359,7 @@ func TestReloadLogLevel(t *testing.T) {
 		{`{"read_master_percentage": 150}`, "read-master-percentage 150"},
 		{`{"hold": 5}`, "hold"},
 		{`{"log_level": "info"`, "unexpected EOF"},
+		{`{"log_level": "info"} {"log_level": "debug"}`, "more than one JSON object"},
 	} {
 		writeSettings(t, settings, bad.file)
 		_, err := p.srv.Reload()
@@ -372,7 +373,7 @@ func TestReloadLogLevel(t *testing.T) {
 	if level.Level() != slog.LevelDebug {
 		t.Fatalf("level after refused reloads %v, want debug still", level.Level())
 	}
-	if n := reloads(t, p, "error"); n != 5 {
+	if n := reloads(t, p, "error"); n != 6 {
 		t.Fatalf("reloads error = %v", n)
 	}
 	// Without a settable level, a file naming one is refused at start.

@@ -63,6 +63,9 @@ func loadSettings(path string, base settings, levelSettable bool) (settings, err
 	if err := dec.Decode(&f); err != nil {
 		return base, fmt.Errorf("%w: settings file %s: %v", ErrConfig, path, err)
 	}
+	if dec.More() {
+		return base, fmt.Errorf("%w: settings file %s: more than one JSON object", ErrConfig, path)
+	}
 	out := base
 	r := &out.rules
 	for _, d := range []struct {
