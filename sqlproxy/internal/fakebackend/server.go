@@ -400,8 +400,12 @@ func (c *conn) query(sql string) bool {
 	return c.send(c.exec(sql))
 }
 
-// scripted sends a Hook's reply.
+// scripted sends a Hook's reply. A drop rolls the transaction back
+// before the socket closes, so whoever sees the close sees the rollback.
 func (c *conn) scripted(r *Reply) bool {
+	if r.Drop {
+		c.rollback()
+	}
 	if r.Drop && len(r.Cols) == 0 {
 		if r.CutFrame {
 			_, _ = c.nc.Write([]byte{10, 0, 0, 1, 0xfe}) // a 10-byte frame with 1 byte
