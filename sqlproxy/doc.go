@@ -221,7 +221,8 @@
 // force together or not at all: a bad file, another identity's
 // certificate or a rule out of range is logged with the file and
 // counted (phxgo_sqlproxy_reloads_total{result="error"}) and the old
-// settings stay. Every TLS handshake (MySQL port, hop, binlogd gRPC)
+// settings stay; phxgo_sqlproxy_tls_cert_expiry_timestamp_seconds shows
+// the certificate in force. Every TLS handshake (MySQL port, hop, binlogd gRPC)
 // takes the material current at that moment (tlsreload.go), so open
 // connections keep the session they negotiated. Routing code reads the
 // rules through Server.rules() once per decision, never Config's start

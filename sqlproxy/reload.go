@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"phxgo/binlogd/mtls"
 )
 
@@ -57,6 +59,14 @@ func (s *Server) initReload() error {
 		return err
 	}
 	s.apply(cur)
+	if t := s.cfg.PeerTLS; t != nil {
+		// Shows that a reload took: the expiry moves. A second Server on
+		// the same Metrics keeps the first one's gauge (tests only).
+		_ = s.metrics.Registry.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "phxgo_sqlproxy_tls_cert_expiry_timestamp_seconds",
+			Help: "NotAfter of the certificate new TLS handshakes present, unix seconds (follows reloads; no sample without TLS)",
+		}, func() float64 { return float64(t.Material().Leaf.NotAfter.Unix()) }))
+	}
 	return nil
 }
 

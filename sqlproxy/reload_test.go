@@ -88,6 +88,9 @@ func TestReloadCertificate(t *testing.T) {
 	if n := reloads(t, p, "ok"); n != 1 {
 		t.Fatalf("reloads ok = %v", n)
 	}
+	if got, want := sample(t, p, "phxgo_sqlproxy_tls_cert_expiry_timestamp_seconds", ""), loadFiles(t, files).Leaf.NotAfter.Unix(); got != float64(want) {
+		t.Fatalf("cert expiry gauge %v, want the new certificate's %v", got, want)
+	}
 
 	// A broken certificate file: refused, named, the new one stays.
 	if err := os.WriteFile(files.Cert, []byte("not a certificate\n"), 0o600); err != nil {
@@ -470,8 +473,8 @@ func reloads(t *testing.T, p *testProxy, result string) float64 {
 	return sample(t, p, "phxgo_sqlproxy_reloads_total", result)
 }
 
-// sample reads the counter or gauge name whose one label is label (0
-// when there is no such sample yet).
+// sample reads the counter or gauge name whose one label is label, or
+// that has no label when label is "" (0 when there is no such sample).
 func sample(t *testing.T, p *testProxy, name, label string) float64 {
 	t.Helper()
 	mfs, err := p.srv.metrics.Registry.Gather()
@@ -483,7 +486,7 @@ func sample(t *testing.T, p *testProxy, name, label string) float64 {
 			continue
 		}
 		for _, m := range mf.Metric {
-			if len(m.Label) == 1 && m.Label[0].GetValue() == label {
+			if label == "" && len(m.Label) == 0 || len(m.Label) == 1 && m.Label[0].GetValue() == label {
 				if m.Counter != nil {
 					return m.Counter.GetValue()
 				}
