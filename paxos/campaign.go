@@ -6,7 +6,7 @@ import "context"
 // core; after every step it resolves the waiting requests (checkCampaigns).
 
 type campaignReq struct {
-	terms uint64     // core.terms when the request reached the core
+	terms uint64     // Soft().Terms when the request reached the core
 	done  chan error // buffered 1
 }
 
@@ -47,28 +47,24 @@ func (n *Node) campaign(ctx context.Context) error {
 
 // onCampaign runs in the run loop.
 func (n *Node) onCampaign(op campaignOp) {
-	c := n.core
 	if op.cancel {
 		if _, ok := n.campaigns[op.req]; ok {
 			delete(n.campaigns, op.req)
 			op.req.done <- context.Canceled
 			if len(n.campaigns) == 0 {
-				c.stopCampaign()
+				n.rn.StopCampaign()
 			}
 		}
 		return
 	}
-	if c.role == leader {
-		op.req.done <- nil
+	terms := n.rn.Soft().Terms
+	leading, err := n.rn.Campaign()
+	if leading || err != nil {
+		op.req.done <- err
 		return
 	}
-	if !c.hasQuorum() {
-		op.req.done <- ErrNoQuorum
-		return
-	}
-	op.req.terms = c.terms
+	op.req.terms = terms
 	n.campaigns[op.req] = struct{}{}
-	c.campaign()
 }
 
 // checkCampaigns answers requests whose node has led since they arrived,
@@ -77,11 +73,10 @@ func (n *Node) checkCampaigns() {
 	if len(n.campaigns) == 0 {
 		return
 	}
-	c := n.core
-	quorum := c.hasQuorum()
+	terms, quorum := n.rn.Soft().Terms, n.rn.HasQuorum()
 	for r := range n.campaigns {
 		switch {
-		case c.terms > r.terms:
+		case terms > r.terms:
 			r.done <- nil
 		case !quorum:
 			r.done <- ErrNoQuorum
@@ -91,6 +86,6 @@ func (n *Node) checkCampaigns() {
 		delete(n.campaigns, r)
 	}
 	if len(n.campaigns) == 0 {
-		c.stopCampaign()
+		n.rn.StopCampaign()
 	}
 }

@@ -86,6 +86,12 @@ type Ready struct {
 	Early     []Message
 	Messages  []Message
 	Committed []Entry
+
+	// For the driver alone, not persisted: Members, when set, is the new
+	// membership view (publish it, point the transport at its targets);
+	// Linger asks for the batch linger to run, ending in Flush.
+	Members *memberView
+	Linger  bool
 }
 
 func (rd *Ready) needsPersist() bool {
@@ -543,6 +549,11 @@ func (c *core) ready() Ready {
 		rd.Meta = c.hist.encode()
 		c.metaDirty = false
 	}
+	if rd.Meta != nil || c.targetsDirty {
+		c.targetsDirty = false
+		rd.Members = c.memberView()
+	}
+	rd.Linger = c.lingering()
 	c.upd = wal.Update{}
 	c.msgs, c.early = nil, nil
 	clear(c.accPos)

@@ -17,22 +17,22 @@ type dropLogger struct {
 
 const dropLogEvery = 10 * time.Second
 
-func (d *dropLogger) maybeLog(log *slog.Logger, c *core, now time.Time) {
-	if c.exhausted && !d.exhausted {
+func (d *dropLogger) maybeLog(log *slog.Logger, c *softState, now time.Time) {
+	if c.Exhausted && !d.exhausted {
 		d.exhausted = true
 		log.Error("paxos: this node's ballot rounds reached the maximum; it will not run elections any more (forged messages?)",
-			"max_round", MaxRound, "promised_round", c.promised.Round)
+			"max_round", MaxRound, "promised_round", c.Promised.Round)
 	}
-	if c.dropped == d.logged || now.Sub(d.at) < dropLogEvery {
+	if c.Dropped == d.logged || now.Sub(d.at) < dropLogEvery {
 		return
 	}
 	attrs := make([]any, 0, 2*NumDropReasons+2)
 	for r := DropReason(0); r < NumDropReasons; r++ {
-		if k := c.dropped[r] - d.logged[r]; k > 0 {
+		if k := c.Dropped[r] - d.logged[r]; k > 0 {
 			attrs = append(attrs, r.String(), k)
 		}
 	}
-	attrs = append(attrs, "latest", c.lastDrop.String())
+	attrs = append(attrs, "latest", c.LastDrop.String())
 	log.Warn("paxos: dropped hostile or out-of-range peer messages", attrs...)
-	d.logged, d.at = c.dropped, now
+	d.logged, d.at = c.Dropped, now
 }

@@ -101,7 +101,7 @@ func (n *Node) metaSnapshot() []byte {
 // restoreMeta merges a snapshot's membership history (from metaSnapshot
 // on a peer) into this node's and persists it. Call it from any
 // goroutine but the run loop (it waits for the run loop); from inside the
-// core, use core.adoptMeta.
+// run loop, use rawNode.AdoptMeta.
 func (n *Node) restoreMeta(b []byte) error {
 	if len(b) == 0 {
 		return nil
@@ -130,13 +130,12 @@ type metaReq struct {
 
 // followMembers publishes the core's history and points the transport at
 // the nodes the core talks to (run loop).
-func (n *Node) followMembers() {
-	c := n.core
-	if c.hist == nil {
+func (n *Node) followMembers(v *memberView) {
+	if v.hist == nil {
 		n.tr.setPeers(n.cfg.Peers)
 		return
 	}
-	h := c.hist.clone()
+	h := v.hist
 	n.members.Store(h)
 	addrs := map[uint32]string{}
 	for _, it := range h.items {
@@ -145,7 +144,7 @@ func (n *Node) followMembers() {
 		}
 	}
 	peers := map[uint32]string{}
-	for _, id := range c.targets {
+	for _, id := range v.targets {
 		peers[id] = addrs[id]
 	}
 	n.tr.setPeers(peers)

@@ -14,8 +14,8 @@ import (
 // Node is a running Multi-Paxos member: the driver around the pure core.
 // Four goroutines form a pipeline:
 //
-//	run (owns core) ──Ready──▶ persister ──saves──▶ completer ──entries──▶ applier (owns sm)
-//	                           (merge, SaveAsync)   (in order: wait, send)
+//	run (owns rawNode) ──Ready──▶ persister ──saves──▶ completer ──entries──▶ applier (owns sm)
+//	                              (merge, SaveAsync)   (in order: wait, send)
 //
 // run keeps stepping the core while earlier Readys are being made
 // durable; the persister merges all Readys waiting for it into one Save
@@ -27,7 +27,7 @@ type Node struct {
 	storage Storage
 	tr      transport
 
-	core        *core               // owned by run
+	rn          *rawNode            // the core's API; owned by run
 	app         *applier            // owned by the applier goroutine
 	tail        *readTail           // recently applied entries, for ReadNext (readtail.go)
 	tailReads   atomic.Uint64       // ReadNext calls served from tail
@@ -153,13 +153,13 @@ func Start(cfg Config, sm StateMachine, opts ...Option) (*Node, error) {
 		st.Close()
 		return nil, fmt.Errorf("%w: %w", ErrStorage, err)
 	}
-	core, err := restore(st, n.app, cc)
+	rn, err := restore(st, n.app, cc)
 	if err != nil {
 		st.Close()
 		return nil, err
 	}
-	n.core = core
-	if core.stuckPromise {
+	n.rn = rn
+	if rn.Soft().StuckPromise {
 		n.log.Error("paxos: the wal holds a promise above the highest valid round (written by a forged message before peer input was checked); "+
 			"this node keeps it, as Paxos requires, so it will never vote or lead again, but it learns and applies the log. "+
 			"To make it a voter again, remove it from the membership and add it back with an empty data directory.",
@@ -176,7 +176,7 @@ func Start(cfg Config, sm StateMachine, opts ...Option) (*Node, error) {
 	}
 	n.lingerTimer = time.NewTimer(time.Hour)
 	n.lingerTimer.Stop()
-	n.followMembers()
+	n.followMembers(rn.Members())
 	n.publishCore()
 	n.status.Applied = n.app.applied
 	n.status.FirstIndex = st.HardState().FirstIndex
@@ -188,7 +188,7 @@ func Start(cfg Config, sm StateMachine, opts ...Option) (*Node, error) {
 }
 
 // restore rebuilds the applier and the core from durable state.
-func restore(st Storage, app *applier, cc coreConfig) (*core, error) {
+func restore(st Storage, app *applier, cc coreConfig) (*rawNode, error) {
 	hs := st.HardState()
 	if hs.Chosen > MaxIndex || hs.Applied > MaxIndex {
 		// Only a forged Snapshot (before peer input was checked) gets
@@ -215,7 +215,7 @@ func restore(st Storage, app *applier, cc coreConfig) (*core, error) {
 		}
 		from = as[len(as)-1].Index + 1
 	}
-	return newCore(cc, hs, acc, st), nil
+	return newRawNode(cc, hs, acc, st), nil
 }
 
 // submit hands a command to the run loop and waits for its outcome.
@@ -316,14 +316,14 @@ func (n *Node) run() {
 		case op := <-n.campc:
 			n.onCampaign(op)
 		case <-ticker.C:
-			n.core.tickOnce()
+			n.rn.Tick()
 		case <-n.lingerTimer.C:
 			n.lingerArmed = false
-			n.core.flushBatch()
+			n.rn.Flush()
 		case <-n.stableNote:
-			n.core.compact(n.stable.Load())
+			n.rn.Advance(n.stable.Load())
 		case r := <-n.metac:
-			r.done <- n.core.adoptMeta(r.meta)
+			r.done <- n.rn.AdoptMeta(r.meta)
 		}
 		n.drain()
 		n.emit()
@@ -348,16 +348,17 @@ func (n *Node) drain() {
 
 func (n *Node) stepAll(ms []Message) {
 	for _, m := range n.checkSnapshots(ms) {
-		n.core.step(m)
+		n.rn.Step(m)
 	}
 }
 
 func (n *Node) propose(p *proposal) {
-	if !n.core.canPropose() {
-		p.done <- proposeResult{err: ErrNoQuorum}
+	seq, err := n.rn.Propose(p.data, p.flags)
+	if err != nil {
+		p.done <- proposeResult{err: err}
 		return
 	}
-	p.seq = n.core.propose(p.data, p.flags)
+	p.seq = seq
 	n.wmu.Lock()
 	n.waiters[p.seq] = p
 	n.wmu.Unlock()
@@ -371,7 +372,7 @@ func (n *Node) abandon(p *proposal) {
 	}
 	n.wmu.Unlock()
 	if mine {
-		n.core.abandon(p.seq)
+		n.rn.Abandon(p.seq)
 		p.done <- proposeResult{err: p.cause}
 	}
 }
@@ -379,15 +380,14 @@ func (n *Node) abandon(p *proposal) {
 // emit takes the core's Ready: Early messages leave now, the rest goes
 // to the persister.
 func (n *Node) emit() {
-	c := n.core
-	rd := c.ready()
-	if c.lingering() && !n.lingerArmed {
+	rd := n.rn.Ready()
+	if rd.Linger && !n.lingerArmed {
 		n.lingerArmed = true
 		n.lingerTimer.Reset(n.cfg.BatchLinger)
 	}
-	if rd.Meta != nil || c.targetsDirty {
-		c.targetsDirty = false
-		n.followMembers()
+	if rd.Members != nil {
+		n.followMembers(rd.Members)
+		rd.Members = nil
 	}
 	if len(rd.Early) > 0 {
 		n.tr.send(rd.Early)
@@ -503,21 +503,21 @@ func (n *Node) saveApplied() error {
 }
 
 func (n *Node) publishCore() {
-	c := n.core
+	c := n.rn.Soft()
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if c.leader != n.status.Leader && c.leader != 0 {
+	if c.Leader != n.status.Leader && c.Leader != 0 {
 		n.status.LeaderChanges++
 	}
-	n.status.ID, n.status.Leader, n.status.Role = n.cfg.ID, c.leader, c.role.String()
-	n.status.ValuesProposed, n.status.CommandsProposed, n.status.BytesProposed = c.valuesProposed, c.cmdsProposed, c.bytesProposed
-	n.status.Ballot, n.status.BallotNode = c.promised.Round, c.promised.Node
-	n.status.Chosen, n.status.Pending = c.chosen, len(c.pending)
-	n.status.Dropped = c.dropped
-	n.status.BallotExhausted, n.status.StuckPromise = c.exhausted || c.stuckPromise, c.stuckPromise
-	n.dropLog.maybeLog(n.log, c, time.Now())
-	n.chosenAt.Store(c.chosen)
-	n.leading.Store(c.role == leader)
+	n.status.ID, n.status.Leader, n.status.Role = n.cfg.ID, c.Leader, c.Role.String()
+	n.status.ValuesProposed, n.status.CommandsProposed, n.status.BytesProposed = c.ValuesProposed, c.CmdsProposed, c.BytesProposed
+	n.status.Ballot, n.status.BallotNode = c.Promised.Round, c.Promised.Node
+	n.status.Chosen, n.status.Pending = c.Chosen, c.Pending
+	n.status.Dropped = c.Dropped
+	n.status.BallotExhausted, n.status.StuckPromise = c.Exhausted || c.StuckPromise, c.StuckPromise
+	n.dropLog.maybeLog(n.log, &c, time.Now())
+	n.chosenAt.Store(c.Chosen)
+	n.leading.Store(c.Role == leader)
 }
 
 // publishApplied refreshes Status.Applied and wakes AppliedCh waiters.

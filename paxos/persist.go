@@ -6,19 +6,32 @@ import (
 	"phxgo/wal"
 )
 
-// Persistence pipeline. The persister merges every Ready waiting for it
-// into one wal.Update and submits it with SaveAsync, without waiting; the
-// completer takes the submitted saves in order and, for each,
+// Persistence pipeline: the one code that turns Readys into durable
+// saves and orders everything that depends on them. Node runs it on two
+// goroutines; the simulation (sim_test.go) and the core tests run the
+// same two stages inline, so what they check is what production does.
+//
+// Stage 1, persistBatch (Node's persister): merges every Ready waiting
+// into one wal.Update and submits it without waiting (pipeEnv.submit:
+// wal.Log's SaveAsync), so several saves can sync at once (the wal
+// overlaps them, see wal's doc.go). Stage 2, completeSave (Node's
+// completer), takes the submitted saves in order and, for each,
 //
 //  1. applies the committed entries whose accepts earlier saves made
 //     durable (all earlier saves are complete: the completer is in order),
 //  2. waits for this save,
-//  3. applies the rest, sends the messages, and lets the core compact.
+//  3. applies the rest, sends the messages, and lets the core drop what
+//     storage now holds (rawNode.Advance).
 //
-// So several saves can sync at once (the wal overlaps them, see wal's
-// doc.go), while every Ready's messages still leave only after its Update
-// and every earlier one is durable, as Ready requires: a save is answered
-// only after every earlier one, and the completer handles them in order.
+// Invariant (persist before send): a Ready's Messages leave only after
+// its Update and every earlier Ready's Update are durable, and an entry
+// is applied only once the save that holds its accept is durable. It
+// holds because a save is answered only after every earlier one, the
+// completer handles them in order, and completeSave sends and applies
+// "after" entries only once wait returned nil. Early messages are the
+// driver's (they claim nothing durable, see Ready) and never come here.
+// TestPipelinePersistsBeforeSend checks it on a storage that holds saves
+// back.
 
 // maxSavesInFlight bounds the saves submitted and not yet completed.
 const maxSavesInFlight = 8
@@ -38,99 +51,70 @@ type splittingStorage interface {
 
 // saveJob is one merged save and what depends on it.
 type saveJob struct {
-	install  *InstalledSnapshot // made durable before done was submitted
-	done     []<-chan error     // the save's parts, in order; none: nothing to save
+	install  *InstalledSnapshot // made durable before save was submitted
+	save     pendingSave        // nil: nothing to save
 	before   []Entry            // committed, durable before this save
 	after    [][]Entry          // committed, durable with this save
 	messages [][]Message
 	last     uint64 // last committed index, 0 if none
 }
 
-// saveAsync submits u, in several parts if the storage cannot take it in
-// one: the merge of many Readys can outgrow a wal transaction under large
-// commands, and a refused save would stop the node. Losing atomicity is
-// safe: nothing in u is acted on (answered, sent) before every part is
-// durable, and a crash between parts leaves accepts never answered.
-func (n *Node) saveAsync(u wal.Update) []<-chan error {
-	parts := []wal.Update{u}
-	if s, ok := n.storage.(splittingStorage); ok {
-		parts = s.Split(u)
-	}
-	chs := make([]<-chan error, 0, len(parts))
-	for _, p := range parts {
-		if a, ok := n.storage.(asyncStorage); ok {
-			chs = append(chs, a.SaveAsync(p))
-			continue
-		}
-		ch := make(chan error, 1)
-		ch <- n.storage.Save(p)
-		chs = append(chs, ch)
-	}
-	return chs
+// pendingSave is a submitted save; wait returns once it is durable (or
+// failed).
+type pendingSave interface{ wait() error }
+
+// pipeEnv is what the pipeline acts on: the storage, the applier, the
+// transport and the core's Advance. Node's is nodePipe; the simulation
+// has its own over its simulated disk and network.
+type pipeEnv interface {
+	failed() bool // stop submitting (the node failed or crashed)
+	saveMeta(b []byte) error
+	installSnapshot(in *InstalledSnapshot) error
+	submit(u wal.Update) pendingSave
+	apply(it applyItem) // hand to the applier, in order
+	send(ms []Message)
+	advance(last uint64) // committed entries up to last are applied and durable
 }
 
-// wait waits for every part of the job's save and returns the first error.
-func (j *saveJob) wait() error {
-	var first error
-	for _, ch := range j.done {
-		if err := <-ch; err != nil && first == nil {
-			first = err
+// persistBatch is stage 1 for a batch of consecutive Readys: it saves
+// their membership history, then submits their merged saves, handing
+// each job to out in order. An error is a storage failure: the node must
+// stop.
+func persistBatch(env pipeEnv, batch []Ready, out func(*saveJob)) error {
+	// The membership history first: it only records chosen changes,
+	// so it may be durable early, never late (before their apply).
+	var meta []byte
+	for i := range batch {
+		if batch[i].Meta != nil {
+			meta = batch[i].Meta
 		}
 	}
-	return first
-}
-
-// persister merges Readys into saves and submits them.
-func (n *Node) persister() {
-	defer close(n.completeQ)
-	for rd := range n.persistQ {
-		batch := []Ready{rd}
-	more:
-		for len(batch) < 256 {
-			select {
-			case r, ok := <-n.persistQ:
-				if !ok {
-					break more
-				}
-				batch = append(batch, r)
-			default:
-				break more
-			}
-		}
-		// The membership history first: it only records chosen changes,
-		// so it may be durable early, never late (before their apply).
-		var meta []byte
-		for i := range batch {
-			if batch[i].Meta != nil {
-				meta = batch[i].Meta
-			}
-		}
-		if meta != nil && !n.failed.Load() {
-			if err := n.meta.SaveMeta(meta); err != nil {
-				n.fail(fmt.Errorf("%w: save membership: %w", ErrStorage, err))
-				continue
-			}
-		}
-		// A Ready that installs a snapshot starts a save of its own, so
-		// the install lands after every earlier save and before its own.
-		for len(batch) > 0 && !n.failed.Load() {
-			k := 1
-			for k < len(batch) && batch[k].Install == nil {
-				k++
-			}
-			if in := batch[0].Install; in != nil {
-				if err := n.storage.InstallSnapshot(in.Index, in.Data); err != nil {
-					n.fail(fmt.Errorf("%w: install snapshot at %d: %w", ErrStorage, in.Index, err))
-					break
-				}
-			}
-			n.completeQ <- n.submitSave(batch[:k])
-			batch = batch[k:]
+	if meta != nil && !env.failed() {
+		if err := env.saveMeta(meta); err != nil {
+			return fmt.Errorf("%w: save membership: %w", ErrStorage, err)
 		}
 	}
+	// A Ready that installs a snapshot starts a save of its own, so
+	// the install lands after every earlier save and before its own.
+	for len(batch) > 0 && !env.failed() {
+		k := 1
+		for k < len(batch) && batch[k].Install == nil {
+			k++
+		}
+		if in := batch[0].Install; in != nil {
+			if err := env.installSnapshot(in); err != nil {
+				return fmt.Errorf("%w: install snapshot at %d: %w", ErrStorage, in.Index, err)
+			}
+		}
+		out(planSave(env, batch[:k]))
+		batch = batch[k:]
+	}
+	return nil
 }
 
-func (n *Node) submitSave(batch []Ready) *saveJob {
+// planSave merges batch (no Install but on the first) into one save,
+// submits it, and sorts what depends on it.
+func planSave(env pipeEnv, batch []Ready) *saveJob {
 	u := wal.Update{NoSync: true}
 	need := false
 	job := &saveJob{install: batch[0].Install}
@@ -179,44 +163,142 @@ func (n *Node) submitSave(batch []Ready) *saveJob {
 		}
 	}
 	if need || u.Chosen > 0 {
-		job.done = n.saveAsync(u)
+		job.save = env.submit(u)
 	}
 	return job
 }
 
-// completer finishes saves in order: apply, wait, apply, send.
+// wait waits for the job's save, if any.
+func (j *saveJob) wait() error {
+	if j.save == nil {
+		return nil
+	}
+	return j.save.wait()
+}
+
+// completeSave is stage 2 for one job, called in submission order: apply
+// what was durable already, wait, apply the rest, send, advance. An
+// error is a storage failure: nothing after the failed save may be sent
+// or applied, and the node must stop.
+func completeSave(env pipeEnv, job *saveJob) error {
+	if job.install != nil {
+		env.apply(applyItem{install: job.install})
+	}
+	if len(job.before) > 0 {
+		env.apply(applyItem{entries: job.before})
+	}
+	if err := job.wait(); err != nil {
+		return fmt.Errorf("%w: save: %w", ErrStorage, err)
+	}
+	for _, es := range job.after {
+		env.apply(applyItem{entries: es})
+	}
+	for _, ms := range job.messages {
+		env.send(ms)
+	}
+	if job.last > 0 {
+		env.advance(job.last)
+	}
+	return nil
+}
+
+// partSaves is the outcome of a save submitted in parts, in order.
+type partSaves []<-chan error
+
+// wait waits for every part and returns the first error.
+func (p partSaves) wait() error {
+	var first error
+	for _, ch := range p {
+		if err := <-ch; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// submitParts submits u to st, in several parts if st cannot take it in
+// one: the merge of many Readys can outgrow a wal transaction under large
+// commands, and a refused save would stop the node. Losing atomicity is
+// safe: nothing in u is acted on (answered, sent) before every part is
+// durable, and a crash between parts leaves accepts never answered.
+func submitParts(st Storage, u wal.Update) partSaves {
+	parts := []wal.Update{u}
+	if s, ok := st.(splittingStorage); ok {
+		parts = s.Split(u)
+	}
+	chs := make(partSaves, 0, len(parts))
+	for _, p := range parts {
+		if a, ok := st.(asyncStorage); ok {
+			chs = append(chs, a.SaveAsync(p))
+			continue
+		}
+		ch := make(chan error, 1)
+		ch <- st.Save(p)
+		chs = append(chs, ch)
+	}
+	return chs
+}
+
+// nodePipe is Node's pipeEnv.
+type nodePipe struct{ n *Node }
+
+func (p nodePipe) failed() bool                    { return p.n.failed.Load() }
+func (p nodePipe) saveMeta(b []byte) error         { return p.n.meta.SaveMeta(b) }
+func (p nodePipe) submit(u wal.Update) pendingSave { return submitParts(p.n.storage, u) }
+func (p nodePipe) apply(it applyItem)              { p.n.applyQ <- it }
+func (p nodePipe) send(ms []Message)               { p.n.tr.send(ms) }
+func (p nodePipe) installSnapshot(in *InstalledSnapshot) error {
+	return p.n.storage.InstallSnapshot(in.Index, in.Data)
+}
+
+// advance hands the durable index to the run loop, which owns the core.
+func (p nodePipe) advance(last uint64) {
+	p.n.stable.Store(last)
+	select {
+	case p.n.stableNote <- struct{}{}:
+	default:
+	}
+}
+
+// persister is stage 1 on its own goroutine: it merges every Ready
+// waiting for it into one batch.
+func (n *Node) persister() {
+	defer close(n.completeQ)
+	env := nodePipe{n}
+	for rd := range n.persistQ {
+		batch := []Ready{rd}
+	more:
+		for len(batch) < 256 {
+			select {
+			case r, ok := <-n.persistQ:
+				if !ok {
+					break more
+				}
+				batch = append(batch, r)
+			default:
+				break more
+			}
+		}
+		if err := persistBatch(env, batch, func(j *saveJob) { n.completeQ <- j }); err != nil {
+			n.fail(err)
+		}
+	}
+}
+
+// completer is stage 2 on its own goroutine.
 func (n *Node) completer() {
 	defer func() {
 		close(n.applyQ)
 		n.tr.close()
 	}()
+	env := nodePipe{n}
 	for job := range n.completeQ {
 		if n.failed.Load() {
 			job.wait()
 			continue
 		}
-		if job.install != nil {
-			n.applyQ <- applyItem{install: job.install}
-		}
-		if len(job.before) > 0 {
-			n.applyQ <- applyItem{entries: job.before}
-		}
-		if err := job.wait(); err != nil {
-			n.fail(fmt.Errorf("%w: save: %w", ErrStorage, err))
-			continue
-		}
-		for _, es := range job.after {
-			n.applyQ <- applyItem{entries: es}
-		}
-		for _, ms := range job.messages {
-			n.tr.send(ms)
-		}
-		if job.last > 0 {
-			n.stable.Store(job.last)
-			select {
-			case n.stableNote <- struct{}{}:
-			default:
-			}
+		if err := completeSave(env, job); err != nil {
+			n.fail(err)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package paxos
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand"
@@ -76,7 +77,8 @@ type simNode struct {
 	id      uint32
 	st      Storage
 	dir     string
-	core    *core
+	rn      *rawNode // the driver's only way in (rawnode.go)
+	core    *core    // rn's core, for the checks only; nil while down
 	app     *applier
 	sm      *listSM
 	up      bool
@@ -154,7 +156,7 @@ func (s *sim) start(n *simNode) {
 	if err != nil {
 		s.fatalf("restore node %d: %v", n.id, err)
 	}
-	n.core = c
+	n.rn, n.core = c, c.c
 	n.up = true
 	n.waiting = make(map[uint64]string)
 	s.process(n)
@@ -164,7 +166,7 @@ func (s *sim) crash(n *simNode) {
 	n.up = false
 	n.unsaved = nil
 	n.ckpts = nil // in memory only, as in Node
-	n.core = nil
+	n.rn, n.core = nil, nil
 	if ls, ok := n.st.(*lossyStorage); ok {
 		ls.crash(s.rng)
 	}
@@ -178,7 +180,7 @@ func (s *sim) crash(n *simNode) {
 // pipeline, persisting it (and sending and applying what depends on that)
 // may lag behind, and a crash loses what was not persisted yet.
 func (s *sim) process(n *simNode) {
-	rd := n.core.ready()
+	rd := n.rn.Ready()
 	for _, m := range rd.Early {
 		s.sendMsg(m)
 	}
@@ -190,62 +192,25 @@ func (s *sim) process(n *simNode) {
 	}
 }
 
+// persist runs the production pipeline (persist.go) on the Readys taken
+// since the last call, both stages at once (simPipe).
 func (s *sim) persist(n *simNode) {
 	if len(n.unsaved) == 0 {
 		return
 	}
-	u := wal.Update{NoSync: true}
-	need := false
-	for _, rd := range n.unsaved {
-		if rd.needsSync() {
-			u.NoSync = false
-		}
-		if rd.Meta != nil {
-			n.meta = rd.Meta // durable before the save, as the driver does
-		}
-		if rd.Update.Promised != nil {
-			u.Promised = rd.Update.Promised
-		}
-		u.Accepted = append(u.Accepted, rd.Update.Accepted...)
-		u.Chosen = max(u.Chosen, rd.Update.Chosen)
-		need = need || rd.needsPersist()
-	}
 	batch := n.unsaved
 	n.unsaved = nil
-	// An install goes to storage before the merged save (which may drop
-	// accepts below it) and is applied in its place in the Ready order.
-	for _, rd := range batch {
-		if in := rd.Install; in != nil {
-			if err := n.st.InstallSnapshot(in.Index, in.Data); err != nil {
-				s.fatalf("install snapshot: %v", err)
-			}
+	env := simPipe{s, n}
+	err := persistBatch(env, batch, func(j *saveJob) {
+		if !n.up {
+			return // crashed in an earlier job
 		}
-	}
-	if need {
-		if err := n.st.Save(u); err != nil {
-			s.fatalf("save: %v", err)
+		if err := completeSave(env, j); err != nil && !errors.Is(err, errSimCrash) {
+			s.fatalf("node %d: %v", n.id, err)
 		}
-	}
-	for _, rd := range batch {
-		if rd.Install != nil {
-			s.install(n, rd.Install)
-		}
-		s.apply(n, rd.Committed)
-	}
-	if !need && s.faulty && s.o.crashes && s.rng.Intn(50) == 0 {
-		// A crash between applying and saving the chosen index.
-		s.crash(n)
-		return
-	}
-	if !need {
-		if err := n.st.Save(u); err != nil {
-			s.fatalf("save: %v", err)
-		}
-	}
-	for _, rd := range batch {
-		for _, m := range rd.Messages {
-			s.sendMsg(m)
-		}
+	})
+	if err != nil {
+		s.fatalf("node %d: %v", n.id, err)
 	}
 }
 
@@ -283,9 +248,6 @@ func (s *sim) apply(n *simNode, committed []Entry) {
 				s.compactRandom(n)
 			}
 		}
-	}
-	if len(committed) > 0 {
-		n.core.compact(committed[len(committed)-1].Index)
 	}
 }
 
@@ -368,7 +330,7 @@ func (s *sim) deliver() {
 		if s.faulty && s.cut[[2]uint32{d.m.From, d.m.To}] {
 			continue
 		}
-		n.core.step(d.m)
+		n.rn.Step(d.m)
 		touched[n.id] = true
 		if s.rng.Intn(3) == 0 { // sometimes a Ready per message, sometimes grouped
 			s.process(n)
@@ -383,7 +345,7 @@ func (s *sim) deliver() {
 
 func (s *sim) proposeRandom() {
 	n := s.nodes[s.ids[s.rng.Intn(len(s.ids))]]
-	if !n.up || !n.core.canPropose() {
+	if !n.up {
 		return
 	}
 	s.nextID++
@@ -393,7 +355,11 @@ func (s *sim) proposeRandom() {
 		flags = flagBarrier
 		d = "barrier-" + d
 	}
-	seq := n.core.propose([]byte(d), flags)
+	seq, err := n.rn.Propose([]byte(d), flags)
+	if err != nil {
+		s.nextID--
+		return
+	}
 	if flags == 0 {
 		n.waiting[seq] = d
 	}
@@ -406,7 +372,7 @@ func (s *sim) stepOnce() {
 	for _, id := range s.ids {
 		n := s.nodes[id]
 		if n.up && (s.now+n.phase)%10 == 0 {
-			n.core.tickOnce()
+			n.rn.Tick()
 			s.process(n)
 		}
 		if n.up && s.rng.Intn(2) == 0 {
@@ -442,7 +408,7 @@ func (s *sim) final() *Membership {
 // while another is pending: both must be refused by the log).
 func (s *sim) changeRandom() {
 	n := s.nodes[s.ids[s.rng.Intn(len(s.ids))]]
-	if !n.up || !n.core.member() || !n.core.canPropose() {
+	if !n.up || !n.core.member() {
 		return
 	}
 	cur := n.core.hist.latest()
@@ -462,7 +428,9 @@ func (s *sim) changeRandom() {
 	} else {
 		return
 	}
-	n.core.propose(encodeChange(membershipChange{Prev: cur.Index, Members: next}), flagMembership)
+	if _, err := n.rn.Propose(encodeChange(membershipChange{Prev: cur.Index, Members: next}), flagMembership); err != nil {
+		return
+	}
 	s.process(n)
 }
 
@@ -529,6 +497,10 @@ func (s *sim) faults() {
 		if o.campaigns && s.rng.Intn(400) == 0 {
 			for k := 1 + s.rng.Intn(2); k > 0; k-- {
 				if n := s.nodes[s.ids[s.rng.Intn(len(s.ids))]]; n.up {
+					// The core's campaign, below rawNode.Campaign's quorum
+					// check: a follower of 5 hears only the leader, so Node
+					// would refuse it (ErrNoQuorum), and the duels are the
+					// point here.
 					n.core.campaign()
 					s.process(n)
 				}
@@ -542,7 +514,7 @@ func (s *sim) faults() {
 			if n.up {
 				if seqs := n.core.pendingSeqs(); len(seqs) > 0 {
 					seq := seqs[s.rng.Intn(len(seqs))]
-					n.core.abandon(seq)
+					n.rn.Abandon(seq)
 					delete(n.waiting, seq)
 				}
 			}
@@ -570,11 +542,12 @@ func (s *sim) heal() {
 	// One more command through the log, then wait for all to apply it.
 	for {
 		n := s.nodes[s.ids[s.rng.Intn(len(s.ids))]]
-		if s.final().Has(n.id) && n.core.canPropose() {
-			seq := n.core.propose([]byte("final"), 0)
-			n.waiting[seq] = "final"
-			s.process(n)
-			break
+		if s.final().Has(n.id) {
+			if seq, err := n.rn.Propose([]byte("final"), 0); err == nil {
+				n.waiting[seq] = "final"
+				s.process(n)
+				break
+			}
 		}
 		s.stepOnce()
 	}
@@ -822,7 +795,7 @@ func runCampaign(t *testing.T, seed int64, nodes, campaigners int) {
 		}
 	}
 	for _, n := range cs {
-		n.core.campaign()
+		n.core.campaign() // not rn.Campaign: see faults
 		s.process(n)
 	}
 	// Two duelling campaigners each lead once, within a few backoffs.

@@ -32,7 +32,7 @@ func (n *Node) checkSnapshots(ms []Message) []Message {
 				err = chk.CheckSnapshot(rest)
 			}
 			if err != nil {
-				n.core.drop(m, badMsg(DropMalformed, "snapshot at %d: %v", m.Index, err))
+				n.rn.Reject(m, badMsg(DropMalformed, "snapshot at %d: %v", m.Index, err))
 				continue
 			}
 		}

@@ -14,6 +14,7 @@ type thriftyNet struct {
 	held    []Message
 	updates map[uint32][]wal.Update
 	sent    []Message // everything the cores sent (delivered or held)
+	moved   bool      // settle: a message went out this round
 }
 
 func newThriftyNet(t *testing.T, ids ...uint32) *thriftyNet {
@@ -40,27 +41,55 @@ func newLedNet(t *testing.T) (*thriftyNet, *core) {
 	return n, l
 }
 
-// settle runs rounds of ready and delivery until nothing moves.
+// settle runs rounds of ready and delivery until nothing moves; each
+// Ready goes through the production pipeline (persist.go) with saves
+// that are durable at once (thriftyPipe).
 func (n *thriftyNet) settle() {
-	for moved := true; moved; {
-		moved = false
+	for n.moved = true; n.moved; {
+		n.moved = false
 		for _, id := range []uint32{1, 2, 3} {
-			c := n.cores[id]
-			rd := c.ready()
-			if rd.needsPersist() || rd.Update.Chosen > 0 {
-				n.updates[id] = append(n.updates[id], rd.Update)
-			}
-			for _, m := range append(rd.Early, rd.Messages...) {
-				moved = true
-				n.sent = append(n.sent, m)
-				if n.hold(m) {
-					n.held = append(n.held, m)
-					continue
-				}
-				n.cores[m.To].step(m)
+			rd := n.cores[id].ready()
+			n.deliver(rd.Early)
+			env := thriftyPipe{n, id}
+			if err := persistBatch(env, []Ready{rd}, func(j *saveJob) { completeSave(env, j) }); err != nil {
+				panic(err) // nothing here fails
 			}
 		}
 	}
+}
+
+func (n *thriftyNet) deliver(ms []Message) {
+	for _, m := range ms {
+		n.moved = true
+		n.sent = append(n.sent, m)
+		if n.hold(m) {
+			n.held = append(n.held, m)
+			continue
+		}
+		n.cores[m.To].step(m)
+	}
+}
+
+// thriftyPipe is a thriftyNet core's pipeEnv: it keeps the Updates,
+// delivers the messages, and has no applier (nor storage to compact to).
+type thriftyPipe struct {
+	n  *thriftyNet
+	id uint32
+}
+
+type savedNow struct{}
+
+func (savedNow) wait() error { return nil }
+
+func (p thriftyPipe) failed() bool                             { return false }
+func (p thriftyPipe) saveMeta([]byte) error                    { return nil }
+func (p thriftyPipe) installSnapshot(*InstalledSnapshot) error { return nil }
+func (p thriftyPipe) apply(applyItem)                          {}
+func (p thriftyPipe) send(ms []Message)                        { p.n.deliver(ms) }
+func (p thriftyPipe) advance(uint64)                           {}
+func (p thriftyPipe) submit(u wal.Update) pendingSave {
+	p.n.updates[p.id] = append(p.n.updates[p.id], u)
+	return savedNow{}
 }
 
 func (n *thriftyNet) accepts(from uint32) (asked, spared map[uint32]bool) {

@@ -1,0 +1,131 @@
+package paxos
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"phxgo/wal"
+)
+
+// recPipe is a pipeEnv that records what the pipeline does, in order;
+// a save becomes durable when the completer waits for it (the latest a
+// wal may), or fails if listed in fail.
+type recPipe struct {
+	events []string
+	saves  int
+	fail   map[int]bool
+}
+
+type recSave struct {
+	p *recPipe
+	k int
+}
+
+func (v recSave) wait() error {
+	if v.p.fail[v.k] {
+		v.p.log("failed %d", v.k)
+		return errors.New("disk gone")
+	}
+	v.p.log("durable %d", v.k)
+	return nil
+}
+
+func (p *recPipe) log(f string, a ...any)  { p.events = append(p.events, fmt.Sprintf(f, a...)) }
+func (p *recPipe) failed() bool            { return false }
+func (p *recPipe) saveMeta(b []byte) error { p.log("meta %s", b); return nil }
+func (p *recPipe) advance(last uint64)     { p.log("advance %d", last) }
+func (p *recPipe) submit(wal.Update) pendingSave {
+	p.log("submit %d", p.saves)
+	p.saves++
+	return recSave{p, p.saves - 1}
+}
+func (p *recPipe) installSnapshot(in *InstalledSnapshot) error {
+	p.log("install %d", in.Index)
+	return nil
+}
+func (p *recPipe) apply(it applyItem) {
+	if it.install != nil {
+		p.log("restore %d", it.install.Index)
+	}
+	for _, e := range it.entries {
+		p.log("apply %d", e.Index)
+	}
+}
+func (p *recPipe) send(ms []Message) {
+	for _, m := range ms {
+		p.log("send %s", m.Type)
+	}
+}
+
+// TestPipelinePersistsBeforeSend pins down persist.go's ordering on
+// hand-made Readys: messages leave only after their Ready's save (and
+// every earlier one) is durable; a committed entry is applied only after
+// the save holding its accept is durable, and not later than needed
+// (entries durable in earlier saves are applied while this one syncs);
+// a failed save sends and applies nothing that depends on it; an
+// install goes to storage after the earlier saves were submitted and is
+// restored before what follows it.
+func TestPipelinePersistsBeforeSend(t *testing.T) {
+	b := Ballot{Round: 1, Node: 1}
+	acc := func(i uint64) wal.Update { return wal.Update{Accepted: []wal.Accepted{{Index: i, Ballot: b}}} }
+	vote := Message{Type: MsgAccepted}
+	fetch := Message{Type: MsgFetch}
+	entry := func(i uint64) []Entry { return []Entry{{Index: i, Ballot: b}} }
+	cases := []struct {
+		name    string
+		batches [][]Ready // each one persistBatch call, all before any completion
+		fail    map[int]bool
+		want    []string
+	}{{
+		name:    "one batch: the entry waits for the save with its accept",
+		batches: [][]Ready{{{Update: acc(1), Messages: []Message{vote}}, {Committed: entry(1), Messages: []Message{fetch}}}},
+		want:    []string{"submit 0", "durable 0", "apply 1", "send Accepted", "send Fetch", "advance 1"},
+	}, {
+		name: "two saves in flight: the entry accepted in the first is applied while the second syncs",
+		batches: [][]Ready{
+			{{Update: acc(1), Messages: []Message{vote}}},
+			{{Update: acc(2), Committed: entry(1), Messages: []Message{fetch}}},
+		},
+		want: []string{"submit 0", "submit 1", "durable 0", "send Accepted", "apply 1", "durable 1", "send Fetch", "advance 1"},
+	}, {
+		name:    "chosen index only: applied at once, saved lazily",
+		batches: [][]Ready{{{Update: wal.Update{Chosen: 1}, Committed: entry(1)}}},
+		want:    []string{"submit 0", "apply 1", "durable 0", "advance 1"},
+	}, {
+		name:    "failed save: nothing that depends on it",
+		batches: [][]Ready{{{Update: acc(1), Messages: []Message{vote}}, {Committed: entry(1)}}},
+		fail:    map[int]bool{0: true},
+		want:    []string{"submit 0", "failed 0"},
+	}, {
+		name: "install: its own save, after the earlier ones",
+		batches: [][]Ready{{
+			{Update: acc(1), Messages: []Message{vote}},
+			{Install: &InstalledSnapshot{Index: 5}, Update: acc(6), Meta: []byte("m"), Messages: []Message{fetch}},
+		}},
+		want: []string{"meta m", "submit 0", "install 5", "submit 1", "durable 0", "send Accepted", "restore 5", "durable 1", "send Fetch"},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &recPipe{fail: tc.fail}
+			var jobs []*saveJob
+			for _, batch := range tc.batches {
+				if err := persistBatch(p, batch, func(j *saveJob) { jobs = append(jobs, j) }); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, j := range jobs {
+				if err := completeSave(p, j); err != nil {
+					if !errors.Is(err, ErrStorage) {
+						t.Fatalf("save error %v not ErrStorage", err)
+					}
+					break // the node stops
+				}
+			}
+			if !slices.Equal(p.events, tc.want) {
+				t.Fatalf("events\n got %q\nwant %q", p.events, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,130 @@
+package paxos
+
+import "phxgo/wal"
+
+// rawNode is the whole of the core that a driver may use, in the shape of
+// etcd-io/raft's RawNode: inputs go in through Step, Tick, Propose,
+// Abandon, Flush, Campaign and AdoptMeta; the output of all of them comes
+// out of Ready, to be persisted, sent and applied in the order Ready's
+// doc gives (persist.go does that, for Node and the simulation alike);
+// Advance reports back what became durable and applied. What the driver
+// needs to know about the core (leader, role, counters) it reads from
+// Soft, a copy; it never touches the core's fields, so the core's
+// invariants are the core's business alone.
+//
+// Unlike etcd's Advance, which acknowledges one Ready before the next may
+// be taken, the driver here takes Readys while earlier ones are still
+// being saved (the pipeline of persist.go); Ready's rules hold across
+// them. Advance only lets the core drop what storage now serves.
+type rawNode struct{ c *core }
+
+func newRawNode(cc coreConfig, hs wal.HardState, entries []wal.Accepted, reader logReader) *rawNode {
+	return &rawNode{c: newCore(cc, hs, entries, reader)}
+}
+
+// softState is the core's state a driver reports or acts on, copied out
+// after each round of inputs.
+type softState struct {
+	Leader   uint32
+	Role     role
+	Terms    uint64 // leaderships won by this core (Campaign waits for one)
+	Promised Ballot
+	Chosen   uint64
+	Pending  int // own commands not applied yet
+
+	ValuesProposed, CmdsProposed, BytesProposed uint64
+	Dropped                                     [NumDropReasons]uint64
+	LastDrop                                    dropNote
+	Exhausted, StuckPromise                     bool
+}
+
+// Soft returns a copy of the core's soft state.
+func (r *rawNode) Soft() softState {
+	c := r.c
+	return softState{
+		Leader: c.leader, Role: c.role, Terms: c.terms, Promised: c.promised, Chosen: c.chosen, Pending: len(c.pending),
+		ValuesProposed: c.valuesProposed, CmdsProposed: c.cmdsProposed, BytesProposed: c.bytesProposed,
+		Dropped: c.dropped, LastDrop: c.lastDrop, Exhausted: c.exhausted, StuckPromise: c.stuckPromise,
+	}
+}
+
+// Step hands the core one peer message (checked there: core_validate.go).
+func (r *rawNode) Step(m Message) { r.c.step(m) }
+
+// Reject counts a peer message the driver refused before the core saw it
+// (a snapshot its state machine would not restore), like one the core
+// drops itself.
+func (r *rawNode) Reject(m *Message, err *BadMessageError) { r.c.drop(m, err) }
+
+// Tick advances the core's logical clock by one tick.
+func (r *rawNode) Tick() { r.c.tickOnce() }
+
+// Propose adds a local command and returns its seq, the key under which
+// its application is reported (applier.go). ErrNoQuorum: the node heard
+// neither a leader nor a majority lately; the command was not taken.
+func (r *rawNode) Propose(data []byte, flags byte) (uint64, error) {
+	if !r.c.canPropose() {
+		return 0, ErrNoQuorum
+	}
+	return r.c.propose(data, flags), nil
+}
+
+// Abandon forgets a local command whose caller gave up (it may still be
+// chosen and applied).
+func (r *rawNode) Abandon(seq uint64) { r.c.abandon(seq) }
+
+// Flush ends the batch linger (Ready.Linger asked for it).
+func (r *rawNode) Flush() { r.c.flushBatch() }
+
+// Campaign makes the core run phase 1 now and retry until it has led
+// once (Soft().Terms rises) or StopCampaign. It returns (true, nil) if
+// the core leads already, ErrNoQuorum if it heard no majority lately.
+func (r *rawNode) Campaign() (leading bool, err error) {
+	c := r.c
+	if c.role == leader {
+		return true, nil
+	}
+	if !c.hasQuorum() {
+		return false, ErrNoQuorum
+	}
+	c.campaign()
+	return false, nil
+}
+
+// StopCampaign ends a campaign; an election already running goes on.
+func (r *rawNode) StopCampaign() { r.c.stopCampaign() }
+
+// HasQuorum reports whether a majority (this node included) was heard
+// within 2E ticks.
+func (r *rawNode) HasQuorum() bool { return r.c.hasQuorum() }
+
+// AdoptMeta merges a snapshot's membership history into the core's.
+func (r *rawNode) AdoptMeta(b []byte) error { return r.c.adoptMeta(b) }
+
+// Members returns the core's current view of the membership, as
+// Ready.Members carries it when it changes.
+func (r *rawNode) Members() *memberView { return r.c.memberView() }
+
+// Ready returns everything the inputs since the last call produced.
+func (r *rawNode) Ready() Ready { return r.c.ready() }
+
+// Advance reports that every entry up to index that Ready handed out in
+// Committed was handed to the applier and its Update is durable: the core
+// drops them from memory and answers a Fetch for them from storage.
+func (r *rawNode) Advance(index uint64) { r.c.compact(index) }
+
+// memberView is what the driver needs of the membership: the history (to
+// publish, nil while joining) and the nodes the core talks to (to point
+// the transport at).
+type memberView struct {
+	hist    *history // a copy; nil: this node does not know the members yet
+	targets []uint32 // self excluded
+}
+
+func (c *core) memberView() *memberView {
+	v := &memberView{targets: append([]uint32(nil), c.targets...)}
+	if c.hist != nil {
+		v.hist = c.hist.clone()
+	}
+	return v
+}
