@@ -224,9 +224,10 @@ func TestReloadBinlogdLink(t *testing.T) {
 	}
 }
 
-// TestReloadRules changes a routing rule of a running read/write-split
-// proxy through its settings file: new sessions follow it, a bad value
-// is refused and the rule in force stays. The replica is held one
+// TestReloadRules changes routing rules of a running read/write-split
+// proxy through its settings file (max_replica_behind, judged by the
+// health checks; master_preferred, by the router): new sessions follow
+// them, a bad value is refused and the rule in force stays. The replica is held one
 // transaction behind (FLUSH TABLES WITH READ LOCK stops its SQL thread)
 // so max_replica_behind decides where a read goes.
 func TestReloadRules(t *testing.T) {
@@ -301,6 +302,13 @@ func TestReloadRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	readsOn(2)
+	// A rule the router reads per statement: the healthy replica gets
+	// no more reads.
+	writeSettings(t, settings, `{"master_preferred": true}`)
+	if _, err := p.srv.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	readsOn(1)
 }
 
 // TestReloadLogLevel: the settings file's log_level is applied at start
