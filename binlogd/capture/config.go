@@ -56,7 +56,7 @@ func DefaultConfig() Config {
 	return Config{
 		BatchMaxBytes:   4 << 20,
 		FragmentBytes:   2 << 20,
-		BufferBytes:     32 << 20,
+		BufferBytes:     16 << 20,
 		MaxInFlight:     16,
 		HeartbeatPeriod: time.Second,
 		ReadTimeout:     5 * time.Second,
@@ -80,10 +80,10 @@ func (c Config) Validate() error {
 		return bad("ServerID", "must be non-zero and unique among the master's replicas", 0)
 	case c.BatchMaxBytes <= 0:
 		return bad("BatchMaxBytes", "must be > 0", c.BatchMaxBytes)
-	case c.FragmentBytes <= 0 || c.FragmentBytes > c.BatchMaxBytes:
-		return bad("FragmentBytes", fmt.Sprintf("must be > 0 and <= BatchMaxBytes (%d)", c.BatchMaxBytes), c.FragmentBytes)
-	case c.BufferBytes < c.BatchMaxBytes:
-		return bad("BufferBytes", fmt.Sprintf("must be >= BatchMaxBytes (%d)", c.BatchMaxBytes), c.BufferBytes)
+	case c.FragmentBytes <= 0:
+		return bad("FragmentBytes", "must be > 0", c.FragmentBytes)
+	case c.BufferBytes < max(c.BatchMaxBytes, c.FragmentBytes):
+		return bad("BufferBytes", fmt.Sprintf("must be >= BatchMaxBytes (%d) and FragmentBytes (%d)", c.BatchMaxBytes, c.FragmentBytes), c.BufferBytes)
 	case c.MaxInFlight <= 0:
 		return bad("MaxInFlight", "must be > 0", c.MaxInFlight)
 	case c.HeartbeatPeriod <= 0:
