@@ -5,12 +5,15 @@
 // The protocol lives in a pure, deterministic step machine (core*.go): no
 // goroutines, no clock, no I/O. Inputs are peer messages (step), ticks,
 // local proposals and a batch-flush signal; the output is a Ready. A thin
-// driver (node.go) owns the core on one goroutine:
+// driver (node.go) owns the core on one goroutine and reaches it only
+// through rawNode (rawnode.go), a RawNode-style API: Step, Tick, Propose,
+// Campaign, ... in; Ready out; Advance back once entries are durable and
+// applied; Soft for what the driver reports:
 //
 //	gRPC server ──msgs──▶ ┌──────────── run loop ─────────────┐
 //	Propose ─────cmd────▶ │ 1. step/tick/propose the core,     │
 //	ticker, linger ─────▶ │    draining all queued inputs      │
-//	                      │ 2. rd := core.ready()              │
+//	                      │ 2. rd := rawNode.Ready()           │
 //	                      │ 3. Storage.Save(rd.Update)  (ONE   │
 //	                      │    durable write: group commit)    │
 //	                      │ 4. send rd.Messages   (after 3)    │──▶ gRPC streams
@@ -20,7 +23,10 @@
 // Steps 3-5 run on their own goroutines (persist.go): the persister
 // merges waiting Readys into one save and submits it without waiting, so
 // several saves can be syncing at once; a completer takes them in order
-// and does 4 and 5 for each once it and every earlier one is durable. A
+// and does 4 and 5 for each once it and every earlier one is durable.
+// Both stages are plain functions over a small environment (pipeEnv), so
+// the simulation runs this same persist-and-order code on its simulated
+// disk and network. A
 // merge too large for one wal transaction is saved in parts (wal's
 // Split), all durable before 4. Messages stay under the peers' gRPC
 // receive limit: Accepts and Forwards are cut at FetchMaxBytes, and the
@@ -255,7 +261,14 @@
 // and requires every pending proposal to finish; TestSimMembership adds
 // random one-at-a-time adds and removes (from 3 nodes and 2 spares);
 // TestSimCompact also truncates logs at random snapshots so lagging nodes
-// catch up through MsgSnapshot. grpc_test.go runs real
+// catch up through MsgSnapshot. The simulation drives each core through
+// rawNode and persists, applies and sends through persist.go's pipeline,
+// as Node does; persist_test.go pins that pipeline's order down (persist
+// before send and apply) case by case. node_seeded_test.go runs whole
+// Nodes (driver, pipeline, wal in a temporary directory) over an
+// in-memory network whose loss, duplication and reordering, like each
+// core's randomness, come from one seed (scheduling and the ticker do
+// not: a seed replays the faults, not the interleaving). grpc_test.go runs real
 // nodes over loopback gRPC. Values and snapshot tables are fuzzed, and
 // FuzzCoreStep feeds three cores arbitrary scripts of ticks, proposals,
 // lost or delivered messages, restarts and forged messages (hostile
