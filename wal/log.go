@@ -132,6 +132,10 @@ func Open(dir string, opts Options) (*Log, error) {
 		unlockDir(lk)
 		return nil, err
 	}
+	if err := dropEmptyBadgerFiles(dir, opts.Logger); err != nil { // powerloss.go
+		unlockDir(lk)
+		return nil, err
+	}
 	db, err := badger.Open(opts.badger(dir))
 	if err != nil {
 		unlockDir(lk)

@@ -168,6 +168,9 @@ func offline(dir string, opts Options, fn func(db *badger.DB, segs *segments, id
 		return err
 	}
 	defer unlockDir(lk)
+	if err := dropEmptyBadgerFiles(dir, opts.Logger); err != nil { // powerloss.go
+		return err
+	}
 	db, err := badger.Open(opts.badger(dir))
 	if err != nil {
 		return fmt.Errorf("wal: open badger in %s: %w", dir, err)
