@@ -34,6 +34,7 @@ cleanup() {
   rm -rf "$LOGS"
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
 
 ticks() { # sum of utime+stime of the pids in the files given
   local sum=0 f pid
