@@ -136,7 +136,7 @@ func (s *Server) reloadLocked(now time.Time) (ReloadResult, error) {
 	}
 	// Nothing can fail from here: swap everything.
 	if next != nil {
-		s.cfg.PeerTLS.store(next)
+		s.cfg.PeerTLS.Store(next)
 		res.CertSerial = strings.ToLower(next.Leaf.SerialNumber.Text(16))
 		res.CertExpiry = next.Leaf.NotAfter.UTC().Format(time.RFC3339)
 	}

@@ -171,7 +171,7 @@ func TestReloadBinlogdLink(t *testing.T) {
 	files := ownCopy(t, proxyFiles(ca, 1))
 	tl := NewTLS(loadFiles(t, files))
 	p := startProxy(t, 1, topology.View{MasterID: 1, IsMaster: true}, Linearizable, nil, func(c *Config) { c.PeerTLS = tl })
-	creds := tl.GRPCCredentials() // cmd/sqlproxy takes them once, at start
+	creds := tl.Credentials() // cmd/sqlproxy takes them once, at start
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 

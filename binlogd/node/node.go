@@ -34,7 +34,7 @@ type Node struct {
 	log  *slog.Logger
 	tls  *mtls.Material // nil: plain gRPC (tls.go); as loaded at start
 	// tlsCur is what new handshakes use; Reload swaps it (tlsreload.go).
-	tlsCur atomic.Pointer[tlsNow]
+	tlsCur atomic.Pointer[mtls.Reloadable]
 	level  *slog.LevelVar // nil: the level is not Reload's to change
 
 	inst  *mysqld.Instance

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"phxgo/binlogd/mtls"
 	pb "phxgo/proto"
 )
 
@@ -56,7 +57,7 @@ func (n *Node) reload(level string) (ReloadResult, error) {
 			return res, fmt.Errorf("log level %q: %w (debug, info, warn or error)", level, err)
 		}
 	}
-	var next *tlsNow
+	var next *mtls.Material
 	if n.tls != nil {
 		m, err := n.cfg.TLS()
 		if err != nil {
@@ -70,12 +71,13 @@ func (n *Node) reload(level string) (ReloadResult, error) {
 		if old := n.currentTLS(); m.Identity != old.Identity {
 			return res, fmt.Errorf("TLS files: %s holds identity %s, but this node runs as %s", m.Files.Cert, m.Identity, old.Identity)
 		}
-		next = newTLSNow(m)
+		next = m
 	}
 	if next != nil {
-		n.tlsCur.Store(next)
-		res.CertSerial = strings.ToLower(next.m.Leaf.SerialNumber.Text(16))
-		res.CertExpiry = next.m.Leaf.NotAfter.UTC().Format("2006-01-02T15:04:05Z07:00")
+		n.tlsCur.CompareAndSwap(nil, mtls.NewReloadable(n.tls))
+		n.tlsCur.Load().Store(next)
+		res.CertSerial = strings.ToLower(next.Leaf.SerialNumber.Text(16))
+		res.CertExpiry = next.Leaf.NotAfter.UTC().Format("2006-01-02T15:04:05Z07:00")
 	}
 	if n.level != nil {
 		if level != "" {

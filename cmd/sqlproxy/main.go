@@ -161,7 +161,7 @@ func run(args []string) error {
 	defer stop()
 	creds := grpc.WithTransportCredentials(insecure.NewCredentials())
 	if cfg.PeerTLS != nil && !*binlogdPlain {
-		creds = grpc.WithTransportCredentials(cfg.PeerTLS.GRPCCredentials()) // follows reloads
+		creds = grpc.WithTransportCredentials(cfg.PeerTLS.Credentials()) // follows reloads
 	}
 	cc, err := grpc.NewClient(*binlogd, creds)
 	if err != nil {
