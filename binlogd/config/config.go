@@ -130,6 +130,13 @@ type Credentials struct {
 	// mysql.user, checks replicas). Optional.
 	ProxyUser     string `json:"proxy_user,omitempty"`
 	ProxyPassword string `json:"proxy_password,omitempty"`
+	// repl_user/repl_password: the outside replicas' account on the
+	// replication endpoint (README "Outside replicas"). It is binlogd's
+	// own, not a MariaDB account, and may only dump the log. Optional
+	// (both or neither; empty: no outside replicas); `binlogd init` and
+	// `make cluster` generate it.
+	ReplUser     string `json:"repl_user,omitempty"`
+	ReplPassword string `json:"repl_password,omitempty"`
 	// app_databases: the databases app_user may use, as GRANT patterns
 	// ('%' any string, '_' any character, '\' escapes; in JSON "app\\_%"
 	// is app_ followed by anything). app_user gets DML and DDL there and
@@ -319,6 +326,9 @@ func LoadCredentials(path string) (Credentials, error) {
 	}
 	if err := mysqld.ValidateAppDatabases(cr.AppDatabases); err != nil {
 		return cr, fmt.Errorf("%w: %s: key \"app_databases\": %v", ErrInvalid, path, err)
+	}
+	if err := cr.validateRepl(); err != nil {
+		return cr, fmt.Errorf("%w: %s: %v", ErrInvalid, path, err)
 	}
 	return cr, nil
 }

@@ -30,3 +30,38 @@ func TestCredentialsAppDatabases(t *testing.T) {
 		t.Fatalf("%+v %v", got, err)
 	}
 }
+
+func TestCredentialsReplAccount(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "cred.json")
+	base := Credentials{CaptureUser: "c", CapturePassword: "c", AppUser: "a", AppPassword: "a"}
+	for _, tc := range []struct {
+		user, pw, want string
+	}{
+		{"r", "", "repl_password"},
+		{"", "pw", "repl_user"},
+		{"c", "pw", "capture_user"},
+	} {
+		cr := base
+		cr.ReplUser, cr.ReplPassword = tc.user, tc.pw
+		if err := SaveCredentials(p, cr); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := LoadCredentials(p); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+			t.Fatalf("repl %q/%q: %v, want an error naming %s", tc.user, tc.pw, err, tc.want)
+		}
+	}
+	cr := base
+	if !cr.AddReplAccount() || cr.ReplUser != DefaultReplUser || len(cr.ReplPassword) < 24 {
+		t.Fatalf("AddReplAccount: %+v", cr)
+	}
+	pw := cr.ReplPassword
+	if cr.AddReplAccount() || cr.ReplPassword != pw {
+		t.Fatal("AddReplAccount replaced an existing account")
+	}
+	if err := SaveCredentials(p, cr); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := LoadCredentials(p); err != nil || got.ReplUser != DefaultReplUser || got.ReplPassword != pw {
+		t.Fatalf("%+v %v", got, err)
+	}
+}

@@ -1,6 +1,7 @@
 package replserver
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -27,20 +28,23 @@ func (s *Server) handle(nc net.Conn) {
 		}
 	}()
 	_ = nc.SetDeadline(time.Now().Add(handshakeTimeout))
-	auth := server.NewInMemoryAuthenticationHandler(mysql.AUTH_NATIVE_PASSWORD)
-	if err := auth.AddUser(s.cfg.User, s.cfg.Password, mysql.AUTH_NATIVE_PASSWORD); err != nil {
-		log.Error("auth setup", "err", err)
-		return
-	}
-	conn, err := s.mysql.NewCustomizedConn(nc, auth, server.EmptyHandler{})
+	conn, err := s.mysql.NewCustomizedConn(nc, s.accounts, server.EmptyHandler{})
 	if err != nil {
 		log.Info("handshake failed", "err", err)
 		return
 	}
+	// From here on the connection is conn's socket: a TLS session when the
+	// client asked for one (the dump writes to it directly).
+	nc = conn.Conn.Conn
 	_ = nc.SetDeadline(time.Time{})
 	s.count(func(st *Stats) { st.Connections++ })
-	log = log.With("user", conn.GetUser())
+	_, overTLS := nc.(*tls.Conn)
 	sess := newSession(s.sysvars, time.Now)
+	sess.account = s.accounts.of(conn.GetUser())
+	log = log.With("user", conn.GetUser(), "account", sess.account.String(), "tls", overTLS)
+	if sess.account == accountOutside {
+		log.Info("outside replica connected")
+	}
 	for {
 		_ = nc.SetReadDeadline(time.Now().Add(commandTimeout))
 		conn.ResetSequence()
@@ -75,9 +79,17 @@ func (s *Server) command(conn *server.Conn, nc net.Conn, sess *session, cmd comm
 	switch cmd.code {
 	case comQuit:
 		return errEndConn
-	case comPing, comInitDB:
+	case comPing:
+		return conn.WriteValue(nil)
+	case comInitDB:
+		if sess.account == accountOutside {
+			return s.deny(conn, "COM_INIT_DB", log)
+		}
 		return conn.WriteValue(nil)
 	case comQuery:
+		if sess.account == accountOutside && !outsideMayQuery(cmd.query) {
+			return s.deny(conn, "query '"+trunc(cmd.query)+"'", log)
+		}
 		r, understood := sess.answer(cmd.query)
 		if !understood {
 			log.Info("query not recognized", "query", trunc(cmd.query), "error", r.err)
@@ -90,12 +102,26 @@ func (s *Server) command(conn *server.Conn, nc net.Conn, sess *session, cmd comm
 			"report_host", cmd.register.host, "report_port", cmd.register.port)
 		return conn.WriteValue(nil)
 	case comBinlogDump:
+		if why := outsideServerIDRefusal(cmd.dump.serverID); sess.account == accountOutside && why != "" {
+			s.count(func(st *Stats) { st.Refused++ })
+			log.Warn("refusing outside replica (error 1236)", "replica_server_id", cmd.dump.serverID, "reason", why)
+			_ = conn.WriteValue(mysql.NewError(erMasterFatalReading, why))
+			return errEndConn
+		}
 		s.dump(nc, conn.Sequence, sess, cmd.dump, log)
 		return errEndConn
 	default:
 		log.Info("unsupported command", "code", cmd.code)
 		return conn.WriteValue(mysql.NewError(erUnknownCom, fmt.Sprintf("binlogd replication endpoint: unsupported command 0x%02x", cmd.code)))
 	}
+}
+
+// deny answers what the outside account may not do; the connection
+// stays open (a replica's tool may go on to dump).
+func (s *Server) deny(conn *server.Conn, what string, log *slog.Logger) error {
+	s.count(func(st *Stats) { st.Denied++ })
+	log.Warn("outside account refused", "what", what)
+	return conn.WriteValue(outsideRefused(conn.GetUser(), what))
 }
 
 func writeReply(conn *server.Conn, r reply) error {

@@ -39,6 +39,9 @@ type session struct {
 	// sysvars are the endpoint's answers to @@name (lower case).
 	sysvars map[string]string
 	now     func() time.Time
+	// account is who logged in: the outside account may run only a
+	// replica's connect queries (outside.go).
+	account account
 }
 
 type userVar struct {

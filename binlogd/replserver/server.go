@@ -2,6 +2,7 @@ package replserver
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -23,9 +24,17 @@ type Config struct {
 	// Addr is where Listen binds, e.g. "127.0.0.1:3307" (Serve takes any
 	// listener and ignores it).
 	Addr string
-	// User and Password are the only account replicas may use
-	// (mysql_native_password).
+	// User and Password are the node's account: its own MariaDB
+	// replicates with it (mysql_native_password, with or without TLS).
 	User, Password string
+	// ReplUser and ReplPassword are the outside replicas' account ("": no
+	// such account): it may only dump the log (outside.go), from a
+	// server_id of at least MinOutsideServerID, over TLS when TLS is set.
+	ReplUser, ReplPassword string
+	// TLS, when set, is offered to every client (CLIENT_SSL); the outside
+	// account must use it. nil: plain connections only (a node run with
+	// insecure_no_tls).
+	TLS *tls.Config
 	// ServerID is the endpoint's server_id, reported to replicas. It must
 	// differ from every replica's server_id.
 	ServerID uint32
@@ -59,6 +68,10 @@ func (c Config) Validate() error {
 	switch {
 	case c.User == "":
 		return fmt.Errorf("%w: User is empty", ErrBadConfig)
+	case c.ReplUser != "" && c.ReplPassword == "":
+		return fmt.Errorf("%w: ReplPassword is empty (ReplUser %q)", ErrBadConfig, c.ReplUser)
+	case c.ReplUser != "" && c.ReplUser == c.User:
+		return fmt.Errorf("%w: ReplUser %q is also User: the outside account needs a name of its own", ErrBadConfig, c.ReplUser)
 	case c.ServerID == 0:
 		return fmt.Errorf("%w: ServerID must be > 0", ErrBadConfig)
 	case c.HeartbeatPeriod <= 0:
@@ -93,6 +106,7 @@ type Server struct {
 	src        Source
 	log        *slog.Logger
 	mysql      *server.Server
+	accounts   *accounts
 	sysvars    map[string]string
 
 	acc wire.Acceptor // connections, at most MaxConns
@@ -114,6 +128,7 @@ type Stats struct {
 	Connections  int   // accepted connections that passed authentication
 	Dumps        int   // COM_BINLOG_DUMP streams started
 	Refused      int   // dumps answered with error 1236
+	Denied       int   // outside-account queries and commands refused (1227)
 	Transactions int64 // transactions sent
 	Bytes        int64 // event bytes sent
 	Heartbeats   int64
@@ -137,11 +152,12 @@ func New(cfg Config, src Source) (*Server, error) {
 		cfg.Logger = slog.Default()
 	}
 	s := &Server{
-		cfg:   cfg,
-		src:   src,
-		log:   cfg.Logger.With("component", "replserver"),
-		mysql: server.NewServer(handshakeVersion, mysql.DEFAULT_COLLATION_ID, mysql.AUTH_NATIVE_PASSWORD, nil, nil),
-		dumps: map[uint32]*dumpHandle{},
+		cfg:      cfg,
+		src:      guidedSource{src},
+		log:      cfg.Logger.With("component", "replserver"),
+		mysql:    server.NewServer(handshakeVersion, mysql.DEFAULT_COLLATION_ID, mysql.AUTH_NATIVE_PASSWORD, nil, cfg.TLS),
+		accounts: newAccounts(cfg),
+		dumps:    map[uint32]*dumpHandle{},
 
 		rotateAt: defaultRotateAt,
 	}
