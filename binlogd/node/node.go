@@ -158,6 +158,7 @@ func (n *Node) Run(ctx context.Context) error {
 	rcfg.Addr, rcfg.User, rcfg.Password = n.cfg.ReplAddr, n.cred.CaptureUser, n.cred.CapturePassword
 	rcfg.ServerID, rcfg.Logger = rolectl.EndpointServerID(n.cfg.ID), n.log
 	rcfg.HeartbeatPeriod = time.Second
+	n.outsideReplicas(&rcfg)
 	repl, err := replserver.New(rcfg, n.newLogSource())
 	if err != nil {
 		return err
