@@ -270,23 +270,45 @@ type txSim struct {
 	// clientTx: the connection the client's transaction runs on, as far
 	// as the client was told (nil: the client believes none is open).
 	clientTx *simConn
-	log      []string
+	log      []simStep // the latest steps, shown when an invariant fails
+}
+
+// simStep is one step of the simulation (note: a failover, say, when set).
+type simStep struct {
+	ev            txEvent
+	before, after txState
+	do            txActions
+	note          string
+}
+
+func (m *txSim) note(s string) { m.record(simStep{note: s}) }
+
+func (m *txSim) record(st simStep) {
+	if len(m.log) == 40 {
+		copy(m.log, m.log[1:])
+		m.log = m.log[:39]
+	}
+	m.log = append(m.log, st)
 }
 
 func (m *txSim) fail(format string, args ...any) {
 	m.t.Helper()
-	m.t.Fatalf("%s\nafter:\n  %s", fmt.Sprintf(format, args...), strings.Join(m.log, "\n  "))
+	var lines []string
+	for _, st := range m.log {
+		if st.note != "" {
+			lines = append(lines, st.note)
+			continue
+		}
+		lines = append(lines, fmt.Sprintf("%-18s %q -> %q %s", st.ev.kind, st.before, st.after, st.do))
+	}
+	m.t.Fatalf("%s\nafter:\n  %s", fmt.Sprintf(format, args...), strings.Join(lines, "\n  "))
 }
 
 func (m *txSim) step(ev txEvent) txActions {
-	m.t.Helper()
 	before := m.st
 	var a txActions
 	m.st, a = m.st.Step(ev)
-	m.log = append(m.log, fmt.Sprintf("%-24s %q -> %q %s", ev.kind.String(), before.String(), m.st.String(), a))
-	if len(m.log) > 40 {
-		m.log = m.log[1:]
-	}
+	m.record(simStep{ev: ev, before: before, after: m.st, do: a})
 	// The transaction pin ends only when a server said not-in-transaction
 	// or the connection holding the transaction is gone.
 	if before.inTx && !m.st.inTx {
@@ -303,7 +325,6 @@ func (m *txSim) step(ev txEvent) txActions {
 
 // leave gives c up to the pool: nothing may live on it.
 func (m *txSim) leave(c *simConn) {
-	m.t.Helper()
 	if c.inTx {
 		m.fail("connection %d left the session with its transaction open", c.id)
 	}
@@ -485,7 +506,7 @@ func TestTxStepProperties(t *testing.T) {
 				m.statement(simStmts[m.rnd.IntN(len(simStmts))])
 			case r == 14: // failover: the replica is the master now
 				m.master = m.replica()
-				m.log = append(m.log, "failover to "+m.master)
+				m.note("failover to " + m.master)
 			case r == 15: // the hold window ends
 				if m.held != nil && m.armed {
 					m.leave(m.held)
