@@ -19,7 +19,9 @@ import (
 // credentials are OUT/credentials.json, its members are every member named
 // in OUT's node configs plus itself, with "join": true (it learns the live
 // membership from them and votes in nothing until `binlogd members add`),
-// and its lease settings are the cluster's. Ports and paths follow the
+// its lease settings and base_gtid (a cluster rebuilt from a backup) are
+// the cluster's: base_gtid from -seed-config (a member's live config) or
+// -out's configs. Ports and paths follow the
 // same flags as a new cluster's. It writes OUT/node<id>/ only.
 
 // runInitAdd writes OUT/node<id>/ for the one node in o.nodes.
@@ -68,6 +70,11 @@ func runInitAdd(o *initOptions, stdout io.Writer) error {
 	n := p.nodes[len(p.nodes)-1]
 	n.cfg.Join = true
 	n.cfg.DriftMargin = existing[0].DriftMargin
+	base, baseFrom, err := clusterBaseGTID(existing, o.seedConfig)
+	if err != nil {
+		return err
+	}
+	n.cfg.BaseGTID = base
 	if err := checkFresh(&initPlan{nodes: []*nodePlan{n}}, &initOptions{out: filepath.Join(o.out, n.dirName())}); err != nil {
 		return err
 	}
@@ -87,7 +94,42 @@ func runInitAdd(o *initOptions, stdout io.Writer) error {
 		return fmt.Errorf("init -add: node %d: the written config does not load: %w", n.cfg.ID, err)
 	}
 	printAddSteps(stdout, n, o)
+	if base != "" {
+		fmt.Fprintf(stdout, "base_gtid %q (the cluster was rebuilt from a backup) copied from %s\n", base, baseFrom)
+	}
 	return nil
+}
+
+// clusterBaseGTID is the cluster's base_gtid (a cluster rebuilt from a
+// backup: binlogd restore -new-cluster), which every member must share: the
+// one -seed-config names, else the one in -out's node configs. Configs
+// that disagree are refused, naming both.
+func clusterBaseGTID(existing []*config.Config, seedConfig string) (base, from string, err error) {
+	note := func(v, src string) error {
+		if v == "" {
+			return nil
+		}
+		if base != "" && v != base {
+			return fmt.Errorf("init -add: base_gtid %q in %s but %q in %s: every member must have the same one (fix the configs first)", base, from, v, src)
+		}
+		base, from = v, src
+		return nil
+	}
+	if seedConfig != "" {
+		c, err := config.Load(seedConfig)
+		if err != nil {
+			return "", "", fmt.Errorf("init -add: -seed-config: %w", err)
+		}
+		if err := note(c.BaseGTID, seedConfig); err != nil {
+			return "", "", err
+		}
+	}
+	for _, c := range existing {
+		if err := note(c.BaseGTID, fmt.Sprintf("node %d's config in -out", c.ID)); err != nil {
+			return "", "", err
+		}
+	}
+	return base, from, nil
 }
 
 // initExistingConfigs loads OUT/node*/binlogd.json, lowest id first.

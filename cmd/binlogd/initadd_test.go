@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,5 +67,56 @@ func TestInitAddNode(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(out, "node5")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("node5 written without the CA key: %v", err)
+	}
+}
+
+// TestInitAddCopiesBaseGTID: a node added to a cluster rebuilt from a
+// backup gets the cluster's base_gtid, from -out's configs or from a
+// member's live config (-seed-config); configs that disagree are refused.
+func TestInitAddCopiesBaseGTID(t *testing.T) {
+	noDial(t)
+	root := t.TempDir()
+	out := filepath.Join(root, "o")
+	if _, err := initArgs(t, "-out", out, "-hosts", "10.9.0.1,10.9.0.2,10.9.0.3"); err != nil {
+		t.Fatal(err)
+	}
+	add := func(id string, extra ...string) (string, error) {
+		return initArgs(t, append([]string{"-out", out, "-add", "-node", id + "=10.9.0." + id + ":17011,10.9.0." + id + ":3306,10.9.0." + id + ":3307"}, extra...)...)
+	}
+	// A member's live config after restore -new-cluster, -out's still without.
+	live := filepath.Join(out, "node1", "live.json") // beside its certificates
+	b, err := os.ReadFile(filepath.Join(out, "node1", "binlogd.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(live, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := setConfigKey(live, "base_gtid", "0-1-500"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := add("4", "-seed-config", live); err != nil {
+		t.Fatal(err)
+	}
+	if c := checkInitOut(t, out, 4)[0]; c.BaseGTID != "0-1-500" {
+		t.Fatalf("node 4 base_gtid %q, want the seed's 0-1-500", c.BaseGTID)
+	}
+	// From -out's configs (now that node 4's has it), without -seed-config.
+	text, err := add("5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := checkInitOut(t, out, 5)[0]; c.BaseGTID != "0-1-500" || !strings.Contains(text, "0-1-500") {
+		t.Fatalf("node 5 base_gtid %q (output %q), want 0-1-500 from node 4's config", c.BaseGTID, text)
+	}
+	// A seed that disagrees with -out is refused, and nothing is written.
+	if err := setConfigKey(live, "base_gtid", "0-1-777"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := add("6", "-seed-config", live); err == nil || !strings.Contains(err.Error(), "0-1-777") {
+		t.Fatalf("-add with a seed whose base_gtid disagrees: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(out, "node6")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("node6 written despite the disagreement: %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -63,8 +64,14 @@ type initOptions struct {
 	probe        bool
 	caValidity   time.Duration
 	certValidity time.Duration
-	add          bool // -add: one more node for the cluster in -out (initadd.go)
+	add          bool   // -add: one more node for the cluster in -out (initadd.go)
+	seedConfig   string // -add: a member's live config, for base_gtid
 }
+
+// initDataRoot is where -dir and -mysql-dir point by default: the
+// directory the systemd units may write (ReadWritePaths). Tests point it
+// at a temp dir, so that they never read a real host's /var/lib/phxgo.
+var initDataRoot = "/var/lib/phxgo"
 
 // nodeSpec is one node as given on the command line: its advertised
 // addresses and, from the older -member form, its own repl address.
@@ -146,8 +153,9 @@ func parseInit(args []string, stderr io.Writer) (*initOptions, error) {
 	fs.BoolVar(&o.listenAny, "listen-any", false, "nodes listen on every interface (0.0.0.0:PORT) and advertise the given addresses: for hosts behind NAT or in containers")
 	fs.StringVar(&o.out, "out", "phxgo-init", "write here (must not exist or be empty)")
 	fs.StringVar(&o.installDir, "install-dir", "/etc/phxgo", "where each node's directory will live on its host (INSTALL_DIR/node<id>; sqlproxy.env names files there)")
-	fs.StringVar(&o.dir, "dir", "/var/lib/phxgo/node{id}/binlogd", "each node's binlogd state dir ({id} is replaced)")
-	fs.StringVar(&o.mysqlDir, "mysql-dir", "/var/lib/phxgo/node{id}/mysql", "each node's MariaDB instance dir ({id} is replaced)")
+	fs.StringVar(&o.dir, "dir", filepath.Join(initDataRoot, "node{id}", "binlogd"), "each node's binlogd state dir ({id} is replaced)")
+	fs.StringVar(&o.mysqlDir, "mysql-dir", filepath.Join(initDataRoot, "node{id}", "mysql"), "each node's MariaDB instance dir ({id} is replaced)")
+	fs.StringVar(&o.seedConfig, "seed-config", "", "with -add: a running member's binlogd.json (e.g. the seed's, copied from its host) to take base_gtid from, when -out's configs predate a restore -new-cluster")
 	fs.StringVar(&o.credentials, "credentials", "", "copy this credentials file (mode 0600) to every node instead of generating random passwords")
 	fs.DurationVar(&o.lease, "lease", 5*time.Second, "master lease duration")
 	fs.DurationVar(&o.caValidity, "ca-validity", 10*365*24*time.Hour, "validity of the new CA")

@@ -19,6 +19,41 @@ import (
 	"phxgo/binlogd/mtls"
 )
 
+// TestMain points init's default data root (-dir, -mysql-dir) at a temp
+// dir: a test that leaves them out must not read this host's
+// /var/lib/phxgo (checkFresh looks for a Paxos log there).
+func TestMain(m *testing.M) {
+	root, err := os.MkdirTemp("", "phxgo-init-root-")
+	if err != nil {
+		panic(err)
+	}
+	initDataRoot = root
+	code := m.Run()
+	os.RemoveAll(root)
+	os.Exit(code)
+}
+
+// The defaults follow the temp root, and a Paxos log there is found: the
+// check reads the defaults, and only the temp dir.
+func TestInitDefaultDirsUseTheDataRoot(t *testing.T) {
+	noDial(t)
+	if initDataRoot == "/var/lib/phxgo" {
+		t.Fatal("tests run against the real /var/lib/phxgo")
+	}
+	paxosDir := filepath.Join(initDataRoot, "node2", "binlogd", "paxos")
+	if err := os.MkdirAll(paxosDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(filepath.Join(initDataRoot, "node2"))
+	if err := os.WriteFile(filepath.Join(paxosDir, "MANIFEST"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := initArgs(t, "-out", filepath.Join(t.TempDir(), "o"), "-hosts", "10.0.0.1,10.0.0.2,10.0.0.3")
+	if err == nil || !strings.Contains(err.Error(), paxosDir) {
+		t.Fatalf("init over a default dir holding a Paxos log: %v", err)
+	}
+}
+
 // noDial makes any connection init tries fail the test.
 func noDial(t *testing.T) *atomic.Int32 {
 	t.Helper()
