@@ -131,6 +131,8 @@ EXTRA_FLAGS="%s"
 
 // initCredentials generates the cluster's MySQL accounts with random
 // passwords, or reads the operator's file (which must be 0600 already).
+// Either way the cluster gets the outside replicas' account (repl_user)
+// unless the file names one.
 func initCredentials(from string) (config.Credentials, error) {
 	if from != "" {
 		cr, err := config.LoadCredentials(from)
@@ -140,6 +142,7 @@ func initCredentials(from string) (config.Credentials, error) {
 		if cr.ProxyUser == "" || cr.ProxyPassword == "" {
 			return cr, fmt.Errorf("init: -credentials %s: proxy_user and proxy_password are required (sqlproxy's admin account)", from)
 		}
+		cr.AddReplAccount()
 		return cr, nil
 	}
 	pw := func() string {
@@ -153,6 +156,7 @@ func initCredentials(from string) (config.Credentials, error) {
 		CaptureUser: "phxgo_capture", CapturePassword: pw(),
 		AppUser: "app", AppPassword: pw(),
 		ProxyUser: "phxgo_proxy", ProxyPassword: pw(),
+		ReplUser: config.DefaultReplUser, ReplPassword: pw(),
 	}, nil
 }
 
@@ -186,7 +190,7 @@ func printNextSteps(w io.Writer, p *initPlan, o *initOptions) {
 	}
 	fmt.Fprintf(w, "  %s, %s  the operator's certificate (binlogd status|switchover|members -tls-*)\n",
 		filepath.Join(o.out, "admin.crt"), filepath.Join(o.out, "admin.key"))
-	fmt.Fprintf(w, "  %s  the application account (app_user, app_password) and phxgo's own\n", filepath.Join(o.out, initCredFile))
+	fmt.Fprintf(w, "  %s  the application account (app_user, app_password), the outside replicas' (repl_user, repl_password; README \"Outside replicas\") and phxgo's own\n", filepath.Join(o.out, initCredFile))
 	fmt.Fprintf(w, "  %s  the CA's private key: move it offline now; it is needed only to issue certificates\n", filepath.Join(o.out, mtls.CAKeyFile))
 	first := p.nodes[0]
 	fmt.Fprintf(w, `next steps:
