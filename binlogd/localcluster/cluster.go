@@ -54,11 +54,15 @@ type NodeInfo struct {
 
 // Info is cluster.json.
 type Info struct {
-	Nodes     []NodeInfo `json:"nodes"`
-	NetNS     string     `json:"netns,omitempty"`
-	AppUser   string     `json:"app_user"`
-	AppPass   string     `json:"app_password"`
-	StartedAt time.Time  `json:"started_at"`
+	Nodes   []NodeInfo `json:"nodes"`
+	NetNS   string     `json:"netns,omitempty"`
+	AppUser string     `json:"app_user"`
+	AppPass string     `json:"app_password"`
+	// ReplUser and ReplPass are the outside replicas' account on every
+	// node's replication endpoint (README "Outside replicas").
+	ReplUser  string    `json:"repl_user,omitempty"`
+	ReplPass  string    `json:"repl_password,omitempty"`
+	StartedAt time.Time `json:"started_at"`
 }
 
 // Start writes configs (keeping existing data) and starts every process
@@ -290,6 +294,7 @@ func (c *Cluster) WriteInfo() error {
 	info := Info{NetNS: c.Spec.NetNS, StartedAt: time.Now().UTC()}
 	if cr, err := loadCred(c.Spec.Dir); err == nil {
 		info.AppUser, info.AppPass = cr.AppUser, cr.AppPassword
+		info.ReplUser, info.ReplPass = cr.ReplUser, cr.ReplPassword
 	}
 	for _, id := range c.IDs() {
 		m := c.Spec.member(int(id))

@@ -4,7 +4,8 @@
 // directory, ports and log files. `make cluster`, the integration tests,
 // the Jepsen harness and the benchmarks all start clusters through it.
 //
-//	<dir>/cluster.json            what is running where (ids, addresses, pids)
+//	<dir>/cluster.json            what is running where (ids, addresses, pids),
+//	                              the app and outside replicas' (repl_user) accounts; 0600
 //	<dir>/credentials.json        MySQL secrets (0600)
 //	<dir>/node<N>/binlogd.json    the node's binlogd config
 //	<dir>/node<N>/binlogd.log     binlogd's log (slog, JSON lines)

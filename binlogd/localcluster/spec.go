@@ -124,6 +124,7 @@ func (s Spec) writeConfigs() error {
 			CaptureUser: "phxgo_capture", CapturePassword: secret(),
 			AppUser: "app", AppPassword: secret(), // printed by `make cluster`, kept in cluster.json (0600)
 			ProxyUser: "phxgo_proxy", ProxyPassword: secret(),
+			ReplUser: config.DefaultReplUser, ReplPassword: secret(), // outside replicas; in cluster.json too
 		}); err != nil {
 			return err
 		}
@@ -131,6 +132,13 @@ func (s Spec) writeConfigs() error {
 	cr, err := config.LoadCredentials(cred)
 	if err != nil {
 		return err
+	}
+	// A cluster made before outside replicas gets their account at its
+	// next start (the nodes read credentials when they start).
+	if cr.AddReplAccount() {
+		if err := config.SaveCredentials(cred, cr); err != nil {
+			return err
+		}
 	}
 	if err := writeSecret(filepath.Join(s.Dir, "proxy-password"), []byte(cr.ProxyPassword+"\n")); err != nil {
 		return err
