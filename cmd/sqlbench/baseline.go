@@ -181,8 +181,11 @@ func cmdBaselineDown(args []string) error {
 	}
 	var errs []error
 	for _, in := range ins {
-		if in.Adopt() {
-			errs = append(errs, in.Shutdown(60*time.Second))
+		// A baseline server is nobody's child here and left no handoff
+		// record: it is an orphan to mysqld, ended with SIGKILL (its
+		// data is thrown away with the bench's work directory).
+		if _, err := in.KillOrphan(60 * time.Second); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)

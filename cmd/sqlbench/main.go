@@ -3,7 +3,7 @@
 // same way whichever system it targets, and prints the comparison.
 //
 //	sqlbench baseline-up   -dir DIR -base-port P [-relaxed-replicas]   start master + 2 replicas, print the master's address
-//	sqlbench baseline-down -dir DIR                                    stop them (SIGTERM, then SIGKILL)
+//	sqlbench baseline-down -dir DIR                                    stop them (SIGKILL: the data is thrown away)
 //	sqlbench waitapplied   -master A -replicas B,C                     wait until every replica applied the master's GTID
 //	sqlbench run           -label L -target A -master A -replicas B,C -out F [-pids KIND=PID,..] [-metrics URL,..] -- SYSBENCH_OPTS
 //	sqlbench rejected      -metrics URL,..                             binlogd's rejected-batch metric, summed over nodes
