@@ -46,7 +46,7 @@ func main() {
 		os.Exit(lazyfsServeMain(os.Args[2:]))
 	}
 	cfg := jepsen.DefaultConfig()
-	flag.StringVar(&cfg.Workload, "workload", cfg.Workload, "register, bank, set or append")
+	flag.StringVar(&cfg.Workload, "workload", cfg.Workload, "register, bank, set, append or big")
 	flag.StringVar(&cfg.Nemesis, "nemesis", cfg.Nemesis, "comma list of "+strings.Join(nemesis.Kinds, ", ")+", "+nemesis.Power+" (not in all: puts the nodes on lazyfs); all; none")
 	flag.DurationVar(&cfg.Time, "time", cfg.Time, "how long the workload runs under faults")
 	flag.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "client processes")
@@ -59,6 +59,8 @@ func main() {
 	flag.DurationVar(&cfg.OpTimeout, "op-timeout", cfg.OpTimeout, "timeout of one client operation")
 	flag.IntVar(&cfg.Workloads.Keys, "keys", cfg.Workloads.Keys, "register: concurrent keys; append: keys")
 	flag.IntVar(&cfg.Workloads.Accounts, "accounts", cfg.Workloads.Accounts, "bank: accounts")
+	flag.Int64Var(&cfg.Workloads.BigTxnBytes, "big-txn-bytes", cfg.Workloads.BigTxnBytes, "big: bytes of one huge transaction (1 MiB rows)")
+	flag.Int64Var(&cfg.Workloads.BigLoadBytes, "big-load-bytes", cfg.Workloads.BigLoadBytes, "big: bytes of one bulk load (1 KiB rows, one statement)")
 	flag.BoolVar(&cfg.KeepData, "keep", false, "keep the cluster's data directory after a run that is not valid")
 	flag.BoolVar(&cfg.RWSplit, "rwsplit", false, "append: clients use the proxies' read/write-split port (read-only ops become one SELECT a replica may serve; checked for what that port promises)")
 	flag.DurationVar(&cfg.LatencyBound, "latency-bound", 0, "if > 0: no op may wait longer than this with no fault in place (below -op-timeout; e.g. -nemesis logd -op-timeout 60s -latency-bound 10s)")

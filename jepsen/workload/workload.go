@@ -14,7 +14,7 @@ import (
 )
 
 // Names of the workloads.
-var Names = []string{"register", "bank", "set", "append"}
+var Names = []string{"register", "bank", "set", "append", "big"}
 
 // ErrUnknown: a -workload name that is none of Names.
 var ErrUnknown = errors.New("unknown workload")
@@ -45,11 +45,14 @@ type Options struct {
 	// RWSplit: the clients are on the read/write-split port (append:
 	// read-only transactions become one autocommit SELECT there).
 	RWSplit bool
+	// big: bytes of one huge transaction (1 MiB rows) and of one bulk
+	// load (1 KiB rows, one statement).
+	BigTxnBytes, BigLoadBytes int64
 }
 
 // DefaultOptions are sized for a 60 s run of 10 clients.
 func DefaultOptions() Options {
-	return Options{Keys: 8, OpsPerKey: 150, Accounts: 5, Balance: 100}
+	return Options{Keys: 8, OpsPerKey: 150, Accounts: 5, Balance: 100, BigTxnBytes: 256 << 20, BigLoadBytes: 2 << 30}
 }
 
 // New returns the named workload.
@@ -63,6 +66,8 @@ func New(name string, o Options) (Workload, error) {
 		return &set{}, nil
 	case "append":
 		return newAppend(o), nil
+	case "big":
+		return newBig(o), nil
 	}
 	return nil, fmt.Errorf("%w %q (want %s)", ErrUnknown, name, strings.Join(Names, ", "))
 }
