@@ -29,6 +29,11 @@
 // gRPC host, and sqlproxy gets -source-ip <host> (when the binary has the
 // flag) for its connections to other nodes' MariaDB and the master's proxy.
 //
+// Spec.KeepMySQL runs binlogd with -keep-mysql (a graceful stop leaves
+// MariaDB running for the next binlogd, as under systemd); Stop,
+// StopNode and RemoveNode then stop it with `binlogd stop-mysql`.
+// Spec.EventHook is every node's event_hook ("{node}" is its id).
+//
 // AddNode and RemoveNode change the members of a running cluster the way
 // an operator does (a joining config, binlogd seed from a replica,
 // Admin AddMember / RemoveMember); IDs lists the current members.

@@ -16,6 +16,17 @@
 // writes. Options.ApplyThreads turns on optimistic parallel apply for
 // when the server is a replica (binlogd uses 4).
 //
+// # Handing a running server to the next binlogd
+//
+// handoff.go: Handoff describes the running mariadbd (pid and process
+// start time, datadir, pid file, socket, port, server id) after checking
+// it is this instance's, read-only, with no commit waiting; SaveHandoff
+// stores it durably, TakeHandoff reads it once. Adopt takes over only the
+// very process a record names, started with this instance's my.cnf, whose
+// server still says it is this instance's and read-only with nothing
+// waiting; anything else is ErrNotAdoptable. KillOrphan SIGKILLs a
+// mariadbd of this instance that no record names (a crashed binlogd's).
+//
 // # Who may do what (DESIGN.md, "Security model")
 //
 //	identity             how it logs in                      may

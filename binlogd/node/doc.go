@@ -13,7 +13,10 @@
 //
 //  1. supervise: init the datadir, cut the binlog back to the log
 //     (recovery) before every mysqld start, start, bootstrap accounts,
-//     restart when it dies; adopt a mysqld left by an earlier binlogd.
+//     restart when it dies; adopt the mysqld a graceful stop of an
+//     earlier binlogd handed off (adopt.go: record, identity, read_only,
+//     binlog checked against the log), and SIGKILL and recover one a
+//     crash left behind.
 //     A cut that would remove DDL (or a write to a non-transactional
 //     table), or any cut after a clean shutdown, cannot be undone by
 //     MariaDB: the node goes UNSAFE with a reseed message and its mysqld
@@ -46,6 +49,13 @@
 //     MariaDB answers, and replica lag: valid transactions MariaDB has not
 //     applied, and its Seconds_Behind_Master (0 on the master, which is
 //     the source); `binlogd cluster status` shows them per member.
+//
+// Stopping (handover.go): on SIGTERM the loops keep running while a
+// master hands over (switchover to the most caught-up serving member,
+// waiting at most two leases for it to serve; else fence as before).
+// Then, with KeepMySQLOnStop (`binlogd run -keep-mysql`, the systemd
+// unit), a replica's MariaDB is left running, read-only, for the next
+// binlogd to adopt (rolectl Handoff); without it MariaDB stops safely.
 //
 // Members (members.go) come from the Paxos log, not the config file: the
 // Admin service's AddMember/RemoveMember propose a change through it,
