@@ -66,6 +66,15 @@ bench-consensus:
 bench-sql:
 	scripts/bench.sh
 
+# One huge transaction and one big LOAD DATA through phxgo next to plain
+# MariaDB semi-sync, with each binlogd's peak RSS (issue 20.4). Knobs
+# BENCH_TXN_MB (256), BENCH_LOAD_MB (1024), BENCH_BIN (other binaries, to
+# compare builds) in scripts/bench-big.sh. Last line:
+# bench_big txn_mb=... phx_commit_s=... base_commit_s=... commit_ratio=... load_ratio=... binlogd_peak_rss_mb=... binlogd_rss_growth_mb=...
+.PHONY: bench-big
+bench-big:
+	scripts/bench-big.sh
+
 # Starts (or restarts, keeping its data) the local 3-node cluster in .cluster/.
 cluster:
 	BASE_PORT=$(BASE_PORT) scripts/cluster.sh up
