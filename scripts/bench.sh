@@ -8,14 +8,16 @@
 #       (AFTER_SYNC); the replicas are semi-sync slaves, durable
 #       (sync_binlog=1, innodb_flush_log_at_trx_commit=1) unless
 #       BENCH_RELAXED_REPLICAS=1;
-#   (b) HAProxy (Debian's package, tcp mode) in front of the baseline master:
-#       the proxy anchor;
+#   (b) HAProxy (Debian's package, tcp mode) in front of the baseline master,
+#       and another in front of phxgo's master's MariaDB (the server the
+#       master node's proxy reaches): the proxy anchors;
 #   (c) a 3-node phxgo cluster with its proxies (bin/phxcluster up, TLS on).
 # Runs, in rotating turns, at each of BENCH_THREADS:
 #   oltp_insert   semisync-direct, semisync-haproxy, phxgo-proxy-master,
 #                 phxgo-proxy-other (two proxy hops), phxgo-direct (reference)
 #   oltp_point_select (BENCH_POINT_THREADS): semisync-direct,
-#                 semisync-haproxy, phxgo-proxy-master, phxgo-proxy-other
+#                 semisync-haproxy, phxgo-haproxy, phxgo-proxy-master,
+#                 phxgo-proxy-other
 # Every run is `sqlbench run`: counters, sysbench, then it waits until every
 # replica applied the master's @@gtid_binlog_pos, counters again. So
 # sustained tps, CPU per transaction (by process kind) and disk flushes
@@ -34,7 +36,7 @@
 #   BENCH_TABLES, BENCH_TABLE_SIZE   sysbench data (default 4 x 10000 rows)
 #   BENCH_PS_MODE        sysbench --db-ps-mode (default auto)
 #   BENCH_RELAXED_REPLICAS=1  baseline replicas with sync_binlog=0, innodb_flush_log_at_trx_commit=2
-#   BENCH_PORT           base port (default 23000): baseline +1..+3, HAProxy +4, phxgo +110..+136
+#   BENCH_PORT           base port (default 23000): baseline +1..+3, HAProxy +4 and +5, phxgo +110..+136
 #   BENCH_LEASE          phxgo lease (default 5s)
 #   BENCH_INSECURE=1     phxgo without TLS
 #   BENCH_DIR            work directory (default: a temp dir, removed at exit); BENCH_KEEP=1 keeps it
@@ -55,6 +57,7 @@ PORT=${BENCH_PORT:-23000}
 LEASE=${BENCH_LEASE:-5s}
 PHX_BASE=$((PORT + 100))
 HA_PORT=$((PORT + 4))
+HA2_PORT=$((PORT + 5))
 ANCHOR=${THREADS%% *}
 
 log() { printf '[bench %s] %s\n' "$(date +%T)" "$*" >&2; }
@@ -75,7 +78,7 @@ for c in binlogd sqlproxy phxcluster sqlbench; do
 done
 rm -f "/tmp/bench-build-$$.txt"
 
-for p in $((PORT + 1)) $((PORT + 2)) $((PORT + 3)) "$HA_PORT" $((PHX_BASE + 10)) $((PHX_BASE + 20)) $((PHX_BASE + 30)); do
+for p in $((PORT + 1)) $((PORT + 2)) $((PORT + 3)) "$HA_PORT" "$HA2_PORT" $((PHX_BASE + 10)) $((PHX_BASE + 20)) $((PHX_BASE + 30)); do
   [ -z "$(ss -Hltn "sport = :$p")" ] || die "port $p is in use; set BENCH_PORT"
 done
 
@@ -85,13 +88,14 @@ BASE_DIR=$WORK/baseline
 PHX_DIR=$WORK/phxgo
 RESULTS=$WORK/results.jsonl
 : >"$RESULTS"
-HA_PID=
+HA_PID= HA2_PID=
 
 cleanup() {
   local rc=$?
   trap - EXIT INT TERM
   log "cleaning up"
   if [ -n "$HA_PID" ]; then kill "$HA_PID" 2>/dev/null || true; fi
+  if [ -n "$HA2_PID" ]; then kill "$HA2_PID" 2>/dev/null || true; fi
   if [ -d "$PHX_DIR" ]; then
     bin/phxcluster down -dir "$PHX_DIR" -base-port "$PHX_BASE" >/dev/null 2>&1 || log "phxcluster down failed"
   fi
@@ -184,6 +188,22 @@ find_master() {
 find_master
 log "phxgo master: node $((MASTER + 1)) ($PHX_DIRECT)"
 
+# The fair anchor for the proxy: HAProxy in front of the very MariaDB the
+# master node's proxy uses (the baseline master is another server, with
+# other load on it). Fixed at the master found now: after a failover it
+# fronts a replica, which still answers point selects.
+log "starting HAProxy (tcp mode) on 127.0.0.1:$HA2_PORT in front of phxgo's master $PHX_DIRECT"
+sed -e "s/127.0.0.1:$HA_PORT/127.0.0.1:$HA2_PORT/" -e "s/server master .*/server master $PHX_DIRECT/" \
+  "$WORK/haproxy.cfg" >"$WORK/haproxy-phxgo.cfg"
+haproxy -db -f "$WORK/haproxy-phxgo.cfg" >"$WORK/haproxy-phxgo.log" 2>&1 &
+HA2_PID=$!
+HA2_ADDR=127.0.0.1:$HA2_PORT
+for _ in $(seq 100); do
+  [ -z "$(ss -Hltn "sport = :$HA2_PORT")" ] || break
+  kill -0 "$HA2_PID" 2>/dev/null || { cat "$WORK/haproxy-phxgo.log" >&2; die "haproxy (phxgo) exited"; }
+  sleep 0.1
+done
+
 catch_up() { # both systems, so no run pays for the other's (or its own previous) lag
   bin/sqlbench waitapplied -master "$BASE_ADDR" -replicas "$BASE_REPLICAS" >/dev/null
   find_master
@@ -224,6 +244,7 @@ run_one() {
     case $label in
       semisync-direct) args=(-target "$BASE_ADDR") ;;
       semisync-haproxy) args=(-target "$HA_ADDR" -pids "haproxy=$HA_PID") ;;
+      phxgo-haproxy) args=(-target "$HA2_ADDR" -pids "haproxy=$HA2_PID") ;;
       phxgo-proxy-master) args=(-target "${PHX_PROXY[$MASTER]}") ;;
       phxgo-proxy-other) args=(-target "${PHX_PROXY[$(((MASTER + 1) % 3))]}") ;;
       phxgo-direct) args=(-target "$PHX_DIRECT") ;;
@@ -248,7 +269,7 @@ rejected_now() { bin/sqlbench rejected -metrics "$PHX_METRICS" 2>/dev/null || ec
 REJ0=$(rejected_now)
 
 INSERT_LABELS=(semisync-direct semisync-haproxy phxgo-proxy-master phxgo-proxy-other phxgo-direct)
-POINT_LABELS=(semisync-direct semisync-haproxy phxgo-proxy-master phxgo-proxy-other)
+POINT_LABELS=(semisync-direct semisync-haproxy phxgo-haproxy phxgo-proxy-master phxgo-proxy-other)
 k=0
 for ((r = 1; r <= ROUNDS; r++)); do
   for thr in $THREADS; do
@@ -275,8 +296,8 @@ REJ=()
 if [ "$REJ0" != NaN ] && [ "$REJ1" != NaN ] && [ "$REJ1" -ge "$REJ0" ]; then
   REJ=(-rejected-metric-delta $((REJ1 - REJ0)))
 fi
-kill "$HA_PID" 2>/dev/null || true
-HA_PID=
+kill "$HA_PID" "$HA2_PID" 2>/dev/null || true
+HA_PID= HA2_PID=
 log "stopping phxgo to read its log (binlogd log -rejected)"
 bin/phxcluster down -dir "$PHX_DIR" -base-port "$PHX_BASE" >/dev/null 2>&1 || log "phxcluster down failed"
 if bin/binlogd log -rejected -config "$PHX_DIR/node$((MASTER + 1))/binlogd.json" >"$WORK/rejected.txt" 2>"$WORK/rejected.err"; then

@@ -45,6 +45,22 @@ func TestSummary(t *testing.T) {
 	}
 }
 
+// The proxy is compared with HAProxy in front of the same MariaDB when
+// that was measured, else with the baseline's.
+func TestProxyAnchor(t *testing.T) {
+	recs := []record{
+		pointRun(semiHAProxy, 16, 400000, 20),
+		pointRun(phxMaster, 16, 270000, 20),
+	}
+	if s := summarize(index(recs), 16, 0); math.Abs(s.ProxyVsHAProxy-0.675) > 1e-9 {
+		t.Errorf("without phxgo's HAProxy: proxy_vs_haproxy %v, want 0.675 (the baseline's)", s.ProxyVsHAProxy)
+	}
+	recs = append(recs, pointRun(phxHAProxy, 16, 300000, 20))
+	if s := summarize(index(recs), 16, 0); math.Abs(s.ProxyVsHAProxy-0.9) > 1e-9 {
+		t.Errorf("proxy_vs_haproxy %v, want 0.9 (HAProxy in front of phxgo's master)", s.ProxyVsHAProxy)
+	}
+}
+
 func TestSummaryPrefersTheMetric(t *testing.T) {
 	a := insertRun(phxMaster, 16, 1000, 10, 0, 5, 100)
 	a.RejectedMetric, a.Binlogd["phxgo_capture_rejected_batches_total"] = "phxgo_capture_rejected_batches_total", 2
