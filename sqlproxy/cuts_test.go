@@ -35,7 +35,7 @@ func TestBackendCuts(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	p := startFakeProxy(t, 1, fakeMasterView(m), Linearizable, func(c *Config) { c.Hold = time.Hour })
+	p := startFakeProxy(t, 1, masterView(m), Linearizable, func(c *Config) { c.Hold = time.Hour })
 	works := func(t *testing.T, c interface {
 		QueryRowContext(context.Context, string, ...any) *sql.Row
 	}) {

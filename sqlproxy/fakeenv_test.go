@@ -4,10 +4,7 @@ import (
 	"context"
 	"crypto/sha1"
 	"database/sql"
-	"errors"
-	"net"
 	"testing"
-	"time"
 
 	"github.com/go-sql-driver/mysql"
 
@@ -70,61 +67,18 @@ func mustFake(t *testing.T, f *fakebackend.Server, sql string) [][]*string {
 	return rows
 }
 
-// fakeMasterView: this node (id 1) is master with a lease for the test;
-// replicas are the others.
-func fakeMasterView(master *fakebackend.Server, replicas ...*fakebackend.Server) topology.View {
-	v := topology.View{MasterID: 1, MasterMySQLAddr: master.Addr(), SelfMySQLAddr: master.Addr(),
-		IsMaster: true, Ready: true, LeaseDeadline: time.Now().Add(time.Hour)}
-	for _, r := range replicas {
-		v.Replicas = append(v.Replicas, topology.Replica{ID: r.ServerID(), MySQLAddr: r.Addr()})
-	}
-	return v
-}
-
 // startFakeProxy serves mode on a loopback port with a static topology
 // and the fake account.
 func startFakeProxy(t *testing.T, self uint32, v topology.View, mode Mode, tweak func(*Config)) *testProxy {
 	t.Helper()
-	topo := topology.NewStatic(self, v)
-	cfg := DefaultConfig()
-	cfg.MasterWait = 300 * time.Millisecond
-	if tweak != nil {
-		tweak(&cfg)
-	}
-	srv, err := New(cfg, topo, staticAuth{fakeUser, fakePass})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln, mode) }()
-	t.Cleanup(func() {
-		srv.Close()
-		if err := <-done; !errors.Is(err, ErrClosed) {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	return &testProxy{srv: srv, addr: ln.Addr().String(), topo: topo}
+	return serveProxy(t, self, v, mode, staticAuth{fakeUser, fakePass}, tweak)
 }
 
 // fakeDB opens a client pool through addr. The fakes have no prepared
 // statements: arguments are interpolated by the driver.
 func fakeDB(t *testing.T, addr, dbname string) *sql.DB {
 	t.Helper()
-	cfg := mysql.NewConfig()
-	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr, cfg.DBName = fakeUser, fakePass, "tcp", addr, dbname
-	cfg.InterpolateParams = true
-	cfg.Timeout = 5 * time.Second
-	c, err := mysql.NewConnector(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := sql.OpenDB(c)
-	t.Cleanup(func() { db.Close() })
-	return db
+	return clientDB(t, addr, fakeUser, fakePass, dbname, func(c *mysql.Config) { c.InterpolateParams = true })
 }
 
 // fakeConn is one client connection through addr.
@@ -160,7 +114,7 @@ func TestFakeBackendSmoke(t *testing.T) {
 	fs := startFakes(t, 1)
 	m := fs[0]
 	ctx := context.Background()
-	p := startFakeProxy(t, 1, fakeMasterView(m), Linearizable, nil)
+	p := startFakeProxy(t, 1, masterView(m), Linearizable, nil)
 	db := fakeDB(t, p.addr, "app")
 	execOK(t, ctx, db, "CREATE TABLE kv (k INT PRIMARY KEY, v VARCHAR(64))")
 	tx, err := db.BeginTx(ctx, nil)

@@ -188,7 +188,7 @@ func rawConn(t *testing.T, addr string) (*wire.Conn, []byte) {
 // LoginTimeout, which frees its slot.
 func TestConnectionCap(t *testing.T) {
 	a := startFakes(t, 1)[0]
-	p := startFakeProxy(t, 1, fakeMasterView(a), Linearizable, func(c *Config) {
+	p := startFakeProxy(t, 1, masterView(a), Linearizable, func(c *Config) {
 		c.MaxConnections, c.LoginTimeout = 2, 2*time.Second
 	})
 	c1, _ := rawConn(t, p.addr)
@@ -218,7 +218,7 @@ func TestConnectionCap(t *testing.T) {
 // is closed; the proxy serves on.
 func TestPacketBounds(t *testing.T) {
 	a := startFakes(t, 1)[0]
-	p := startFakeProxy(t, 1, fakeMasterView(a), Linearizable, func(c *Config) { c.MaxAllowedPacket = 4096 })
+	p := startFakeProxy(t, 1, masterView(a), Linearizable, func(c *Config) { c.MaxAllowedPacket = 4096 })
 	c, _ := rawConn(t, p.addr)
 	if _, err := c.Conn.Write([]byte{0xff, 0xff, 0xff, 1}); err != nil { // announces 16 MiB
 		t.Fatal(err)
@@ -249,7 +249,7 @@ func TestPacketBounds(t *testing.T) {
 // client only; another client keeps working and the panic is counted.
 func TestSessionPanic(t *testing.T) {
 	a := startFakes(t, 1)[0]
-	p := startFakeProxy(t, 1, fakeMasterView(a), Linearizable, func(c *Config) {
+	p := startFakeProxy(t, 1, masterView(a), Linearizable, func(c *Config) {
 		c.Knobs = &Knobs{OnCommand: func(pkt []byte) {
 			if strings.Contains(string(pkt), "boom") {
 				panic("test: boom")

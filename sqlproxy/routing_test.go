@@ -21,7 +21,7 @@ func TestLeaseAndForwarding(t *testing.T) {
 	ctx := context.Background()
 	mustFake(t, a, "CREATE TABLE app.t (id INT PRIMARY KEY)")
 	count := func(sql string) int { return a.Count(sql) }
-	pa := startFakeProxy(t, 1, fakeMasterView(a), Linearizable, nil)
+	pa := startFakeProxy(t, 1, masterView(a), Linearizable, nil)
 
 	t.Run("expired_lease_refuses_without_sending", func(t *testing.T) {
 		db := fakeDB(t, pa.addr, "")
@@ -29,7 +29,7 @@ func TestLeaseAndForwarding(t *testing.T) {
 		if id := serverID(t, db, "SELECT @@server_id"); id != 1 {
 			t.Fatalf("server_id %d", id)
 		}
-		v := fakeMasterView(a)
+		v := masterView(a)
 		v.LeaseDeadline = time.Now().Add(-time.Millisecond)
 		pa.topo.Set(v)
 		_, err := db.ExecContext(ctx, "INSERT INTO app.t VALUES (1)")
@@ -43,7 +43,7 @@ func TestLeaseAndForwarding(t *testing.T) {
 		// A renewal while a statement waits lets it through.
 		done := make(chan error, 1)
 		go func() { _, err := db.ExecContext(ctx, "INSERT INTO app.t VALUES (2)"); done <- err }()
-		pa.topo.Set(fakeMasterView(a))
+		pa.topo.Set(masterView(a))
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
@@ -63,11 +63,11 @@ func TestLeaseAndForwarding(t *testing.T) {
 			t.Fatalf("n=%d err=%v", n, err)
 		}
 		// The master's proxy serves hops only as master: it never forwards.
-		v := fakeMasterView(a)
+		v := masterView(a)
 		v.IsMaster, v.LeaseDeadline = false, time.Time{}
 		v.MasterID, v.MasterProxyAddr = 2, pb.addr
 		pa.topo.Set(v)
-		defer pa.topo.Set(fakeMasterView(a))
+		defer pa.topo.Set(masterView(a))
 		_, err := db.ExecContext(ctx, "INSERT INTO t VALUES (3)")
 		if me := mysqlErr(t, err); me.Number != 1290 {
 			t.Fatalf("want 1290 from the hop, got %v", me)
@@ -75,7 +75,7 @@ func TestLeaseAndForwarding(t *testing.T) {
 	})
 
 	t.Run("master_change", func(t *testing.T) {
-		pa.topo.Set(fakeMasterView(a))
+		pa.topo.Set(masterView(a))
 		db := fakeDB(t, pb.addr, "app")
 		db.SetMaxOpenConns(2)
 		conn, err := db.Conn(ctx)
@@ -100,7 +100,7 @@ func TestLeaseAndForwarding(t *testing.T) {
 		// Node 2 becomes master.
 		b.SetReadOnly(false)
 		mustFake(t, b, "CREATE TABLE IF NOT EXISTS app.t (id INT PRIMARY KEY)")
-		nv := fakeMasterView(b)
+		nv := masterView(b)
 		nv.MasterID = 2
 		pb.topo.Set(nv)
 		v := nv
@@ -140,7 +140,7 @@ func TestLeaseAndForwarding(t *testing.T) {
 func TestRWSplit(t *testing.T) {
 	fs := startFakes(t, 3)
 	m := fs[0]
-	view := fakeMasterView(m, fs[1], fs[2])
+	view := masterView(m, fs[1], fs[2])
 	ctx := context.Background()
 
 	p := startFakeProxy(t, 1, view, RWSplit, func(c *Config) { c.Hold = 0 })
@@ -193,7 +193,7 @@ func TestRWSplit(t *testing.T) {
 		}
 	})
 	t.Run("no_healthy_replica", func(t *testing.T) {
-		p := startFakeProxy(t, 1, fakeMasterView(m), RWSplit, nil)
+		p := startFakeProxy(t, 1, masterView(m), RWSplit, nil)
 		db := fakeDB(t, p.addr, "")
 		if id := serverID(t, db, "SELECT @@server_id"); id != 1 {
 			t.Fatalf("read on %d", id)

@@ -59,7 +59,10 @@ func startInstances(t *testing.T, n int) []*mysqld.Instance {
 
 // masterView is a static view where this node (id 1) is master with a
 // lease that lasts for the test.
-func masterView(master *mysqld.Instance, replicas ...*mysqld.Instance) topology.View {
+func masterView[B interface {
+	Addr() string
+	ServerID() uint32
+}](master B, replicas ...B) topology.View {
 	v := topology.View{MasterID: 1, MasterMySQLAddr: master.Addr(), SelfMySQLAddr: master.Addr(),
 		IsMaster: true, Ready: true, LeaseDeadline: time.Now().Add(time.Hour)}
 	for _, r := range replicas {
@@ -77,14 +80,22 @@ type testProxy struct {
 // startProxy serves mode on a loopback port with a static topology.
 func startProxy(t *testing.T, self uint32, v topology.View, mode Mode, authAddrs []string, tweak func(*Config)) *testProxy {
 	t.Helper()
+	store := auth.New(auth.Config{User: adminUser, Password: adminPass, Addrs: func() []string { return authAddrs }})
+	t.Cleanup(func() { store.Close() }) // runs after serveProxy's cleanup
+	return serveProxy(t, self, v, mode, store, tweak)
+}
+
+// serveProxy serves mode on a loopback port with a static topology and
+// the given authenticator until the test ends.
+func serveProxy(t *testing.T, self uint32, v topology.View, mode Mode, a Authenticator, tweak func(*Config)) *testProxy {
+	t.Helper()
 	topo := topology.NewStatic(self, v)
 	cfg := DefaultConfig()
 	cfg.MasterWait = 300 * time.Millisecond
 	if tweak != nil {
 		tweak(&cfg)
 	}
-	store := auth.New(auth.Config{User: adminUser, Password: adminPass, Addrs: func() []string { return authAddrs }})
-	srv, err := New(cfg, topo, store)
+	srv, err := New(cfg, topo, a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +107,6 @@ func startProxy(t *testing.T, self uint32, v topology.View, mode Mode, authAddrs
 	go func() { done <- srv.Serve(ln, mode) }()
 	t.Cleanup(func() {
 		srv.Close()
-		store.Close()
 		if err := <-done; !errors.Is(err, ErrClosed) {
 			t.Errorf("Serve: %v", err)
 		}
@@ -108,11 +118,17 @@ func startProxy(t *testing.T, self uint32, v topology.View, mode Mode, authAddrs
 // server-side prepared statements (no interpolation).
 func appDB(t *testing.T, addr, dbname string, multi bool) *sql.DB {
 	t.Helper()
-	cfg := mysql.NewConfig()
 	a := mysqld.DefaultAccounts()
-	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr, cfg.DBName = a.AppUser, a.AppPassword, "tcp", addr, dbname
-	cfg.MultiStatements = multi
+	return clientDB(t, addr, a.AppUser, a.AppPassword, dbname, func(c *mysql.Config) { c.MultiStatements = multi })
+}
+
+// clientDB opens a go-sql-driver pool as user through addr.
+func clientDB(t *testing.T, addr, user, pw, dbname string, tweak func(*mysql.Config)) *sql.DB {
+	t.Helper()
+	cfg := mysql.NewConfig()
+	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr, cfg.DBName = user, pw, "tcp", addr, dbname
 	cfg.Timeout = 5 * time.Second
+	tweak(cfg)
 	c, err := mysql.NewConnector(cfg)
 	if err != nil {
 		t.Fatal(err)

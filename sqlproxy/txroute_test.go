@@ -28,7 +28,7 @@ func TestTxNeverSpansTwoConnections(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	mustFake(t, a, "CREATE TABLE app.t (id INT PRIMARY KEY)")
-	pa := startFakeProxy(t, 1, fakeMasterView(a), Linearizable, nil) // A's own proxy
+	pa := startFakeProxy(t, 1, masterView(a), Linearizable, nil) // A's own proxy
 
 	// Node 3's proxy. Before the failover A is a replica and no master is
 	// reachable; Hold 0 hands the replica connection to the pool at once.

@@ -21,7 +21,7 @@ func TestLostTransactions(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	mustFake(t, m, "CREATE TABLE app.t (k INT PRIMARY KEY, v INT)")
-	pa := startFakeProxy(t, 1, fakeMasterView(m), Linearizable, func(c *Config) {
+	pa := startFakeProxy(t, 1, masterView(m), Linearizable, func(c *Config) {
 		c.Hold = time.Hour
 		c.IdleInTxTimeout = 500 * time.Millisecond
 	})

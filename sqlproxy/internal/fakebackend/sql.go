@@ -172,6 +172,16 @@ func (c *conn) startImplicit() {
 	}
 }
 
+// ddl starts a data definition statement: refused under read_only,
+// else the open transaction commits first.
+func (c *conn) ddl() (result, bool) {
+	if c.srv.readOnly() {
+		return errReadOnly(), false
+	}
+	c.implicitCommit()
+	return result{}, true
+}
+
 // implicitCommit ends an open transaction before DDL or LOCK TABLES.
 func (c *conn) implicitCommit() { c.commit() }
 
@@ -215,12 +225,8 @@ func (c *conn) set(p *parser, sql string) result {
 	if !global {
 		p.accept("SESSION")
 	}
-	name := strings.ToLower(p.next().text)
-	name = strings.TrimPrefix(name, "@@")
-	if strings.HasPrefix(name, "global.") {
-		global, name = true, strings.TrimPrefix(name, "global.")
-	}
-	name = strings.TrimPrefix(strings.TrimPrefix(name, "session."), "local.")
+	g, name := varName(p.next().text)
+	global = global || g
 	if name == "" || p.peek() != "=" && p.peek() != ":" {
 		return errSyntax(sql)
 	}
@@ -258,10 +264,9 @@ func (c *conn) create(p *parser, sql string) result {
 	switch {
 	case p.accept("DATABASE") || p.accept("SCHEMA"):
 		ifNot := p.accept("IF", "NOT", "EXISTS")
-		if c.srv.readOnly() {
-			return errReadOnly()
+		if r, ok := c.ddl(); !ok {
+			return r
 		}
-		c.implicitCommit()
 		name := p.next().text
 		c.srv.mu.Lock()
 		defer c.srv.mu.Unlock()
@@ -329,10 +334,9 @@ func (c *conn) drop(p *parser, sql string) result {
 	switch {
 	case p.accept("DATABASE") || p.accept("SCHEMA"):
 		ifExists := p.accept("IF", "EXISTS")
-		if c.srv.readOnly() {
-			return errReadOnly()
+		if r, ok := c.ddl(); !ok {
+			return r
 		}
-		c.implicitCommit()
 		name := p.next().text
 		c.srv.mu.Lock()
 		defer c.srv.mu.Unlock()
@@ -344,10 +348,9 @@ func (c *conn) drop(p *parser, sql string) result {
 	case p.accept("TABLE"):
 		ifExists := p.accept("IF", "EXISTS")
 		db, name := p.name(c.db)
-		if c.srv.readOnly() {
-			return errReadOnly()
+		if r, ok := c.ddl(); !ok {
+			return r
 		}
-		c.implicitCommit()
 		c.srv.mu.Lock()
 		defer c.srv.mu.Unlock()
 		if _, ok := c.srv.dbs[db][name]; !ok && !ifExists {
@@ -462,6 +465,26 @@ func (c *conn) insert(p *parser, sql string) result {
 		p.next()
 	}
 	return result{affected: n}
+}
+
+// tableWhere reads "[db.]table [WHERE …]" and finds the table.
+func (c *conn) tableWhere(p *parser) (db, name string, t *table, w cond, r result, ok bool) {
+	db, name = p.name(c.db)
+	if t, r = c.table(db, name); t == nil {
+		return db, name, nil, w, r, false
+	}
+	w, r, ok = c.where(p, t)
+	return db, name, t, w, r, ok
+}
+
+// varName splits a variable reference (@@global.x, session.x, x) into
+// its scope and lower-case name.
+func varName(ref string) (global bool, name string) {
+	name = strings.TrimPrefix(strings.ToLower(ref), "@@")
+	if strings.HasPrefix(name, "global.") {
+		return true, strings.TrimPrefix(name, "global.")
+	}
+	return false, strings.TrimPrefix(strings.TrimPrefix(name, "session."), "local.")
 }
 
 // cond is a WHERE col op value (col -1: every row).
@@ -606,12 +629,7 @@ func (c *conn) delete(p *parser, sql string) result {
 	if !p.accept("FROM") {
 		return errSyntax(sql)
 	}
-	db, name := p.name(c.db)
-	t, r := c.table(db, name)
-	if t == nil {
-		return r
-	}
-	w, r, ok := c.where(p, t)
+	db, name, t, w, r, ok := c.tableWhere(p)
 	if !ok {
 		return r
 	}
@@ -659,12 +677,7 @@ func (c *conn) selectStmt(p *parser, sql string) result {
 		}
 		return result{cols: cols, rows: [][]*string{row}}
 	}
-	db, name := p.name(c.db)
-	t, r := c.table(db, name)
-	if t == nil {
-		return r
-	}
-	w, r, ok := c.where(p, t)
+	_, _, t, w, r, ok := c.tableWhere(p)
 	if !ok {
 		return r
 	}
@@ -740,7 +753,7 @@ func (c *conn) scalar(it []token) (*string, string, *wire.Error) {
 	case len(it) == 3 && it[0].up == "CONNECTION_ID" && it[1].up == "(" && it[2].up == ")":
 		return str(strconv.FormatUint(uint64(c.id), 10)), name, nil
 	case len(it) == 1 && strings.HasPrefix(it[0].text, "@@"):
-		v, ok := c.variable(strings.ToLower(strings.TrimPrefix(it[0].text, "@@")))
+		v, ok := c.variable(it[0].text)
 		if !ok {
 			return nil, "", &wire.Error{Code: 1193, SQLState: "HY000", Message: "Unknown system variable '" + it[0].text[2:] + "'"}
 		}
@@ -749,10 +762,9 @@ func (c *conn) scalar(it []token) (*string, string, *wire.Error) {
 	return nil, "", &wire.Error{Code: 1064, SQLState: "42000", Message: "fakebackend: unsupported select item " + name}
 }
 
-// variable reads @@name (session first, then global).
-func (c *conn) variable(name string) (*string, bool) {
-	global := strings.HasPrefix(name, "global.")
-	name = strings.TrimPrefix(strings.TrimPrefix(strings.TrimPrefix(name, "global."), "session."), "local.")
+// variable reads @@ref (session first, then global).
+func (c *conn) variable(ref string) (*string, bool) {
+	global, name := varName(ref)
 	str := func(s string) *string { return &s }
 	if !global {
 		switch name {
