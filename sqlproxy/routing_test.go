@@ -172,6 +172,37 @@ func TestRWSplit(t *testing.T) {
 	}
 	tx.Rollback()
 
+	t.Run("session_state_keeps_the_master", func(t *testing.T) {
+		// The replicas are read-only: a write that reached one would fail.
+		mustFake(t, m, "CREATE TABLE app.w (k INT PRIMARY KEY)")
+		c := fakeConn(t, ctx, p.addr)
+		execOK(t, ctx, c, "INSERT INTO w VALUES (1)")
+		if n := m.Count("SELECT COUNT(*) FROM app.w"); n != 1 {
+			t.Fatalf("write on the master: %d rows", n)
+		}
+		for _, st := range []struct{ sql, until string }{
+			{"SET autocommit=0", "SET autocommit=1"},
+			{"START TRANSACTION READ ONLY", "COMMIT"},
+		} {
+			execOK(t, ctx, c, st.sql)
+			for range 3 {
+				if id := serverID(t, c, "SELECT @@server_id"); id != 1 {
+					t.Fatalf("after %s: read on %d", st.sql, id)
+				}
+			}
+			execOK(t, ctx, c, st.until)
+			if id := serverID(t, c, "SELECT @@server_id"); id == 1 {
+				t.Fatalf("after %s reads stay on the master", st.until)
+			}
+		}
+		execOK(t, ctx, c, "CREATE TEMPORARY TABLE tmp (k INT)") // unreplayable: pinned
+		for range 3 {
+			if id := serverID(t, c, "SELECT @@server_id"); id != 1 {
+				t.Fatalf("pinned session read on %d", id)
+			}
+		}
+	})
+
 	t.Run("master_preferred", func(t *testing.T) {
 		p := startFakeProxy(t, 1, view, RWSplit, func(c *Config) { c.MasterPreferred = true })
 		db := fakeDB(t, p.addr, "")

@@ -147,11 +147,12 @@ func (s *session) stmtCommand(pkt []byte) error {
 		return nil
 	}
 	if s.aborted {
+		a := s.step(txEvent{kind: evStmt, stmt: classify.Other}) // never runs
 		if noReply {
 			st.longLost = true
 			return nil
 		}
-		return s.reply(errTxAborted)
+		return s.replyFor(a)
 	}
 	start := time.Now()
 	b, kind, werr := s.acquire(s.stmtRoute(cmd, id, st))
