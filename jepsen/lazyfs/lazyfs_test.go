@@ -574,3 +574,50 @@ func TestUnbufferedNamesSurvive(t *testing.T) {
 	want(t, f.p("error.log"), "line 1\n")
 	want(t, f.p("other.log"), "<absent>")
 }
+
+// TestTruncateOfSparseFileSavesOnlyData: Badger sizes its files with
+// ftruncate, syncs them and cuts them short at close; the cut must save
+// the durable data pages only (holes are zeros after the revert anyway),
+// and a drop must still bring every durable byte back.
+func TestTruncateOfSparseFileSavesOnlyData(t *testing.T) {
+	f := mountT(t, Options{})
+	const size = 16 << 20
+	fh, err := os.OpenFile(f.p("vlog"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	if err := fh.Truncate(size); err != nil {
+		t.Fatal(err)
+	}
+	for _, off := range []int64{0, 8 << 20, size - 10} {
+		if _, err := fh.WriteAt([]byte("durable!!!"), off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := fh.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	syncDir(t, f.Mountpoint())
+	if err := fh.Truncate(20); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fh.WriteAt([]byte("later"), 10<<20); err != nil { // regrown: zeros below, not durable
+		t.Fatal(err)
+	}
+	if st := stats(t, f); st.SavedBytes > 4*pageSize {
+		t.Fatalf("saved %d bytes for a cut of a sparse file with 3 data pages", st.SavedBytes)
+	}
+	drop(t, f)
+	b, err := os.ReadFile(f.p("vlog"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp := make([]byte, size)
+	for _, off := range []int64{0, 8 << 20, size - 10} {
+		copy(exp[off:], "durable!!!")
+	}
+	if !bytes.Equal(b, exp) {
+		t.Fatalf("after the drop: %d bytes, want %d, equal %v", len(b), len(exp), bytes.Equal(b, exp))
+	}
+}

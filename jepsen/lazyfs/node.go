@@ -54,7 +54,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 		}
 		f.io.Lock()
 		defer f.io.Unlock()
-		if err := f.beforeChange(0, math.MaxInt64); err != nil {
+		if err := f.beforeCut(0, math.MaxInt64); err != nil {
 			return nil, 0, errno(err)
 		}
 	}
@@ -188,7 +188,7 @@ func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 	}
 	fst.io.Lock()
 	defer fst.io.Unlock()
-	if err := fst.beforeChange(int64(sz), math.MaxInt64); err != nil {
+	if err := fst.beforeCut(int64(sz), math.MaxInt64); err != nil {
 		return errno(err)
 	}
 	return n.LoopbackNode.Setattr(ctx, f, in, out)
@@ -320,7 +320,7 @@ func (f *file) Setattr(ctx context.Context, in *fuse.SetAttrIn, out *fuse.AttrOu
 	}
 	st.io.Lock()
 	defer st.io.Unlock()
-	if err := st.beforeChange(int64(sz), math.MaxInt64); err != nil {
+	if err := st.beforeCut(int64(sz), math.MaxInt64); err != nil {
 		return errno(err)
 	}
 	return f.LoopbackFile.Setattr(ctx, in, out)
@@ -340,8 +340,13 @@ func (f *file) Allocate(ctx context.Context, off, size uint64, mode uint32) sysc
 	if mode&(unix.FALLOC_FL_COLLAPSE_RANGE|unix.FALLOC_FL_INSERT_RANGE) != 0 {
 		end = math.MaxInt64 // everything after off moves
 	}
-	if mode&(unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_ZERO_RANGE|unix.FALLOC_FL_COLLAPSE_RANGE|unix.FALLOC_FL_INSERT_RANGE) != 0 {
+	switch {
+	case mode&(unix.FALLOC_FL_COLLAPSE_RANGE|unix.FALLOC_FL_INSERT_RANGE) != 0:
 		if err := st.beforeChange(int64(off), end); err != nil {
+			return errno(err)
+		}
+	case mode&(unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_ZERO_RANGE) != 0:
+		if err := st.beforeCut(int64(off), end); err != nil {
 			return errno(err)
 		}
 	}

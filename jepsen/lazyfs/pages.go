@@ -1,6 +1,7 @@
 package lazyfs
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 
@@ -52,31 +53,85 @@ func (f *fileState) readPage(p, limit int64) ([]byte, error) {
 }
 
 // saveRange saves every durable page overlapping [off, end) not saved
-// yet. Caller holds f.mu.
-func (f *fileState) saveRange(off, end int64) error {
+// yet; with dataOnly, pages in holes of the backing file are skipped.
+// Caller holds f.mu.
+func (f *fileState) saveRange(off, end int64, dataOnly bool) error {
 	end = min(end, f.size)
-	for p := off / pageSize; p*pageSize < end; p++ {
-		if _, ok := f.pages[p]; ok {
-			continue
+	for p := off / pageSize; p*pageSize < end; {
+		data, hole := p*pageSize, end
+		if dataOnly {
+			var err error
+			if data, hole, err = f.dataExtent(p*pageSize, end); err != nil {
+				return err
+			}
+			if data >= end {
+				return nil
+			}
 		}
-		b, err := f.readPage(p, f.size)
-		if err != nil {
-			return err
+		for q := max(p, data/pageSize); q*pageSize < hole; q++ {
+			if _, ok := f.pages[q]; ok {
+				continue
+			}
+			b, err := f.readPage(q, f.size)
+			if err != nil {
+				return err
+			}
+			f.pages[q] = b
 		}
-		f.pages[p] = b
+		p = max(p+1, (hole+pageSize-1)/pageSize)
 	}
 	return nil
 }
 
+// dataExtent finds the first range holding data at or after off, below
+// end: [data, hole), hole capped at end; data >= end when there is none.
+// Without SEEK_DATA on the backing filesystem, everything is data.
+func (f *fileState) dataExtent(off, end int64) (data, hole int64, err error) {
+	data, err = unix.Seek(f.fd, off, unix.SEEK_DATA)
+	switch {
+	case errors.Is(err, unix.ENXIO): // no data at or after off (or off beyond the end)
+		return end, end, nil
+	case errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EOPNOTSUPP):
+		return off, end, nil
+	case err != nil:
+		return 0, 0, fmt.Errorf("lazyfs: seek data: %w", err)
+	}
+	if data >= end {
+		return end, end, nil
+	}
+	hole, err = unix.Seek(f.fd, data, unix.SEEK_HOLE)
+	if err != nil {
+		return data, end, nil // unknown: the rest counts as data
+	}
+	return data, min(hole, end), nil
+}
+
 // beforeChange is called before [off, end) of the backing file changes
-// (a write, a hole punched, a truncate below the durable size).
+// (a write; data moved by a collapse or insert of a range).
 func (f *fileState) beforeChange(off, end int64) error {
 	if end <= off {
 		return nil
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.saveRange(off, end)
+	return f.saveRange(off, end, false)
+}
+
+// beforeCut is called before [off, end) of the backing file becomes
+// zeros or goes (a truncate, a hole punched or a range zeroed). Only its
+// data pages are saved: a page not saved holds its durable bytes, so one
+// in a hole is durably zeros, which is also what a revert's truncate to
+// the durable size leaves there, and a later write to it saves it then.
+// (Badger sizes its files at 64 or 128 MiB with ftruncate, syncs them and
+// truncates them to what it used at close: saving every page of such a
+// cut took seconds and held hundreds of MiB of zeros.)
+func (f *fileState) beforeCut(off, end int64) error {
+	if end <= off {
+		return nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.saveRange(off, end, true)
 }
 
 // synced makes the whole file durable as the backing file holds it now.
