@@ -202,6 +202,13 @@ func (g *grouper) feed(ev []byte, needAck bool) (*unit, error) {
 func (g *grouper) take(ev []byte) error {
 	cur := g.cur
 	if cur.skip == 0 {
+		if n := len(cur.buf) + len(ev); g.fragBytes > 0 && n > cap(cur.buf) && n > 64<<10 {
+			// A big transaction: size the piece's buffer once instead of
+			// doubling it (up to twice FragmentBytes held per piece).
+			nb := make([]byte, len(cur.buf), max(n, g.fragBytes+len(ev)))
+			copy(nb, cur.buf)
+			cur.buf = nb
+		}
 		cur.buf = append(cur.buf, ev...)
 		return nil
 	}
