@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -53,7 +54,10 @@ func stopBinlogd(t *testing.T, ctx context.Context, c *localcluster.Cluster, id 
 
 // A binlogd restart on a replica leaves its MariaDB running: the same
 // mariadbd is adopted by the next binlogd, and the rows written while
-// no binlogd ran on that node arrive there once it serves again.
+// no binlogd ran on that node arrive there once it serves again. Only a
+// graceful stop hands it off: after a kill -9 of binlogd the next binlogd
+// kills the leftover and recovers it; a left MariaDB that took a write
+// the log does not hold is refused, stopped, and the node goes UNSAFE.
 func TestRestartReplicaKeepsMariaDB(t *testing.T) {
 	c, master, w, _ := restartCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -68,12 +72,79 @@ func TestRestartReplicaKeepsMariaDB(t *testing.T) {
 	if err := c.StartNode(r); err != nil {
 		t.Fatal(err)
 	}
-	finish(t, c, w, time.Now(), "replica binlogd restart")
+	awaitCaughtUp(t, ctx, c, r)
 	if got := c.Pid(r, "mariadbd"); got != mpid {
 		t.Fatalf("node %d's mariadbd is pid %d after the restart, was %d: not adopted", r, got, mpid)
 	}
+
+	// kill -9: no handoff; the leftover is killed and recovered.
+	if err := c.Kill(ctx, r, "binlogd"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.StartNode(r); err != nil {
+		t.Fatal(err)
+	}
+	awaitCaughtUp(t, ctx, c, r)
+	if got := c.Pid(r, "mariadbd"); got == mpid || got == 0 {
+		t.Fatalf("node %d's mariadbd is pid %d after a binlogd kill -9, was %d: a crash's leftover was adopted", r, got, mpid)
+	}
+
+	finish(t, c, w, time.Now(), "replica binlogd restarts")
 	if st, err := c.Status(ctx, r); err != nil || st.Role != pb.Role_ROLE_REPLICA {
-		t.Fatalf("node %d after the restart: %v %v", r, st, err)
+		t.Fatalf("node %d after the restarts: %v %v", r, st, err)
+	}
+
+	// A write slipped into the left MariaDB while binlogd was down (the
+	// OS admin bypasses read_only): committed in InnoDB, where no binlog
+	// cut undoes it. The next binlogd refuses to adopt or rejoin it.
+	mpid = c.Pid(r, "mariadbd")
+	stopBinlogd(t, ctx, c, r)
+	root, err := c.RootDB(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, root, "INSERT INTO e2e.w VALUES (?, 0)", tamperedID)
+	root.Close()
+	if err := c.StartNode(r); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		st, err := c.Status(ctx, r)
+		if err == nil && st.Role == pb.Role_ROLE_UNSAFE {
+			if !strings.Contains(st.UnsafeReason, "reseed") {
+				t.Fatalf("node %d UNSAFE without saying reseed: %s", r, st.UnsafeReason)
+			}
+			break
+		}
+		if err == nil && st.Role == pb.Role_ROLE_REPLICA && strings.Contains(st.ReplicationState, "Slave_SQL_Running=Yes") {
+			t.Fatalf("node %d rejoined with a write the log does not hold: %v", r, st)
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("node %d: %v %v", r, st, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if mysqldAlive := c.Pid(r, "mariadbd"); mysqldAlive != 0 {
+		t.Fatalf("node %d's diverged mariadbd (pid %d, was %d) still runs", r, mysqldAlive, mpid)
+	}
+}
+
+// tamperedID is a row only a local admin write puts on a replica.
+const tamperedID = 1 << 30
+
+// awaitCaughtUp waits until node id's binlogd serves and its MariaDB
+// replicates with both threads running.
+func awaitCaughtUp(t *testing.T, ctx context.Context, c *localcluster.Cluster, id uint32) {
+	t.Helper()
+	for {
+		st, err := c.Status(ctx, id)
+		if err == nil && st.Role == pb.Role_ROLE_REPLICA && strings.Contains(st.ReplicationState, "Slave_IO_Running=Yes Slave_SQL_Running=Yes") {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("node %d does not replicate: %v %v", id, st, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"phxgo/binlogd/mysqld"
 	"phxgo/binlogd/recovery"
 	"phxgo/binlogd/role"
+	"phxgo/binlogd/rolectl"
 )
 
 // Keeping MariaDB up across a binlogd restart (issue 23.3).
@@ -34,7 +35,9 @@ import (
 //     the same question recovery asks (every local GTID chosen and
 //     valid) must cut nothing. Only the OS user binlogd runs as can make
 //     it writable while binlogd is down (client accounts hold neither
-//     SUPER nor READ ONLY ADMIN); this catches a write that did.
+//     SUPER nor READ ONLY ADMIN); this catches a write that did. Such a
+//     write is committed in InnoDB, where no cut undoes it: the server is
+//     shut down cleanly and the node goes UNSAFE (reseed it).
 //
 // Anything else is a crash: a mariadbd left running without a record (a
 // killed binlogd, a master that could not hand over) is SIGKILLed and
@@ -102,7 +105,7 @@ func (n *Node) verifyAdopted(ctx context.Context, db *sql.DB) error {
 			return err
 		}
 		if len(plan.Cut) > 0 {
-			return fmt.Errorf("%w: its binlog holds transactions the log does not: %s", mysqld.ErrNotAdoptable, plan)
+			return fmt.Errorf("%w: %w: %s", mysqld.ErrNotAdoptable, errAdoptedDiverged, plan)
 		}
 	}
 	if _, err := db.ExecContext(ctx, "START SLAVE"); err != nil {
@@ -134,5 +137,32 @@ func (n *Node) prepareAdopted(ctx context.Context, db *sql.DB) error {
 	return nil
 }
 
-// errAdoptRefused: the adopted server failed prepareAdopted and was killed.
-var errAdoptRefused = errors.New("binlogd: killed the adopted mariadbd; recovering it")
+var (
+	// errAdoptRefused: the adopted server failed prepareAdopted and was
+	// killed; recovery runs before it starts again.
+	errAdoptRefused = errors.New("binlogd: killed the adopted mariadbd; recovering it")
+	// errAdoptedDiverged: the adopted server committed transactions the
+	// log does not hold (written while no binlogd ran). They are in InnoDB
+	// for good, so no binlog cut undoes them: the node must be reseeded.
+	errAdoptedDiverged = errors.New("its binlog holds transactions the log does not (written while binlogd was down); reseed this node")
+)
+
+// refuseAdopted takes a refused adopted server out of the way. A diverged
+// one is shut down gracefully (read-only, nothing waits, so that is safe)
+// and the node goes UNSAFE: after a clean shutdown recovery refuses to cut
+// (CutAfterCleanShutdown), so a later start cannot rejoin it either. Any
+// other refusal kills it; recovery runs before the next start.
+func (n *Node) refuseAdopted(ctx context.Context, err error) error {
+	if errors.Is(err, errAdoptedDiverged) {
+		n.log.Error("adopted mariadbd diverged from the log; stopping it, node UNSAFE", "err", err)
+		if serr := n.inst.Shutdown(rolectl.GracefulStopTimeout); serr != nil {
+			n.log.Error("mariadbd shutdown", "err", serr)
+		}
+		n.setUnsafe(err.Error())
+		<-ctx.Done()
+		return err
+	}
+	n.log.Warn("adopted mariadbd refused; killing it for recovery", "err", err)
+	_ = n.inst.Kill()
+	return fmt.Errorf("%w: %w", errAdoptRefused, err)
+}

@@ -83,10 +83,8 @@ func (n *Node) startMySQL(ctx context.Context) error {
 		// A mariadbd a graceful stop handed off (adopt.go): still checked
 		// as if it could have been written to meanwhile.
 		if err := n.prepareAdopted(ctx, db); err != nil {
-			n.log.Warn("adopted mariadbd refused; killing it for recovery", "err", err)
 			db.Close()
-			_ = n.inst.Kill()
-			return fmt.Errorf("%w: %w", errAdoptRefused, err)
+			return n.refuseAdopted(ctx, err)
 		}
 	} else if err := n.resyncAfterRelaxed(ctx, db); err != nil {
 		db.Close()
