@@ -120,6 +120,7 @@ rpl_semi_sync_master_timeout=18446744073709551615
 rpl_semi_sync_slave_enabled=OFF
 slave_net_timeout=10
 max_allowed_packet=1G
+slave_max_allowed_packet=1G
 innodb_buffer_pool_size=64M
 innodb_log_file_size=64M
 performance_schema=OFF
