@@ -42,6 +42,12 @@
 // is set, or a continuation of anything else, is bad_fragment, and a term
 // change voids it (the old master's remaining fragments then fail the epoch
 // check, and its MariaDB is cut back by recovery).
+// binlogd's capture proposes a transaction's fragments as its events
+// arrive from the master's binlog, before the client's COMMIT is
+// acknowledged (the ACK waits for the last one), so a split transaction
+// may sit half in the log for a long time and be voided there; readers of
+// the log (binlogd's replication endpoint) ship it only once the last
+// fragment is valid.
 //
 // Why the epoch and not only the chain: Paxos may choose a value long after
 // its proposer died (a later leader re-proposes what a minority accepted),
