@@ -248,7 +248,7 @@ func runNodeSeeded(t *testing.T, seed int64) {
 	await(t, 20*time.Second, "a leader", func() bool { return c.leader() != 0 })
 
 	// Clients: each proposes through a node the seed picks per command.
-	const clients, perClient = 4, 40
+	const clients, perClient = 4, 25
 	var ok sync.Map // commands whose Propose returned nil
 	var wg sync.WaitGroup
 	var done atomic.Int64

@@ -46,18 +46,36 @@ func (p simPipe) advance(last uint64) { p.n.rn.Advance(last) }
 // simSave is a submitted save that reaches storage only when the
 // completer waits for it: the latest a wal may make it durable, so what
 // the pipeline applies or sends before the wait is checked against a
-// save still in flight. A crash may strike just before a save that only
-// raises the chosen index (its entries were applied already).
+// save still in flight. crash makes the node crash there instead.
 type simSave struct {
-	p simPipe
-	u wal.Update
+	p     simPipe
+	u     wal.Update
+	crash bool
 }
 
 func (v *simSave) wait() error {
-	s, n := v.p.s, v.p.n
-	if v.u.Promised == nil && len(v.u.Accepted) == 0 && s.faulty && s.o.crashes && s.rng.Intn(50) == 0 {
-		s.crash(n)
+	if v.crash {
+		v.p.s.crash(v.p.n)
 		return errSimCrash
 	}
-	return submitParts(n.st, v.u).wait()
+	return submitParts(v.p.n.st, v.u).wait()
+}
+
+// armCrash sometimes makes a job without a promise or a vote crash its
+// node after applying its entries and before saving its chosen index
+// (if it has one) and sending: a restart then finds applied entries
+// above the chosen index it saved.
+func (s *sim) armCrash(env simPipe, j *saveJob) {
+	sv, _ := j.save.(*simSave)
+	if sv != nil && (sv.u.Promised != nil || len(sv.u.Accepted) > 0) {
+		return
+	}
+	if !s.faulty || !s.o.crashes || s.rng.Intn(50) != 0 {
+		return
+	}
+	if sv == nil {
+		sv = &simSave{p: env}
+		j.save = sv
+	}
+	sv.crash = true
 }

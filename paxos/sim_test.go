@@ -205,6 +205,7 @@ func (s *sim) persist(n *simNode) {
 		if !n.up {
 			return // crashed in an earlier job
 		}
+		s.armCrash(env, j)
 		if err := completeSave(env, j); err != nil && !errors.Is(err, errSimCrash) {
 			s.fatalf("node %d: %v", n.id, err)
 		}
