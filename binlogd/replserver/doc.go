@@ -1,10 +1,12 @@
 // Package replserver is binlogd's replication-master endpoint: real
 // MariaDB 10.11 replicas connect to it as to a master
 // (CHANGE MASTER TO MASTER_HOST=<binlogd>, MASTER_USE_GTID=slave_pos) and
-// receive the valid transactions of the Paxos log, never anything else.
+// receive the valid transactions of the Paxos log, never anything else:
+// the node's own MariaDB, and outside replicas (analytics, a remote DR
+// copy) with an account that may only dump the log.
 //
 //	replica IO thread                    replserver                      Source (Paxos log)
-//	  1 handshake, native password ──▶  go-mysql server handshake
+//	  1 handshake, native password ──▶  go-mysql server handshake (TLS if asked)
 //	  2 SELECT UNIX_TIMESTAMP(), SHOW VARIABLES LIKE 'SERVER_ID',
 //	    SET @master_heartbeat_period, SET @master_binlog_checksum,
 //	    SET @mariadb_slave_capability, SELECT @@GLOBAL.gtid_domain_id,
@@ -54,6 +56,27 @@
 // (ahead of it, forked, another domain) is ErrUnknownPosition. Both reach
 // the replica as error 1236 with the error text, so a replica with extra
 // transactions is refused rather than silently skipped past.
+//
+// Who may connect (auth.go, outside.go). Two accounts, both
+// mysql_native_password, and nobody else: any other name is checked
+// against a random password, so a stranger gets 1045 Access denied
+// whatever name it tries and learns no names.
+//
+//	account            who                      TLS                      may
+//	User (capture)     the node's own MariaDB   optional (as before)     everything the endpoint answers
+//	ReplUser           outside replicas         required when offered    a replica's connect queries,
+//	                                                                     COM_REGISTER_SLAVE, COM_BINLOG_DUMP
+//
+// With Config.TLS set (the node runs with TLS) the handshake offers
+// CLIENT_SSL to everyone; the outside account's login without it is
+// refused after its password checked out (1045, saying MASTER_SSL=1).
+// The outside account's other queries (SELECT 1, SHOW BINARY LOGS, ...)
+// and COM_INIT_DB get 1227 and the connection stays; its dump from a
+// server_id below MinOutsideServerID (the cluster's own ids) gets 1236,
+// since a replica sharing a member's server_id would silently skip that
+// member's transactions. Positions refused for anyone end with how to
+// reseed (positions.go): an outside replica from a `binlogd backup`.
+// Outside replicas do not hold back the log's compaction.
 //
 // Failure handling. A malformed command packet closes that connection; a
 // panic in a connection handler (go-mysql's handshake) is recovered and
