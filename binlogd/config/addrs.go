@@ -179,7 +179,7 @@ func (c *Config) validateAddrs() error {
 		}
 	}
 	if !c.AllowRemoteRepl && !isLoopback(c.ReplAddr) {
-		return c.bad("repl_addr", "%s is not a loopback address: the replication endpoint serves the whole binlog and only this node's MariaDB needs it, so it is a per-node key, not an advertised one; use 127.0.0.1:PORT (the same on every node is fine) or set \"allow_remote_repl\": true", c.ReplAddr)
+		return c.bad("repl_addr", "%s is not a loopback address: the replication endpoint serves the whole binlog and only this node's MariaDB needs it, so it is a per-node key, not an advertised one; use 127.0.0.1:PORT (the same on every node is fine) or, for outside replicas on other hosts (README \"Outside replicas\"), set \"allow_remote_repl\": true", c.ReplAddr)
 	}
 	return nil
 }

@@ -29,7 +29,8 @@ type Security struct {
 	// allow_remote_repl: let this node's repl_addr be a non-loopback
 	// address. The replication endpoint serves the whole binlog to the
 	// capture account and only the node's own MariaDB needs it, so by
-	// default it must be on loopback.
+	// default it must be on loopback; outside replicas on other hosts
+	// (credentials repl_user, over TLS) need it reachable.
 	AllowRemoteRepl bool `json:"allow_remote_repl,omitempty"`
 }
 
