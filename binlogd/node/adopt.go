@@ -55,7 +55,11 @@ func (n *Node) adoptOrKill(ctx context.Context) bool {
 	if err != nil {
 		n.log.Warn("handoff record unreadable; treating a running mariadbd as left by a crash", "err", err)
 	}
-	if ok {
+	if ok && !mysqld.Alive(h.Pid) {
+		// Stopped since (binlogd stop-mysql, a host reboot): nothing to
+		// adopt, a normal start through recovery follows.
+		n.log.Info("the mariadbd a graceful stop handed off has exited since; starting it through recovery", "pid", h.Pid)
+	} else if ok {
 		if err := n.inst.Adopt(ctx, h); err != nil {
 			n.log.Warn("not adopting the running mariadbd; it is killed and recovered", "err", err)
 		} else {
