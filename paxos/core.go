@@ -66,7 +66,9 @@ type logReader interface {
 //     announced before it is durable: it is knowledge derived from a
 //     majority's durable accepts, which a restarted node relearns, and
 //     wal.Log does not sync an Update that only raises Chosen;
-//  4. call compact(last Committed index) on the core.
+//  4. call rawNode.Advance(last Committed index).
+//
+// persist.go does all four, for Node and the simulation alike.
 //
 // Early holds only messages that claim nothing about durable state: the
 // leader's proposals (Accept with Chosen = 0: a follower may accept
