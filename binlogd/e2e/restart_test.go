@@ -258,3 +258,44 @@ func awaitHookEvent(t *testing.T, ctx context.Context, dir string, id uint32, ma
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// SIGTERM to a master that cannot hand over (both replicas' binlogds
+// paused: no quorum, no eligible replica) falls back to the old stop:
+// binlogd exits within bounded time and stops its MariaDB (safely: killed
+// if commits wait) instead of leaving it for adoption; once the replicas
+// resume and it starts again, recovery cuts what the log does not hold
+// and no acknowledged write is lost.
+func TestStopMasterWithoutQuorumFallsBack(t *testing.T) {
+	c, master, w, _ := restartCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var paused []uint32
+	for _, id := range c.IDs() {
+		if id != master {
+			if err := c.Signal(id, "binlogd", syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			paused = append(paused, id)
+		}
+	}
+	resume := func() {
+		for _, id := range paused {
+			_ = c.Signal(id, "binlogd", syscall.SIGCONT)
+		}
+	}
+	defer resume()
+	fault := time.Now()
+	stopBinlogd(t, ctx, c, master)
+	t.Logf("master %d's binlogd exited %.2fs after SIGTERM without a quorum", master, time.Since(fault).Seconds())
+	if pid := c.Pid(master, "mariadbd"); pid != 0 {
+		t.Fatalf("master %d's mariadbd (pid %d) left running without a handover", master, pid)
+	}
+	if _, err := os.Stat(filepath.Join(c.Spec.NodeDir(int(master)), "mysqld-handoff.json")); !os.IsNotExist(err) {
+		t.Fatalf("a handoff record was written without a handover: %v", err)
+	}
+	resume()
+	if err := c.StartNode(master); err != nil {
+		t.Fatal(err)
+	}
+	finish(t, c, w, fault, "master binlogd SIGTERM without quorum")
+}
