@@ -203,3 +203,40 @@ func TestOutsideReplicaDump(t *testing.T) {
 	refused(4001, "0-1-2", "binlogd backup")
 	refused(4002, "7-1-5", "binlogd backup")
 }
+
+// TestOutsideAccountWithoutTLS: on a node run with insecure_no_tls the
+// endpoint offers no TLS, so the outside account logs in plain; it is
+// still limited to replication.
+func TestOutsideAccountWithoutTLS(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Addr, cfg.User, cfg.Password, cfg.ServerID = "127.0.0.1:0", testUser, testPassword, endpointID
+	cfg.ReplUser, cfg.ReplPassword = outsideUser, outsidePassword
+	s, err := New(cfg, NewMemorySource(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	db := openAs(t, s.Addr(), outsideUser, outsidePassword, nil)
+	var v string
+	if err := db.QueryRow("SELECT UNIX_TIMESTAMP()").Scan(&v); err != nil {
+		t.Fatalf("plain login without TLS offered: %v", err)
+	}
+	_, err = db.Exec("SELECT 1")
+	mysqlErr(t, err, erSpecificAccessDenied, "may only replicate")
+	err = openAs(t, s.Addr(), outsideUser, "wrong", nil).Ping()
+	mysqlErr(t, err, erAccessDenied, "Access denied")
+
+	bad := cfg
+	bad.ReplUser = testUser
+	if _, err := New(bad, NewMemorySource(0)); !errors.Is(err, ErrBadConfig) {
+		t.Fatalf("ReplUser = User: %v", err)
+	}
+	bad = cfg
+	bad.ReplPassword = ""
+	if _, err := New(bad, NewMemorySource(0)); !errors.Is(err, ErrBadConfig) {
+		t.Fatalf("ReplUser without a password: %v", err)
+	}
+}
