@@ -40,7 +40,7 @@ import (
 const usage = `usage: binlogd <command> [flags]
 
 commands:
-  run         run the node daemon (-config FILE)
+  run         run the node daemon (-config FILE [-keep-mysql: a stop leaves MariaDB running, read-only, for the next binlogd to adopt; the systemd unit sets it])
   status      print a node's status (-addr HOST:PORT [-json] [-config FILE | -tls-cert/-tls-key/-tls-ca])
   cluster     cluster status: one row per member (-addr ANY_MEMBER [-json] [TLS flags as status]); exit 0 healthy, 1 not, 2 usage
   recover     cut the local binlog back to what the cluster's log holds (-config FILE)
