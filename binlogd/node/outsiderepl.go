@@ -14,7 +14,15 @@ import (
 // outside MariaDB has none of the cluster's); one that is given must
 // chain to the CA. The node's own MariaDB keeps replicating in plain
 // over loopback with the capture account, as before.
+//
+// It also registers the endpoint's metrics (metrics_repl.go), read from
+// n.repl once it is set.
 func (n *Node) outsideReplicas(rcfg *replserver.Config) {
+	if n.m != nil && n.m.reg != nil {
+		if err := n.m.reg.Register(newReplCollector(n)); err != nil {
+			n.log.Warn("replication endpoint metrics not registered", "err", err)
+		}
+	}
 	rcfg.ReplUser, rcfg.ReplPassword = n.cred.ReplUser, n.cred.ReplPassword
 	if n.tls == nil {
 		return

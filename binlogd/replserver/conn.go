@@ -43,6 +43,7 @@ func (s *Server) handle(nc net.Conn) {
 	sess.account = s.accounts.of(conn.GetUser())
 	log = log.With("user", conn.GetUser(), "account", sess.account.String(), "tls", overTLS)
 	if sess.account == accountOutside {
+		s.count(func(st *Stats) { st.Outside++ })
 		log.Info("outside replica connected")
 	}
 	for {

@@ -126,6 +126,7 @@ type Server struct {
 // Stats counts what the endpoint did since New.
 type Stats struct {
 	Connections  int   // accepted connections that passed authentication
+	Outside      int   // of those, the outside replicas' account's
 	Dumps        int   // COM_BINLOG_DUMP streams started
 	Refused      int   // dumps answered with error 1236
 	Denied       int   // outside-account queries and commands refused (1227)
