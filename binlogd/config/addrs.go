@@ -146,8 +146,8 @@ func (c *Config) validateAddrs() error {
 		ids[m.ID] = true
 		self = self || m.ID == c.ID
 		for _, f := range []struct{ name, a string }{{"grpc_addr", m.GRPCAddr}, {"mysql_addr", m.MySQLAddr}, {"proxy_addr", m.ProxyAddr}} {
-			if f.a == "" && f.name == "proxy_addr" {
-				continue
+			if f.a == "" && (f.name == "proxy_addr" || m.Witness && f.name == "mysql_addr") {
+				continue // none (a witness runs no MariaDB: witness.go)
 			}
 			if err := hostPort(f.a); err != nil {
 				return c.bad(k+"."+f.name, "%q is not host:port (%v)", f.a, err)
@@ -165,6 +165,9 @@ func (c *Config) validateAddrs() error {
 		return c.bad("id", "%d is not in members", c.ID)
 	}
 	local := []struct{ key, a string }{{"grpc_listen", c.GRPCListenAddr()}, {"mysql_listen", c.MySQLListenAddr()}, {"repl_addr", c.ReplAddr}}
+	if c.Self().Witness { // no MariaDB, no replication endpoint (witness.go)
+		local = local[:1]
+	}
 	if h := c.HTTPListenAddr(); h != "" {
 		local = append(local, struct{ key, a string }{"http_addr", h})
 	}
@@ -178,7 +181,7 @@ func (c *Config) validateAddrs() error {
 			}
 		}
 	}
-	if !c.AllowRemoteRepl && !isLoopback(c.ReplAddr) {
+	if !c.AllowRemoteRepl && !c.Self().Witness && !isLoopback(c.ReplAddr) {
 		return c.bad("repl_addr", "%s is not a loopback address: the replication endpoint serves the whole binlog and only this node's MariaDB needs it, so it is a per-node key, not an advertised one; use 127.0.0.1:PORT (the same on every node is fine) or, for outside replicas on other hosts (README \"Outside replicas\"), set \"allow_remote_repl\": true", c.ReplAddr)
 	}
 	return nil

@@ -28,6 +28,11 @@ type Member struct {
 	// membership entries in the log) written before the split; Load moves
 	// this node's to Config.ReplAddr and clears the rest.
 	LegacyReplAddr string `json:"repl_addr,omitempty"`
+	// Witness: a voter that runs binlogd only (witness.go): it stores and
+	// votes on the log, has no MariaDB (mysql_addr and proxy_addr empty)
+	// and is never master. It travels with the member through the log
+	// (the membership entry's Info), so every node knows.
+	Witness bool `json:"witness,omitempty"`
 }
 
 // Duration is a time.Duration written as "5s" in JSON.
@@ -227,16 +232,19 @@ func (c *Config) Validate() error {
 	if c.Dir == "" {
 		return c.bad("dir", "required")
 	}
-	if c.MySQLDir == "" {
+	if c.MySQLDir == "" && !c.IsWitness() {
 		return c.bad("mysql_dir", "required")
 	}
-	if c.CredentialsFile == "" {
+	if c.CredentialsFile == "" && !c.IsWitness() {
 		return c.bad("credentials_file", "required")
 	}
 	if len(c.Members) == 0 {
 		return c.bad("members", "required")
 	}
 	if err := c.validateAddrs(); err != nil {
+		return err
+	}
+	if err := c.validateWitness(); err != nil {
 		return err
 	}
 	if len(c.Members)%2 == 0 && !c.Join {
