@@ -20,13 +20,8 @@ func TestDDLCutSurvives(t *testing.T) {
 	inst := mysqld.NewTestInstance(t, 10)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	db, err := inst.DB("")
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := writableDB(t, inst)
 	defer db.Close()
-	mustExec(t, db, "SET GLOBAL read_only=OFF")
-	mustExec(t, db, "CREATE DATABASE r")
 	cases := []struct {
 		setup, ddl, check string
 		survives          bool // measured on 10.11

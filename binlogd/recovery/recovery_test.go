@@ -30,13 +30,8 @@ func TestCutPendingCommitRollsBack(t *testing.T) {
 	inst := mysqld.NewTestInstance(t, 7)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	db, err := inst.DB("")
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := writableDB(t, inst)
 	defer db.Close()
-	mustExec(t, db, "SET GLOBAL read_only=OFF")
-	mustExec(t, db, "CREATE DATABASE r")
 	mustExec(t, db, "CREATE TABLE r.t (id INT PRIMARY KEY) ENGINE=InnoDB")
 	for i := 1; i <= 3; i++ {
 		mustExec(t, db, "INSERT INTO r.t VALUES (?)", i)
@@ -145,6 +140,19 @@ func TestMakePlanTornAndGap(t *testing.T) {
 	}
 }
 
+// writableDB opens inst as root, turns read_only off and creates database
+// r, the state every test here starts its writes from; the caller closes it.
+func writableDB(t *testing.T, inst *mysqld.Instance) *sql.DB {
+	t.Helper()
+	db, err := inst.DB("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, db, "SET GLOBAL read_only=OFF")
+	mustExec(t, db, "CREATE DATABASE r")
+	return db
+}
+
 func mustExec(t *testing.T, db *sql.DB, q string, args ...any) {
 	t.Helper()
 	if _, err := db.Exec(q, args...); err != nil {
@@ -159,13 +167,8 @@ func TestGracefulShutdownCommittedPastCut(t *testing.T) {
 	inst := mysqld.NewTestInstance(t, 8)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	db, err := inst.DB("")
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := writableDB(t, inst)
 	defer db.Close()
-	mustExec(t, db, "SET GLOBAL read_only=OFF")
-	mustExec(t, db, "CREATE DATABASE r")
 	mustExec(t, db, "CREATE TABLE r.t (id INT PRIMARY KEY) ENGINE=InnoDB")
 	mustExec(t, db, "INSERT INTO r.t VALUES (1)")
 	mustExec(t, db, "SET GLOBAL rpl_semi_sync_master_enabled=ON")
