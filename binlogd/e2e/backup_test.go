@@ -32,10 +32,7 @@ func TestDisasterRecoveryFromBackup(t *testing.T) {
 	c, master := localcluster.StartForTest(t, binDir, 3, 2*time.Second, false)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	db, err := c.AppDB(c.MySQLAddr(master))
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := appDB(t, c, master)
 	defer db.Close()
 	mustExec(t, db, "CREATE DATABASE app")
 	mustExec(t, db, "CREATE TABLE app.dr (id INT PRIMARY KEY, v VARCHAR(40))")
@@ -166,14 +163,11 @@ func runBinlogd(args ...string) (string, error) {
 // awaitRows waits until node id's MariaDB holds n rows in app.dr.
 func awaitRows(ctx context.Context, t *testing.T, c *localcluster.Cluster, id uint32, n int) {
 	t.Helper()
-	db, err := c.RootDB(id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := rootDB(t, c, id)
 	defer db.Close()
 	var got int
 	for {
-		err = db.QueryRowContext(ctx, "SELECT COUNT(*) FROM app.dr").Scan(&got)
+		err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM app.dr").Scan(&got)
 		if err == nil && got == n {
 			return
 		}

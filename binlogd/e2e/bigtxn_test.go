@@ -13,10 +13,7 @@ import (
 // DDL around it.
 func TestBigTransactionAndDDL(t *testing.T) {
 	c, master := localcluster.StartForTest(t, binDir, 3, 8*time.Second, false)
-	db, err := c.AppDB(c.MySQLAddr(master))
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := appDB(t, c, master)
 	defer db.Close()
 	mustExec(t, db, "CREATE DATABASE big")
 	mustExec(t, db, "CREATE TABLE big.t (id INT PRIMARY KEY, pad LONGTEXT)")

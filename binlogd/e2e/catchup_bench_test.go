@@ -65,10 +65,7 @@ func catchUpOnce(t *testing.T, label, bin string, secs int) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := c.AppDB(c.MySQLAddr(master))
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := appDB(t, c, master)
 	mustExec(t, db, "CREATE DATABASE sbtest")
 	db.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -92,10 +89,7 @@ func catchUpOnce(t *testing.T, label, bin string, secs int) string {
 		t.Fatalf("sysbench run: %v\n%s", err, out)
 	}
 	end := time.Now()
-	mdb, err := c.RootDB(master)
-	if err != nil {
-		t.Fatal(err)
-	}
+	mdb := rootDB(t, c, master)
 	defer mdb.Close()
 	target, err := gtidPos(ctx, mdb)
 	if err != nil {
@@ -106,10 +100,7 @@ func catchUpOnce(t *testing.T, label, bin string, secs int) string {
 		if id == master {
 			continue
 		}
-		rdb, err := c.RootDB(id)
-		if err != nil {
-			t.Fatal(err)
-		}
+		rdb := rootDB(t, c, id)
 		g, _ := gtidPos(ctx, rdb)
 		behind = max(behind, target.Seq-min(g.Seq, target.Seq))
 		for !covered(g, target) {

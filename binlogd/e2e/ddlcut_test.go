@@ -21,10 +21,7 @@ func TestDDLCutMarksOldMasterUnsafe(t *testing.T) {
 	c, master := localcluster.StartForTest(t, binDir, 3, failoverLease, false)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	db, err := c.AppDB(c.MySQLAddr(master))
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := appDB(t, c, master)
 	defer db.Close()
 	mustExec(t, db, "CREATE DATABASE e2e")
 	mustExec(t, db, "CREATE TABLE e2e.d (id INT PRIMARY KEY)")
@@ -42,10 +39,7 @@ func TestDDLCutMarksOldMasterUnsafe(t *testing.T) {
 	}
 	dropped := make(chan error, 1)
 	go func() { _, err := db.ExecContext(ctx, "DROP TABLE e2e.d"); dropped <- err }()
-	root, err := c.RootDB(master)
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := rootDB(t, c, master)
 	for waiting := 0; waiting != 1; {
 		var name string
 		if err := root.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Rpl_semi_sync_master_wait_sessions'").Scan(&name, &waiting); err != nil {
@@ -88,10 +82,7 @@ func TestDDLCutMarksOldMasterUnsafe(t *testing.T) {
 	t.Logf("old master %d: UNSAFE: %s", master, st.UnsafeReason)
 
 	// The cluster never chose the DROP: the table and its row are there.
-	ndb, err := c.AppDB(c.MySQLAddr(newMaster))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ndb := appDB(t, c, newMaster)
 	defer ndb.Close()
 	var n int
 	if err := ndb.QueryRowContext(ctx, "SELECT COUNT(*) FROM e2e.d").Scan(&n); err != nil || n != 1 {

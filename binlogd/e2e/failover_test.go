@@ -13,16 +13,22 @@ const failoverLease = 3 * time.Second
 
 func setupWorkload(t *testing.T) (*localcluster.Cluster, uint32, *writers) {
 	c, master := localcluster.StartForTest(t, binDir, 3, failoverLease, false)
-	db, err := c.AppDB(c.MySQLAddr(master))
-	if err != nil {
-		t.Fatal(err)
-	}
+	return c, master, startWorkload(t, c, master)
+}
+
+// startWorkload creates e2e.w through the master and starts four writers
+// (stopped at the latest when the test ends), returning once 50 inserts
+// are acknowledged.
+func startWorkload(t *testing.T, c *localcluster.Cluster, master uint32) *writers {
+	t.Helper()
+	db := appDB(t, c, master)
 	mustExec(t, db, "CREATE DATABASE e2e")
 	mustExec(t, db, "CREATE TABLE e2e.w (id INT PRIMARY KEY, master INT)")
 	db.Close()
 	w := startWriters(t, c, 4)
+	t.Cleanup(w.stop)
 	w.awaitAcks(t, 50, time.Minute)
-	return c, master, w
+	return w
 }
 
 // finish waits for a healthy cluster with a master other than old (when
@@ -58,18 +64,28 @@ func TestFailoverKillMasterMysqld(t *testing.T) {
 }
 
 func TestFailoverKillMasterBinlogd(t *testing.T) {
-	c, master, w := setupWorkload(t)
-	fault := time.Now()
-	if err := c.Kill(context.Background(), master, "binlogd"); err != nil {
-		t.Fatal(err)
-	}
 	// The old node's binlogd comes back while the others elect a master;
 	// it must find its mysqld with commits waiting, kill and recover it.
+	killMasterAndRestart(t, "kill -9 master binlogd", "binlogd")
+}
+
+// killMasterAndRestart kills the master's processes under a write load,
+// restarts them once the writers reach the new master, and checks the
+// cluster with finish.
+func killMasterAndRestart(t *testing.T, fault string, procs ...string) {
+	t.Helper()
+	c, master, w := setupWorkload(t)
+	at := time.Now()
+	for _, p := range procs {
+		if err := c.Kill(context.Background(), master, p); err != nil {
+			t.Fatal(err)
+		}
+	}
 	w.awaitAcks(t, 20, 2*time.Minute)
 	if err := c.StartNode(master); err != nil {
 		t.Fatal(err)
 	}
-	finish(t, c, w, fault, "kill -9 master binlogd")
+	finish(t, c, w, at, fault)
 }
 
 func TestFailoverPauseMasterBinlogd(t *testing.T) {
@@ -92,18 +108,7 @@ func TestFailoverPauseMasterBinlogd(t *testing.T) {
 }
 
 func TestFailoverKillMasterNode(t *testing.T) {
-	c, master, w := setupWorkload(t)
-	fault := time.Now()
-	for _, p := range []string{"binlogd", "mariadbd"} {
-		if err := c.Kill(context.Background(), master, p); err != nil {
-			t.Fatal(err)
-		}
-	}
-	w.awaitAcks(t, 20, 2*time.Minute)
-	if err := c.StartNode(master); err != nil {
-		t.Fatal(err)
-	}
-	finish(t, c, w, fault, "kill -9 master node")
+	killMasterAndRestart(t, "kill -9 master node", "binlogd", "mariadbd")
 }
 
 func TestRestartAllNodes(t *testing.T) {

@@ -41,16 +41,7 @@ func TestFullDiskTakesMasterOut(t *testing.T) {
 		mountTmpfs(t, filepath.Join(spec.NodeDir(id), "paxos"), "512m")
 	}
 	c, master := localcluster.StartSpecForTest(t, spec)
-	db, err := c.AppDB(c.MySQLAddr(master))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustExec(t, db, "CREATE DATABASE e2e")
-	mustExec(t, db, "CREATE TABLE e2e.w (id INT PRIMARY KEY, master INT)")
-	db.Close()
-	w := startWriters(t, c, 4)
-	defer w.stop()
-	w.awaitAcks(t, 50, time.Minute)
+	w := startWorkload(t, c, master)
 
 	fillDisk(t, filepath.Join(spec.NodeDir(int(master)), "paxos"))
 	fault := time.Now()
@@ -58,6 +49,7 @@ func TestFullDiskTakesMasterOut(t *testing.T) {
 	defer cancel()
 
 	var st *pb.NodeStatus
+	var err error
 	awaitE2E(t, ctx, "the full node to mark itself out", func() (bool, string) {
 		st, err = c.Status(ctx, master)
 		return err == nil && st.Role == pb.Role_ROLE_UNSAFE && strings.Contains(st.UnsafeReason, "storage failed"), fmt.Sprintf("%v %v", st, err)

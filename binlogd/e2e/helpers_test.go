@@ -9,6 +9,7 @@ import (
 
 	"phxgo/binlogd/binlog"
 	"phxgo/binlogd/localcluster"
+	pb "phxgo/proto"
 )
 
 func gtidPos(ctx context.Context, db *sql.DB) (binlog.GTID, error) {
@@ -27,10 +28,7 @@ func awaitSameData(t *testing.T, c *localcluster.Cluster, tables ...string) binl
 	defer cancel()
 	dbs := map[uint32]*sql.DB{}
 	for _, id := range c.IDs() {
-		db, err := c.RootDB(id)
-		if err != nil {
-			t.Fatal(err)
-		}
+		db := rootDB(t, c, id)
 		defer db.Close()
 		dbs[id] = db
 	}
@@ -84,5 +82,41 @@ func mustExec(t *testing.T, db *sql.DB, q string, args ...any) {
 	t.Helper()
 	if _, err := db.Exec(q, args...); err != nil {
 		t.Fatalf("%s: %v", q, err)
+	}
+}
+
+// appDB opens a pool as the application account on node id's MariaDB,
+// failing the test when it cannot; the caller closes it.
+func appDB(t *testing.T, c *localcluster.Cluster, id uint32) *sql.DB {
+	t.Helper()
+	db, err := c.AppDB(c.MySQLAddr(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// rootDB is appDB as root, for reading server state; the caller closes it.
+func rootDB(t *testing.T, c *localcluster.Cluster, id uint32) *sql.DB {
+	t.Helper()
+	db, err := c.RootDB(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// awaitReadyMaster waits until node id reports itself the ready master.
+func awaitReadyMaster(ctx context.Context, t *testing.T, c *localcluster.Cluster, id uint32) {
+	t.Helper()
+	for {
+		st, err := c.Status(ctx, id)
+		if err == nil && st.Role == pb.Role_ROLE_MASTER && st.Ready {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("node %d never became a ready master: %v %v", id, st, err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

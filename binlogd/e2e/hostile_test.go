@@ -46,10 +46,7 @@ func TestHostilePaxosPeer(t *testing.T) {
 		attack(ctx, t, c, id)
 	}
 
-	db, err := c.AppDB(c.MySQLAddr(master))
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := appDB(t, c, master)
 	defer db.Close()
 	mustExec(t, db, "CREATE DATABASE hostile")
 	mustExec(t, db, "CREATE TABLE hostile.t (k INT PRIMARY KEY)")

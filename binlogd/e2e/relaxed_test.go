@@ -30,10 +30,7 @@ func (d durability) durable() bool { return d.syncBinlog == 1 && d.flushAtCommit
 // awaitDurability waits until node id's MariaDB satisfies ok.
 func awaitDurability(t *testing.T, c *localcluster.Cluster, id uint32, what string, ok func(durability) bool) durability {
 	t.Helper()
-	db, err := c.RootDB(id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := rootDB(t, c, id)
 	defer db.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -81,10 +78,7 @@ func TestRelaxedReplicasPromoteDurable(t *testing.T) {
 
 	// Sample the target's settings while it is promoted: writable must
 	// never be seen with relaxed settings.
-	sdb, err := c.RootDB(to)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sdb := rootDB(t, c, to)
 	defer sdb.Close()
 	var bad atomic.Pointer[durability]
 	var samples atomic.Int64

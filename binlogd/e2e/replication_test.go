@@ -18,10 +18,7 @@ import (
 // other binlogds stopped a commit blocks, and completes when they return.
 func TestWritePathThroughPaxos(t *testing.T) {
 	c, master := localcluster.StartForTest(t, binDir, 3, 8*time.Second, false)
-	db, err := c.AppDB(c.MySQLAddr(master))
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := appDB(t, c, master)
 	defer db.Close()
 	mustExec(t, db, "CREATE DATABASE e2e")
 	mustExec(t, db, "CREATE TABLE e2e.t (id INT PRIMARY KEY, v VARCHAR(64), n BIGINT)")
@@ -90,10 +87,7 @@ func TestWritePathThroughPaxos(t *testing.T) {
 		done <- err
 	}()
 	// Await the commit waiting for its ACK; it must not return meanwhile.
-	root, err := c.RootDB(master)
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := rootDB(t, c, master)
 	defer root.Close()
 	awaitWaiting(t, root, done)
 	var n int

@@ -22,10 +22,7 @@ func startRetentionCluster(t *testing.T, retain time.Duration, bytes int64) (*lo
 		BinDir: binDir, Nodes: 3, LeaseDuration: retentionLease,
 		LogRetention: retain, LogRetentionBytes: bytes,
 	})
-	db, err := c.AppDB(c.MySQLAddr(master))
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := appDB(t, c, master)
 	defer db.Close()
 	mustExec(t, db, "CREATE DATABASE e2e")
 	mustExec(t, db, "CREATE TABLE e2e.w (id INT PRIMARY KEY, master INT)")
@@ -220,10 +217,7 @@ func TestRetentionReseed(t *testing.T) {
 	}
 	// Its MariaDB did not move past what it had: its rows are a subset of
 	// the others', and its GTID is before the log's first.
-	db, err := c.RootDB(victim)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := rootDB(t, c, victim)
 	defer db.Close()
 	g, err := gtidPos(ctx, db)
 	if err != nil {

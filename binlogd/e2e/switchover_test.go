@@ -28,16 +28,7 @@ func TestSwitchover(t *testing.T) {
 	if r.MasterId != to {
 		t.Fatalf("switchover granted to %d, want %d", r.MasterId, to)
 	}
-	for {
-		st, err := c.Status(ctx, to)
-		if err == nil && st.Role == pb.Role_ROLE_MASTER && st.Ready {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("node %d never became a ready master: %v %v", to, st, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	awaitReadyMaster(ctx, t, c, to)
 	t.Logf("switchover %d -> %d: new master ready after %.2fs", master, to, time.Since(start).Seconds())
 	// Switching to the current master or a non-member is refused.
 	if _, err := admin.Switchover(ctx, &pb.SwitchoverRequest{To: 9}); err == nil {

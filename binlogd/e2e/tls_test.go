@@ -11,7 +11,6 @@ import (
 
 	"phxgo/binlogd/localcluster"
 	"phxgo/binlogd/mtls/mtlstest"
-	pb "phxgo/proto"
 )
 
 // TestTLSCluster runs the real 3-node cluster with every link in mutual
@@ -97,16 +96,7 @@ func TestTLSCluster(t *testing.T) {
 	if err != nil {
 		t.Fatalf("binlogd switchover with the admin certificate: %v\n%s", err, out)
 	}
-	for {
-		st, err := c.Status(ctx, follower)
-		if err == nil && st.Role == pb.Role_ROLE_MASTER && st.Ready {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("node %d never became a ready master: %v %v", follower, st, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	awaitReadyMaster(ctx, t, c, follower)
 	mustExec(t, db, "INSERT INTO tlsdb.t VALUES (4)")
 	awaitSameData(t, c, "tlsdb.t")
 	t.Logf("whole TLS cluster test: %.1fs", time.Since(start).Seconds())
