@@ -14,7 +14,7 @@ import (
 // MiB transactions, 2 GiB loads) runs in make jepsen.
 func TestJepsenShortBig(t *testing.T) {
 	cfg := shortConfig(t, "big", nemesis.Kill+","+nemesis.Partition, 40*time.Second, 3)
-	cfg.Concurrency, cfg.Rate = 2, 0
+	cfg.Concurrency, cfg.Rate = 2, 2 // paced: an op that fails at once (no master yet) is not retried in a tight loop
 	cfg.OpTimeout = 3 * time.Minute
 	cfg.Workloads.BigTxnBytes, cfg.Workloads.BigLoadBytes = 8<<20, 16<<20
 	cfg.Schedule = &nemesis.Schedule{Quiet: 6 * time.Second, HoldMin: 4 * time.Second, HoldMax: 5 * time.Second,
