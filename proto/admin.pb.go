@@ -29,6 +29,7 @@ const (
 	Role_ROLE_CANDIDATE Role = 2 // won the lease, catching up before serving writes
 	Role_ROLE_MASTER    Role = 3 // holds the lease and serves writes
 	Role_ROLE_UNSAFE    Role = 4 // refused to serve; see unsafe_reason
+	Role_ROLE_WITNESS   Role = 5 // votes on the log, runs no MariaDB, never master
 )
 
 // Enum value maps for Role.
@@ -39,6 +40,7 @@ var (
 		2: "ROLE_CANDIDATE",
 		3: "ROLE_MASTER",
 		4: "ROLE_UNSAFE",
+		5: "ROLE_WITNESS",
 	}
 	Role_value = map[string]int32{
 		"ROLE_UNKNOWN":   0,
@@ -46,6 +48,7 @@ var (
 		"ROLE_CANDIDATE": 2,
 		"ROLE_MASTER":    3,
 		"ROLE_UNSAFE":    4,
+		"ROLE_WITNESS":   5,
 	}
 )
 
@@ -716,6 +719,7 @@ type Member struct {
 	MysqlAddr     string                 `protobuf:"bytes,3,opt,name=mysql_addr,json=mysqlAddr,proto3" json:"mysql_addr,omitempty"` // the node's MariaDB
 	ReplAddr      string                 `protobuf:"bytes,4,opt,name=repl_addr,json=replAddr,proto3" json:"repl_addr,omitempty"`    // binlogd replication-master endpoint
 	ProxyAddr     string                 `protobuf:"bytes,5,opt,name=proxy_addr,json=proxyAddr,proto3" json:"proxy_addr,omitempty"` // the node's sqlproxy (linearizable port)
+	Witness       bool                   `protobuf:"varint,6,opt,name=witness,proto3" json:"witness,omitempty"`                     // a voter without MariaDB (mysql_addr empty): never master, never a read replica
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -783,6 +787,13 @@ func (x *Member) GetProxyAddr() string {
 		return x.ProxyAddr
 	}
 	return ""
+}
+
+func (x *Member) GetWitness() bool {
+	if x != nil {
+		return x.Witness
+	}
+	return false
 }
 
 type NodeStatus struct {
@@ -1469,7 +1480,7 @@ const file_admin_proto_rawDesc = "" +
 	"\x06member\x18\x01 \x01(\v2\x13.phxgo.admin.MemberR\x06member\"%\n" +
 	"\x13RemoveMemberRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\rR\x02id\"\x0f\n" +
-	"\rStatusRequest\"\x90\x01\n" +
+	"\rStatusRequest\"\xaa\x01\n" +
 	"\x06Member\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\rR\x02id\x12\x1b\n" +
 	"\tgrpc_addr\x18\x02 \x01(\tR\bgrpcAddr\x12\x1d\n" +
@@ -1477,7 +1488,8 @@ const file_admin_proto_rawDesc = "" +
 	"mysql_addr\x18\x03 \x01(\tR\tmysqlAddr\x12\x1b\n" +
 	"\trepl_addr\x18\x04 \x01(\tR\breplAddr\x12\x1d\n" +
 	"\n" +
-	"proxy_addr\x18\x05 \x01(\tR\tproxyAddr\"\xda\x06\n" +
+	"proxy_addr\x18\x05 \x01(\tR\tproxyAddr\x12\x18\n" +
+	"\awitness\x18\x06 \x01(\bR\awitness\"\xda\x06\n" +
 	"\n" +
 	"NodeStatus\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\rR\x06nodeId\x12%\n" +
@@ -1533,13 +1545,14 @@ const file_admin_proto_rawDesc = "" +
 	"\x0fsource_gtid_pos\x18\x04 \x01(\tR\rsourceGtidPos\"N\n" +
 	"\vBackupChunk\x12+\n" +
 	"\x04info\x18\x01 \x01(\v2\x17.phxgo.admin.BackupInfoR\x04info\x12\x12\n" +
-	"\x04data\x18\x02 \x01(\fR\x04data*`\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data*r\n" +
 	"\x04Role\x12\x10\n" +
 	"\fROLE_UNKNOWN\x10\x00\x12\x10\n" +
 	"\fROLE_REPLICA\x10\x01\x12\x12\n" +
 	"\x0eROLE_CANDIDATE\x10\x02\x12\x0f\n" +
 	"\vROLE_MASTER\x10\x03\x12\x0f\n" +
-	"\vROLE_UNSAFE\x10\x042\x90\x06\n" +
+	"\vROLE_UNSAFE\x10\x04\x12\x10\n" +
+	"\fROLE_WITNESS\x10\x052\x90\x06\n" +
 	"\x05Admin\x12=\n" +
 	"\x06Status\x12\x1a.phxgo.admin.StatusRequest\x1a\x17.phxgo.admin.NodeStatus\x12P\n" +
 	"\fRecoverPoint\x12 .phxgo.admin.RecoverPointRequest\x1a\x1e.phxgo.admin.RecoverPointReply\x12J\n" +
