@@ -257,6 +257,20 @@ func TestCheckServerRefuses(t *testing.T) {
 	t.Log(err)
 }
 
+// awaitUnsafe waits for Run to stop with ErrUnsafe after what happened.
+func awaitUnsafe(t *testing.T, done <-chan struct{}, stop func() error, what string) {
+	t.Helper()
+	select {
+	case <-done:
+		if err := stop(); !errors.Is(err, ErrUnsafe) {
+			t.Fatalf("Run: %v", err)
+		}
+		t.Log(stop())
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not notice " + what)
+	}
+}
+
 // TestUnsafeWhenSemiSyncTurnedOff: semi-sync disabled underneath a
 // running capture is ErrUnsafe.
 func TestUnsafeWhenSemiSyncTurnedOff(t *testing.T) {
@@ -265,15 +279,7 @@ func TestUnsafeWhenSemiSyncTurnedOff(t *testing.T) {
 	_, done, stop := runCapture(t, m.config(), sink)
 	mustExec(t, m.db, "INSERT INTO t.x VALUES (1, 'a')")
 	mustExec(t, m.db, "SET GLOBAL rpl_semi_sync_master_enabled=OFF")
-	select {
-	case <-done:
-		if err := stop(); !errors.Is(err, ErrUnsafe) {
-			t.Fatalf("Run: %v", err)
-		}
-		t.Log(stop())
-	case <-time.After(30 * time.Second):
-		t.Fatal("Run did not notice semi-sync turned off")
-	}
+	awaitUnsafe(t, done, stop, "semi-sync turned off")
 }
 
 // TestUnsafeWhenWaitingCommitKilled: a session killed while waiting for
@@ -292,15 +298,7 @@ func TestUnsafeWhenWaitingCommitKilled(t *testing.T) {
 		return m.db.QueryRow(`SELECT ID FROM information_schema.PROCESSLIST WHERE STATE LIKE '%semi-sync ACK%'`).Scan(&id) == nil
 	})
 	mustExec(t, m.db, fmt.Sprintf("KILL %d", id))
-	select {
-	case <-done:
-		if err := stop(); !errors.Is(err, ErrUnsafe) {
-			t.Fatalf("Run: %v", err)
-		}
-		t.Log(stop())
-	case <-time.After(30 * time.Second):
-		t.Fatal("Run did not notice a commit without ACK")
-	}
+	awaitUnsafe(t, done, stop, "a commit without ACK")
 }
 
 // TestSinkErrorIsFatal: a rejected batch stops capture with ErrRejected.
