@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,8 +20,8 @@ import (
 
 // TestJepsenPowerShort is the short form of the power nemesis: a real
 // 3-node cluster whose node directories (binlogd's Paxos log, MariaDB's
-// datadir) are on jepsen/lazyfs, each served by a `jepsen lazyfs-serve`
-// helper process, the register workload for 30 s while the power of one
+// datadir) are on jepsen/lazyfs, each served by a helper process (this
+// test binary's lazyfs-serve, see init), the register workload for 30 s while the power of one
 // node, then a majority, then all nodes is cut (writes not fsynced are
 // dropped, every process SIGKILLed) and the nodes come back through
 // binlogd's recovery. Valid means every acknowledged write survived and
@@ -31,16 +30,10 @@ import (
 // not open its Paxos log after a power loss (a zero-length Badger file;
 // wal/powerloss.go).
 func TestJepsenPowerShort(t *testing.T) {
-	// Opt-in until it has passed at several seeds after lazyfs's last
-	// fixes; `make jepsen` runs the power nemesis in full either way.
-	if os.Getenv("PHXGO_JEPSEN_POWER") == "" {
-		t.Skip("set PHXGO_JEPSEN_POWER=1 to run the power-loss short test (3-4 min)")
-	}
 	bin := shortCluster(t) // skips in -short or without namespaces; binaries shared with the other short tests
 	if err := lazyfs.Supported(); err != nil {
 		t.Skipf("skipping: %v", err)
 	}
-	server := lazyfsServer(t, bin)
 	t.Cleanup(func() { noLazyFSLeft(t, fmt.Sprintf("%s%d-", NSPrefix, os.Getpid())) }) // Run's scratch directory
 	out, err := os.MkdirTemp("", "jepsen-power-")
 	if err != nil {
@@ -64,7 +57,7 @@ func TestJepsenPowerShort(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	start := time.Now()
-	res, err := Run(ctx, cfg, phxcluster.Launcher(phxcluster.Options{LazyFS: true, LazyFSServer: server}))
+	res, err := Run(ctx, cfg, phxcluster.Launcher(phxcluster.Options{LazyFS: true}))
 	if err != nil {
 		t.Fatalf("seed %d: %v", cfg.Seed, err)
 	}
@@ -102,28 +95,15 @@ func TestJepsenPowerShort(t *testing.T) {
 	}
 }
 
-// lazyfsServer builds cmd/jepsen into bin once: its lazyfs-serve serves
-// the nodes' disks in processes of their own (this test binary starts the
-// cluster's processes, so it must not serve their mounts).
-func lazyfsServer(t *testing.T, bin string) []string {
-	t.Helper()
-	jepsenBinOnce.Do(func() {
-		cmd := exec.Command("go", "build", "-o", bin+"/", "./cmd/jepsen")
-		cmd.Dir = ".." // the module root; tests run in their package's directory
-		if out, err := cmd.CombinedOutput(); err != nil {
-			jepsenBinErr = fmt.Errorf("go build ./cmd/jepsen: %w\n%s", err, out)
-		}
-	})
-	if jepsenBinErr != nil {
-		t.Fatal(jepsenBinErr)
+// init lets this test binary serve the nodes' lazyfs mounts, as
+// cmd/jepsen lazyfs-serve does (phxcluster's default server is this
+// executable's lazyfs-serve): the process running the cluster never
+// serves its disks itself, and no extra binary is built.
+func init() {
+	if len(os.Args) > 1 && os.Args[1] == "lazyfs-serve" {
+		os.Exit(lazyfs.ServeMain(os.Args[2:]))
 	}
-	return []string{filepath.Join(bin, "jepsen"), "lazyfs-serve"}
 }
-
-var (
-	jepsenBinOnce sync.Once
-	jepsenBinErr  error
-)
 
 // noLazyFSLeft fails the test if a lazyfs mount or server outlived the
 // cluster (Stop unmounts; a lost server is cleaned up by lazyfs).
