@@ -49,8 +49,8 @@ type Options struct {
 	LazyFSStrictNames bool
 	// LazyFSServer is the command serving each node's lazyfs in a helper
 	// process of its own (lazyfs.Options.Server); default: this
-	// executable's "lazyfs-serve" (cmd/jepsen has it). A test binary
-	// sets it to a built cmd/jepsen.
+	// executable's "lazyfs-serve" (cmd/jepsen has it, and so has the
+	// jepsen package's test binary).
 	LazyFSServer []string
 }
 
