@@ -41,10 +41,21 @@ func corpusSeeds() map[string]struct {
 // TestCorpus rewrites the seed corpus with -update-corpus and otherwise
 // checks it is present.
 func TestCorpus(t *testing.T) {
-	dir := filepath.Join("testdata", "fuzz", "FuzzDecodeRecord")
+	files := map[string]string{}
 	for name, s := range corpusSeeds() {
+		files[name] = fmt.Sprintf("go test fuzz v1\nuint64(%d)\n[]byte(%s)\n", s.index, strconv.Quote(string(s.rec)))
+	}
+	checkCorpus(t, "FuzzDecodeRecord", "TestCorpus", files)
+}
+
+// checkCorpus writes fuzz's seed files (name to contents) with
+// -update-corpus, and otherwise reports each one missing or stale, naming
+// the test that rewrites them.
+func checkCorpus(t *testing.T, fuzz, test string, files map[string]string) {
+	t.Helper()
+	dir := filepath.Join("testdata", "fuzz", fuzz)
+	for name, want := range files {
 		path := filepath.Join(dir, name)
-		want := fmt.Sprintf("go test fuzz v1\nuint64(%d)\n[]byte(%s)\n", s.index, strconv.Quote(string(s.rec)))
 		if *updateCorpus {
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				t.Fatal(err)
@@ -56,7 +67,7 @@ func TestCorpus(t *testing.T) {
 		}
 		got, err := os.ReadFile(path)
 		if err != nil || string(got) != want {
-			t.Errorf("seed %s stale or missing (%v); run go test ./wal -run TestCorpus -update-corpus", name, err)
+			t.Errorf("seed %s stale or missing (%v); run go test ./wal -run %s -update-corpus", name, err, test)
 		}
 	}
 }

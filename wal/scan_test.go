@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"testing"
 )
@@ -37,24 +35,11 @@ func segmentSeeds() map[string][]byte {
 // TestSegmentCorpus rewrites FuzzWalkSegment's seeds with -update-corpus
 // and otherwise checks they are present.
 func TestSegmentCorpus(t *testing.T) {
-	dir := filepath.Join("testdata", "fuzz", "FuzzWalkSegment")
+	files := map[string]string{}
 	for name, b := range segmentSeeds() {
-		path := filepath.Join(dir, name)
-		want := fmt.Sprintf("go test fuzz v1\n[]byte(%s)\n", strconv.Quote(string(b)))
-		if *updateCorpus {
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		got, err := os.ReadFile(path)
-		if err != nil || string(got) != want {
-			t.Errorf("seed %s stale or missing (%v); run go test ./wal -run TestSegmentCorpus -update-corpus", name, err)
-		}
+		files[name] = fmt.Sprintf("go test fuzz v1\n[]byte(%s)\n", strconv.Quote(string(b)))
 	}
+	checkCorpus(t, "FuzzWalkSegment", "TestSegmentCorpus", files)
 }
 
 // FuzzWalkSegment: over any bytes of segment 1, walkSegment never panics
