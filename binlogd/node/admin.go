@@ -74,8 +74,11 @@ func (n *Node) Status() *pb.NodeStatus {
 	}
 	n.statusExtra(st)
 	n.retentionStatus(st)
+	if n.witness() {
+		witnessStatus(st)
+	}
 	for _, m := range n.members() {
-		st.Members = append(st.Members, &pb.Member{Id: m.ID, GrpcAddr: m.GRPCAddr, MysqlAddr: m.MySQLAddr, ProxyAddr: m.ProxyAddr})
+		st.Members = append(st.Members, &pb.Member{Id: m.ID, GrpcAddr: m.GRPCAddr, MysqlAddr: m.MySQLAddr, ProxyAddr: m.ProxyAddr, Witness: m.Witness})
 	}
 	return st
 }
@@ -99,11 +102,8 @@ func (a *adminServer) RecoverPoint(ctx context.Context, req *pb.RecoverPointRequ
 
 func (a *adminServer) Switchover(ctx context.Context, req *pb.SwitchoverRequest) (*pb.SwitchoverReply, error) {
 	n := a.n
-	if req.To == n.cfg.ID {
-		return nil, status.Errorf(codes.InvalidArgument, "node %d is this node", req.To)
-	}
-	if _, found := n.member(req.To); !found {
-		return nil, status.Errorf(codes.InvalidArgument, "node %d is not a member", req.To)
+	if err := leaseTargetError(n.members(), n.cfg.ID, req.To); err != nil { // witness.go
+		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	if !n.lease.Ready() {
 		return nil, status.Errorf(codes.FailedPrecondition, "node %d is not the master; ask the master (node %d)", n.cfg.ID, n.lease.State().Master)

@@ -84,7 +84,7 @@ func (n *Node) handoverTarget(ctx context.Context) (uint32, error) {
 	var bestSeq uint64
 	var why []error
 	for _, m := range n.members() {
-		if m.ID == n.cfg.ID {
+		if leaseTargetError(n.members(), n.cfg.ID, m.ID) != nil { // this node, or a witness (witness.go)
 			continue
 		}
 		cl, err := n.peerAdmin(m.ID)

@@ -67,7 +67,7 @@ func (n *Node) isMember() bool {
 func membersReply(m paxos.Membership, pending bool, entries []config.Member) *pb.MembersReply {
 	r := &pb.MembersReply{Index: m.Index, Active: m.Active, Pending: pending}
 	for _, e := range entries {
-		r.Members = append(r.Members, &pb.Member{Id: e.ID, GrpcAddr: e.GRPCAddr, MysqlAddr: e.MySQLAddr, ProxyAddr: e.ProxyAddr})
+		r.Members = append(r.Members, &pb.Member{Id: e.ID, GrpcAddr: e.GRPCAddr, MysqlAddr: e.MySQLAddr, ProxyAddr: e.ProxyAddr, Witness: e.Witness})
 	}
 	return r
 }
@@ -84,7 +84,7 @@ func (a *adminServer) AddMember(ctx context.Context, req *pb.AddMemberRequest) (
 	}
 	// pm.ReplAddr (sent by older CLIs) is ignored: a replication endpoint
 	// is node-local (config repl_addr), no other member uses it.
-	e := config.Member{ID: pm.Id, GRPCAddr: pm.GrpcAddr, MySQLAddr: pm.MysqlAddr, ProxyAddr: pm.ProxyAddr}
+	e := config.Member{ID: pm.Id, GRPCAddr: pm.GrpcAddr, MySQLAddr: pm.MysqlAddr, ProxyAddr: pm.ProxyAddr, Witness: pm.Witness}
 	probe := config.Config{ID: e.ID, Dir: "-", MySQLDir: "-", CredentialsFile: "-", Join: true,
 		Members: append(a.n.members(), e),
 		// The probe checks the member entries; link security is in the

@@ -73,10 +73,6 @@ type Node struct {
 
 // New checks the config and credentials; Run starts everything.
 func New(cfg *config.Config, logger *slog.Logger) (*Node, error) {
-	cred, err := cfg.LoadCredentials()
-	if err != nil {
-		return nil, err
-	}
 	if logger == nil {
 		logger = slog.Default()
 	}
@@ -84,13 +80,23 @@ func New(cfg *config.Config, logger *slog.Logger) (*Node, error) {
 	for _, w := range cfg.Warnings() {
 		logger.Warn("config: " + w)
 	}
-	host, port := cfg.MySQLBind()
-	inst, err := mysqld.New(mysqld.Options{
-		Dir: cfg.MySQLDir, Host: host, Port: port, ServerID: cfg.ID,
-		ApplyThreads: replicaApplyThreads, Extra: cfg.MySQLExtra, Logger: logger,
-	})
-	if err != nil {
-		return nil, err
+	// A witness has no MariaDB and uses no MySQL secrets (witness.go):
+	// inst stays nil, and nothing that would use it runs.
+	var cred config.Credentials
+	var inst *mysqld.Instance
+	if !cfg.IsWitness() {
+		var err error
+		if cred, err = cfg.LoadCredentials(); err != nil {
+			return nil, err
+		}
+		host, port := cfg.MySQLBind()
+		inst, err = mysqld.New(mysqld.Options{
+			Dir: cfg.MySQLDir, Host: host, Port: port, ServerID: cfg.ID,
+			ApplyThreads: replicaApplyThreads, Extra: cfg.MySQLExtra, Logger: logger,
+		})
+		if err != nil {
+			return nil, err
+		}
 	}
 	tlsm, err := cfg.TLS()
 	if err != nil {
@@ -154,22 +160,25 @@ func (n *Node) Run(ctx context.Context) error {
 	go func() { _ = n.gs.Serve(gl) }()
 	defer n.gs.Stop()
 
-	rcfg := replserver.DefaultConfig()
-	rcfg.Addr, rcfg.User, rcfg.Password = n.cfg.ReplAddr, n.cred.CaptureUser, n.cred.CapturePassword
-	rcfg.ServerID, rcfg.Logger = rolectl.EndpointServerID(n.cfg.ID), n.log
-	rcfg.HeartbeatPeriod = time.Second
-	n.outsideReplicas(&rcfg)
-	repl, err := replserver.New(rcfg, n.newLogSource())
-	if err != nil {
-		return err
+	witness := n.cfg.IsWitness()
+	if !witness { // a witness serves no binlog (witness.go)
+		rcfg := replserver.DefaultConfig()
+		rcfg.Addr, rcfg.User, rcfg.Password = n.cfg.ReplAddr, n.cred.CaptureUser, n.cred.CapturePassword
+		rcfg.ServerID, rcfg.Logger = rolectl.EndpointServerID(n.cfg.ID), n.log
+		rcfg.HeartbeatPeriod = time.Second
+		n.outsideReplicas(&rcfg)
+		repl, err := replserver.New(rcfg, n.newLogSource())
+		if err != nil {
+			return err
+		}
+		rl, err := net.Listen("tcp", n.cfg.ReplAddr)
+		if err != nil {
+			return fmt.Errorf("listen repl_addr %s: %w", n.cfg.ReplAddr, err)
+		}
+		n.repl = repl
+		go func() { _ = repl.Serve(rl) }()
+		defer repl.Close()
 	}
-	rl, err := net.Listen("tcp", n.cfg.ReplAddr)
-	if err != nil {
-		return fmt.Errorf("listen repl_addr %s: %w", n.cfg.ReplAddr, err)
-	}
-	n.repl = repl
-	go func() { _ = repl.Serve(rl) }()
-	defer repl.Close()
 
 	if n.cfg.HTTPAddr != "" {
 		if err := n.serveHTTP(n.cfg.HTTPListenAddr()); err != nil {
@@ -179,7 +188,7 @@ func (n *Node) Run(ctx context.Context) error {
 	}
 
 	n.logLinkSecurity()
-	n.log.Info("binlogd started", "grpc", self.GRPCAddr, "grpc_listen", n.cfg.GRPCListenAddr(), "repl", n.cfg.ReplAddr, "mysql", self.MySQLAddr, "mysql_listen", n.cfg.MySQLListenAddr(), "members", len(n.members()), "join", n.cfg.Join)
+	n.log.Info("binlogd started", "grpc", self.GRPCAddr, "grpc_listen", n.cfg.GRPCListenAddr(), "repl", n.cfg.ReplAddr, "mysql", self.MySQLAddr, "mysql_listen", n.cfg.MySQLListenAddr(), "members", len(n.members()), "join", n.cfg.Join, "witness", witness)
 
 	// The loops outlive ctx for as long as a stopping master hands over
 	// (handover.go): the lease, the role loop and MariaDB's supervision
@@ -194,12 +203,18 @@ func (n *Node) Run(ctx context.Context) error {
 	if n.cfg.SuperviseMySQL {
 		run(n.supervise)
 	}
-	run(n.poll)
+	if !witness {
+		run(n.poll)
+	}
 	leaseCtx, stopLease := context.WithCancel(loopCtx)
 	defer stopLease()
 	n.watchStorage(loopCtx, hs, stopLease) // storage.go: a wal failure takes the node out
 	run(func(context.Context) { _ = lease.Run(leaseCtx, n.canAcquire) })
-	run(n.roleLoop)
+	if witness {
+		run(n.witnessLoop)
+	} else {
+		run(n.roleLoop)
+	}
 	run(n.retentionLoop)
 	run(n.warnInsecureLoop)
 	run(n.notifyReady)
@@ -216,10 +231,10 @@ func (n *Node) Run(ctx context.Context) error {
 	return nil
 }
 
-// canAcquire is the election condition: this node's MariaDB is up, safe,
-// and has applied the whole valid log.
+// canAcquire is the election condition: this node is no witness, its
+// MariaDB is up, safe, and has applied the whole valid log.
 func (n *Node) canAcquire() bool {
-	if !n.mysqlUp.Load() || n.unsafe.Load() != nil || n.stopping.Load() || !n.isMember() {
+	if n.witness() || !n.mysqlUp.Load() || n.unsafe.Load() != nil || n.stopping.Load() || !n.isMember() {
 		return false
 	}
 	last, _ := n.lease.Position()

@@ -55,6 +55,9 @@ func (n *Node) readiness(ctx context.Context) (bool, string) {
 	if !n.isMember() {
 		return false, "waiting to become a member of the log"
 	}
+	if n.witness() {
+		return true, fmt.Sprintf("witness, master %d, applied index %d", n.lease.State().Master, n.px.Status().Applied)
+	}
 	db := n.conn()
 	if db == nil || !n.mysqlUp.Load() && n.cfg.SuperviseMySQL {
 		return false, "waiting for MariaDB"

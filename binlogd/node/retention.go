@@ -93,6 +93,9 @@ func (r *retention) tick(ctx context.Context, now time.Time) {
 	// Durable positions: a relaxed replica may lose what it applied
 	// after its synced position in a host crash, and fetch it again.
 	local, localOK := n.localDurable()
+	if n.witness() { // no MariaDB of its own: the data nodes' (witness.go)
+		local, localOK = r.dataNodesDurable(ctx)
+	}
 	minGTID, membersOK := r.membersApplied(ctx, local, localOK)
 	r.mu.Lock()
 	target, overBytes := retentionTarget(r.samples, retentionInput{
@@ -196,24 +199,10 @@ func (r *retention) membersApplied(ctx context.Context, local binlog.GTID, local
 	}
 	low := local
 	for _, m := range n.members() { // from the log: added members count too
-		if m.ID == n.cfg.ID {
+		if m.ID == n.cfg.ID || m.Witness { // a witness has no MariaDB to wait for (witness.go)
 			continue
 		}
-		cl, err := n.peerAdmin(m.ID)
-		if err != nil {
-			return binlog.GTID{}, false
-		}
-		qctx, cancel := context.WithTimeout(ctx, time.Second)
-		st, err := cl.Status(qctx, &pb.StatusRequest{})
-		cancel()
-		if err != nil {
-			return binlog.GTID{}, false
-		}
-		pos := st.MysqlDurableGtidPos
-		if pos == "" { // a binlogd from before relaxed replicas: durable MariaDB
-			pos = st.MysqlGtidPos
-		}
-		g, err := binlog.ParseGTID(pos)
+		g, err := r.peerDurable(ctx, m.ID)
 		if err != nil {
 			return binlog.GTID{}, false
 		}
@@ -222,6 +211,25 @@ func (r *retention) membersApplied(ctx context.Context, local binlog.GTID, local
 		}
 	}
 	return low, true
+}
+
+// peerDurable asks member id for its MariaDB's durable position.
+func (r *retention) peerDurable(ctx context.Context, id uint32) (binlog.GTID, error) {
+	cl, err := r.n.peerAdmin(id)
+	if err != nil {
+		return binlog.GTID{}, err
+	}
+	qctx, cancel := context.WithTimeout(ctx, time.Second)
+	st, err := cl.Status(qctx, &pb.StatusRequest{})
+	cancel()
+	if err != nil {
+		return binlog.GTID{}, err
+	}
+	pos := st.MysqlDurableGtidPos
+	if pos == "" { // a binlogd from before relaxed replicas: durable MariaDB
+		pos = st.MysqlGtidPos
+	}
+	return binlog.ParseGTID(pos)
 }
 
 // retentionStatus fills the retention fields of a status: the first

@@ -249,6 +249,9 @@ func (d *roleDriver) do(ctx context.Context, a rolectl.Action) (rolectl.Event, b
 		}
 		return w, false
 	case rolectl.Kill:
+		if n.inst == nil { // a witness: no MariaDB (witness.go)
+			return nil, false
+		}
 		n.log.Warn("killing mariadbd (SIGKILL)", "why", a.Why)
 		n.m.mysqldKills.Inc()
 		if err := n.inst.Kill(); err != nil {
@@ -290,7 +293,7 @@ func (d *roleDriver) do(ctx context.Context, a rolectl.Action) (rolectl.Event, b
 			n.log.Warn("commits still waiting after the drain", "err", err)
 		}
 	case rolectl.Handoff:
-		if !n.cfg.SuperviseMySQL || n.inst.Pid() == 0 {
+		if !n.cfg.SuperviseMySQL || n.inst == nil || n.inst.Pid() == 0 {
 			return nil, false
 		}
 		err := n.handoff(ctx, db)
@@ -306,7 +309,7 @@ func (d *roleDriver) do(ctx context.Context, a rolectl.Action) (rolectl.Event, b
 			n.log.Error("mariadbd shutdown", "err", err)
 		}
 	case rolectl.GracefulStop:
-		if !n.cfg.SuperviseMySQL || n.inst.Pid() == 0 {
+		if !n.cfg.SuperviseMySQL || n.inst == nil || n.inst.Pid() == 0 {
 			return nil, false
 		}
 		if db != nil {
