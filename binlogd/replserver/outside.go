@@ -53,9 +53,13 @@ func outsideMayQuery(q string) bool {
 		}
 		return true
 	case hasWord(up, "SELECT"):
-		for _, e := range splitTopLevel(q[6:]) {
+		rest := q[6:]
+		if i := strings.LastIndex(asciiUpper(rest), " LIMIT "); i >= 0 {
+			rest = rest[:i] // SELECT @@version LIMIT 1
+		}
+		for _, e := range splitTopLevel(rest) {
 			e = strings.TrimSpace(e)
-			if !isUserVar(e) && !strings.HasPrefix(e, "@@") && asciiUpper(e) != "UNIX_TIMESTAMP()" {
+			if !isUserVar(e) && !isSysVar(e) && asciiUpper(e) != "UNIX_TIMESTAMP()" {
 				return false
 			}
 		}
@@ -73,7 +77,23 @@ func outsideMayQuery(q string) bool {
 
 // isUserVar: @name or @`name`, not @@.
 func isUserVar(e string) bool {
-	return len(e) > 1 && e[0] == '@' && e[1] != '@' && !strings.ContainsAny(e, " ()'\"")
+	return len(e) > 1 && e[0] == '@' && e[1] != '@' && isVarName(e[1:])
+}
+
+// isSysVar: @@name or @@GLOBAL.name, nothing after it.
+func isSysVar(e string) bool {
+	return len(e) > 2 && strings.HasPrefix(e, "@@") && isVarName(e[2:])
+}
+
+// isVarName: letters, digits, _ $ . and backquotes only: a bare variable,
+// no expression.
+func isVarName(s string) bool {
+	for _, c := range []byte(s) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '$' || c == '.' || c == '`') {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // outsideRefused is the answer to a query or command the outside account
