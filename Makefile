@@ -75,7 +75,8 @@ bench-sql:
 bench-big:
 	scripts/bench-big.sh
 
-# Starts (or restarts, keeping its data) the local 3-node cluster in .cluster/.
+# Starts (or restarts, keeping its data) the local 3-node cluster in .cluster/;
+# NODES=2 WITNESSES=1: two data nodes and a witness (binlogd only, README "Witnesses").
 cluster:
 	BASE_PORT=$(BASE_PORT) scripts/cluster.sh up
 

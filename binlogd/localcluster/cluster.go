@@ -41,6 +41,8 @@ type Cluster struct {
 // NodeInfo is one node's entry in cluster.json.
 type NodeInfo struct {
 	ID          uint32 `json:"id"`
+	Voter       bool   `json:"voter"`   // votes on the log (every node here)
+	Witness     bool   `json:"witness"` // binlogd only: no MariaDB, no sqlproxy, never master
 	MySQLAddr   string `json:"mysql_addr"`
 	BinlogdAddr string `json:"binlogd_addr"`
 	ReplAddr    string `json:"repl_addr"`
@@ -124,7 +126,7 @@ func (c *Cluster) StartNode(id uint32) error {
 			return err
 		}
 	}
-	if c.Spec.Proxy && c.Pid(id, "sqlproxy") == 0 {
+	if c.Spec.Proxy && !c.Spec.IsWitness(int(id)) && c.Pid(id, "sqlproxy") == 0 {
 		if err := c.spawn(id, "sqlproxy", c.proxyArgs(id)...); err != nil {
 			return err
 		}
@@ -299,7 +301,7 @@ func (c *Cluster) WriteInfo() error {
 	for _, id := range c.IDs() {
 		m := c.Spec.member(int(id))
 		info.Nodes = append(info.Nodes, NodeInfo{
-			ID: m.ID, MySQLAddr: m.MySQLAddr, BinlogdAddr: m.GRPCAddr, ReplAddr: c.Spec.addr(int(m.ID), offRepl), ProxyAddr: m.ProxyAddr,
+			ID: m.ID, Voter: true, Witness: m.Witness, MySQLAddr: m.MySQLAddr, BinlogdAddr: m.GRPCAddr, ReplAddr: c.Spec.addr(int(m.ID), offRepl), ProxyAddr: m.ProxyAddr,
 			HTTPAddr:    c.Spec.addr(int(m.ID), offHTTP),
 			MariadbdPid: c.Pid(m.ID, "mariadbd"), BinlogdPid: c.Pid(m.ID, "binlogd"), SqlproxyPid: c.Pid(m.ID, "sqlproxy"),
 			Dir: c.Spec.NodeDir(int(m.ID)),
@@ -391,12 +393,15 @@ func (c *Cluster) HealthyUpTo(ctx context.Context, target *binlog.GTID) (master 
 		if st.Role == pb.Role_ROLE_UNSAFE {
 			return 0, fmt.Errorf("node %d unsafe: %s", st.NodeId, st.UnsafeReason)
 		}
+		if st.Role == pb.Role_ROLE_WITNESS {
+			continue // no MariaDB to replicate
+		}
 		if st.NodeId != master && !strings.Contains(st.ReplicationState, "Slave_IO_Running=Yes Slave_SQL_Running=Yes") {
 			return 0, fmt.Errorf("node %d not replicating: %s", st.NodeId, st.ReplicationState)
 		}
 	}
 	for _, st := range sts {
-		if st.NodeId != master && !reached(st, lastValid, target) {
+		if st.NodeId != master && st.Role != pb.Role_ROLE_WITNESS && !reached(st, lastValid, target) {
 			if target != nil && target.IsZero() {
 				*target, _ = binlog.ParseGTID(lastValid)
 			}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,7 +18,12 @@ import (
 // Spec describes a cluster to start.
 type Spec struct {
 	Dir      string   // cluster root; kept across restarts
-	Nodes    int      // 3 or 5
+	Nodes    int      // 3 or 5, witnesses included
+	// Witnesses are the ids of the nodes that are witnesses: binlogd
+	// only, voting on the log, no MariaDB or sqlproxy, never master
+	// (config members[].witness). Nodes 3 with Witnesses [3] is two data
+	// nodes and a witness (WitnessIDs builds it).
+	Witnesses []int
 	Hosts    []string // per node host (default 127.0.0.1 for all)
 	BasePort int      // node N uses BasePort+10*N+{0..6}
 	BinDir   string   // where binlogd and sqlproxy binaries are
@@ -82,8 +88,24 @@ func (s Spec) members() []config.Member {
 	return ms
 }
 
+// IsWitness reports whether node id is a witness (Spec.Witnesses).
+func (s Spec) IsWitness(id int) bool { return slices.Contains(s.Witnesses, id) }
+
+// WitnessIDs is the Witnesses of a cluster of data data nodes and
+// witnesses witnesses: the witnesses take the ids after the data nodes.
+func WitnessIDs(data, witnesses int) []int {
+	var ids []int
+	for i := 1; i <= witnesses; i++ {
+		ids = append(ids, data+i)
+	}
+	return ids
+}
+
 // member is node id's entry, as every node's config lists it.
 func (s Spec) member(id int) config.Member {
+	if s.IsWitness(id) {
+		return config.Member{ID: uint32(id), GRPCAddr: s.addr(id, offGRPC), Witness: true}
+	}
 	m := config.Member{ID: uint32(id), GRPCAddr: s.addr(id, offGRPC), MySQLAddr: s.addr(id, offMySQL)}
 	if s.Proxy {
 		m.ProxyAddr = s.addr(id, offProxy)
@@ -97,6 +119,15 @@ func (s Spec) validate() error {
 	}
 	if s.Nodes < 1 || s.Nodes > 9 {
 		return fmt.Errorf("localcluster: Nodes=%d, want 1..9", s.Nodes)
+	}
+	data := 0
+	for id := 1; id <= s.Nodes; id++ {
+		if !s.IsWitness(id) {
+			data++
+		}
+	}
+	if data == 0 {
+		return fmt.Errorf("localcluster: Witnesses=%v of Nodes=%d: at least one node must run MariaDB", s.Witnesses, s.Nodes)
 	}
 	if s.BasePort <= 0 || s.BasePort+10*s.Nodes+10 > 65535 {
 		return fmt.Errorf("localcluster: BasePort=%d out of range", s.BasePort)
@@ -167,7 +198,7 @@ func (s Spec) writeNodeConfig(id int, members []config.Member, join bool) error 
 	}
 	c := config.Config{
 		ID: uint32(id), Dir: dir, MySQLDir: filepath.Join(dir, "mysql"),
-		Members: members, Join: join, SuperviseMySQL: true,
+		Members: members, Join: join, SuperviseMySQL: !s.IsWitness(id),
 		CredentialsFile:   filepath.Join(s.Dir, "credentials.json"),
 		ReplAddr:          s.addr(id, offRepl), // node-local; distinct per node as they share a host
 		LeaseDuration:     config.Duration{Duration: lease},

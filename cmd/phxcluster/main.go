@@ -31,7 +31,8 @@ func main() {
 	}
 	fs := flag.NewFlagSet(os.Args[1], flag.ContinueOnError)
 	dir := fs.String("dir", ".cluster", "cluster directory")
-	nodes := fs.Int("nodes", 3, "number of nodes (odd)")
+	nodes := fs.Int("nodes", 3, "number of data nodes (MariaDB, binlogd, sqlproxy); nodes+witnesses odd")
+	witnesses := fs.Int("witnesses", 0, "number of witnesses (binlogd only: votes on the log, no MariaDB, never master), after the data nodes")
 	base := fs.Int("base-port", 17000, "base port; node N uses base+10N .. base+10N+6")
 	bin := fs.String("bin", "bin", "directory with binlogd and sqlproxy")
 	lease := fs.Duration("lease", 5*time.Second, "master lease duration")
@@ -45,7 +46,7 @@ func main() {
 		}
 		os.Exit(2)
 	}
-	spec := localcluster.Spec{Dir: *dir, Nodes: *nodes, BasePort: *base, BinDir: *bin, LeaseDuration: *lease, Proxy: *proxy, TLSDir: *tlsDir, InsecureNoTLS: *insecureNoTLS}
+	spec := localcluster.Spec{Dir: *dir, Nodes: *nodes + *witnesses, Witnesses: localcluster.WitnessIDs(*nodes, *witnesses), BasePort: *base, BinDir: *bin, LeaseDuration: *lease, Proxy: *proxy, TLSDir: *tlsDir, InsecureNoTLS: *insecureNoTLS}
 	if abs, err := filepath.Abs(*dir); err == nil {
 		spec.Dir = abs
 	}
@@ -53,7 +54,12 @@ func main() {
 	if b, err := os.ReadFile(filepath.Join(spec.Dir, "cluster.json")); err == nil {
 		var info localcluster.Info
 		if json.Unmarshal(b, &info) == nil && len(info.Nodes) > 0 {
-			spec.Nodes = len(info.Nodes)
+			spec.Nodes, spec.Witnesses = len(info.Nodes), nil
+			for _, n := range info.Nodes {
+				if n.Witness {
+					spec.Witnesses = append(spec.Witnesses, int(n.ID))
+				}
+			}
 		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -99,6 +105,10 @@ func up(ctx context.Context, spec localcluster.Spec, wait time.Duration) error {
 	_ = json.Unmarshal(b, &info)
 	fmt.Printf("phxgo cluster is up: %d nodes, master is node %d (%.1fs)\n\n", spec.Nodes, master, time.Since(start).Seconds())
 	for _, n := range info.Nodes {
+		if n.Witness {
+			fmt.Printf("  node %d: witness (binlogd only)                    binlogd %s\n", n.ID, n.BinlogdAddr)
+			continue
+		}
 		fmt.Printf("  node %d: proxy %-16s mariadb %-16s binlogd %s\n", n.ID, n.ProxyAddr, n.MySQLAddr, n.BinlogdAddr)
 	}
 	host, port := splitAddr(info.Nodes[0].ProxyAddr)
