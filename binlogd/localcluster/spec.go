@@ -17,17 +17,17 @@ import (
 
 // Spec describes a cluster to start.
 type Spec struct {
-	Dir      string   // cluster root; kept across restarts
-	Nodes    int      // 3 or 5, witnesses included
+	Dir   string // cluster root; kept across restarts
+	Nodes int    // 3 or 5, witnesses included
 	// Witnesses are the ids of the nodes that are witnesses: binlogd
 	// only, voting on the log, no MariaDB or sqlproxy, never master
 	// (config members[].witness). Nodes 3 with Witnesses [3] is two data
 	// nodes and a witness (WitnessIDs builds it).
 	Witnesses []int
-	Hosts    []string // per node host (default 127.0.0.1 for all)
-	BasePort int      // node N uses BasePort+10*N+{0..6}
-	BinDir   string   // where binlogd and sqlproxy binaries are
-	NetNS    string   // run processes inside this network namespace
+	Hosts     []string // per node host (default 127.0.0.1 for all)
+	BasePort  int      // node N uses BasePort+10*N+{0..6}
+	BinDir    string   // where binlogd and sqlproxy binaries are
+	NetNS     string   // run processes inside this network namespace
 	// LeaseDuration of the master lease (default 5s).
 	LeaseDuration time.Duration
 	// Proxy starts a sqlproxy per node (default true via DefaultSpec).
