@@ -19,6 +19,13 @@ func (l *Lease) logOrErr() (Log, error) {
 // ErrOutcomeUnknown (the entry may still be chosen) or ErrNotAttached.
 func (l *Lease) propose(ctx context.Context, lg Log, cmd []byte) (Verdict, error) {
 	_, res, err := lg.Propose(ctx, cmd)
+	return verdictOf(res, err)
+}
+
+// verdictOf is the Verdict a chosen-and-applied entry's result carries;
+// a failed wait or a result of another type is ErrOutcomeUnknown (the
+// entry may still be chosen).
+func verdictOf(res any, err error) (Verdict, error) {
 	if err != nil {
 		return Verdict{}, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
 	}
@@ -188,12 +195,5 @@ func (l *Lease) ProposeBatchAsync(ctx context.Context, queue QueueFunc, b Batch)
 // Not safe for concurrent use.
 func (p *BatchProposal) Wait(ctx context.Context) (Verdict, error) {
 	_, res, err := p.w.Wait(ctx)
-	if err != nil {
-		return Verdict{}, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
-	}
-	v, ok := res.(Verdict)
-	if !ok {
-		return Verdict{}, fmt.Errorf("%w: log returned %T, not a Verdict", ErrOutcomeUnknown, res)
-	}
-	return v, nil
+	return verdictOf(res, err)
 }
