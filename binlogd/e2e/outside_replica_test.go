@@ -279,9 +279,11 @@ func TestOutsideReplica(t *testing.T) {
 	t.Logf("%v: replicating from node %d", time.Since(start), follower)
 	m := scrape(t, c, follower)
 	if m[`phxgo_binlogd_repl_connections_total{account="outside"}`] < 4 || m["phxgo_binlogd_repl_refused_total"] < 3 ||
-		m[`phxgo_binlogd_repl_connections_total{account="node"}`] < 1 {
-		t.Fatalf("node %d's endpoint metrics: outside logins %v, node logins %v, refused %v", follower,
-			m[`phxgo_binlogd_repl_connections_total{account="outside"}`], m[`phxgo_binlogd_repl_connections_total{account="node"}`], m["phxgo_binlogd_repl_refused_total"])
+		m[`phxgo_binlogd_repl_connections_total{account="node"}`] < 1 || m["phxgo_binlogd_repl_denied_total"] != 0 {
+		// denied must be 0: a real replica sends nothing the account may not run.
+		t.Fatalf("node %d's endpoint metrics: outside logins %v, node logins %v, refused %v, denied %v", follower,
+			m[`phxgo_binlogd_repl_connections_total{account="outside"}`], m[`phxgo_binlogd_repl_connections_total{account="node"}`],
+			m["phxgo_binlogd_repl_refused_total"], m["phxgo_binlogd_repl_denied_total"])
 	}
 	// Failover: the same position is good on every endpoint (one log).
 	other := uint32(6) - master - follower
