@@ -1,0 +1,174 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"phxgo/binlogd/localcluster"
+	pb "phxgo/proto"
+)
+
+// TestWitnessFailover: two data nodes and a witness (binlogd only). The
+// witness runs no MariaDB and never becomes master; its log is compacted
+// once the data nodes applied it; kill -9 of the master's binlogd and
+// MariaDB fails over to the other data node (the witness's vote makes the
+// majority) with no acknowledged insert lost.
+func TestWitnessFailover(t *testing.T) {
+	const witness = uint32(3)
+	c, master := localcluster.StartSpecForTest(t, localcluster.Spec{
+		BinDir: binDir, Nodes: 3, Witnesses: localcluster.WitnessIDs(2, 1), LeaseDuration: failoverLease,
+		LogRetention: time.Second,
+	})
+	if master == witness {
+		t.Fatalf("the witness is master")
+	}
+	if pid := c.Pid(witness, "mariadbd"); pid != 0 {
+		t.Fatalf("the witness runs mariadbd (pid %d)", pid)
+	}
+	if _, err := os.Stat(filepath.Join(c.Spec.NodeDir(int(witness)), "mysql", "data")); !os.IsNotExist(err) {
+		t.Fatalf("the witness has a MariaDB datadir (stat: %v)", err)
+	}
+	st0, err := c.Status(context.Background(), witness)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st0.Role != pb.Role_ROLE_WITNESS || st0.MysqlUp || st0.MasterId != master {
+		t.Fatalf("witness status: role %v mysql_up %v master %d (want WITNESS, false, %d)", st0.Role, st0.MysqlUp, st0.MasterId, master)
+	}
+	stopWatch := watchNeverMaster(t, c, witness)
+	defer stopWatch()
+
+	w := startWorkload(t, c, master)
+
+	// Compaction: the witness's first index moves once both data nodes'
+	// MariaDBs durably applied what it cuts.
+	awaitFirstIndexAbove(t, c, witness, st0.FirstIndex, time.Minute)
+
+	// Switchover to the witness is refused.
+	if a, err := c.Admin(master); err == nil {
+		if _, err := a.Switchover(context.Background(), &pb.SwitchoverRequest{To: witness}); err == nil {
+			t.Fatal("switchover to the witness was accepted")
+		} else {
+			t.Logf("switchover to the witness refused: %v", err)
+		}
+	}
+
+	fault := time.Now()
+	for _, p := range []string{"binlogd", "mariadbd"} {
+		if err := c.Kill(context.Background(), master, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other := 3 - master // the other data node: 1 or 2
+	ctx, cancel := context.WithTimeout(context.Background(), 10*failoverLease)
+	awaitReadyMaster(ctx, t, c, other)
+	cancel()
+	t.Logf("node %d ready master %.2fs after kill -9 of node %d (lease %v)", other, time.Since(fault).Seconds(), master, failoverLease)
+	w.awaitAcks(t, 20, 2*time.Minute)
+	if last, first := w.gap(fault); !last.IsZero() && !first.IsZero() {
+		t.Logf("failover time %.2fs (last ack before the kill to first after)", first.Sub(last).Seconds())
+	}
+
+	// The old master comes back as a replica and catches up.
+	if err := c.StartNode(master); err != nil {
+		t.Fatal(err)
+	}
+	w.stop()
+	hctx, hcancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer hcancel()
+	if _, err := c.WaitHealthy(hctx, func(s string) { t.Log("waiting:", s) }); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s", w)
+	checkAckedOnData(t, w, master, other)
+}
+
+// watchNeverMaster polls every node's status until stopped and fails the
+// test if any names the witness master or the witness reports another
+// role.
+func watchNeverMaster(t *testing.T, c *localcluster.Cluster, witness uint32) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for ctx.Err() == nil {
+			for _, id := range c.IDs() {
+				st, err := c.Status(ctx, id)
+				if err != nil {
+					continue
+				}
+				if st.MasterId == witness {
+					t.Errorf("node %d sees the witness (node %d) as master", id, witness)
+				}
+				if id == witness && st.Role != pb.Role_ROLE_WITNESS {
+					t.Errorf("the witness reports role %v", st.Role)
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	return func() { cancel(); wg.Wait() }
+}
+
+func awaitFirstIndexAbove(t *testing.T, c *localcluster.Cluster, id uint32, first uint64, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		st, err := c.Status(context.Background(), id)
+		if err == nil && st.FirstIndex > first {
+			t.Logf("node %d compacted: first index %d -> %d (applied %d, %d bytes)", id, first, st.FirstIndex, st.AppliedIndex, st.LogBytes)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node %d's log was not compacted within %v: first index %d (status %v, err %v)", id, within, first, st, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// checkAckedOnData is writers.checkAcked on the given nodes only (a witness
+// has no MariaDB to check).
+func checkAckedOnData(t *testing.T, w *writers, ids ...uint32) {
+	t.Helper()
+	w.mu.Lock()
+	acked := make([]int, 0, len(w.acked))
+	for id := range w.acked {
+		acked = append(acked, id)
+	}
+	w.mu.Unlock()
+	for _, id := range ids {
+		db := rootDB(t, w.c, id)
+		have := map[int]bool{}
+		rows, err := db.Query("SELECT id FROM e2e.w")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var x int
+			if err := rows.Scan(&x); err != nil {
+				t.Fatal(err)
+			}
+			have[x] = true
+		}
+		rows.Close()
+		db.Close()
+		lost := 0
+		for _, x := range acked {
+			if !have[x] {
+				lost++
+			}
+		}
+		if lost > 0 {
+			t.Fatalf("node %d lost %d of %d acknowledged inserts", id, lost, len(acked))
+		}
+		t.Logf("node %d holds all %d acknowledged inserts", id, len(acked))
+	}
+}
