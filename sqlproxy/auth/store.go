@@ -184,6 +184,17 @@ func (s *Store) cached() int {
 }
 
 func (s *Store) fetch(ctx context.Context, user string) ([]row, error) {
+	var rows []row
+	err := s.ask(ctx, func(ctx context.Context, db *sql.DB) (err error) {
+		rows, err = query(ctx, db, user)
+		return err
+	})
+	return rows, err
+}
+
+// ask runs q against each of Addrs in turn, each try bounded by 3 s,
+// until one succeeds. Errors: ErrUnavailable, naming the last failure.
+func (s *Store) ask(ctx context.Context, q func(context.Context, *sql.DB) error) error {
 	var last error = errors.New("no address")
 	for _, addr := range s.cfg.Addrs() {
 		db, err := s.db(addr)
@@ -192,14 +203,14 @@ func (s *Store) fetch(ctx context.Context, user string) ([]row, error) {
 			continue
 		}
 		qctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		rows, err := query(qctx, db, user)
+		err = q(qctx, db)
 		cancel()
 		if err == nil {
-			return rows, nil
+			return nil
 		}
 		last = fmt.Errorf("%s: %w", addr, err)
 	}
-	return nil, fmt.Errorf("%w: %v", ErrUnavailable, last)
+	return fmt.Errorf("%w: %v", ErrUnavailable, last)
 }
 
 // query reads the user's account rows. Roles (is_role) are not accounts
@@ -260,28 +271,26 @@ func (s *Store) MaxAllowedPacket(ctx context.Context) (int, error) {
 	if n > 0 && time.Since(at) < s.cfg.TTL {
 		return n, nil
 	}
-	var last error = errors.New("no address")
-	for _, addr := range s.cfg.Addrs() {
-		db, err := s.db(addr)
-		if err != nil {
-			last = err
-			continue
+	var fresh int
+	err := s.ask(ctx, func(ctx context.Context, db *sql.DB) error {
+		if err := db.QueryRowContext(ctx, "SELECT @@global.max_allowed_packet").Scan(&fresh); err != nil {
+			return err
 		}
-		qctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		err = db.QueryRowContext(qctx, "SELECT @@global.max_allowed_packet").Scan(&n)
-		cancel()
-		if err == nil && n > 0 {
-			s.mu.Lock()
-			s.maxPacket, s.packetAt = n, time.Now()
-			s.mu.Unlock()
-			return n, nil
+		if fresh <= 0 {
+			return fmt.Errorf("max_allowed_packet is %d", fresh)
 		}
-		last = fmt.Errorf("%s: %v", addr, err)
+		return nil
+	})
+	if err == nil {
+		s.mu.Lock()
+		s.maxPacket, s.packetAt = fresh, time.Now()
+		s.mu.Unlock()
+		return fresh, nil
 	}
 	if n > 0 {
 		return n, nil // stale beats nothing
 	}
-	return 0, fmt.Errorf("%w: %v", ErrUnavailable, last)
+	return 0, err
 }
 
 func (s *Store) db(addr string) (*sql.DB, error) {
