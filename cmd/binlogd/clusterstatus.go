@@ -268,7 +268,7 @@ func rowProblems(r *clusterRow, lim lagLimits) []string {
 	}
 	// A binlogd older than the version field never set mysql_up: do not
 	// read its zero value as "down".
-	if !st.MySQLUp && st.Version != "" {
+	if !st.MySQLUp && st.Version != "" && st.Role != "witness" { // a witness runs none
 		p = append(p, healthMariaDBDown)
 	}
 	if (lim.seconds > 0 && st.LagSeconds > lim.seconds) || (lim.transactions > 0 && st.LagTransactions > lim.transactions) {

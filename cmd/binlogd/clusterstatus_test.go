@@ -58,6 +58,8 @@ func TestJudge(t *testing.T) {
 			[]string{"ok", "unsafe", "ok"}, []string{"node 2 unsafe, reseed_needed"}},
 		{"mariadb down", rows(master(1), with(replica(2, 1), func(s *statusJSON) { s.MySQLUp = false; s.LagSeconds = -1 }), replica(3, 1)), false, 1,
 			[]string{"ok", "mariadb_down", "ok"}, []string{"node 2 mariadb_down"}},
+		{"a witness runs no MariaDB", rows(master(1), replica(2, 1), with(replica(3, 1), func(s *statusJSON) { s.Role = "witness"; s.MySQLUp = false; s.LagSeconds = -1 })), true, 1,
+			[]string{"ok", "ok", "ok"}, []string{}},
 		{"old binlogd: no version, mysql_up unset", rows(master(1), with(replica(2, 1), func(s *statusJSON) { s.MySQLUp = false; s.Version = "" }), replica(3, 1)), true, 1,
 			[]string{"ok", "ok", "ok"}, []string{}},
 		{"lag over seconds", rows(master(1), with(replica(2, 1), func(s *statusJSON) { s.LagSeconds = 31 }), replica(3, 1)), false, 1,

@@ -19,7 +19,7 @@ import (
 // lowerCamelCase keys and 64-bit numbers as strings scripts trip over.
 type statusJSON struct {
 	NodeID                uint32       `json:"node_id"`
-	Role                  string       `json:"role"` // master, candidate, replica, unsafe, unknown
+	Role                  string       `json:"role"` // master, candidate, replica, unsafe, witness, unknown
 	Ready                 bool         `json:"ready"`
 	MasterID              uint32       `json:"master_id"`
 	LeaseVersion          uint64       `json:"lease_version"`
