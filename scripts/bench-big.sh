@@ -65,6 +65,8 @@ cleanup() {
   local rc=$?
   trap - EXIT INT TERM
   [ -z "$SAMPLER" ] || kill "$SAMPLER" 2>/dev/null || true
+  # Each binlogd's largest sampled RssAnon (MiB), also when a run failed.
+  [ ! -s "$WORK/rss.txt" ] || awk '$1 == "anon" && $3 > m[$2] { m[$2] = $3 } END { for (p in m) printf "binlogd pid %s: peak RssAnon %d MiB\n", p, m[p] / 1024 }' "$WORK/rss.txt" >&2
   [ ! -d "$PHX_DIR" ] || "$BIN/phxcluster" down -dir "$PHX_DIR" -base-port "$PHX_BASE" >/dev/null 2>&1 || log "phxcluster down failed"
   [ ! -d "$BASE_DIR" ] || "$SQLBENCH" baseline-down -dir "$BASE_DIR" >/dev/null 2>&1 || log "baseline-down failed"
   if [ "${BENCH_KEEP:-0}" = 1 ] || [ -n "${BENCH_DIR:-}" ]; then log "work directory kept: $WORK"; else rm -rf "$WORK"; fi
@@ -132,12 +134,13 @@ stop_sampler() {
 timed() {
   local t0 out
   t0=$(date +%s.%N)
-  out=$(sql "$2" "$3; SELECT UNIX_TIMESTAMP(NOW(6)) INTO @t0; COMMIT; SELECT UNIX_TIMESTAMP(NOW(6)) - @t0") || die "$1 failed"
+  out=$(sql "$2" "$3; SELECT UNIX_TIMESTAMP(NOW(6)) INTO @t0; COMMIT; SELECT UNIX_TIMESTAMP(NOW(6)) - @t0") || return 1
   echo "$(tail -1 <<<"$out") $(echo "$(date +%s.%N) - $t0" | bc)"
 }
 catchup() { # catchup MASTER_ADDR REPLICAS: seconds until every replica applied the master's position
-  local t0=$(date +%s.%N)
-  "$SQLBENCH" waitapplied -master "$1" -replicas "$2" >/dev/null || die "replicas of $1 did not catch up"
+  local t0
+  t0=$(date +%s.%N)
+  "$SQLBENCH" waitapplied -master "$1" -replicas "$2" >/dev/null || return 1
   echo "$(date +%s.%N) - $t0" | bc
 }
 
@@ -145,12 +148,14 @@ TXN="SET SESSION autocommit=0; BEGIN"
 for i in $(seq 1 "$TXN_MB"); do TXN+="; INSERT INTO app_big.t VALUES ($i, REPEAT(CHAR(65 + $i % 26), 1048576))"; done
 
 log "txn: $TXN_MB MiB on the baseline"
-read -r BASE_COMMIT BASE_TXN <<<"$(timed baseline "$BASE_SOCK" "$TXN")"
-CATCH_BASE=$(catchup "$BASE_ADDR" "$BASE_REPLICAS")
+out=$(timed baseline "$BASE_SOCK" "$TXN") || die "baseline txn failed"
+read -r BASE_COMMIT BASE_TXN <<<"$out"
+CATCH_BASE=$(catchup "$BASE_ADDR" "$BASE_REPLICAS") || die "baseline replicas did not catch up"
 log "txn: $TXN_MB MiB on phxgo"
 start_sampler
-read -r PHX_COMMIT PHX_TXN <<<"$(timed phxgo "$PHX_SOCK" "$TXN")"
-CATCH_PHX=$(catchup "${PHX_MYSQL[$MASTER]}" "$PHX_REPLICAS")
+out=$(timed phxgo "$PHX_SOCK" "$TXN") || die "phxgo txn failed (logs in $PHX_DIR/node*/binlogd.log)"
+read -r PHX_COMMIT PHX_TXN <<<"$out"
+CATCH_PHX=$(catchup "${PHX_MYSQL[$MASTER]}" "$PHX_REPLICAS") || die "phxgo replicas did not catch up"
 stop_sampler
 for s in "$PHX_SOCK" "$BASE_SOCK"; do
   n=$(sql "$s" "SELECT COUNT(*), SUM(LENGTH(pad)) FROM app_big.t")
@@ -170,12 +175,14 @@ if [ "$LOAD_MB" -gt 0 ]; then
   rm -f "$gen"
   LOAD="BEGIN; LOAD DATA INFILE '%s/load.csv' INTO TABLE app_big.l FIELDS TERMINATED BY ',' (id, v)"
   log "load: $LOAD_MB MiB on the baseline"
-  read -r _ BASE_LOAD <<<"$(timed baseline "$BASE_SOCK" "$(printf "$LOAD" "$BASE_FILES")")"
-  catchup "$BASE_ADDR" "$BASE_REPLICAS" >/dev/null
+  out=$(timed baseline "$BASE_SOCK" "$(printf "$LOAD" "$BASE_FILES")") || die "baseline load failed"
+  read -r _ BASE_LOAD <<<"$out"
+  catchup "$BASE_ADDR" "$BASE_REPLICAS" >/dev/null || die "baseline replicas did not catch up"
   log "load: $LOAD_MB MiB on phxgo"
   start_sampler
-  read -r _ PHX_LOAD <<<"$(timed phxgo "$PHX_SOCK" "$(printf "$LOAD" "$PHX_FILES")")"
-  catchup "${PHX_MYSQL[$MASTER]}" "$PHX_REPLICAS" >/dev/null
+  out=$(timed phxgo "$PHX_SOCK" "$(printf "$LOAD" "$PHX_FILES")") || die "phxgo load failed (logs in $PHX_DIR/node*/binlogd.log)"
+  read -r _ PHX_LOAD <<<"$out"
+  catchup "${PHX_MYSQL[$MASTER]}" "$PHX_REPLICAS" >/dev/null || die "phxgo replicas did not catch up"
   stop_sampler
   rm -f "$PHX_FILES/load.csv" "$BASE_FILES/load.csv"
   log "load: phxgo ${PHX_LOAD}s baseline ${BASE_LOAD}s"
