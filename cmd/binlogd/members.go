@@ -25,6 +25,7 @@ func cmdMembers(args []string) error {
 	mysqlAddr := fs.String("mysql", "", "add: its MariaDB address")
 	_ = fs.String("repl", "", "add: ignored (obsolete: a replication endpoint is the node's own repl_addr, no member needs it)")
 	proxyAddr := fs.String("proxy", "", "add: its sqlproxy address (optional)")
+	witness := fs.Bool("witness", false, "add: a witness (binlogd only: votes on the log, no MariaDB, never master; no -mysql or -proxy)")
 	newCfg := fs.String("config", "", "add: take -id and the addresses from the new node's config file")
 	timeout := fs.Duration("timeout", time.Minute, "give up after this long (the outcome of a change is then unknown: list again)")
 	tf := addTLSFileFlags(fs)
@@ -46,13 +47,13 @@ func cmdMembers(args []string) error {
 				return err
 			}
 			self := c.Self()
-			*id, *grpcAddr, *mysqlAddr, *proxyAddr = uint(self.ID), self.GRPCAddr, self.MySQLAddr, self.ProxyAddr
+			*id, *grpcAddr, *mysqlAddr, *proxyAddr, *witness = uint(self.ID), self.GRPCAddr, self.MySQLAddr, self.ProxyAddr, self.Witness
 		}
-		if *id == 0 || *grpcAddr == "" || *mysqlAddr == "" {
-			return errors.New("members add: -id, -grpc and -mysql are required (or -config NEW.json)")
+		if *id == 0 || *grpcAddr == "" || *mysqlAddr == "" && !*witness {
+			return errors.New("members add: -id, -grpc and -mysql (or -witness) are required (or -config NEW.json)")
 		}
 		r, err = cl.AddMember(ctx, &pb.AddMemberRequest{Member: &pb.Member{
-			Id: uint32(*id), GrpcAddr: *grpcAddr, MysqlAddr: *mysqlAddr, ProxyAddr: *proxyAddr}})
+			Id: uint32(*id), GrpcAddr: *grpcAddr, MysqlAddr: *mysqlAddr, ProxyAddr: *proxyAddr, Witness: *witness}})
 	case "remove":
 		if *id == 0 {
 			return errors.New("members remove: -id is required")
@@ -70,6 +71,10 @@ func cmdMembers(args []string) error {
 	}
 	fmt.Printf("members (log index %d, %s from index %d):\n", r.Index, state, r.Active)
 	for _, m := range r.Members {
+		if m.Witness {
+			fmt.Printf("  %-3d grpc=%s witness\n", m.Id, m.GrpcAddr)
+			continue
+		}
 		fmt.Printf("  %-3d grpc=%s mysql=%s proxy=%s\n", m.Id, m.GrpcAddr, m.MysqlAddr, orNone(m.ProxyAddr))
 	}
 	return nil
