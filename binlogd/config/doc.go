@@ -13,4 +13,8 @@
 // the same on every host). Files from before the split, with repl_addr in
 // every member, still load: Load takes this node's as repl_addr and
 // reports a warning (Warnings) that binlogd logs once at start.
+//
+// A member with "witness": true (witness.go) runs binlogd only: it has no
+// mysql_addr or proxy_addr, and its own file needs no mysql_dir or
+// credentials_file and may not set supervise_mysql.
 package config

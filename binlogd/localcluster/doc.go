@@ -4,8 +4,9 @@
 // directory, ports and log files. `make cluster`, the integration tests,
 // the Jepsen harness and the benchmarks all start clusters through it.
 //
-//	<dir>/cluster.json            what is running where (ids, addresses, pids),
-//	                              the app and outside replicas' (repl_user) accounts; 0600
+//	<dir>/cluster.json            what is running where (ids, addresses, pids,
+//	                              voter and witness per node), the app and
+//	                              outside replicas' (repl_user) accounts; 0600
 //	<dir>/credentials.json        MySQL secrets (0600)
 //	<dir>/node<N>/binlogd.json    the node's binlogd config
 //	<dir>/node<N>/binlogd.log     binlogd's log (slog, JSON lines)
@@ -13,6 +14,10 @@
 //	<dir>/node<N>/paxos/          the Paxos log (Badger)
 //	<dir>/tls/                    the CA and the nodeN, proxyN and admin
 //	                              certificates (Spec.TLSDir to use others)
+//
+// Spec.Witnesses names nodes that are witnesses: binlogd only (no MariaDB,
+// no sqlproxy), voting on the log, never master (`make cluster NODES=2
+// WITNESSES=1`).
 //
 // Every link runs in mutual TLS, as on real hosts (tls.go): missing
 // certificates are issued at start, binlogd N gets nodeN's, sqlproxy N

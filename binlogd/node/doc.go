@@ -57,6 +57,13 @@
 // unit), a replica's MariaDB is left running, read-only, for the next
 // binlogd to adopt (rolectl Handoff); without it MariaDB stops safely.
 //
+// A witness (witness.go; config members[].witness) runs only the Paxos
+// node, the gRPC services, retention and a lease-following loop: no
+// MariaDB, capture, replication endpoint or role controller. It never
+// asks for the lease and no switchover or handover names it; its status
+// role is WITNESS. Retention skips witnesses, and a witness compacts its
+// log to what the data nodes' MariaDBs durably applied.
+//
 // Members (members.go) come from the Paxos log, not the config file: the
 // Admin service's AddMember/RemoveMember propose a change through it,
 // Status lists the current members (sqlproxy follows them), the Paxos
