@@ -53,14 +53,7 @@ func TestDDLCutSurvives(t *testing.T) {
 		if last.Transactional || !last.DDL {
 			t.Fatalf("%s: group %+v, want a non-transactional DDL group", c.ddl, last)
 		}
-		valid := make([]bool, len(groups))
-		for i := range valid {
-			valid[i] = i < len(groups)-1
-		}
-		plan, err := MakePlan(groups, valid)
-		if err != nil {
-			t.Fatal(err)
-		}
+		plan := planCutLast(t, groups)
 		err = NonTransactionalCut(plan)
 		if !errors.Is(err, ErrNonTransactionalCut) || !strings.Contains(err.Error(), last.GTID.String()) || !strings.Contains(err.Error(), "reseed") {
 			t.Fatalf("%s: cut of a DDL not refused: %v (plan %v)", c.ddl, err, plan)

@@ -59,14 +59,7 @@ func TestCutPendingCommitRollsBack(t *testing.T) {
 		t.Fatalf("scanned %d groups: %+v", len(groups), groups)
 	}
 	last := groups[len(groups)-1]
-	valid := make([]bool, len(groups))
-	for i := range valid {
-		valid[i] = i < len(groups)-1
-	}
-	plan, err := MakePlan(groups, valid)
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan := planCutLast(t, groups)
 	if len(plan.Cut) != 1 || plan.Cut[0] != last.GTID || plan.LastKept.String() != before {
 		t.Fatalf("plan %v; binlog pos before the pending commit was %s", plan, before)
 	}
@@ -140,6 +133,21 @@ func TestMakePlanTornAndGap(t *testing.T) {
 	}
 }
 
+// planCutLast plans the cut of the last group, the one the cluster never
+// chose in these tests.
+func planCutLast(t *testing.T, groups []Group) Plan {
+	t.Helper()
+	valid := make([]bool, len(groups))
+	for i := range valid {
+		valid[i] = i < len(groups)-1
+	}
+	plan, err := MakePlan(groups, valid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan
+}
+
 // writableDB opens inst as root, turns read_only off and creates database
 // r, the state every test here starts its writes from; the caller closes it.
 func writableDB(t *testing.T, inst *mysqld.Instance) *sql.DB {
@@ -181,11 +189,7 @@ func TestGracefulShutdownCommittedPastCut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	valid := make([]bool, len(groups))
-	for i := range valid {
-		valid[i] = i < len(groups)-1
-	}
-	plan, _ := MakePlan(groups, valid)
+	plan := planCutLast(t, groups)
 	clean, err := ClosedCleanly(inst.BinlogIndex())
 	if err != nil || !clean {
 		t.Fatalf("binlog after a graceful shutdown: clean=%v err=%v", clean, err)
