@@ -185,6 +185,9 @@ func (c *Cluster) spawn(id uint32, proc string, args ...string) error {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Dir = dir
+	if proc == "binlogd" {
+		cmd.Env = binlogdEnv(os.Environ())
+	}
 	// Own session: outlives `make cluster`, untouched by a test's Ctrl-C.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
