@@ -45,6 +45,9 @@ func endpoints(cfg *config.Config) []endpoint {
 		{"repl_addr", cfg.ReplAddr, "binlogd"},
 		{key(cfg.MySQLListen, "mysql_listen", "mysql_addr"), cfg.MySQLListenAddr(), "mariadbd"},
 	}
+	if cfg.IsWitness() { // binlogd only: no endpoint, no MariaDB (config witness.go)
+		out = out[:1]
+	}
 	if a := cfg.HTTPListenAddr(); a != "" {
 		out = append(out, endpoint{"http_addr", a, "binlogd"})
 	}
