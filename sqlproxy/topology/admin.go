@@ -185,7 +185,7 @@ func FromStatus(st *pb.NodeStatus) View {
 		}
 		if m.Id == st.MasterId {
 			v.MasterProxyAddr, v.MasterMySQLAddr = m.ProxyAddr, m.MysqlAddr
-		} else {
+		} else if !m.Witness { // a witness has no MariaDB to read from
 			v.Replicas = append(v.Replicas, Replica{ID: m.Id, MySQLAddr: m.MysqlAddr})
 		}
 	}
