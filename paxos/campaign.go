@@ -7,6 +7,7 @@ import "context"
 
 type campaignReq struct {
 	terms uint64     // Soft().Terms when the request reached the core
+	start int64      // the core's tick then: CampaignFailed's window
 	done  chan error // buffered 1
 }
 
@@ -63,22 +64,23 @@ func (n *Node) onCampaign(op campaignOp) {
 		op.req.done <- err
 		return
 	}
-	op.req.terms = terms
+	op.req.terms, op.req.start = terms, n.rn.Now()
 	n.campaigns[op.req] = struct{}{}
 }
 
 // checkCampaigns answers requests whose node has led since they arrived,
-// and fails all of them once no quorum has been heard for 2E ticks.
+// and fails each once its campaign heard no majority in the 2E ticks
+// since it began (rawNode.CampaignFailed says why that window).
 func (n *Node) checkCampaigns() {
 	if len(n.campaigns) == 0 {
 		return
 	}
-	terms, quorum := n.rn.Soft().Terms, n.rn.HasQuorum()
+	terms := n.rn.Soft().Terms
 	for r := range n.campaigns {
 		switch {
 		case terms > r.terms:
 			r.done <- nil
-		case !quorum:
+		case n.rn.CampaignFailed(r.start):
 			r.done <- ErrNoQuorum
 		default:
 			continue

@@ -399,8 +399,9 @@ func (n *Node) emit() {
 		case <-n.stopc:
 		}
 	}
-	n.checkCampaigns()
+	// Published first: a Campaign that returns nil finds IsLeader true.
 	n.publishCore()
+	n.checkCampaigns()
 }
 
 // applyLoop applies chosen entries in order and hands results to callers;

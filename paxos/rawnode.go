@@ -78,13 +78,23 @@ func (r *rawNode) Flush() { r.c.flushBatch() }
 
 // Campaign makes the core run phase 1 now and retry until it has led
 // once (Soft().Terms rises) or StopCampaign. It returns (true, nil) if
-// the core leads already, ErrNoQuorum if it heard no majority lately.
+// the core leads already, ErrNoQuorum if it heard neither a leader it
+// follows nor a majority lately (canPropose's test). A request that
+// joins a running campaign is not judged here: CampaignFailed does.
+//
+// Not hasQuorum alone: a follower hears only the leader, so in a cluster
+// of 5 or more it counts 2 and would refuse a healthy campaign. A leader
+// it heard within 2E ticks had a majority then (it steps down without
+// one); whether a majority answers now is for CampaignFailed to judge,
+// from the campaign's own Prepares. A node that has heard nothing for 2E
+// is refused here, as before, without raising its ballot: that is what
+// keeps a long-isolated node from disturbing the leader when it returns.
 func (r *rawNode) Campaign() (leading bool, err error) {
 	c := r.c
 	if c.role == leader {
 		return true, nil
 	}
-	if !c.hasQuorum() {
+	if !c.campaigning && !c.canPropose() {
 		return false, ErrNoQuorum
 	}
 	c.campaign()
@@ -94,9 +104,25 @@ func (r *rawNode) Campaign() (leading bool, err error) {
 // StopCampaign ends a campaign; an election already running goes on.
 func (r *rawNode) StopCampaign() { r.c.stopCampaign() }
 
-// HasQuorum reports whether a majority (this node included) was heard
-// within 2E ticks.
-func (r *rawNode) HasQuorum() bool { return r.c.hasQuorum() }
+// Now is the core's logical clock, in ticks.
+func (r *rawNode) Now() int64 { return r.c.tick }
+
+// CampaignFailed reports whether a campaign begun at tick start has
+// found no majority: 2E ticks have passed since start and no majority
+// was heard within the last 2E (so none since start).
+//
+// The window starts at the campaign, not before it: a follower had heard
+// only the leader until its Prepares went out to every member, and the
+// Promises and rejections they bring back count as heard (step sets
+// lastHeard for every message from a voter). A healthy cluster answers
+// within a round trip, and retransmits and retries (at most E ticks of
+// backoff apart) keep the answers coming while it campaigns; a node cut
+// off from the majority hears at most a minority in the whole window and
+// fails at start+2E, the bound Node.Campaign documents.
+func (r *rawNode) CampaignFailed(start int64) bool {
+	c := r.c
+	return c.tick-start >= int64(2*c.cfg.ElectionTicks) && !c.hasQuorum()
+}
 
 // AdoptMeta merges a snapshot's membership history into the core's.
 func (r *rawNode) AdoptMeta(b []byte) error { return r.c.adoptMeta(b) }
