@@ -201,8 +201,11 @@ func (n *Node) Barrier(ctx context.Context) (index uint64, err error) {
 // probes of others, so only another Campaign, or a majority losing
 // contact with it, moves leadership away.
 //
-// Errors: ErrNoQuorum if no majority was heard within 2 x ElectionTimeout
-// (at the call, or while campaigning); ctx.Err(); ErrStopped. After an
+// Errors: ErrNoQuorum at the call if this node heard neither the leader
+// it follows nor a majority within 2 x ElectionTimeout, or 2 x
+// ElectionTimeout after the call if the campaign's own Prepares brought
+// back no majority in that time (a follower hears only the leader until
+// then, so the check waits for the answers); ctx.Err(); ErrStopped. After an
 // error this node may still have raised its ballot, so the old leader may
 // have stepped down and a new election may follow.
 func (n *Node) Campaign(ctx context.Context) error { return n.campaign(ctx) }

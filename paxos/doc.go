@@ -52,7 +52,11 @@
 // and, when it returns, never makes a working leader step down. Campaign
 // skips the probe (the owner wants this node to lead, e.g. binlogd's
 // lease holder) and retries after a randomized backoff until it has led
-// once (core_election.go). Each
+// once (core_election.go). It is refused (ErrNoQuorum) before raising the
+// ballot if the node heard neither its leader nor a majority lately, and
+// fails 2E ticks after the call if its own Prepares brought back no
+// majority: a follower hears only the leader, so in a cluster of 5 or
+// more only the campaign's answers show a majority (rawnode.go). Each
 // acceptor answers with its chosen index and every instance it accepted
 // above it. The new leader takes max chosen index C among the promises;
 // above C it re-proposes, per index, the highest-ballot accepted value, or

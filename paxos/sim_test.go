@@ -89,6 +89,13 @@ type simNode struct {
 	meta    []byte  // persisted membership history (survives crashes)
 	join    bool
 	ckpts   []checkpoint
+	camp    *simCampaign // a Campaign the driver waits on, as Node's
+}
+
+// simCampaign is Node's campaignReq: the terms and tick at the call.
+type simCampaign struct {
+	terms uint64
+	start int64
 }
 
 type simMsg struct {
@@ -167,6 +174,7 @@ func (s *sim) crash(n *simNode) {
 	n.unsaved = nil
 	n.ckpts = nil // in memory only, as in Node
 	n.rn, n.core = nil, nil
+	n.camp = nil // Node's waiters end with it (ErrStopped)
 	if ls, ok := n.st.(*lossyStorage); ok {
 		ls.crash(s.rng)
 	}
@@ -498,15 +506,15 @@ func (s *sim) faults() {
 		if o.campaigns && s.rng.Intn(400) == 0 {
 			for k := 1 + s.rng.Intn(2); k > 0; k-- {
 				if n := s.nodes[s.ids[s.rng.Intn(len(s.ids))]]; n.up {
-					// The core's campaign, below rawNode.Campaign's quorum
-					// check: a follower of 5 hears only the leader, so Node
-					// would refuse it (ErrNoQuorum), and the duels are the
-					// point here.
-					n.core.campaign()
+					// Node's path: refused (ErrNoQuorum) by a node that
+					// heard neither a leader nor a majority lately, as a
+					// partitioned owner's would be.
+					s.campaign(n)
 					s.process(n)
 				}
 			}
 		}
+		s.checkCampaigns()
 		if o.changes && s.rng.Intn(150) == 0 {
 			s.changeRandom()
 		}
@@ -763,6 +771,43 @@ func (s *sim) leaderID() uint32 {
 	return l
 }
 
+// campaign starts a Campaign on n as Node does (onCampaign); it reports
+// whether n leads or campaigns now.
+func (s *sim) campaign(n *simNode) (ok bool) {
+	terms, now := n.rn.Soft().Terms, n.rn.Now()
+	leading, err := n.rn.Campaign()
+	if err != nil || leading {
+		return err == nil
+	}
+	if n.camp == nil {
+		n.camp = &simCampaign{terms: terms, start: now}
+	}
+	return true
+}
+
+// checkCampaigns ends campaigns as Node's checkCampaigns does: led, or
+// no majority heard in 2E ticks since the call (then StopCampaign). It
+// returns the nodes whose campaign failed so.
+func (s *sim) checkCampaigns() (failed []uint32) {
+	for _, id := range s.ids {
+		n := s.nodes[id]
+		if !n.up || n.camp == nil {
+			continue
+		}
+		switch {
+		case n.rn.Soft().Terms > n.camp.terms:
+		case n.rn.CampaignFailed(n.camp.start):
+			failed = append(failed, id)
+		default:
+			continue
+		}
+		n.camp = nil
+		n.rn.StopCampaign()
+		s.process(n)
+	}
+	return failed
+}
+
 // runCampaign: on a reliable network under load, one node (or two at
 // once, dueling) campaigns; each must lead within a bounded time, and
 // afterwards the leader stays put: no ballot moves while it heartbeats.
@@ -796,11 +841,19 @@ func runCampaign(t *testing.T, seed int64, nodes, campaigners int) {
 		}
 	}
 	for _, n := range cs {
-		n.core.campaign() // not rn.Campaign: see faults
+		// Node's path: a follower of 5 hears only the leader, yet is let
+		// campaign, and its campaign is never failed (ErrNoQuorum) on
+		// this healthy network.
+		if !s.campaign(n) {
+			s.fatalf("node %d: Campaign refused (ErrNoQuorum); %s", n.id, s.describe())
+		}
 		s.process(n)
 	}
 	// Two duelling campaigners each lead once, within a few backoffs.
 	if !run(20000, func() bool {
+		if f := s.checkCampaigns(); len(f) > 0 {
+			s.fatalf("campaign of %v failed (ErrNoQuorum) on a healthy network; %s", f, s.describe())
+		}
 		for _, n := range cs {
 			if n.core.terms == terms[n.id] {
 				return false
@@ -842,12 +895,88 @@ func runCampaign(t *testing.T, seed int64, nodes, campaigners int) {
 	s.heal()
 }
 
+// runCampaignMinority: a node cut off with a minority (the leader among
+// it or not) campaigns right after the cut, while it still believes in
+// the leader; its campaign must fail (ErrNoQuorum) exactly 2E ticks
+// after the call, the bound Node.Campaign documents, without leading.
+func runCampaignMinority(t *testing.T, seed int64, nodes int) {
+	s := newSim(t, seed, simOpts{nodes: nodes})
+	defer s.close()
+	for end := s.now + 5000; s.leaderID() == 0; s.stepOnce() {
+		if s.now > end {
+			s.fatalf("no leader; %s", s.describe())
+		}
+	}
+	for end := s.now + 300; s.now < end; s.stepOnce() {
+		if s.rng.Intn(3) == 0 {
+			s.proposeRandom()
+		}
+	}
+	perm := s.rng.Perm(len(s.ids))
+	side := map[uint32]bool{}
+	for _, k := range perm[:(nodes-1)/2] {
+		side[s.ids[k]] = true
+	}
+	a := s.nodes[s.ids[perm[0]]]
+	for _, x := range s.ids {
+		for _, y := range s.ids {
+			if side[x] != side[y] {
+				s.cut[[2]uint32{x, y}] = true
+			}
+		}
+	}
+	s.faulty = true // the cut only (drop is 0); heal ends it
+	if a.core.role == leader {
+		return // Campaign returns nil at once: nothing to judge
+	}
+	if !s.campaign(a) {
+		s.fatalf("node %d: Campaign refused right after the cut; %s", a.id, s.describe())
+	}
+	start, terms := a.camp.start, a.camp.terms
+	for end := s.now + 5000; ; s.stepOnce() {
+		if s.now > end {
+			s.fatalf("node %d's campaign in a minority never ended; %s", a.id, s.describe())
+		}
+		if a.core.terms != terms {
+			s.fatalf("node %d led from a minority; %s", a.id, s.describe())
+		}
+		if f := s.checkCampaigns(); len(f) > 0 {
+			if len(f) != 1 || f[0] != a.id {
+				s.fatalf("campaigns of %v failed, want %d's", f, a.id)
+			}
+			break
+		}
+	}
+	if got, want := a.core.tick-start, int64(2*a.core.cfg.ElectionTicks); got != want {
+		s.fatalf("node %d's campaign failed %d ticks after the call, want %d", a.id, got, want)
+	}
+	s.heal()
+}
+
+func TestSimCampaignMinority(t *testing.T) {
+	n := max(*flagSeeds/20, 3)
+	for _, nodes := range []int{5, 7} {
+		t.Run(fmt.Sprint(nodes, "nodes"), func(t *testing.T) {
+			if *flagSeed >= 0 {
+				runCampaignMinority(t, *flagSeed, nodes)
+				return
+			}
+			for seed := int64(1); seed <= int64(n); seed++ {
+				runCampaignMinority(t, seed, nodes)
+				if t.Failed() {
+					return
+				}
+			}
+		})
+	}
+}
+
 func TestSimCampaign(t *testing.T) {
 	n := max(*flagSeeds/20, 3)
 	for _, tc := range []struct {
 		name               string
 		nodes, campaigners int
-	}{{"3nodes", 3, 1}, {"5nodes", 5, 1}, {"3nodes-duel", 3, 2}, {"5nodes-duel", 5, 2}} {
+	}{{"3nodes", 3, 1}, {"5nodes", 5, 1}, {"7nodes", 7, 1}, {"3nodes-duel", 3, 2}, {"5nodes-duel", 5, 2}, {"7nodes-duel", 7, 2}} {
 		t.Run(tc.name, func(t *testing.T) {
 			if *flagSeed >= 0 {
 				runCampaign(t, *flagSeed, tc.nodes, tc.campaigners)
