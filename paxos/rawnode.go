@@ -108,8 +108,8 @@ func (r *rawNode) StopCampaign() { r.c.stopCampaign() }
 func (r *rawNode) Now() int64 { return r.c.tick }
 
 // CampaignFailed reports whether a campaign begun at tick start has
-// found no majority: 2E ticks have passed since start and no majority
-// was heard within the last 2E (so none since start).
+// found no majority: no majority was heard within the last 2E ticks,
+// all of them after the call (the first check can fail at start+2E).
 //
 // The window starts at the campaign, not before it: a follower had heard
 // only the leader until its Prepares went out to every member, and the
@@ -118,7 +118,9 @@ func (r *rawNode) Now() int64 { return r.c.tick }
 // within a round trip, and retransmits and retries (at most E ticks of
 // backoff apart) keep the answers coming while it campaigns; a node cut
 // off from the majority hears at most a minority in the whole window and
-// fails at start+2E, the bound Node.Campaign documents.
+// fails at start+2E, the bound Node.Campaign documents. Counting the
+// answers alone (judging at once) would fail every call made before they
+// arrive; this needs no new state in the core, only the call's tick.
 func (r *rawNode) CampaignFailed(start int64) bool {
 	c := r.c
 	return c.tick-start >= int64(2*c.cfg.ElectionTicks) && !c.hasQuorum()
