@@ -71,6 +71,13 @@ func TestWritePathThroughPaxos(t *testing.T) {
 	t.Logf("3 nodes identical at %s", pos)
 	checkWriteMetrics(t, c, master, 401)
 
+	root := rootDB(t, c, master)
+	defer root.Close()
+	// Logged only on failure (or -v): the baseline to compare with. Taken
+	// before the SIGSTOPs, which the INSERT follows at once, as before.
+	t.Log("diag: before the SIGSTOPs")
+	logCommitDiag(t, c, root, master)
+
 	// Stop both other binlogds: no majority, so no ACK.
 	var others []uint32
 	for id := uint32(1); id <= 3; id++ {
@@ -79,17 +86,22 @@ func TestWritePathThroughPaxos(t *testing.T) {
 			if err := c.Signal(id, "binlogd", syscall.SIGSTOP); err != nil {
 				t.Fatal(err)
 			}
+			// On a failure, before the cluster stops: a stopped binlogd
+			// would wait out Stop's SIGTERM until its SIGKILL.
+			t.Cleanup(func() { _ = c.Signal(id, "binlogd", syscall.SIGCONT) })
 		}
 	}
+	stopped := time.Now()
 	done := make(chan error, 1)
 	go func() {
 		_, err := db.Exec("INSERT INTO e2e.t VALUES (999999, 'blocked', 0)")
 		done <- err
 	}()
 	// Await the commit waiting for its ACK; it must not return meanwhile.
-	root := rootDB(t, c, master)
-	defer root.Close()
-	awaitWaiting(t, root, done)
+	awaitWaiting(t, root, done, func() {
+		t.Logf("diag: %v after the SIGSTOPs", time.Since(stopped))
+		logCommitDiag(t, c, root, master)
+	})
 	var n int
 	if err := root.QueryRow("SELECT COUNT(*) FROM e2e.t WHERE id=999999").Scan(&n); err != nil || n != 0 {
 		t.Fatalf("unacknowledged row visible: n=%d err=%v", n, err)
@@ -111,8 +123,8 @@ func TestWritePathThroughPaxos(t *testing.T) {
 }
 
 // awaitWaiting waits until a commit waits for its semi-sync ACK, failing if
-// the commit returns first.
-func awaitWaiting(t *testing.T, root *sql.DB, done <-chan error) {
+// the commit returns first; diag (may be nil) logs the state first.
+func awaitWaiting(t *testing.T, root *sql.DB, done <-chan error, diag func()) {
 	t.Helper()
 	deadline := time.After(30 * time.Second)
 	for {
@@ -126,8 +138,14 @@ func awaitWaiting(t *testing.T, root *sql.DB, done <-chan error) {
 		}
 		select {
 		case err := <-done:
+			if diag != nil {
+				diag()
+			}
 			t.Fatalf("commit returned (%v) with no majority", err)
 		case <-deadline:
+			if diag != nil {
+				diag()
+			}
 			t.Fatal("commit never waited for an ACK")
 		case <-time.After(20 * time.Millisecond):
 		}
