@@ -85,11 +85,12 @@ func TestUnitsRollingRestartKeepsNodesSafe(t *testing.T) {
 	if os.Geteuid() != 0 || sdunit.CgroupV2() == "" {
 		t.Skip("needs root and a cgroup v2 mount to stand in for systemd")
 	}
-	// The unit now has KillMode=process and ExecStopPost (issue 23.3):
-	// jepsen/sdunit's Stop still waits for an empty cgroup and runs no
-	// ExecStopPost, and this test still expects mariadbd to end with its
-	// unit. restart_test.go proves the new promise on real processes.
-	t.Skip("jepsen/sdunit does not model KillMode=process leftovers or ExecStopPost yet (issue 23.3)")
+	// The unit now has KillMode=process and ExecStopPost (issue 23.3), which
+	// jepsen/sdunit models; this test still asserts that mariadbd ends with
+	// its unit and needs rewriting for the handoff. Meanwhile jepsen/hosts'
+	// TestHosts restarts every host through the shipped units, and
+	// restart_test.go proves the handoff on real processes.
+	t.Skip("asserts mariadbd ends with its unit; the unit now hands MariaDB off (KillMode=process): to be rewritten")
 	u0, err := sdunit.Parse(unitFile(t, "phxgo-binlogd@.service"), "node1", nil)
 	if err != nil {
 		t.Fatal(err)

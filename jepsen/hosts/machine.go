@@ -284,6 +284,7 @@ func (l *lab) close() {
 		go func() { defer wg.Done(); _ = l.stop(ctx, h) }()
 	}
 	wg.Wait()
+	sdunit.RemoveLeftovers() // the MariaDBs binlogd's KillMode=process stops kept running
 	for _, h := range l.hosts {
 		_ = h.ns.Close()
 	}

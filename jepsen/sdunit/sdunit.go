@@ -30,6 +30,7 @@ type Unit struct {
 	Type                      string
 	User                      string
 	ExecStartPre, ExecStop    [][]string
+	ExecStopPost              [][]string // run with $SERVICE_RESULT after the main process is gone
 	ExecStart                 []string
 	KillMode                  string
 	KillSignal                syscall.Signal
@@ -88,7 +89,7 @@ func Parse(path, instance string, subst map[string]string) (*Unit, error) {
 			}
 			return v
 		}
-		cmd := func() []string { return strings.Fields(strings.TrimLeft(substPaths(), "-+@!")) }
+		cmd := func() []string { return splitCommand(strings.TrimLeft(substPaths(), "-+@!")) }
 		switch k {
 		case "Environment":
 			u.Environment = append(u.Environment, v)
@@ -104,6 +105,8 @@ func Parse(path, instance string, subst map[string]string) (*Unit, error) {
 			u.ExecStart = cmd()
 		case "ExecStop":
 			u.ExecStop = append(u.ExecStop, cmd())
+		case "ExecStopPost":
+			u.ExecStopPost = append(u.ExecStopPost, cmd())
 		case "KillMode":
 			u.KillMode = v
 		case "KillSignal":
@@ -146,6 +149,7 @@ type Service struct {
 	cgroup string // cgroup v2 directory holding every process of the service
 	main   *exec.Cmd
 	exited chan struct{}
+	result string   // SERVICE_RESULT once the main process is gone: success, exit-code, signal
 	out    *os.File // the service's stdout and stderr (its journal)
 	env    map[string]string
 }
@@ -277,7 +281,18 @@ func Start(ctx context.Context, u *Unit, logPath string, logf func(format string
 		return nil, err
 	}
 	s.main = cmd
-	go func() { _ = cmd.Wait(); close(s.exited) }()
+	go func() {
+		s.result = "success"
+		if err := cmd.Wait(); err != nil {
+			s.result = "exit-code"
+			if ee, ok := err.(*exec.ExitError); ok {
+				if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+					s.result = "signal"
+				}
+			}
+		}
+		close(s.exited)
+	}()
 	if sock == nil {
 		return s, nil
 	}
@@ -363,15 +378,35 @@ func (s *Service) Stop(ctx context.Context) (sigtermed []int, err error) {
 	default:
 		return nil, fmt.Errorf("KillMode=%s unknown to the test", s.u.KillMode)
 	}
+	timedOut := false
 	select {
 	case <-s.exited:
 	case <-time.After(s.u.TimeoutStop):
+		timedOut = true
 	case <-ctx.Done():
 		return sigtermed, ctx.Err()
 	}
 	if s.u.SendSIGKILL && (s.u.KillMode == "control-group" || s.u.KillMode == "mixed") {
 		for _, p := range s.Procs() {
 			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+	}
+	if s.u.KillMode == "process" || s.u.KillMode == "none" {
+		// systemd kills only the main process and leaves the rest (e.g.
+		// a mariadbd binlogd hands off) in the cgroup, running;
+		// ExecStopPost then sees how the main process ended.
+		if timedOut && s.u.SendSIGKILL {
+			_ = s.main.Process.Signal(syscall.SIGKILL)
+		}
+		<-s.exited
+		result := s.result
+		if timedOut {
+			result = "timeout"
+		}
+		s.stopPost(result)
+		if len(s.Procs()) > 0 {
+			keepLeftover(s.cgroup)
+			return sigtermed, nil
 		}
 	}
 	for len(s.Procs()) > 0 {
@@ -382,6 +417,9 @@ func (s *Service) Stop(ctx context.Context) (sigtermed []int, err error) {
 		}
 	}
 	<-s.exited
+	if s.u.KillMode != "process" && s.u.KillMode != "none" {
+		s.stopPost(s.result)
+	}
 	// The kernel lets an emptied cgroup go a moment after its last
 	// process is reaped.
 	for {
