@@ -101,3 +101,36 @@ func logCommitDiag(t *testing.T, c *localcluster.Cluster, root *sql.DB, master u
 		}
 	}
 }
+
+// awaitStopped waits until every thread of pid is stopped (state T): a
+// SIGSTOP is delivered to each thread on its way back to user space, so
+// one busy in a syscall (a wal fsync) may still finish it and send what
+// it wrote. The test's premise, no majority, holds only from then on.
+func awaitStopped(t *testing.T, pid int) {
+	t.Helper()
+	start := time.Now()
+	for polls := 0; ; polls++ {
+		running := ""
+		tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		for _, task := range tasks {
+			st, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
+			if err != nil {
+				continue // the thread exited
+			}
+			// The state follows the ")" closing the command name.
+			if _, rest, ok := strings.Cut(string(st), ") "); ok && len(rest) > 0 && rest[0] != 'T' && rest[0] != 't' {
+				running += fmt.Sprintf(" %s:%c", task.Name(), rest[0])
+			}
+		}
+		if len(tasks) > 0 && running == "" {
+			if polls > 0 {
+				t.Logf("diag: pid %d fully stopped after %v", pid, time.Since(start))
+			}
+			return
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Fatalf("pid %d not stopped 10s after SIGSTOP; threads not stopped:%s", pid, running)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

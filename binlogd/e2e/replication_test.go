@@ -91,6 +91,9 @@ func TestWritePathThroughPaxos(t *testing.T) {
 			t.Cleanup(func() { _ = c.Signal(id, "binlogd", syscall.SIGCONT) })
 		}
 	}
+	for _, id := range others {
+		awaitStopped(t, c.Pid(id, "binlogd"))
+	}
 	stopped := time.Now()
 	done := make(chan error, 1)
 	go func() {
