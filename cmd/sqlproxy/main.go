@@ -71,7 +71,7 @@ func run(args []string) error {
 	maxConns := fs.Int("max-connections", def.MaxConnections, "client connections at most (logged in or not); one more gets ERR 1040 Too many connections")
 	connectTimeout := fs.Duration("connect-timeout", def.LoginTimeout, "a client must finish its handshake and login within this (MariaDB's connect_timeout)")
 	maxPacket := fs.Int("max-allowed-packet", 0, "largest packet of a logged-in client in bytes (a longer one: ERR 1153, closed); 0: the master's @@max_allowed_packet (16 MiB until read)")
-	poll := fs.Duration("poll", 50*time.Millisecond, "binlogd status poll interval")
+	poll := fs.Duration("poll", 50*time.Millisecond, "retry interval: reopening a broken status stream, asking again for a refused read window, and polling a binlogd too old to push its status")
 	procs := fs.Int("procs", 0, "GOMAXPROCS; 0: half the CPUs (at least 1) unless $GOMAXPROCS is set")
 	verbose := fs.Bool("v", false, "debug logging (the settings file's log_level overrides it)")
 	settingsFile := fs.String("settings", "", "JSON file of reloadable settings (routing: hold, master_wait, read_master_percentage, master_preferred, max_replica_lag, max_replica_behind, causal_wait; log_level) over the flags' values; SIGHUP re-reads it and the -tls-* files")
