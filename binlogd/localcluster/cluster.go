@@ -41,7 +41,7 @@ type Cluster struct {
 // NodeInfo is one node's entry in cluster.json.
 type NodeInfo struct {
 	ID          uint32 `json:"id"`
-	Voter       bool   `json:"voter"`   // votes on the log (every node here)
+	Voter       bool   `json:"voter"`   // votes on the log; false: a learner (Spec.Learners)
 	Witness     bool   `json:"witness"` // binlogd only: no MariaDB, no sqlproxy, never master
 	MySQLAddr   string `json:"mysql_addr"`
 	BinlogdAddr string `json:"binlogd_addr"`
@@ -303,8 +303,12 @@ func (c *Cluster) WriteInfo() error {
 	}
 	for _, id := range c.IDs() {
 		m := c.Spec.member(int(id))
+		repl := c.Spec.addr(int(m.ID), offRepl)
+		if m.Witness {
+			repl = "" // no MariaDB, no replication endpoint
+		}
 		info.Nodes = append(info.Nodes, NodeInfo{
-			ID: m.ID, Voter: true, Witness: m.Witness, MySQLAddr: m.MySQLAddr, BinlogdAddr: m.GRPCAddr, ReplAddr: c.Spec.addr(int(m.ID), offRepl), ProxyAddr: m.ProxyAddr,
+			ID: m.ID, Voter: !c.Spec.IsLearner(int(m.ID)), Witness: m.Witness, MySQLAddr: m.MySQLAddr, BinlogdAddr: m.GRPCAddr, ReplAddr: repl, ProxyAddr: m.ProxyAddr,
 			HTTPAddr:    c.Spec.addr(int(m.ID), offHTTP),
 			MariadbdPid: c.Pid(m.ID, "mariadbd"), BinlogdPid: c.Pid(m.ID, "binlogd"), SqlproxyPid: c.Pid(m.ID, "sqlproxy"),
 			Dir: c.Spec.NodeDir(int(m.ID)),

@@ -24,6 +24,12 @@ type Spec struct {
 	// (config members[].witness). Nodes 3 with Witnesses [3] is two data
 	// nodes and a witness (WitnessIDs builds it).
 	Witnesses []int
+	// Learners are the ids of the nodes that are learners: MariaDB,
+	// binlogd and sqlproxy like any data node, following the log and
+	// serving reads, but never voting and never master. They join a
+	// running cluster through the log (AddLearner), so a spec counts them
+	// in Nodes only once added; cluster.json marks them "voter": false.
+	Learners []int
 	Hosts     []string // per node host (default 127.0.0.1 for all)
 	BasePort  int      // node N uses BasePort+10*N+{0..6}
 	BinDir    string   // where binlogd and sqlproxy binaries are
@@ -80,16 +86,23 @@ func (s Spec) addr(id, off int) string {
 // NodeDir is node id's directory.
 func (s Spec) NodeDir(id int) string { return filepath.Join(s.Dir, fmt.Sprintf("node%d", id)) }
 
+// members are the cluster's initial members: every node but the
+// learners, which join later through the log.
 func (s Spec) members() []config.Member {
 	var ms []config.Member
 	for id := 1; id <= s.Nodes; id++ {
-		ms = append(ms, s.member(id))
+		if !s.IsLearner(id) {
+			ms = append(ms, s.member(id))
+		}
 	}
 	return ms
 }
 
 // IsWitness reports whether node id is a witness (Spec.Witnesses).
 func (s Spec) IsWitness(id int) bool { return slices.Contains(s.Witnesses, id) }
+
+// IsLearner reports whether node id is a learner (Spec.Learners).
+func (s Spec) IsLearner(id int) bool { return slices.Contains(s.Learners, id) }
 
 // WitnessIDs is the Witnesses of a cluster of data data nodes and
 // witnesses witnesses: the witnesses take the ids after the data nodes.
@@ -119,6 +132,11 @@ func (s Spec) validate() error {
 	}
 	if s.Nodes < 1 || s.Nodes > 9 {
 		return fmt.Errorf("localcluster: Nodes=%d, want 1..9", s.Nodes)
+	}
+	for _, id := range s.Learners {
+		if s.IsWitness(id) {
+			return fmt.Errorf("localcluster: node %d is both a witness and a learner: a learner runs MariaDB and never votes, a witness votes and runs none", id)
+		}
 	}
 	data := 0
 	for id := 1; id <= s.Nodes; id++ {
@@ -175,6 +193,13 @@ func (s Spec) writeConfigs() error {
 		return err
 	}
 	for id := 1; id <= s.Nodes; id++ {
+		if s.IsLearner(id) {
+			// A learner joined through the log (AddLearner): its config
+			// is the joining one AddLearner wrote, and the others keep
+			// listing the cluster's initial members, as the log's start
+			// assumes; the log holds the change that added it.
+			continue
+		}
 		if err := s.writeNodeConfig(id, s.members(), false); err != nil {
 			return err
 		}

@@ -59,6 +59,9 @@ func main() {
 				if n.Witness {
 					spec.Witnesses = append(spec.Witnesses, int(n.ID))
 				}
+				if !n.Voter {
+					spec.Learners = append(spec.Learners, int(n.ID))
+				}
 			}
 		}
 	}
@@ -103,28 +106,7 @@ func up(ctx context.Context, spec localcluster.Spec, wait time.Duration) error {
 	b, _ := os.ReadFile(filepath.Join(spec.Dir, "cluster.json"))
 	var info localcluster.Info
 	_ = json.Unmarshal(b, &info)
-	fmt.Printf("phxgo cluster is up: %d nodes, master is node %d (%.1fs)\n\n", spec.Nodes, master, time.Since(start).Seconds())
-	for _, n := range info.Nodes {
-		if n.Witness {
-			fmt.Printf("  node %d: witness (binlogd only)                    binlogd %s\n", n.ID, n.BinlogdAddr)
-			continue
-		}
-		fmt.Printf("  node %d: proxy %-16s mariadb %-16s binlogd %s\n", n.ID, n.ProxyAddr, n.MySQLAddr, n.BinlogdAddr)
-	}
-	host, port := splitAddr(info.Nodes[0].ProxyAddr)
-	if host == "" {
-		for _, n := range info.Nodes {
-			if n.ID == master {
-				host, port = splitAddr(n.MySQLAddr)
-			}
-		}
-	}
-	fmt.Printf("\nconnect (any node's proxy; statements run on the master):\n  mariadb -h%s -P%s -u%s -p%s\n", host, port, info.AppUser, info.AppPass)
-	creds := "-insecure"
-	if dir := spec.TLSPath(); dir != "" {
-		creds = "-tls-dir " + dir // the admin certificate
-	}
-	fmt.Printf("status:  bin/binlogd cluster status -addr %s %s\nstop:    make cluster-down\n", info.Nodes[0].BinlogdAddr, creds)
+	printUp(os.Stdout, info, master, time.Since(start).Seconds(), spec.TLSPath())
 	return nil
 }
 
@@ -139,13 +121,4 @@ func status(ctx context.Context, spec localcluster.Spec) error {
 		fmt.Printf("node %d: role=%s master=%d version=%d applied=%d last_valid=%q mysql=%q %s\n", id, st.Role, st.MasterId, st.LeaseVersion, st.AppliedIndex, st.LastValidGtid, st.MysqlGtidPos, st.ReplicationState)
 	}
 	return nil
-}
-
-func splitAddr(a string) (string, string) {
-	for i := len(a) - 1; i >= 0; i-- {
-		if a[i] == ':' {
-			return a[:i], a[i+1:]
-		}
-	}
-	return "", ""
 }
