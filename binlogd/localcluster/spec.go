@@ -30,10 +30,10 @@ type Spec struct {
 	// running cluster through the log (AddLearner), so a spec counts them
 	// in Nodes only once added; cluster.json marks them "voter": false.
 	Learners []int
-	Hosts     []string // per node host (default 127.0.0.1 for all)
-	BasePort  int      // node N uses BasePort+10*N+{0..6}
-	BinDir    string   // where binlogd and sqlproxy binaries are
-	NetNS     string   // run processes inside this network namespace
+	Hosts    []string // per node host (default 127.0.0.1 for all)
+	BasePort int      // node N uses BasePort+10*N+{0..6}
+	BinDir   string   // where binlogd and sqlproxy binaries are
+	NetNS    string   // run processes inside this network namespace
 	// LeaseDuration of the master lease (default 5s).
 	LeaseDuration time.Duration
 	// Proxy starts a sqlproxy per node (default true via DefaultSpec).
