@@ -4,6 +4,8 @@ import (
 	"context"
 	"net"
 	"time"
+
+	"phxgo/binlogd/config"
 )
 
 // DialFunc opens an outgoing TCP connection; the shape of
@@ -36,15 +38,8 @@ func DialFrom(src net.IP, timeout time.Duration) DialFunc {
 }
 
 // ListenSourceIP is the default source address for a proxy listening on
-// addr: its host when that is a specific IP, else nil (kernel's choice).
+// addr: its host when that is a specific IP, else nil (kernel's choice);
+// the same rule as binlogd's peer dials (config.SourceIP).
 func ListenSourceIP(addr string) net.IP {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil
-	}
-	ip := net.ParseIP(host)
-	if ip == nil || ip.IsUnspecified() {
-		return nil
-	}
-	return ip
+	return config.SourceIP(addr)
 }

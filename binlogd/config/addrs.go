@@ -77,7 +77,16 @@ func (c *Config) GRPCListenAddr() string {
 // carries the member's address), nil when it listens on every interface
 // or names a host by DNS name (the kernel picks).
 func (c *Config) GRPCSourceIP() net.IP {
-	host, _, err := net.SplitHostPort(c.GRPCListenAddr())
+	return SourceIP(c.GRPCListenAddr())
+}
+
+// SourceIP is the source address for outgoing connections of a process
+// listening on addr: its host when that is one specific IP, nil when addr
+// is on every interface, names a host by DNS name or does not parse (the
+// kernel picks). binlogd's peers and sqlproxy's backends both use it, so a
+// node's traffic carries its member address the same way everywhere.
+func SourceIP(listen string) net.IP {
+	host, _, err := net.SplitHostPort(listen)
 	if err != nil {
 		return nil
 	}

@@ -102,3 +102,14 @@ func TestAddrErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestSourceIP(t *testing.T) {
+	for addr, want := range map[string]string{
+		"10.0.0.2:3307": "10.0.0.2", "127.0.0.1:3307": "127.0.0.1",
+		"0.0.0.0:3307": "<nil>", ":3307": "<nil>", "[::]:3307": "<nil>", "localhost:3307": "<nil>", "bad": "<nil>",
+	} {
+		if got := SourceIP(addr).String(); got != want {
+			t.Errorf("%s: got %s, want %s", addr, got, want)
+		}
+	}
+}
