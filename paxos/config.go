@@ -15,6 +15,10 @@ type Config struct {
 	// gRPC address. At most 64 members. Once the log holds membership
 	// changes, the persisted history governs and Peers only seeds it.
 	Peers map[uint32]string
+	// Learners lists the initial members (keys of Peers) that start as
+	// learners: they follow the log but never vote (Member.Learner). At
+	// least one initial member must vote. Ignored once a history exists.
+	Learners []uint32
 	// Join makes a new node join an existing cluster: Peers lists seeds
 	// (current members, and this node); the node learns the members from
 	// them and neither votes nor campaigns until a chosen change adds it
@@ -128,6 +132,14 @@ func (c Config) Validate() error {
 	if _, ok := c.Peers[c.ID]; !ok {
 		return bad("Peers", "lacks this node's ID %d", c.ID)
 	}
+	for _, id := range c.Learners {
+		if _, ok := c.Peers[id]; !ok {
+			return bad("Learners", "node %d is not in Peers", id)
+		}
+	}
+	if !c.Join && len(c.Learners) > 0 && len(c.Peers) <= len(c.Learners) {
+		return bad("Learners", "every initial member is a learner: at least one must vote")
+	}
 	for id, addr := range c.Peers {
 		if id == 0 {
 			return bad("Peers", "id 0 is reserved")
@@ -150,6 +162,7 @@ func (c Config) coreConfig(seed int64, seqStart uint64) coreConfig {
 		ID:              c.ID,
 		Peers:           peers,
 		Addrs:           c.Peers,
+		Learners:        slices.Clone(c.Learners),
 		Join:            c.Join,
 		ElectionTicks:   et,
 		HeartbeatTicks:  1,

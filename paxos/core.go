@@ -3,6 +3,7 @@ package paxos
 import (
 	"math/bits"
 	"math/rand"
+	"slices"
 	"sort"
 
 	"phxgo/wal"
@@ -31,6 +32,7 @@ type coreConfig struct {
 	ID              uint32
 	Peers           []uint32          // initial members, including ID (Join: the seeds)
 	Addrs           map[uint32]string // initial members' addresses
+	Learners        []uint32          // initial members that are learners
 	Join            bool              // learn the members from the seeds (Meta empty)
 	Meta            []byte            // persisted membership history, if any
 	ElectionTicks   int               // follower waits [E, 2E) ticks without a leader message
@@ -680,7 +682,7 @@ func (c *core) initHistory() {
 	} else if !c.cfg.Join {
 		ms := make([]Member, 0, len(c.cfg.Peers))
 		for _, id := range c.cfg.Peers {
-			ms = append(ms, Member{ID: id, Addr: c.cfg.Addrs[id]})
+			ms = append(ms, Member{ID: id, Addr: c.cfg.Addrs[id], Learner: slices.Contains(c.cfg.Learners, id)})
 		}
 		c.hist = genesis(ms)
 	}

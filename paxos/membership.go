@@ -29,6 +29,11 @@ type Member struct {
 	// Info is opaque to the engine, carried with the member through the
 	// log (binlogd stores the member's other addresses there).
 	Info []byte
+	// Learner: the member follows the log (the leader sends it every
+	// Accept and chosen index, it fetches what it misses) but never votes:
+	// quorums count voters only, it never campaigns, and its promises and
+	// votes are ignored. PromoteLearner and DemoteVoter flip it.
+	Learner bool
 }
 
 // Membership is one configuration of the cluster.
@@ -41,8 +46,31 @@ type Membership struct {
 	Members []Member // sorted by ID
 }
 
-// Has reports whether id is a member.
+// Has reports whether id is a member (voter or learner).
 func (m *Membership) Has(id uint32) bool { return m.find(id) >= 0 }
+
+// IsVoter reports whether id is a member that votes (not a learner).
+func (m *Membership) IsVoter(id uint32) bool {
+	k := m.find(id)
+	return k >= 0 && !m.Members[k].Learner
+}
+
+// IsLearner reports whether id is a learner.
+func (m *Membership) IsLearner(id uint32) bool {
+	k := m.find(id)
+	return k >= 0 && m.Members[k].Learner
+}
+
+// Voters returns how many members vote: a quorum is Voters()/2+1 of them.
+func (m *Membership) Voters() int {
+	n := 0
+	for _, x := range m.Members {
+		if !x.Learner {
+			n++
+		}
+	}
+	return n
+}
 
 func (m *Membership) find(id uint32) int {
 	for i := range m.Members {
@@ -62,6 +90,17 @@ func (m *Membership) IDs() []uint32 {
 	return ids
 }
 
+// learners returns the learners' ids in order.
+func (m *Membership) learners() []uint32 {
+	var ids []uint32
+	for _, x := range m.Members {
+		if x.Learner {
+			ids = append(ids, x.ID)
+		}
+	}
+	return ids
+}
+
 // Errors of membership changes.
 var (
 	// ErrMembershipPending: an earlier change is not active yet (one change
@@ -77,7 +116,13 @@ var (
 // membershipChange is the data of a flagMembership command.
 //
 //	uvarint(prev) members
-//	members = uvarint(n) { uvarint(id) uvarint(len) addr uvarint(len) info }*
+//	members = uvarint(n) { uvarint(id | learner<<32) uvarint(len) addr uvarint(len) info }*
+//
+// The learner flag rides in bit 32 of the id's uvarint, so a log or a
+// history written before learners existed decodes unchanged. A binary
+// that predates learners rejects a member with the bit set (id above
+// 2^32-1): every node must run a learner-aware build before the first
+// learner is added.
 type membershipChange struct {
 	Prev    uint64 // Index of the configuration it replaces
 	Members []Member
@@ -86,7 +131,11 @@ type membershipChange struct {
 func appendMembers(b []byte, ms []Member) []byte {
 	b = binary.AppendUvarint(b, uint64(len(ms)))
 	for _, m := range ms {
-		b = binary.AppendUvarint(b, uint64(m.ID))
+		id := uint64(m.ID)
+		if m.Learner {
+			id |= learnerBit
+		}
+		b = binary.AppendUvarint(b, id)
 		b = binary.AppendUvarint(b, uint64(len(m.Addr)))
 		b = append(b, m.Addr...)
 		b = binary.AppendUvarint(b, uint64(len(m.Info)))
@@ -110,6 +159,8 @@ func decodeMembers(b []byte) ([]Member, []byte, error) {
 		if id, b, err = uvarint(b, "member id"); err != nil {
 			return nil, nil, err
 		}
+		m.Learner = id&learnerBit != 0
+		id &^= learnerBit
 		if id == 0 || id > 1<<32-1 {
 			return nil, nil, fmt.Errorf("%w: member id %d", ErrBadValue, id)
 		}
@@ -135,6 +186,9 @@ func decodeMembers(b []byte) ([]Member, []byte, error) {
 	}
 	return ms, b, nil
 }
+
+// learnerBit marks a learner in a member's encoded id (see membershipChange).
+const learnerBit = 1 << 32
 
 func encodeChange(ch membershipChange) []byte {
 	b := binary.AppendUvarint(nil, ch.Prev)
@@ -210,11 +264,23 @@ func (h *history) check(index uint64, ch membershipChange) error {
 	return diffOne(cur.Members, ch.Members)
 }
 
-// diffOne checks that next is cur with exactly one member added or
-// removed, everyone else unchanged.
+// diffOne checks that next is cur with exactly one member added,
+// removed, promoted (learner to voter) or demoted (voter to learner),
+// everyone else unchanged: so the voters change by at most one, which is
+// what keeps the old and new majorities intersecting (doc.go). At least
+// one voter must remain.
 func diffOne(cur, next []Member) error {
 	if len(next) == 0 {
 		return fmt.Errorf("%w: no members left", ErrBadMembership)
+	}
+	voters := 0
+	for _, m := range next {
+		if !m.Learner {
+			voters++
+		}
+	}
+	if voters == 0 {
+		return fmt.Errorf("%w: no voters left (learners alone cannot choose anything)", ErrBadMembership)
 	}
 	if len(next) > 64 {
 		return fmt.Errorf("%w: %d members, at most 64", ErrBadMembership, len(next))
@@ -230,13 +296,15 @@ func diffOne(cur, next []Member) error {
 	for _, m := range cur {
 		old[m.ID] = m
 	}
-	added, removed := 0, 0
+	added, removed, flipped := 0, 0, 0
 	for _, m := range next {
 		o, ok := old[m.ID]
 		if !ok {
 			added++
 		} else if o.Addr != m.Addr || !bytes.Equal(o.Info, m.Info) {
 			return fmt.Errorf("%w: member %d changed its address; remove and re-add it", ErrBadMembership, m.ID)
+		} else if o.Learner != m.Learner {
+			flipped++
 		}
 	}
 	for id := range old {
@@ -244,8 +312,8 @@ func diffOne(cur, next []Member) error {
 			removed++
 		}
 	}
-	if added+removed != 1 {
-		return fmt.Errorf("%w: %d added and %d removed; change one member at a time", ErrBadMembership, added, removed)
+	if added+removed+flipped != 1 {
+		return fmt.Errorf("%w: %d added, %d removed and %d promoted or demoted; change one member at a time", ErrBadMembership, added, removed, flipped)
 	}
 	return nil
 }
@@ -321,7 +389,7 @@ func decodeHistory(b []byte) (*history, error) {
 func (h *history) merge(o *history) (changed bool, err error) {
 	for k, it := range o.items {
 		if k < len(h.items) {
-			if h.items[k].Index != it.Index || !slices.Equal(h.items[k].IDs(), it.IDs()) {
+			if h.items[k].Index != it.Index || !slices.Equal(h.items[k].IDs(), it.IDs()) || !slices.Equal(h.items[k].learners(), it.learners()) {
 				return false, fmt.Errorf("%w: membership history differs at item %d (index %d vs %d): another cluster?", ErrBadValue, k, h.items[k].Index, it.Index)
 			}
 			continue

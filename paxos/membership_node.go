@@ -55,6 +55,40 @@ func (n *Node) RemoveMember(ctx context.Context, id uint32) (Membership, error) 
 	return n.changeMembership(ctx, cur, next)
 }
 
+// PromoteLearner makes learner id a voter through the log (one change);
+// it returns once the change is active. The engine does not check that
+// the learner has caught up: the caller does (binlogd: members.go), since
+// a lagging voter is safe but a poor one (it votes at once, while it
+// fetches what it lacks). Errors as for AddMember; ErrBadMembership if id
+// is not a learner.
+func (n *Node) PromoteLearner(ctx context.Context, id uint32) (Membership, error) {
+	return n.flipLearner(ctx, id, false)
+}
+
+// DemoteVoter makes voter id a learner through the log (one change); it
+// returns once active. A leader demoted steps down once the change is
+// active, like a removed one. ErrBadMembership if id is not a voter or is
+// the last one.
+func (n *Node) DemoteVoter(ctx context.Context, id uint32) (Membership, error) {
+	return n.flipLearner(ctx, id, true)
+}
+
+func (n *Node) flipLearner(ctx context.Context, id uint32, learner bool) (Membership, error) {
+	cur, _ := n.Membership()
+	k := cur.find(id)
+	switch {
+	case k < 0:
+		return cur, fmt.Errorf("%w: node %d is not a member", ErrBadMembership, id)
+	case learner && cur.Members[k].Learner:
+		return cur, fmt.Errorf("%w: node %d is already a learner", ErrBadMembership, id)
+	case !learner && !cur.Members[k].Learner:
+		return cur, fmt.Errorf("%w: node %d is not a learner", ErrBadMembership, id)
+	}
+	next := slices.Clone(cur.Members)
+	next[k].Learner = learner
+	return n.changeMembership(ctx, cur, next)
+}
+
 func (n *Node) changeMembership(ctx context.Context, cur Membership, next []Member) (Membership, error) {
 	if cur.Members == nil {
 		return cur, fmt.Errorf("%w: this node does not know the members yet", ErrMembershipPending)

@@ -676,6 +676,94 @@ func (x *RemoveMemberRequest) GetId() uint32 {
 	return 0
 }
 
+type PromoteMemberRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            uint32                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PromoteMemberRequest) Reset() {
+	*x = PromoteMemberRequest{}
+	mi := &file_admin_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PromoteMemberRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PromoteMemberRequest) ProtoMessage() {}
+
+func (x *PromoteMemberRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PromoteMemberRequest.ProtoReflect.Descriptor instead.
+func (*PromoteMemberRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *PromoteMemberRequest) GetId() uint32 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+type DemoteMemberRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            uint32                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DemoteMemberRequest) Reset() {
+	*x = DemoteMemberRequest{}
+	mi := &file_admin_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DemoteMemberRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DemoteMemberRequest) ProtoMessage() {}
+
+func (x *DemoteMemberRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DemoteMemberRequest.ProtoReflect.Descriptor instead.
+func (*DemoteMemberRequest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *DemoteMemberRequest) GetId() uint32 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
 type StatusRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -684,7 +772,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_admin_proto_msgTypes[11]
+	mi := &file_admin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -696,7 +784,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[11]
+	mi := &file_admin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -709,24 +797,28 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{11}
+	return file_admin_proto_rawDescGZIP(), []int{13}
 }
 
 type Member struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            uint32                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
-	GrpcAddr      string                 `protobuf:"bytes,2,opt,name=grpc_addr,json=grpcAddr,proto3" json:"grpc_addr,omitempty"`    // binlogd peer/admin gRPC
-	MysqlAddr     string                 `protobuf:"bytes,3,opt,name=mysql_addr,json=mysqlAddr,proto3" json:"mysql_addr,omitempty"` // the node's MariaDB
-	ReplAddr      string                 `protobuf:"bytes,4,opt,name=repl_addr,json=replAddr,proto3" json:"repl_addr,omitempty"`    // binlogd replication-master endpoint
-	ProxyAddr     string                 `protobuf:"bytes,5,opt,name=proxy_addr,json=proxyAddr,proto3" json:"proxy_addr,omitempty"` // the node's sqlproxy (linearizable port)
-	Witness       bool                   `protobuf:"varint,6,opt,name=witness,proto3" json:"witness,omitempty"`                     // a voter without MariaDB (mysql_addr empty): never master, never a read replica
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Id        uint32                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	GrpcAddr  string                 `protobuf:"bytes,2,opt,name=grpc_addr,json=grpcAddr,proto3" json:"grpc_addr,omitempty"`    // binlogd peer/admin gRPC
+	MysqlAddr string                 `protobuf:"bytes,3,opt,name=mysql_addr,json=mysqlAddr,proto3" json:"mysql_addr,omitempty"` // the node's MariaDB
+	ReplAddr  string                 `protobuf:"bytes,4,opt,name=repl_addr,json=replAddr,proto3" json:"repl_addr,omitempty"`    // binlogd replication-master endpoint
+	ProxyAddr string                 `protobuf:"bytes,5,opt,name=proxy_addr,json=proxyAddr,proto3" json:"proxy_addr,omitempty"` // the node's sqlproxy (linearizable port)
+	Witness   bool                   `protobuf:"varint,6,opt,name=witness,proto3" json:"witness,omitempty"`                     // a voter without MariaDB (mysql_addr empty): never master, never a read replica
+	// A learner follows the log and serves reads (a replica) but never
+	// votes, never counts toward a majority and is never master. The log
+	// holds the flag (promote/demote flip it); false on older binlogds.
+	Learner       bool `protobuf:"varint,7,opt,name=learner,proto3" json:"learner,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_admin_proto_msgTypes[12]
+	mi := &file_admin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -738,7 +830,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[12]
+	mi := &file_admin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -751,7 +843,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{12}
+	return file_admin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Member) GetId() uint32 {
@@ -792,6 +884,13 @@ func (x *Member) GetProxyAddr() string {
 func (x *Member) GetWitness() bool {
 	if x != nil {
 		return x.Witness
+	}
+	return false
+}
+
+func (x *Member) GetLearner() bool {
+	if x != nil {
+		return x.Learner
 	}
 	return false
 }
@@ -841,13 +940,16 @@ type NodeStatus struct {
 	// again, so log retention keeps the log from here. "" from a binlogd
 	// that predates it (its MariaDB is durable: use mysql_gtid_pos).
 	MysqlDurableGtidPos string `protobuf:"bytes,24,opt,name=mysql_durable_gtid_pos,json=mysqlDurableGtidPos,proto3" json:"mysql_durable_gtid_pos,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// learner: this node is a learner (members[].learner): a replica that
+	// does not vote and is never master. Its role is REPLICA (or UNSAFE).
+	Learner       bool `protobuf:"varint,25,opt,name=learner,proto3" json:"learner,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *NodeStatus) Reset() {
 	*x = NodeStatus{}
-	mi := &file_admin_proto_msgTypes[13]
+	mi := &file_admin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -859,7 +961,7 @@ func (x *NodeStatus) String() string {
 func (*NodeStatus) ProtoMessage() {}
 
 func (x *NodeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[13]
+	mi := &file_admin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -872,7 +974,7 @@ func (x *NodeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStatus.ProtoReflect.Descriptor instead.
 func (*NodeStatus) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{13}
+	return file_admin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *NodeStatus) GetNodeId() uint32 {
@@ -1043,6 +1145,13 @@ func (x *NodeStatus) GetMysqlDurableGtidPos() string {
 	return ""
 }
 
+func (x *NodeStatus) GetLearner() bool {
+	if x != nil {
+		return x.Learner
+	}
+	return false
+}
+
 type RecoverPointRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	NodeId uint32                 `protobuf:"varint,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
@@ -1054,7 +1163,7 @@ type RecoverPointRequest struct {
 
 func (x *RecoverPointRequest) Reset() {
 	*x = RecoverPointRequest{}
-	mi := &file_admin_proto_msgTypes[14]
+	mi := &file_admin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1066,7 +1175,7 @@ func (x *RecoverPointRequest) String() string {
 func (*RecoverPointRequest) ProtoMessage() {}
 
 func (x *RecoverPointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[14]
+	mi := &file_admin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1079,7 +1188,7 @@ func (x *RecoverPointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecoverPointRequest.ProtoReflect.Descriptor instead.
 func (*RecoverPointRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{14}
+	return file_admin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *RecoverPointRequest) GetNodeId() uint32 {
@@ -1109,7 +1218,7 @@ type RecoverPointReply struct {
 
 func (x *RecoverPointReply) Reset() {
 	*x = RecoverPointReply{}
-	mi := &file_admin_proto_msgTypes[15]
+	mi := &file_admin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1121,7 +1230,7 @@ func (x *RecoverPointReply) String() string {
 func (*RecoverPointReply) ProtoMessage() {}
 
 func (x *RecoverPointReply) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[15]
+	mi := &file_admin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1134,7 +1243,7 @@ func (x *RecoverPointReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecoverPointReply.ProtoReflect.Descriptor instead.
 func (*RecoverPointReply) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{15}
+	return file_admin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RecoverPointReply) GetValid() []bool {
@@ -1174,7 +1283,7 @@ type SwitchoverRequest struct {
 
 func (x *SwitchoverRequest) Reset() {
 	*x = SwitchoverRequest{}
-	mi := &file_admin_proto_msgTypes[16]
+	mi := &file_admin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1186,7 +1295,7 @@ func (x *SwitchoverRequest) String() string {
 func (*SwitchoverRequest) ProtoMessage() {}
 
 func (x *SwitchoverRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[16]
+	mi := &file_admin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1199,7 +1308,7 @@ func (x *SwitchoverRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SwitchoverRequest.ProtoReflect.Descriptor instead.
 func (*SwitchoverRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{16}
+	return file_admin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SwitchoverRequest) GetTo() uint32 {
@@ -1219,7 +1328,7 @@ type SwitchoverReply struct {
 
 func (x *SwitchoverReply) Reset() {
 	*x = SwitchoverReply{}
-	mi := &file_admin_proto_msgTypes[17]
+	mi := &file_admin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1231,7 +1340,7 @@ func (x *SwitchoverReply) String() string {
 func (*SwitchoverReply) ProtoMessage() {}
 
 func (x *SwitchoverReply) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[17]
+	mi := &file_admin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1244,7 +1353,7 @@ func (x *SwitchoverReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SwitchoverReply.ProtoReflect.Descriptor instead.
 func (*SwitchoverReply) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{17}
+	return file_admin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SwitchoverReply) GetLeaseVersion() uint64 {
@@ -1271,7 +1380,7 @@ type BackupRequest struct {
 
 func (x *BackupRequest) Reset() {
 	*x = BackupRequest{}
-	mi := &file_admin_proto_msgTypes[18]
+	mi := &file_admin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1283,7 +1392,7 @@ func (x *BackupRequest) String() string {
 func (*BackupRequest) ProtoMessage() {}
 
 func (x *BackupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[18]
+	mi := &file_admin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1296,7 +1405,7 @@ func (x *BackupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupRequest.ProtoReflect.Descriptor instead.
 func (*BackupRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{18}
+	return file_admin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *BackupRequest) GetNodeId() uint32 {
@@ -1325,7 +1434,7 @@ type BackupInfo struct {
 
 func (x *BackupInfo) Reset() {
 	*x = BackupInfo{}
-	mi := &file_admin_proto_msgTypes[19]
+	mi := &file_admin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1337,7 +1446,7 @@ func (x *BackupInfo) String() string {
 func (*BackupInfo) ProtoMessage() {}
 
 func (x *BackupInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[19]
+	mi := &file_admin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1350,7 +1459,7 @@ func (x *BackupInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupInfo.ProtoReflect.Descriptor instead.
 func (*BackupInfo) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{19}
+	return file_admin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *BackupInfo) GetSourceNode() uint32 {
@@ -1391,7 +1500,7 @@ type BackupChunk struct {
 
 func (x *BackupChunk) Reset() {
 	*x = BackupChunk{}
-	mi := &file_admin_proto_msgTypes[20]
+	mi := &file_admin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1403,7 +1512,7 @@ func (x *BackupChunk) String() string {
 func (*BackupChunk) ProtoMessage() {}
 
 func (x *BackupChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[20]
+	mi := &file_admin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1416,7 +1525,7 @@ func (x *BackupChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupChunk.ProtoReflect.Descriptor instead.
 func (*BackupChunk) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{20}
+	return file_admin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *BackupChunk) GetInfo() *BackupInfo {
@@ -1479,8 +1588,12 @@ const file_admin_proto_rawDesc = "" +
 	"\x10AddMemberRequest\x12+\n" +
 	"\x06member\x18\x01 \x01(\v2\x13.phxgo.admin.MemberR\x06member\"%\n" +
 	"\x13RemoveMemberRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\rR\x02id\"&\n" +
+	"\x14PromoteMemberRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\rR\x02id\"%\n" +
+	"\x13DemoteMemberRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\rR\x02id\"\x0f\n" +
-	"\rStatusRequest\"\xaa\x01\n" +
+	"\rStatusRequest\"\xc4\x01\n" +
 	"\x06Member\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\rR\x02id\x12\x1b\n" +
 	"\tgrpc_addr\x18\x02 \x01(\tR\bgrpcAddr\x12\x1d\n" +
@@ -1489,7 +1602,8 @@ const file_admin_proto_rawDesc = "" +
 	"\trepl_addr\x18\x04 \x01(\tR\breplAddr\x12\x1d\n" +
 	"\n" +
 	"proxy_addr\x18\x05 \x01(\tR\tproxyAddr\x12\x18\n" +
-	"\awitness\x18\x06 \x01(\bR\awitness\"\xda\x06\n" +
+	"\awitness\x18\x06 \x01(\bR\awitness\x12\x18\n" +
+	"\alearner\x18\a \x01(\bR\alearner\"\xf4\x06\n" +
 	"\n" +
 	"NodeStatus\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\rR\x06nodeId\x12%\n" +
@@ -1519,7 +1633,8 @@ const file_admin_proto_rawDesc = "" +
 	"\vlag_seconds\x18\x16 \x01(\x03R\n" +
 	"lagSeconds\x12\x19\n" +
 	"\bmysql_up\x18\x17 \x01(\bR\amysqlUp\x123\n" +
-	"\x16mysql_durable_gtid_pos\x18\x18 \x01(\tR\x13mysqlDurableGtidPos\"D\n" +
+	"\x16mysql_durable_gtid_pos\x18\x18 \x01(\tR\x13mysqlDurableGtidPos\x12\x18\n" +
+	"\alearner\x18\x19 \x01(\bR\alearner\"D\n" +
 	"\x13RecoverPointRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\rR\x06nodeId\x12\x14\n" +
 	"\x05gtids\x18\x02 \x03(\tR\x05gtids\"\x7f\n" +
@@ -1552,7 +1667,7 @@ const file_admin_proto_rawDesc = "" +
 	"\x0eROLE_CANDIDATE\x10\x02\x12\x0f\n" +
 	"\vROLE_MASTER\x10\x03\x12\x0f\n" +
 	"\vROLE_UNSAFE\x10\x04\x12\x10\n" +
-	"\fROLE_WITNESS\x10\x052\x90\x06\n" +
+	"\fROLE_WITNESS\x10\x052\xac\a\n" +
 	"\x05Admin\x12=\n" +
 	"\x06Status\x12\x1a.phxgo.admin.StatusRequest\x1a\x17.phxgo.admin.NodeStatus\x12P\n" +
 	"\fRecoverPoint\x12 .phxgo.admin.RecoverPointRequest\x1a\x1e.phxgo.admin.RecoverPointReply\x12J\n" +
@@ -1560,7 +1675,9 @@ const file_admin_proto_rawDesc = "" +
 	"Switchover\x12\x1e.phxgo.admin.SwitchoverRequest\x1a\x1c.phxgo.admin.SwitchoverReply\x12A\n" +
 	"\aMembers\x12\x1b.phxgo.admin.MembersRequest\x1a\x19.phxgo.admin.MembersReply\x12E\n" +
 	"\tAddMember\x12\x1d.phxgo.admin.AddMemberRequest\x1a\x19.phxgo.admin.MembersReply\x12K\n" +
-	"\fRemoveMember\x12 .phxgo.admin.RemoveMemberRequest\x1a\x19.phxgo.admin.MembersReply\x12@\n" +
+	"\fRemoveMember\x12 .phxgo.admin.RemoveMemberRequest\x1a\x19.phxgo.admin.MembersReply\x12M\n" +
+	"\rPromoteMember\x12!.phxgo.admin.PromoteMemberRequest\x1a\x19.phxgo.admin.MembersReply\x12K\n" +
+	"\fDemoteMember\x12 .phxgo.admin.DemoteMemberRequest\x1a\x19.phxgo.admin.MembersReply\x12@\n" +
 	"\x06Backup\x12\x1a.phxgo.admin.BackupRequest\x1a\x18.phxgo.admin.BackupChunk0\x01\x12J\n" +
 	"\n" +
 	"ReadWindow\x12\x1e.phxgo.admin.ReadWindowRequest\x1a\x1c.phxgo.admin.ReadWindowReply\x12:\n" +
@@ -1581,63 +1698,69 @@ func file_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_admin_proto_goTypes = []any{
-	(Role)(0),                   // 0: phxgo.admin.Role
-	(*WatchStatusRequest)(nil),  // 1: phxgo.admin.WatchStatusRequest
-	(*ReloadRequest)(nil),       // 2: phxgo.admin.ReloadRequest
-	(*ReloadReply)(nil),         // 3: phxgo.admin.ReloadReply
-	(*EventsRequest)(nil),       // 4: phxgo.admin.EventsRequest
-	(*Event)(nil),               // 5: phxgo.admin.Event
-	(*ReadWindowRequest)(nil),   // 6: phxgo.admin.ReadWindowRequest
-	(*ReadWindowReply)(nil),     // 7: phxgo.admin.ReadWindowReply
-	(*MembersRequest)(nil),      // 8: phxgo.admin.MembersRequest
-	(*MembersReply)(nil),        // 9: phxgo.admin.MembersReply
-	(*AddMemberRequest)(nil),    // 10: phxgo.admin.AddMemberRequest
-	(*RemoveMemberRequest)(nil), // 11: phxgo.admin.RemoveMemberRequest
-	(*StatusRequest)(nil),       // 12: phxgo.admin.StatusRequest
-	(*Member)(nil),              // 13: phxgo.admin.Member
-	(*NodeStatus)(nil),          // 14: phxgo.admin.NodeStatus
-	(*RecoverPointRequest)(nil), // 15: phxgo.admin.RecoverPointRequest
-	(*RecoverPointReply)(nil),   // 16: phxgo.admin.RecoverPointReply
-	(*SwitchoverRequest)(nil),   // 17: phxgo.admin.SwitchoverRequest
-	(*SwitchoverReply)(nil),     // 18: phxgo.admin.SwitchoverReply
-	(*BackupRequest)(nil),       // 19: phxgo.admin.BackupRequest
-	(*BackupInfo)(nil),          // 20: phxgo.admin.BackupInfo
-	(*BackupChunk)(nil),         // 21: phxgo.admin.BackupChunk
-	nil,                         // 22: phxgo.admin.Event.DetailsEntry
+	(Role)(0),                    // 0: phxgo.admin.Role
+	(*WatchStatusRequest)(nil),   // 1: phxgo.admin.WatchStatusRequest
+	(*ReloadRequest)(nil),        // 2: phxgo.admin.ReloadRequest
+	(*ReloadReply)(nil),          // 3: phxgo.admin.ReloadReply
+	(*EventsRequest)(nil),        // 4: phxgo.admin.EventsRequest
+	(*Event)(nil),                // 5: phxgo.admin.Event
+	(*ReadWindowRequest)(nil),    // 6: phxgo.admin.ReadWindowRequest
+	(*ReadWindowReply)(nil),      // 7: phxgo.admin.ReadWindowReply
+	(*MembersRequest)(nil),       // 8: phxgo.admin.MembersRequest
+	(*MembersReply)(nil),         // 9: phxgo.admin.MembersReply
+	(*AddMemberRequest)(nil),     // 10: phxgo.admin.AddMemberRequest
+	(*RemoveMemberRequest)(nil),  // 11: phxgo.admin.RemoveMemberRequest
+	(*PromoteMemberRequest)(nil), // 12: phxgo.admin.PromoteMemberRequest
+	(*DemoteMemberRequest)(nil),  // 13: phxgo.admin.DemoteMemberRequest
+	(*StatusRequest)(nil),        // 14: phxgo.admin.StatusRequest
+	(*Member)(nil),               // 15: phxgo.admin.Member
+	(*NodeStatus)(nil),           // 16: phxgo.admin.NodeStatus
+	(*RecoverPointRequest)(nil),  // 17: phxgo.admin.RecoverPointRequest
+	(*RecoverPointReply)(nil),    // 18: phxgo.admin.RecoverPointReply
+	(*SwitchoverRequest)(nil),    // 19: phxgo.admin.SwitchoverRequest
+	(*SwitchoverReply)(nil),      // 20: phxgo.admin.SwitchoverReply
+	(*BackupRequest)(nil),        // 21: phxgo.admin.BackupRequest
+	(*BackupInfo)(nil),           // 22: phxgo.admin.BackupInfo
+	(*BackupChunk)(nil),          // 23: phxgo.admin.BackupChunk
+	nil,                          // 24: phxgo.admin.Event.DetailsEntry
 }
 var file_admin_proto_depIdxs = []int32{
-	22, // 0: phxgo.admin.Event.details:type_name -> phxgo.admin.Event.DetailsEntry
-	13, // 1: phxgo.admin.MembersReply.members:type_name -> phxgo.admin.Member
-	13, // 2: phxgo.admin.AddMemberRequest.member:type_name -> phxgo.admin.Member
+	24, // 0: phxgo.admin.Event.details:type_name -> phxgo.admin.Event.DetailsEntry
+	15, // 1: phxgo.admin.MembersReply.members:type_name -> phxgo.admin.Member
+	15, // 2: phxgo.admin.AddMemberRequest.member:type_name -> phxgo.admin.Member
 	0,  // 3: phxgo.admin.NodeStatus.role:type_name -> phxgo.admin.Role
-	13, // 4: phxgo.admin.NodeStatus.members:type_name -> phxgo.admin.Member
-	20, // 5: phxgo.admin.BackupChunk.info:type_name -> phxgo.admin.BackupInfo
-	12, // 6: phxgo.admin.Admin.Status:input_type -> phxgo.admin.StatusRequest
-	15, // 7: phxgo.admin.Admin.RecoverPoint:input_type -> phxgo.admin.RecoverPointRequest
-	17, // 8: phxgo.admin.Admin.Switchover:input_type -> phxgo.admin.SwitchoverRequest
+	15, // 4: phxgo.admin.NodeStatus.members:type_name -> phxgo.admin.Member
+	22, // 5: phxgo.admin.BackupChunk.info:type_name -> phxgo.admin.BackupInfo
+	14, // 6: phxgo.admin.Admin.Status:input_type -> phxgo.admin.StatusRequest
+	17, // 7: phxgo.admin.Admin.RecoverPoint:input_type -> phxgo.admin.RecoverPointRequest
+	19, // 8: phxgo.admin.Admin.Switchover:input_type -> phxgo.admin.SwitchoverRequest
 	8,  // 9: phxgo.admin.Admin.Members:input_type -> phxgo.admin.MembersRequest
 	10, // 10: phxgo.admin.Admin.AddMember:input_type -> phxgo.admin.AddMemberRequest
 	11, // 11: phxgo.admin.Admin.RemoveMember:input_type -> phxgo.admin.RemoveMemberRequest
-	19, // 12: phxgo.admin.Admin.Backup:input_type -> phxgo.admin.BackupRequest
-	6,  // 13: phxgo.admin.Admin.ReadWindow:input_type -> phxgo.admin.ReadWindowRequest
-	4,  // 14: phxgo.admin.Admin.Events:input_type -> phxgo.admin.EventsRequest
-	2,  // 15: phxgo.admin.Admin.Reload:input_type -> phxgo.admin.ReloadRequest
-	1,  // 16: phxgo.admin.Admin.WatchStatus:input_type -> phxgo.admin.WatchStatusRequest
-	14, // 17: phxgo.admin.Admin.Status:output_type -> phxgo.admin.NodeStatus
-	16, // 18: phxgo.admin.Admin.RecoverPoint:output_type -> phxgo.admin.RecoverPointReply
-	18, // 19: phxgo.admin.Admin.Switchover:output_type -> phxgo.admin.SwitchoverReply
-	9,  // 20: phxgo.admin.Admin.Members:output_type -> phxgo.admin.MembersReply
-	9,  // 21: phxgo.admin.Admin.AddMember:output_type -> phxgo.admin.MembersReply
-	9,  // 22: phxgo.admin.Admin.RemoveMember:output_type -> phxgo.admin.MembersReply
-	21, // 23: phxgo.admin.Admin.Backup:output_type -> phxgo.admin.BackupChunk
-	7,  // 24: phxgo.admin.Admin.ReadWindow:output_type -> phxgo.admin.ReadWindowReply
-	5,  // 25: phxgo.admin.Admin.Events:output_type -> phxgo.admin.Event
-	3,  // 26: phxgo.admin.Admin.Reload:output_type -> phxgo.admin.ReloadReply
-	14, // 27: phxgo.admin.Admin.WatchStatus:output_type -> phxgo.admin.NodeStatus
-	17, // [17:28] is the sub-list for method output_type
-	6,  // [6:17] is the sub-list for method input_type
+	12, // 12: phxgo.admin.Admin.PromoteMember:input_type -> phxgo.admin.PromoteMemberRequest
+	13, // 13: phxgo.admin.Admin.DemoteMember:input_type -> phxgo.admin.DemoteMemberRequest
+	21, // 14: phxgo.admin.Admin.Backup:input_type -> phxgo.admin.BackupRequest
+	6,  // 15: phxgo.admin.Admin.ReadWindow:input_type -> phxgo.admin.ReadWindowRequest
+	4,  // 16: phxgo.admin.Admin.Events:input_type -> phxgo.admin.EventsRequest
+	2,  // 17: phxgo.admin.Admin.Reload:input_type -> phxgo.admin.ReloadRequest
+	1,  // 18: phxgo.admin.Admin.WatchStatus:input_type -> phxgo.admin.WatchStatusRequest
+	16, // 19: phxgo.admin.Admin.Status:output_type -> phxgo.admin.NodeStatus
+	18, // 20: phxgo.admin.Admin.RecoverPoint:output_type -> phxgo.admin.RecoverPointReply
+	20, // 21: phxgo.admin.Admin.Switchover:output_type -> phxgo.admin.SwitchoverReply
+	9,  // 22: phxgo.admin.Admin.Members:output_type -> phxgo.admin.MembersReply
+	9,  // 23: phxgo.admin.Admin.AddMember:output_type -> phxgo.admin.MembersReply
+	9,  // 24: phxgo.admin.Admin.RemoveMember:output_type -> phxgo.admin.MembersReply
+	9,  // 25: phxgo.admin.Admin.PromoteMember:output_type -> phxgo.admin.MembersReply
+	9,  // 26: phxgo.admin.Admin.DemoteMember:output_type -> phxgo.admin.MembersReply
+	23, // 27: phxgo.admin.Admin.Backup:output_type -> phxgo.admin.BackupChunk
+	7,  // 28: phxgo.admin.Admin.ReadWindow:output_type -> phxgo.admin.ReadWindowReply
+	5,  // 29: phxgo.admin.Admin.Events:output_type -> phxgo.admin.Event
+	3,  // 30: phxgo.admin.Admin.Reload:output_type -> phxgo.admin.ReloadReply
+	16, // 31: phxgo.admin.Admin.WatchStatus:output_type -> phxgo.admin.NodeStatus
+	19, // [19:32] is the sub-list for method output_type
+	6,  // [6:19] is the sub-list for method input_type
 	6,  // [6:6] is the sub-list for extension type_name
 	6,  // [6:6] is the sub-list for extension extendee
 	0,  // [0:6] is the sub-list for field type_name
@@ -1654,7 +1777,7 @@ func file_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_admin_proto_rawDesc), len(file_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   22,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

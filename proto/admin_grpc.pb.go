@@ -19,17 +19,19 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Admin_Status_FullMethodName       = "/phxgo.admin.Admin/Status"
-	Admin_RecoverPoint_FullMethodName = "/phxgo.admin.Admin/RecoverPoint"
-	Admin_Switchover_FullMethodName   = "/phxgo.admin.Admin/Switchover"
-	Admin_Members_FullMethodName      = "/phxgo.admin.Admin/Members"
-	Admin_AddMember_FullMethodName    = "/phxgo.admin.Admin/AddMember"
-	Admin_RemoveMember_FullMethodName = "/phxgo.admin.Admin/RemoveMember"
-	Admin_Backup_FullMethodName       = "/phxgo.admin.Admin/Backup"
-	Admin_ReadWindow_FullMethodName   = "/phxgo.admin.Admin/ReadWindow"
-	Admin_Events_FullMethodName       = "/phxgo.admin.Admin/Events"
-	Admin_Reload_FullMethodName       = "/phxgo.admin.Admin/Reload"
-	Admin_WatchStatus_FullMethodName  = "/phxgo.admin.Admin/WatchStatus"
+	Admin_Status_FullMethodName        = "/phxgo.admin.Admin/Status"
+	Admin_RecoverPoint_FullMethodName  = "/phxgo.admin.Admin/RecoverPoint"
+	Admin_Switchover_FullMethodName    = "/phxgo.admin.Admin/Switchover"
+	Admin_Members_FullMethodName       = "/phxgo.admin.Admin/Members"
+	Admin_AddMember_FullMethodName     = "/phxgo.admin.Admin/AddMember"
+	Admin_RemoveMember_FullMethodName  = "/phxgo.admin.Admin/RemoveMember"
+	Admin_PromoteMember_FullMethodName = "/phxgo.admin.Admin/PromoteMember"
+	Admin_DemoteMember_FullMethodName  = "/phxgo.admin.Admin/DemoteMember"
+	Admin_Backup_FullMethodName        = "/phxgo.admin.Admin/Backup"
+	Admin_ReadWindow_FullMethodName    = "/phxgo.admin.Admin/ReadWindow"
+	Admin_Events_FullMethodName        = "/phxgo.admin.Admin/Events"
+	Admin_Reload_FullMethodName        = "/phxgo.admin.Admin/Reload"
+	Admin_WatchStatus_FullMethodName   = "/phxgo.admin.Admin/WatchStatus"
 )
 
 // AdminClient is the client API for Admin service.
@@ -56,6 +58,12 @@ type AdminClient interface {
 	// fails with FAILED_PRECONDITION. Both return once the change is active.
 	AddMember(ctx context.Context, in *AddMemberRequest, opts ...grpc.CallOption) (*MembersReply, error)
 	RemoveMember(ctx context.Context, in *RemoveMemberRequest, opts ...grpc.CallOption) (*MembersReply, error)
+	// PromoteMember makes a learner a voter; DemoteMember makes a voter a
+	// learner. Each is one membership change through the log, returned once
+	// active. Promote needs the learner caught up (FAILED_PRECONDITION
+	// otherwise); demote refuses the master and the last data voter.
+	PromoteMember(ctx context.Context, in *PromoteMemberRequest, opts ...grpc.CallOption) (*MembersReply, error)
+	DemoteMember(ctx context.Context, in *DemoteMemberRequest, opts ...grpc.CallOption) (*MembersReply, error)
 	// Backup streams a physical copy of this node's MariaDB (mariadb-backup
 	// --stream=xbstream) for `binlogd reseed` (binlogd/reseed). The first
 	// chunk carries only info; the rest carry the stream. A master refuses
@@ -164,6 +172,26 @@ func (c *adminClient) RemoveMember(ctx context.Context, in *RemoveMemberRequest,
 	return out, nil
 }
 
+func (c *adminClient) PromoteMember(ctx context.Context, in *PromoteMemberRequest, opts ...grpc.CallOption) (*MembersReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MembersReply)
+	err := c.cc.Invoke(ctx, Admin_PromoteMember_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) DemoteMember(ctx context.Context, in *DemoteMemberRequest, opts ...grpc.CallOption) (*MembersReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MembersReply)
+	err := c.cc.Invoke(ctx, Admin_DemoteMember_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *adminClient) Backup(ctx context.Context, in *BackupRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[BackupChunk], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	stream, err := c.cc.NewStream(ctx, &Admin_ServiceDesc.Streams[0], Admin_Backup_FullMethodName, cOpts...)
@@ -265,6 +293,12 @@ type AdminServer interface {
 	// fails with FAILED_PRECONDITION. Both return once the change is active.
 	AddMember(context.Context, *AddMemberRequest) (*MembersReply, error)
 	RemoveMember(context.Context, *RemoveMemberRequest) (*MembersReply, error)
+	// PromoteMember makes a learner a voter; DemoteMember makes a voter a
+	// learner. Each is one membership change through the log, returned once
+	// active. Promote needs the learner caught up (FAILED_PRECONDITION
+	// otherwise); demote refuses the master and the last data voter.
+	PromoteMember(context.Context, *PromoteMemberRequest) (*MembersReply, error)
+	DemoteMember(context.Context, *DemoteMemberRequest) (*MembersReply, error)
 	// Backup streams a physical copy of this node's MariaDB (mariadb-backup
 	// --stream=xbstream) for `binlogd reseed` (binlogd/reseed). The first
 	// chunk carries only info; the rest carry the stream. A master refuses
@@ -330,6 +364,12 @@ func (UnimplementedAdminServer) AddMember(context.Context, *AddMemberRequest) (*
 }
 func (UnimplementedAdminServer) RemoveMember(context.Context, *RemoveMemberRequest) (*MembersReply, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method RemoveMember not implemented")
+}
+func (UnimplementedAdminServer) PromoteMember(context.Context, *PromoteMemberRequest) (*MembersReply, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method PromoteMember not implemented")
+}
+func (UnimplementedAdminServer) DemoteMember(context.Context, *DemoteMemberRequest) (*MembersReply, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method DemoteMember not implemented")
 }
 func (UnimplementedAdminServer) Backup(*BackupRequest, grpc.ServerStreamingServer[BackupChunk]) error {
 	return status.Errorf(codes.Unimplemented, "method Backup not implemented")
@@ -475,6 +515,42 @@ func _Admin_RemoveMember_Handler(srv interface{}, ctx context.Context, dec func(
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Admin_PromoteMember_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PromoteMemberRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).PromoteMember(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_PromoteMember_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).PromoteMember(ctx, req.(*PromoteMemberRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_DemoteMember_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DemoteMemberRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).DemoteMember(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_DemoteMember_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).DemoteMember(ctx, req.(*DemoteMemberRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Admin_Backup_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(BackupRequest)
 	if err := stream.RecvMsg(m); err != nil {
@@ -574,6 +650,14 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RemoveMember",
 			Handler:    _Admin_RemoveMember_Handler,
+		},
+		{
+			MethodName: "PromoteMember",
+			Handler:    _Admin_PromoteMember_Handler,
+		},
+		{
+			MethodName: "DemoteMember",
+			Handler:    _Admin_DemoteMember_Handler,
 		},
 		{
 			MethodName: "ReadWindow",

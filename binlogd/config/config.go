@@ -33,6 +33,11 @@ type Member struct {
 	// and is never master. It travels with the member through the log
 	// (the membership entry's Info), so every node knows.
 	Witness bool `json:"witness,omitempty"`
+	// Learner: a data node that follows the log and serves reads but never
+	// votes and is never master (learner.go). For the initial members the
+	// config says so; afterwards the log does (binlogd members promote and
+	// demote flip it), and the log's flag wins over the entry's.
+	Learner bool `json:"learner,omitempty"`
 }
 
 // Duration is a time.Duration written as "5s" in JSON.
@@ -247,8 +252,11 @@ func (c *Config) Validate() error {
 	if err := c.validateWitness(); err != nil {
 		return err
 	}
-	if len(c.Members)%2 == 0 && !c.Join {
-		return c.bad("members", "%d members: use an odd number (an even one tolerates no more failures and splits votes)", len(c.Members))
+	if err := c.validateLearners(); err != nil {
+		return err
+	}
+	if v := c.voters(); v%2 == 0 && !c.Join {
+		return c.bad("members", "%d voting members: use an odd number (an even one tolerates no more failures and splits votes; learners do not count)", v)
 	}
 	if c.LeaseDuration.Duration < 500*time.Millisecond {
 		return c.bad("lease_duration", "%v is too short (min 500ms)", c.LeaseDuration.Duration)

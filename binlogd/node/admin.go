@@ -77,8 +77,9 @@ func (n *Node) Status() *pb.NodeStatus {
 	if n.witness() {
 		witnessStatus(st)
 	}
+	st.Learner = n.learner() // learner.go
 	for _, m := range n.members() {
-		st.Members = append(st.Members, &pb.Member{Id: m.ID, GrpcAddr: m.GRPCAddr, MysqlAddr: m.MySQLAddr, ProxyAddr: m.ProxyAddr, Witness: m.Witness})
+		st.Members = append(st.Members, pbMember(m))
 	}
 	return st
 }

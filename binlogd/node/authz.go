@@ -33,6 +33,7 @@ import (
 //	Admin/Switchover            -           -       yes
 //	Admin/AddMember             -           -       yes
 //	Admin/RemoveMember          -           -       yes
+//	Admin/Promote/DemoteMember  -           -       yes
 //	Admin/ReadWindow            yes (3)     yes     yes
 //	Admin/Events                yes         yes     yes (4)
 //	Admin/Reload                -           -       yes
@@ -69,18 +70,20 @@ var anyRole = []mtls.Role{mtls.RoleNode, mtls.RoleProxy, mtls.RoleAdmin}
 // policy maps gRPC full method names to their rule. A method not listed
 // is refused to everyone (TestPolicyCoversEveryMethod keeps it complete).
 var policy = map[string]rule{
-	pb.PaxosPeer_Send_FullMethodName:     {roles: []mtls.Role{mtls.RoleNode}},
-	pb.Admin_Status_FullMethodName:       {roles: anyRole},
-	pb.Admin_Members_FullMethodName:      {roles: []mtls.Role{mtls.RoleNode, mtls.RoleAdmin}},
-	pb.Admin_RecoverPoint_FullMethodName: {roles: []mtls.Role{mtls.RoleNode, mtls.RoleAdmin}, check: ownRecoverPoint},
-	pb.Admin_Switchover_FullMethodName:   {roles: []mtls.Role{mtls.RoleAdmin}},
-	pb.Admin_AddMember_FullMethodName:    {roles: []mtls.Role{mtls.RoleAdmin}},
-	pb.Admin_RemoveMember_FullMethodName: {roles: []mtls.Role{mtls.RoleAdmin}},
-	pb.Admin_Backup_FullMethodName:       {roles: []mtls.Role{mtls.RoleNode, mtls.RoleAdmin}}, // a node only for its own id: backup.go checks the request
-	pb.Admin_ReadWindow_FullMethodName:   {roles: anyRole},                                    // proxies ask; a node forwards a proxy's request to the master (windows.go)
-	pb.Admin_Events_FullMethodName:       {roles: anyRole},                                    // read-only: what the log already shows (binlogd/events)
-	pb.Admin_Reload_FullMethodName:       {roles: []mtls.Role{mtls.RoleAdmin}},                // swaps this node's certificate and log level
-	pb.Admin_WatchStatus_FullMethodName:  {roles: anyRole},                                    // Status, pushed: proxies route by it (watch.go)
+	pb.PaxosPeer_Send_FullMethodName:      {roles: []mtls.Role{mtls.RoleNode}},
+	pb.Admin_Status_FullMethodName:        {roles: anyRole},
+	pb.Admin_Members_FullMethodName:       {roles: []mtls.Role{mtls.RoleNode, mtls.RoleAdmin}},
+	pb.Admin_RecoverPoint_FullMethodName:  {roles: []mtls.Role{mtls.RoleNode, mtls.RoleAdmin}, check: ownRecoverPoint},
+	pb.Admin_Switchover_FullMethodName:    {roles: []mtls.Role{mtls.RoleAdmin}},
+	pb.Admin_AddMember_FullMethodName:     {roles: []mtls.Role{mtls.RoleAdmin}},
+	pb.Admin_RemoveMember_FullMethodName:  {roles: []mtls.Role{mtls.RoleAdmin}},
+	pb.Admin_PromoteMember_FullMethodName: {roles: []mtls.Role{mtls.RoleAdmin}},
+	pb.Admin_DemoteMember_FullMethodName:  {roles: []mtls.Role{mtls.RoleAdmin}},
+	pb.Admin_Backup_FullMethodName:        {roles: []mtls.Role{mtls.RoleNode, mtls.RoleAdmin}}, // a node only for its own id: backup.go checks the request
+	pb.Admin_ReadWindow_FullMethodName:    {roles: anyRole},                                    // proxies ask; a node forwards a proxy's request to the master (windows.go)
+	pb.Admin_Events_FullMethodName:        {roles: anyRole},                                    // read-only: what the log already shows (binlogd/events)
+	pb.Admin_Reload_FullMethodName:        {roles: []mtls.Role{mtls.RoleAdmin}},                // swaps this node's certificate and log level
+	pb.Admin_WatchStatus_FullMethodName:   {roles: anyRole},                                    // Status, pushed: proxies route by it (watch.go)
 }
 
 // healthPrefix: the standard health service is open to any certificate of

@@ -35,16 +35,20 @@ func (n *Node) members() []config.Member {
 }
 
 func (n *Node) memberEntry(pm paxos.Member) config.Member {
+	// The log's learner flag wins: promote and demote flip it in the
+	// Paxos member, not in Info.
 	var cm config.Member
 	if len(pm.Info) > 0 && json.Unmarshal(pm.Info, &cm) == nil && cm.ID == pm.ID {
+		cm.Learner = pm.Learner
 		return cm
 	}
 	for _, c := range n.cfg.Members {
 		if c.ID == pm.ID {
+			c.Learner = pm.Learner
 			return c
 		}
 	}
-	return config.Member{ID: pm.ID, GRPCAddr: pm.Addr}
+	return config.Member{ID: pm.ID, GRPCAddr: pm.Addr, Learner: pm.Learner}
 }
 
 // member returns id's entry, if id is a current member.
@@ -57,17 +61,22 @@ func (n *Node) member(id uint32) (config.Member, bool) {
 	return config.Member{}, false
 }
 
-// isMember reports whether this node votes in the log now: a joining node
-// before its addition and a removed node never ask for the lease.
+// isMember reports whether this node is in the log's members now (a
+// voter or a learner): a joining node before its addition and a removed
+// node are not, and neither serves nor asks for the lease.
 func (n *Node) isMember() bool {
 	m, _ := n.px.Membership()
 	return m.Has(n.cfg.ID)
 }
 
+func pbMember(e config.Member) *pb.Member {
+	return &pb.Member{Id: e.ID, GrpcAddr: e.GRPCAddr, MysqlAddr: e.MySQLAddr, ProxyAddr: e.ProxyAddr, Witness: e.Witness, Learner: e.Learner}
+}
+
 func membersReply(m paxos.Membership, pending bool, entries []config.Member) *pb.MembersReply {
 	r := &pb.MembersReply{Index: m.Index, Active: m.Active, Pending: pending}
 	for _, e := range entries {
-		r.Members = append(r.Members, &pb.Member{Id: e.ID, GrpcAddr: e.GRPCAddr, MysqlAddr: e.MySQLAddr, ProxyAddr: e.ProxyAddr, Witness: e.Witness})
+		r.Members = append(r.Members, pbMember(e))
 	}
 	return r
 }
@@ -84,7 +93,7 @@ func (a *adminServer) AddMember(ctx context.Context, req *pb.AddMemberRequest) (
 	}
 	// pm.ReplAddr (sent by older CLIs) is ignored: a replication endpoint
 	// is node-local (config repl_addr), no other member uses it.
-	e := config.Member{ID: pm.Id, GRPCAddr: pm.GrpcAddr, MySQLAddr: pm.MysqlAddr, ProxyAddr: pm.ProxyAddr, Witness: pm.Witness}
+	e := config.Member{ID: pm.Id, GRPCAddr: pm.GrpcAddr, MySQLAddr: pm.MysqlAddr, ProxyAddr: pm.ProxyAddr, Witness: pm.Witness, Learner: pm.Learner}
 	probe := config.Config{ID: e.ID, Dir: "-", MySQLDir: "-", CredentialsFile: "-", Join: true,
 		Members: append(a.n.members(), e),
 		// The probe checks the member entries; link security is in the
@@ -94,12 +103,16 @@ func (a *adminServer) AddMember(ctx context.Context, req *pb.AddMemberRequest) (
 	if err := probe.Validate(); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "member %d: %v", e.ID, err)
 	}
-	info, _ := json.Marshal(e)
-	m, err := a.n.px.AddMember(ctx, paxos.Member{ID: e.ID, Addr: e.GRPCAddr, Info: info})
+	// The learner flag lives in the Paxos member (promote and demote flip
+	// it there), not in Info, which must stay unchanged across them.
+	ie := e
+	ie.Learner = false
+	info, _ := json.Marshal(ie)
+	m, err := a.n.px.AddMember(ctx, paxos.Member{ID: e.ID, Addr: e.GRPCAddr, Info: info, Learner: e.Learner})
 	if err != nil {
 		return nil, membershipStatus(err)
 	}
-	a.n.log.Info("member added", "member", e.ID, "grpc", e.GRPCAddr, "index", m.Index, "active", m.Active)
+	a.n.log.Info("member added", "member", e.ID, "grpc", e.GRPCAddr, "learner", e.Learner, "index", m.Index, "active", m.Active)
 	return membersReply(m, false, a.n.members()), nil
 }
 

@@ -137,6 +137,7 @@ func (n *Node) Run(ctx context.Context) error {
 	pcfg.ID, pcfg.Peers, pcfg.Dir, pcfg.Logger = n.cfg.ID, n.cfg.Peers(), filepath.Join(n.cfg.Dir, "paxos"), n.log
 	pcfg.MaxValueBytes = 8 << 20
 	pcfg.Join = n.cfg.Join
+	pcfg.Learners = n.cfg.Learners()
 	pcfg.Thrifty = n.cfg.Thrifty()
 	pcfg.WALSegmentBytes = walSegmentBytes(n.cfg.LogRetentionBytes)
 	n.peerLink = append(paxos.PeerDialOptions(pcfg), n.dialOption(), grpc.WithContextDialer(n.dialFromSelf))
@@ -234,7 +235,7 @@ func (n *Node) Run(ctx context.Context) error {
 // canAcquire is the election condition: this node is no witness, its
 // MariaDB is up, safe, and has applied the whole valid log.
 func (n *Node) canAcquire() bool {
-	if n.witness() || !n.mysqlUp.Load() || n.unsafe.Load() != nil || n.stopping.Load() || !n.isMember() {
+	if n.witness() || n.learner() || !n.mysqlUp.Load() || n.unsafe.Load() != nil || n.stopping.Load() || !n.isMember() {
 		return false
 	}
 	last, _ := n.lease.Position()

@@ -62,6 +62,9 @@ func leaseTargetError(members []config.Member, self, to uint32) error {
 		if m.Witness {
 			return fmt.Errorf("node %d is a witness: it runs no MariaDB and can never be master", to)
 		}
+		if m.Learner {
+			return fmt.Errorf("node %d is a learner: it never votes and can never be master (binlogd members promote first)", to)
+		}
 		return nil
 	}
 	return fmt.Errorf("node %d is not a member", to)
