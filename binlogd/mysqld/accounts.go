@@ -225,20 +225,11 @@ func hasGlobalPrivileges(ctx context.Context, c *sql.Conn, user string) (bool, e
 }
 
 func strings1(ctx context.Context, c *sql.Conn, q string, args ...any) ([]string, error) {
-	rows, err := c.QueryContext(ctx, q, args...)
+	out, err := QueryStrings(ctx, c, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("mysqld: accounts: %s: %w", q, err)
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 func execAll(ctx context.Context, c *sql.Conn, stmts ...string) error {
