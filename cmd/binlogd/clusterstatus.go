@@ -61,12 +61,18 @@ type clusterJSON struct {
 }
 
 type clusterRow struct {
-	ID       uint32      `json:"id"`
-	GRPCAddr string      `json:"grpc_addr"`
+	ID       uint32 `json:"id"`
+	GRPCAddr string `json:"grpc_addr"`
+	// Role is the member's part in the cluster (clusterrole.go): master,
+	// replica, learner, witness, candidate or unsafe from its status,
+	// refined by the membership; "-" when unreachable and plain voter.
+	Role     string      `json:"role"`
 	Health   string      `json:"health"`
 	Problems []string    `json:"problems"`
 	Error    string      `json:"error"`  // why unreachable; "" otherwise
 	Status   *statusJSON `json:"status"` // null when unreachable
+
+	kind kind // from the membership (clusterrole.go)
 }
 
 // lagLimits are the thresholds of health "lagging"; 0 disables one.
@@ -165,7 +171,7 @@ func askMembership(ctx context.Context, addrs []string, cfgPath string, creds gr
 		}
 		view := clusterJSON{MembershipFrom: addr, MembershipPending: r.Pending}
 		for _, m := range r.Members {
-			view.Members = append(view.Members, clusterRow{ID: m.Id, GRPCAddr: m.GrpcAddr})
+			view.Members = append(view.Members, clusterRow{ID: m.Id, GRPCAddr: m.GrpcAddr, kind: memberKind(m)})
 		}
 		return view, nil
 	}
@@ -174,7 +180,7 @@ func askMembership(ctx context.Context, addrs []string, cfgPath string, creds gr
 		if err == nil {
 			view := clusterJSON{MembershipFrom: cfgPath}
 			for _, m := range cfg.SortedMembers() {
-				view.Members = append(view.Members, clusterRow{ID: m.ID, GRPCAddr: m.GRPCAddr})
+				view.Members = append(view.Members, clusterRow{ID: m.ID, GRPCAddr: m.GRPCAddr, kind: configMemberKind(m)})
 			}
 			return view, nil
 		}
@@ -227,6 +233,7 @@ func judge(v *clusterJSON, lim lagLimits) {
 	var masters []uint32
 	for i := range v.Members {
 		r := &v.Members[i]
+		r.Role = rowRole(r)
 		r.Problems = rowProblems(r, lim)
 		r.Health = healthOK
 		if len(r.Problems) > 0 {
@@ -268,7 +275,7 @@ func rowProblems(r *clusterRow, lim lagLimits) []string {
 	}
 	// A binlogd older than the version field never set mysql_up: do not
 	// read its zero value as "down".
-	if !st.MySQLUp && st.Version != "" && st.Role != "witness" { // a witness runs none
+	if !st.MySQLUp && st.Version != "" && r.Role != roleWitness { // a witness runs none
 		p = append(p, healthMariaDBDown)
 	}
 	if (lim.seconds > 0 && st.LagSeconds > lim.seconds) || (lim.transactions > 0 && st.LagTransactions > lim.transactions) {
@@ -284,7 +291,7 @@ func printCluster(w io.Writer, v clusterJSON) error {
 	for _, r := range v.Members {
 		st := r.Status
 		if st == nil {
-			fmt.Fprintf(tw, "%d\t-\t-\t-\t-\t-\t-\t-\t%s\t-\n", r.ID, r.Health)
+			fmt.Fprintf(tw, "%d\t%s\t-\t-\t-\t-\t-\t-\t%s\t-\n", r.ID, r.Role, r.Health)
 			continue
 		}
 		lease := "expired"
@@ -295,7 +302,7 @@ func printCluster(w io.Writer, v clusterJSON) error {
 		if st.LagSeconds < 0 {
 			lagSecs = "?"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d/%d\t%s\t%d\t%s\t%s\t%s\n", r.ID, st.Role, lease, st.Epoch, st.ChosenIndex, st.AppliedIndex,
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d/%d\t%s\t%d\t%s\t%s\t%s\n", r.ID, r.Role, lease, st.Epoch, st.ChosenIndex, st.AppliedIndex,
 			orNone(st.MySQLGTIDPos), st.LagTransactions, lagSecs, r.Health, orDash(st.Version))
 	}
 	if err := tw.Flush(); err != nil {

@@ -41,7 +41,7 @@ var memberKeys = map[string]string{"id": "number", "grpc_addr": "string", "mysql
 var clusterKeys = map[string]string{"healthy": "bool", "master_id": "number", "problems": "array",
 	"membership_from": "string", "membership_pending": "bool", "members": "array"}
 
-var rowKeys = map[string]string{"id": "number", "grpc_addr": "string", "health": "string", "problems": "array",
+var rowKeys = map[string]string{"id": "number", "grpc_addr": "string", "role": "string", "health": "string", "problems": "array",
 	"error": "string", "status": "object|null"}
 
 func jsonType(v any) string {
