@@ -9,7 +9,9 @@ import (
 // replicating says replica and is shown as learner, and an unreachable
 // member shows what the membership knows.
 func TestRowRole(t *testing.T) {
-	st := func(role string) *statusJSON { return &statusJSON{Role: role, MySQLUp: role != "witness", Version: "v"} }
+	st := func(role string) *statusJSON {
+		return &statusJSON{Role: role, MySQLUp: role != "witness", Version: "v"}
+	}
 	for _, tc := range []struct {
 		st   *statusJSON
 		kind kind
