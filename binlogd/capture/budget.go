@@ -18,6 +18,9 @@ type budget struct {
 	max     int
 	freed   chan struct{} // closed and replaced by every give
 	maxUsed int           // the most held at once, for Stats
+	// onPeak, if set, hears every new maxUsed (under mu), so Stats shows
+	// the peak while the session runs rather than after it ends.
+	onPeak func(int)
 }
 
 func newBudget(max int) *budget { return &budget{max: max, freed: make(chan struct{})} }
@@ -28,7 +31,12 @@ func (b *budget) take(ctx context.Context, n int) error {
 		b.mu.Lock()
 		if b.used == 0 || b.used+n <= b.max {
 			b.used += n
-			b.maxUsed = max(b.maxUsed, b.used)
+			if b.used > b.maxUsed {
+				b.maxUsed = b.used
+				if b.onPeak != nil {
+					b.onPeak(b.used)
+				}
+			}
 			b.mu.Unlock()
 			return nil
 		}
@@ -52,11 +60,4 @@ func (b *budget) give(n int) {
 	close(b.freed)
 	b.freed = make(chan struct{})
 	b.mu.Unlock()
-}
-
-// peak is the most bytes held at once.
-func (b *budget) peak() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.maxUsed
 }

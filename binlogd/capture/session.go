@@ -41,6 +41,7 @@ func (c *Capture) session(ctx context.Context, db *sql.DB) (progressed bool, err
 	readErr := make(chan error, 1)
 	readerDone := make(chan struct{})
 	buf := newBudget(c.cfg.BufferBytes)
+	buf.onPeak = func(peak int) { c.stats.update(func(st *Stats) { st.PeakBuffered = max(st.PeakBuffered, peak) }) }
 	g := newGrouper()
 	g.fragBytes = c.cfg.FragmentBytes
 	if !c.partial.gtid.IsZero() {
@@ -57,10 +58,6 @@ func (c *Capture) session(ctx context.Context, db *sql.DB) (progressed bool, err
 	p := newPipeline(ctx, c, s)
 	p.buf = buf
 	err = p.run(units, readErr)
-	defer func() {
-		peak := buf.peak()
-		c.stats.update(func(st *Stats) { st.PeakBuffered = max(st.PeakBuffered, peak) })
-	}()
 	stop()
 	s.close()
 	<-readerDone

@@ -124,6 +124,16 @@ func TestBigTransactionStreams(t *testing.T) {
 			t.Errorf("node %d: binlogd's peak RSS grew by %d MiB during a %d MiB transaction", id, rssGrew>>20, rows*rowBytes>>20)
 		}
 	}
+	// The master's capture says it cut the transaction into pieces and
+	// never held more than its buffer (16 MiB by default) plus one
+	// fragment, whatever the transaction's size.
+	m := scrape(t, c, master)
+	if m["phxgo_capture_pieces_total"] < 1 {
+		t.Errorf("master %d: phxgo_capture_pieces_total = %v after a %d MiB transaction", master, m["phxgo_capture_pieces_total"], rows*rowBytes>>20)
+	}
+	if peak := m["phxgo_capture_peak_buffered_bytes"]; peak <= 0 || peak >= rows*rowBytes/2 {
+		t.Errorf("master %d: phxgo_capture_peak_buffered_bytes = %v, want within (0, %d)", master, peak, rows*rowBytes/2)
+	}
 	t.Logf("identical on 3 nodes at %s", pos)
 }
 

@@ -56,6 +56,7 @@ func checkWriteMetrics(t *testing.T, c *localcluster.Cluster, master uint32, txn
 		"phxgo_wal_saves_total":                                1,
 		"phxgo_wal_syncs_total":                                1,
 		"phxgo_wal_segments_total":                             1,
+		"phxgo_capture_peak_buffered_bytes":                    1,
 	} {
 		if m[name] < min {
 			t.Errorf("master %d: %s = %v, want >= %v", master, name, m[name], min)
