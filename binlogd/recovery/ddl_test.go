@@ -17,11 +17,7 @@ import (
 // old master's schema has forked, so recovery must refuse to rejoin it
 // (NonTransactionalCut) and the node is reseeded.
 func TestDDLCutSurvives(t *testing.T) {
-	inst := mysqld.NewTestInstance(t, 10)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	db := writableDB(t, inst)
-	defer db.Close()
+	inst, ctx, db := startServer(t, 10, 5*time.Minute)
 	cases := []struct {
 		setup, ddl, check string
 		survives          bool // measured on 10.11
@@ -38,9 +34,7 @@ func TestDDLCutSurvives(t *testing.T) {
 		}
 		before := state(t, db, c.check)
 		mustExec(t, db, "SET GLOBAL rpl_semi_sync_master_enabled=ON")
-		done := make(chan error, 1)
-		go func() { _, err := db.ExecContext(ctx, c.ddl); done <- err }()
-		awaitWaiting(ctx, t, db, done)
+		done := startWaiting(ctx, t, db, c.ddl)
 		if err := inst.Kill(); err != nil {
 			t.Fatal(err)
 		}
@@ -77,40 +71,9 @@ func TestDDLCutSurvives(t *testing.T) {
 
 func state(t *testing.T, db *sql.DB, q string) string {
 	t.Helper()
-	rows, err := db.Query(q)
+	out, err := mysqld.QueryStrings(context.Background(), db, q)
 	if err != nil {
 		t.Fatalf("%s: %v", q, err)
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, s)
-	}
 	return strings.Join(out, ",")
-}
-
-// awaitWaiting returns once one session waits for its semi-sync ACK.
-func awaitWaiting(ctx context.Context, t *testing.T, db *sql.DB, done <-chan error) {
-	t.Helper()
-	for {
-		var name string
-		var waiting int
-		if err := db.QueryRow("SHOW GLOBAL STATUS LIKE 'Rpl_semi_sync_master_wait_sessions'").Scan(&name, &waiting); err != nil {
-			t.Fatal(err)
-		}
-		if waiting == 1 {
-			return
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("returned without an ACK: %v", err)
-		case <-ctx.Done():
-			t.Fatal(ctx.Err())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
 }

@@ -27,11 +27,7 @@ func gtidPos(t *testing.T, db *sql.DB) string {
 // the binlog. After kill -9, cutting it from the binlog makes XA recovery
 // roll it back: the transaction never happened.
 func TestCutPendingCommitRollsBack(t *testing.T) {
-	inst := mysqld.NewTestInstance(t, 7)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	db := writableDB(t, inst)
-	defer db.Close()
+	inst, ctx, db := startServer(t, 7, 3*time.Minute)
 	mustExec(t, db, "CREATE TABLE r.t (id INT PRIMARY KEY) ENGINE=InnoDB")
 	for i := 1; i <= 3; i++ {
 		mustExec(t, db, "INSERT INTO r.t VALUES (?)", i)
@@ -148,17 +144,22 @@ func planCutLast(t *testing.T, groups []Group) Plan {
 	return plan
 }
 
-// writableDB opens inst as root, turns read_only off and creates database
-// r, the state every test here starts its writes from; the caller closes it.
-func writableDB(t *testing.T, inst *mysqld.Instance) *sql.DB {
+// startServer starts the test MariaDB number id and opens it as root
+// with read_only off and database r created; ctx ends after timeout. The
+// test's cleanup closes db and stops the server.
+func startServer(t *testing.T, id uint32, timeout time.Duration) (*mysqld.Instance, context.Context, *sql.DB) {
 	t.Helper()
+	inst := mysqld.NewTestInstance(t, id)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
 	db, err := inst.DB("")
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { db.Close() })
 	mustExec(t, db, "SET GLOBAL read_only=OFF")
 	mustExec(t, db, "CREATE DATABASE r")
-	return db
+	return inst, ctx, db
 }
 
 func mustExec(t *testing.T, db *sql.DB, q string, args ...any) {
@@ -172,11 +173,7 @@ func mustExec(t *testing.T, db *sql.DB, q string, args ...any) {
 // commits it in InnoDB (DESIGN.md, measured). Cutting the binlog cannot
 // undo that; recovery must notice at the next start and refuse the node.
 func TestGracefulShutdownCommittedPastCut(t *testing.T) {
-	inst := mysqld.NewTestInstance(t, 8)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	db := writableDB(t, inst)
-	defer db.Close()
+	inst, ctx, db := startServer(t, 8, 3*time.Minute)
 	mustExec(t, db, "CREATE TABLE r.t (id INT PRIMARY KEY) ENGINE=InnoDB")
 	mustExec(t, db, "INSERT INTO r.t VALUES (1)")
 	mustExec(t, db, "SET GLOBAL rpl_semi_sync_master_enabled=ON")
@@ -218,10 +215,18 @@ func TestGracefulShutdownCommittedPastCut(t *testing.T) {
 // returns first. The returned channel gets the commit's outcome.
 func startPendingCommit(ctx context.Context, t *testing.T, db *sql.DB) <-chan error {
 	t.Helper()
-	pending := make(chan error, 1)
+	return startWaiting(ctx, t, db, "INSERT INTO r.t VALUES (100)")
+}
+
+// startWaiting runs stmt in the background and returns once one session
+// waits for its semi-sync ACK (semi-sync ON, no replica); it fails the
+// test if stmt returns first. The channel gets stmt's outcome.
+func startWaiting(ctx context.Context, t *testing.T, db *sql.DB, stmt string) <-chan error {
+	t.Helper()
+	done := make(chan error, 1)
 	go func() {
-		_, err := db.ExecContext(ctx, "INSERT INTO r.t VALUES (100)")
-		pending <- err
+		_, err := db.ExecContext(ctx, stmt)
+		done <- err
 	}()
 	for {
 		var name string
@@ -230,11 +235,11 @@ func startPendingCommit(ctx context.Context, t *testing.T, db *sql.DB) <-chan er
 			t.Fatal(err)
 		}
 		if waiting == 1 {
-			return pending
+			return done
 		}
 		select {
-		case err := <-pending:
-			t.Fatalf("commit returned without an ACK: %v", err)
+		case err := <-done:
+			t.Fatalf("%s returned without an ACK: %v", stmt, err)
 		case <-ctx.Done():
 			t.Fatal(ctx.Err())
 		case <-time.After(20 * time.Millisecond):
