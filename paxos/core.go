@@ -332,6 +332,10 @@ func (c *core) step(m Message) {
 		c.drop(&m, err)
 		return
 	}
+	if err := c.learnerVote(&m); err != nil {
+		c.drop(&m, err)
+		return
+	}
 	pos := c.peerPos[m.From]
 	if m.Type == MsgPrepare && !c.votesFrom(m.From) {
 		// A non-member (or a node we cannot judge yet) may not disturb

@@ -46,7 +46,10 @@ func (c *core) onAccept(m Message) {
 	for _, e := range m.Entries {
 		if e.Index > c.chosen {
 			if !c.mayVote(e.Index) {
-				continue // not a member there: no vote, no reply for it
+				if c.learnsAt(e.Index) {
+					c.learnEntry(e, m.Ballot)
+				}
+				continue // not a voter there: no vote, no reply for it
 			}
 			in := c.inst(e.Index)
 			if in.chosen {
@@ -90,6 +93,19 @@ func (c *core) onAccept(m Message) {
 	}
 	reply.Chosen = c.chosen
 	c.send(reply)
+}
+
+// learnEntry stores an entry a learner is sent, like a NoVote one (no
+// sync of its own, no answer): learnChosen then marks it chosen when the
+// leader's chosen index passes it, so a learner follows the pipeline
+// instead of fetching every entry.
+func (c *core) learnEntry(e Entry, b Ballot) {
+	in := c.inst(e.Index)
+	if in.chosen || in.ballot == b {
+		return
+	}
+	in.ballot, in.value = b, e.Value
+	c.storeAccepted(wal.Accepted{Index: e.Index, Ballot: b, Value: e.Value})
 }
 
 // learnChosen advances our chosen index up to the leader's (chosen): an
@@ -199,14 +215,14 @@ func (c *core) onLearn(m Message) {
 	}
 }
 
-// votesIn reports whether this acceptor is a member of some configuration
+// votesIn reports whether this acceptor is a voter of some configuration
 // that governs an instance >= j.
 func (c *core) votesIn(j uint64) bool {
 	if c.hist == nil {
 		return false
 	}
 	for _, m := range c.hist.from(j) {
-		if m.Has(c.id) {
+		if m.IsVoter(c.id) {
 			return true
 		}
 	}

@@ -70,10 +70,12 @@ func (c *core) electionTimedOut() {
 // startProbe asks every peer whether it, too, has lost the leader. The
 // probe's ballot is the one phase 1 would use; nothing is persisted.
 func (c *core) startProbe() {
-	if !c.member() {
-		// Not a member (removed, or joining): never stand for election.
+	if !c.voter() {
+		// Not a voter (a learner, removed, or joining): never stand for
+		// election. A learner asks a member for the log instead.
 		c.electionElapsed = 0
 		c.electionTimeout = c.randomTimeout()
+		c.learnerFetch()
 		return
 	}
 	round, ok := c.nextRound()
@@ -94,7 +96,7 @@ func (c *core) startProbe() {
 		return
 	}
 	for _, p := range c.targets {
-		if p != c.id {
+		if p != c.id && c.votesFrom(p) { // a learner's consent would not count
 			c.send(Message{Type: MsgPrepare, To: p, Ballot: c.probeBallot, Index: c.chosen + 1, Probe: true, Chosen: c.chosen})
 		}
 	}
@@ -133,7 +135,7 @@ func (c *core) onProbeReply(m Message) {
 // again after a randomized backoff whenever it loses, until it has led
 // once (becomeLeader clears campaigning) or stopCampaign is called.
 func (c *core) campaign() {
-	if c.role == leader || !c.member() {
+	if c.role == leader || !c.voter() {
 		return
 	}
 	c.campaigning = true
@@ -159,7 +161,7 @@ func (c *core) startElection() {
 	if c.role == leader {
 		c.becomeFollower(0)
 	}
-	if !c.member() {
+	if !c.voter() {
 		return
 	}
 	round, ok := c.nextRound()
@@ -189,7 +191,8 @@ func (c *core) startElection() {
 func (c *core) sendPrepares() {
 	c.prepareTick = c.tick
 	for _, p := range c.targets {
-		if _, ok := c.promises[p]; !ok {
+		// A learner's promise would not count (and is dropped): ask voters.
+		if _, ok := c.promises[p]; !ok && c.votesFrom(p) {
 			c.send(Message{Type: MsgPrepare, To: p, Ballot: c.ballot, Index: c.prepareFrom, Chosen: c.chosen})
 		}
 	}

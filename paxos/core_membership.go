@@ -7,10 +7,10 @@ import (
 
 // The core's side of membership (rules in doc.go, "Membership"):
 //
-//   - every quorum is counted among the members of the configuration that
-//     governs the instance (votes are bit masks by position in c.peers,
-//     an append-only list of every node id this core has known, so
-//     positions never move while it runs);
+//   - every quorum is counted among the voters (members but learners) of
+//     the configuration that governs the instance (votes are bit masks by
+//     position in c.peers, an append-only list of every node id this core
+//     has known, so positions never move while it runs);
 //   - a chosen change is validated and recorded when the core hands the
 //     entry out (ready), on every node in the same order, and the new
 //     history leaves with that Ready as Meta, durable before the entry is
@@ -20,8 +20,12 @@ import (
 //     them; otherwise it defers (becomeLeader) or runs phase 1 again;
 //   - an acceptor refuses to vote in an instance whose configuration, as it
 //     knows it, excludes it, and refuses Prepares and probes from
-//     non-members; a node that is not a member neither probes nor
-//     campaigns, and a leader steps down once its removal is active.
+//     non-voters; a node that is not a voter (a learner, or no member)
+//     neither probes nor campaigns, and a leader steps down once its
+//     removal or demotion is active;
+//   - a learner is sent every Accept (as NoVote) and chosen index and
+//     stores the entries without voting; its Promises and votes (which a
+//     correct learner never sends) are dropped (DropLearnerVote).
 
 // window is the leader's bound on instances in flight: Window, but never
 // above Alpha, so every instance it proposes lies within chosen+Alpha.
@@ -44,8 +48,13 @@ func (c *core) known(id uint32) {
 	c.ackAt = append(c.ackAt, 0)
 }
 
-// member reports whether this node is in the latest configuration.
+// member reports whether this node is in the latest configuration (a
+// voter or a learner).
 func (c *core) member() bool { return c.hist != nil && c.hist.latest().Has(c.id) }
+
+// voter reports whether this node votes in the latest configuration (a
+// member, not a learner).
+func (c *core) voter() bool { return c.hist != nil && c.hist.latest().IsVoter(c.id) }
 
 func (c *core) cfgAt(j uint64) *Membership { return c.hist.at(j) }
 
@@ -56,15 +65,18 @@ func (c *core) mask(m *Membership) uint64 {
 	var v uint64
 	for _, x := range m.Members {
 		c.known(x.ID)
-		v |= 1 << c.peerPos[x.ID]
+		if !x.Learner {
+			v |= 1 << c.peerPos[x.ID]
+		}
 	}
 	c.masks[m.Index] = v
 	return v
 }
 
-// isQuorum reports whether votes hold a majority of m's members.
+// isQuorum reports whether votes hold a majority of m's voters (a
+// learner's bit, if set, is masked out).
 func (c *core) isQuorum(votes uint64, m *Membership) bool {
-	return popcount(votes&c.mask(m)) >= len(m.Members)/2+1
+	return popcount(votes&c.mask(m)) >= m.Voters()/2+1
 }
 
 func (c *core) bit(id uint32) uint64 {
@@ -82,7 +94,7 @@ func (c *core) historyChanged() {
 	}
 	c.metaDirty = true
 	c.refreshTargets()
-	if !c.member() {
+	if !c.voter() {
 		c.stopCampaign()
 		if c.role == candidate {
 			c.becomeFollower(0)
@@ -91,9 +103,9 @@ func (c *core) historyChanged() {
 	c.checkRemoved()
 }
 
-// checkRemoved makes a leader whose removal is active step down.
+// checkRemoved makes a leader whose removal or demotion is active step down.
 func (c *core) checkRemoved() {
-	if c.role == leader && !c.member() && c.chosen+1 >= c.hist.latest().Active {
+	if c.role == leader && !c.voter() && c.chosen+1 >= c.hist.latest().Active {
 		c.becomeFollower(0)
 	}
 }
@@ -178,24 +190,64 @@ func (c *core) joinTick() {
 	c.send(Message{Type: MsgFetch, To: to, Index: c.chosen + 1, Probe: true})
 }
 
+// learnerFetch: a learner that heard no leader for its election timeout
+// asks a member, in turn, for the log from its chosen index on. It does
+// not probe (it may not campaign), and a leader added by a change it has
+// not learned is a stranger to it whose messages it drops: without this a
+// learner that missed that change would wait for it forever. The Learn
+// answer carries the change (and the sender's chosen index), so it then
+// knows and follows the new leader.
+func (c *core) learnerFetch() {
+	if !c.member() || len(c.targets) == 0 {
+		return
+	}
+	to := c.targets[int(c.tick)%len(c.targets)]
+	c.fetching, c.fetchTick = true, c.tick
+	c.send(Message{Type: MsgFetch, To: to, Index: c.chosen + 1})
+}
+
 // mayVote reports whether this acceptor votes in instance j: it knows
 // the members and the configuration that governs j (as far as it knows)
-// includes it.
-func (c *core) mayVote(j uint64) bool { return c.hist != nil && c.cfgAt(j).Has(c.id) }
+// has it as a voter.
+func (c *core) mayVote(j uint64) bool { return c.hist != nil && c.cfgAt(j).IsVoter(c.id) }
 
-// votesFrom reports whether id is a member of a configuration that
+// learnsAt reports whether this node is a learner in instance j's
+// configuration: it stores the leader's entries there without voting.
+func (c *core) learnsAt(j uint64) bool { return c.hist != nil && c.cfgAt(j).IsLearner(c.id) }
+
+// votesFrom reports whether id is a voter of a configuration that
 // governs some instance above our chosen index: only such nodes may make
-// this acceptor promise, or ask it to.
+// this acceptor promise, or ask it to, and only their promises and votes
+// count (a learner's are dropped as DropLearnerVote).
 func (c *core) votesFrom(id uint32) bool {
 	if c.hist == nil {
 		return false
 	}
 	for _, m := range c.hist.from(c.chosen + 1) {
-		if m.Has(id) {
+		if m.IsVoter(id) {
 			return true
 		}
 	}
 	return false
+}
+
+// learnerVote reports why m, a Promise or a vote from a node that is no
+// voter of any configuration above our chosen index (a learner), must be
+// dropped, or nil. A correct learner sends neither (it is sent no
+// Prepare and votes on no Accept); one that does is broken or forged,
+// and its promise could carry a ballot or chosen index that would
+// disturb the election, so it is dropped whole and counted.
+func (c *core) learnerVote(m *Message) *BadMessageError {
+	if c.hist == nil || c.votesFrom(m.From) {
+		return nil
+	}
+	switch {
+	case m.Type == MsgPromise && !m.Probe:
+		return badMsg(DropLearnerVote, "promise from non-voter %d", m.From)
+	case m.Type == MsgAccepted && (len(m.Indexes) > 0 || m.Reject):
+		return badMsg(DropLearnerVote, "vote from non-voter %d", m.From)
+	}
+	return nil
 }
 
 // promiseQuorum reports whether the promises gathered so far are a

@@ -91,12 +91,14 @@ func (c *core) sendProposals() {
 	es := c.acceptBuf
 	c.acceptBuf = nil
 	voters := ^uint64(0) // by position; all ones: everyone votes
-	if m := c.cfgAt(es[0].Index); c.cfg.Thrifty && m == c.cfgAt(es[len(es)-1].Index) {
-		voters = c.pickVoters(m)
+	first, last := c.cfgAt(es[0].Index), c.cfgAt(es[len(es)-1].Index)
+	if c.cfg.Thrifty && first == last {
+		voters = c.pickVoters(first)
 	}
 	var spares uint64
 	for _, p := range c.targets {
-		if p != c.id && voters&c.bit(p) == 0 {
+		// A learner is always a spare: it stores the entries, never votes.
+		if p != c.id && (voters&c.bit(p) == 0 || !first.IsVoter(p) && !last.IsVoter(p)) {
 			spares |= c.bit(p)
 		}
 	}
@@ -159,9 +161,9 @@ func chunkBySize[T any](xs []T, limit int, size func(T) int) [][]T {
 // voter; it is then refilled with the members whose latest vote is the
 // most recent (ties: lower id).
 func (c *core) pickVoters(m *Membership) uint64 {
-	need := len(m.Members)/2 + 1
+	need := m.Voters()/2 + 1
 	self := uint64(0)
-	if m.Has(c.id) {
+	if m.IsVoter(c.id) {
 		need--
 		self = c.bit(c.id)
 	}
@@ -233,7 +235,7 @@ func (c *core) retransmitAccepts() {
 			in.spare = 0
 		}
 		for _, p := range c.targets {
-			if b := c.bit(p); in.votes&b == 0 && m.Has(p) {
+			if b := c.bit(p); in.votes&b == 0 && m.IsVoter(p) {
 				per[p] = append(per[p], Entry{Index: i, Ballot: c.ballot, Value: in.value})
 			}
 		}
@@ -253,7 +255,7 @@ func (c *core) silentVoters(in *instance, m *Membership) uint64 {
 	var silent uint64
 	for _, mb := range m.Members {
 		b := c.bit(mb.ID)
-		if mb.ID == c.id || in.spare&b != 0 || in.votes&b != 0 {
+		if mb.ID == c.id || mb.Learner || in.spare&b != 0 || in.votes&b != 0 {
 			continue
 		}
 		if c.ackAt[c.peerPos[mb.ID]] <= in.ackMark {

@@ -111,6 +111,9 @@ var (
 	// ErrBadMembership: the change is not one add or one remove of a valid
 	// member (the message says why). Known failed.
 	ErrBadMembership = errors.New("paxos: bad membership change")
+	// ErrNotVoter: Campaign on a node that is no voter (a learner, or
+	// removed): it can never lead.
+	ErrNotVoter = errors.New("paxos: this node does not vote (a learner or not a member) and never leads")
 )
 
 // membershipChange is the data of a flagMembership command.

@@ -143,7 +143,7 @@ func TestSimRemovedNodeStopsVoting(t *testing.T) {
 		s.fatalf("members %v after adding 4", added.IDs())
 	}
 	n4 := s.nodes[4]
-	if !steps(20000, func() bool { return n4.core.member() && n4.core.chosen >= added.Active }) {
+	if !steps(20000, func() bool { return n4.core.voter() && n4.core.chosen >= added.Active }) {
 		s.fatalf("node 4 did not catch up; %s", s.describe())
 	}
 	old := s.leaderID()

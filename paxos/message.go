@@ -151,11 +151,15 @@ const (
 	// (a ballot not the sender's, a value or snapshot or membership
 	// history that does not decode).
 	DropMalformed
+	// DropLearnerVote: a Promise or a vote (an Accepted with indexes or a
+	// rejection) from a node that votes in no configuration this node
+	// knows above its chosen index: a learner claiming to vote.
+	DropLearnerVote
 	// NumDropReasons is the number of reasons (Status.Dropped's length).
 	NumDropReasons
 )
 
-var dropNames = [...]string{"bad_type", "bad_sender", "stranger", "ballot_range", "index_range", "too_large", "malformed"}
+var dropNames = [...]string{"bad_type", "bad_sender", "stranger", "ballot_range", "index_range", "too_large", "malformed", "learner_vote"}
 
 // String is the reason's metric label.
 func (r DropReason) String() string {

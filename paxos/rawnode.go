@@ -94,6 +94,9 @@ func (r *rawNode) Campaign() (leading bool, err error) {
 	if c.role == leader {
 		return true, nil
 	}
+	if c.hist != nil && !c.voter() {
+		return false, ErrNotVoter
+	}
 	if !c.campaigning && !c.canPropose() {
 		return false, ErrNoQuorum
 	}

@@ -71,6 +71,9 @@ type simOpts struct {
 	spares  int
 	changes bool
 	compact bool // truncate logs at random checkpoints (snapshot catch-up)
+	// learners: changes also add learners and promote or demote members
+	// (learner_sim_test.go).
+	learners bool
 }
 
 type simNode struct {
@@ -118,6 +121,9 @@ type sim struct {
 	ok      map[string]uint64 // successful proposals -> index
 	nextID  int
 	changes int // membership changes chosen (checkHistories)
+	// learnerLeads counts steps where a node led although it was a
+	// learner in an active configuration (learner_sim_test.go).
+	learnerLeads int
 
 	compactions, installs int
 }
@@ -383,6 +389,7 @@ func (s *sim) stepOnce() {
 		if n.up && (s.now+n.phase)%10 == 0 {
 			n.rn.Tick()
 			s.process(n)
+			s.checkLearnerLeads(n)
 		}
 		if n.up && s.rng.Intn(2) == 0 {
 			s.persist(n)
@@ -428,9 +435,13 @@ func (s *sim) changeRandom() {
 			out = append(out, id)
 		}
 	}
-	if len(out) > 0 && (len(next) <= 3 || s.rng.Intn(2) == 0) {
+	if s.o.learners && s.rng.Intn(3) == 0 {
+		if !flipRandom(s.rng, next) {
+			return
+		}
+	} else if len(out) > 0 && (len(next) <= 3 || s.rng.Intn(2) == 0) {
 		id := out[s.rng.Intn(len(out))]
-		next = append(next, Member{ID: id, Addr: fmt.Sprintf("sim-%d", id)})
+		next = append(next, Member{ID: id, Addr: fmt.Sprintf("sim-%d", id), Learner: s.o.learners && s.rng.Intn(2) == 0})
 	} else if len(next) > 1 {
 		k := s.rng.Intn(len(next))
 		next = slices.Delete(next, k, k+1)
