@@ -102,7 +102,7 @@ func TestAuthzAttacks(t *testing.T) {
 	ca := mtlstest.MakeCA(t, 3)
 	cfgs, _, _ := testNodes(t, []mtls.Files{mtlstest.Files(ca, 1), mtlstest.Files(ca, 2), mtlstest.Files(ca, 3)})
 	addr1 := cfgs[0].Self().GRPCAddr
-	as := func(id mtls.Identity) grpc.DialOption { return DialOption(material(t, mtls.DirFiles(ca, id))) }
+	as := func(id mtls.Identity) grpc.DialOption { return DialOption(mtlstest.Load(t, mtls.DirFiles(ca, id))) }
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
@@ -124,7 +124,7 @@ func TestAuthzAttacks(t *testing.T) {
 
 	// No client certificate: a plain client, and a TLS client that trusts
 	// the CA but presents nothing. The handshake fails; nothing is served.
-	noCert := credentials.NewTLS(&tls.Config{RootCAs: material(t, mtlstest.Files(ca, 1)).Pool, MinVersion: tls.VersionTLS12})
+	noCert := credentials.NewTLS(&tls.Config{RootCAs: mtlstest.Load(t, mtlstest.Files(ca, 1)).Pool, MinVersion: tls.VersionTLS12})
 	for name, opt := range map[string]grpc.DialOption{
 		"plain":   grpc.WithTransportCredentials(insecure.NewCredentials()),
 		"no cert": grpc.WithTransportCredentials(noCert),

@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"math/big"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -30,7 +29,7 @@ func TestReloadCertificate(t *testing.T) {
 	files := mtlstest.Files(ca, 1)
 	cfgs, nodes, _ := testNodes(t, []mtls.Files{files}, func(n *Node) { n.SetLogLevelVar(new(slog.LevelVar)) })
 	n, addr := nodes[0], cfgs[0].Self().GRPCAddr
-	adminOpt := DialOption(material(t, mtls.DirFiles(ca, mtls.Identity{Role: mtls.RoleAdmin})))
+	adminOpt := DialOption(mtlstest.Load(t, mtls.DirFiles(ca, mtls.Identity{Role: mtls.RoleAdmin})))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
@@ -50,24 +49,13 @@ func TestReloadCertificate(t *testing.T) {
 	}
 	old, _ := dialAdmin(t, addr, adminOpt)
 	oldSerial := serial(old)
-	if oldSerial.Cmp(material(t, files).Leaf.SerialNumber) != 0 {
+	if oldSerial.Cmp(mtlstest.Load(t, files).Leaf.SerialNumber) != 0 {
 		t.Fatalf("server presents serial %x, the file holds another", oldSerial)
 	}
 
 	// A new certificate for the same identity from the same CA, copied
-	// over the node's files (WriteCert refuses to overwrite: issue it
-	// elsewhere).
-	issuer := t.TempDir()
-	for _, f := range []string{mtls.CACertFile, mtls.CAKeyFile} {
-		copyFile(t, filepath.Join(ca, f), filepath.Join(issuer, f))
-	}
-	crt, key, err := mtls.WriteCert(issuer, mtls.Identity{Role: mtls.RoleNode, ID: 1}, []string{"127.0.0.1", "localhost"}, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	copyFile(t, crt, files.Cert)
-	copyFile(t, key, files.Key)
-	newSerial := material(t, files).Leaf.SerialNumber
+	// over the node's files.
+	newSerial := mtlstest.Reissue(t, ca, mtls.Identity{Role: mtls.RoleNode, ID: 1}, files)
 
 	res, err := n.Reload("debug")
 	if err != nil {
@@ -107,16 +95,5 @@ func TestReloadCertificate(t *testing.T) {
 	}
 	if got := serial(old); got.Cmp(oldSerial) != 0 {
 		t.Fatal("old connection broke")
-	}
-}
-
-func copyFile(t *testing.T, from, to string) {
-	t.Helper()
-	b, err := os.ReadFile(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(to, b, 0o600); err != nil {
-		t.Fatal(err)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"phxgo/binlogd/localcluster"
 	"phxgo/binlogd/mtls"
 	"phxgo/binlogd/mtls/mtlstest"
+	"phxgo/internal/testkit"
 	pb "phxgo/proto"
 )
 
@@ -76,26 +77,17 @@ func dialAdmin(t *testing.T, addr string, opt grpc.DialOption) (pb.AdminClient, 
 	return pb.NewAdminClient(cc), healthpb.NewHealthClient(cc)
 }
 
-func material(t *testing.T, f mtls.Files) *mtls.Material {
-	t.Helper()
-	m, err := mtls.Load(f, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
 // TestMutualTLS: nodes 1 and 2 hold certificates of the cluster CA, node 3
 // one of another CA. 1 and 2 form a majority over mTLS (a read barrier
 // through Paxos answers); node 3 is refused both ways, and so are an
 // operator command with a stranger's certificate and a plain client.
 func TestMutualTLS(t *testing.T) {
 	ca, other := mtlstest.MakeCA(t, 3), mtlstest.MakeCA(t, 3)
-	logs := &syncBuffer{}
+	logs := &testkit.LogBuffer{}
 	cfgs, nodes, _ := testNodes(t, []mtls.Files{mtlstest.Files(ca, 1), mtlstest.Files(ca, 2), mtlstest.Files(other, 3)}, func(n *Node) {
 		n.log = slog.New(slog.NewTextHandler(logs, nil)).With("node", n.cfg.ID)
 	})
-	good := DialOption(material(t, mtls.DirFiles(ca, mtls.Identity{Role: mtls.RoleAdmin}))) // an operator's CLI with the cluster's CA
+	good := DialOption(mtlstest.Load(t, mtls.DirFiles(ca, mtls.Identity{Role: mtls.RoleAdmin}))) // an operator's CLI with the cluster's CA
 	addr1 := cfgs[0].Self().GRPCAddr
 
 	admin, _ := dialAdmin(t, addr1, good)
@@ -142,10 +134,10 @@ func TestMutualTLS(t *testing.T) {
 	}
 	// Clients with another CA's certificate (trusting either CA), and a
 	// plain client.
-	strangerCert := material(t, mtlstest.Files(other, 1))
-	strangerCert.Pool = material(t, mtlstest.Files(ca, 1)).Pool
+	strangerCert := mtlstest.Load(t, mtlstest.Files(other, 1))
+	strangerCert.Pool = mtlstest.Load(t, mtlstest.Files(ca, 1)).Pool
 	for name, opt := range map[string]grpc.DialOption{
-		"other CA":              DialOption(material(t, mtlstest.Files(other, 1))),
+		"other CA":              DialOption(mtlstest.Load(t, mtlstest.Files(other, 1))),
 		"other CA, trusts ours": DialOption(strangerCert),
 		"plain":                 grpc.WithTransportCredentials(insecure.NewCredentials()),
 	} {
@@ -180,23 +172,6 @@ func TestMutualTLS(t *testing.T) {
 			t.Errorf("no log line with %q and %q in:\n%s", want[0], want[1], logs.String())
 		}
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestHealth: the gRPC health service says SERVING while the node runs
