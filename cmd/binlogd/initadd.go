@@ -27,7 +27,7 @@ import (
 // runInitAdd writes OUT/node<id>/ for the one node in o.nodes.
 func runInitAdd(o *initOptions, stdout io.Writer) error {
 	if len(o.nodes) != 1 {
-		return usageErr{fmt.Errorf("init -add: give exactly one -node ID=GRPC,MYSQL[,PROXY] (got %d)", len(o.nodes))}
+		return usageErr{fmt.Errorf("init -add: give exactly one -node ID=GRPC,MYSQL[,PROXY], -learner ID=... or -witness ID=GRPC (got %d)", len(o.nodes))}
 	}
 	add := o.nodes[0]
 	for _, f := range []string{mtls.CAKeyFile, mtls.CACertFile, initCredFile} {
@@ -59,7 +59,7 @@ func runInitAdd(o *initOptions, stdout io.Writer) error {
 	all.nodes = nil
 	for _, id := range ids {
 		m := byID[uint32(id)]
-		all.nodes = append(all.nodes, nodeSpec{id: m.ID, grpc: m.GRPCAddr, mysql: m.MySQLAddr, proxy: m.ProxyAddr, from: "member " + fmt.Sprint(m.ID)})
+		all.nodes = append(all.nodes, nodeSpec{id: m.ID, grpc: m.GRPCAddr, mysql: m.MySQLAddr, proxy: m.ProxyAddr, witness: m.Witness, learner: m.Learner, from: "member " + fmt.Sprint(m.ID)})
 	}
 	all.nodes = append(all.nodes, add)
 	all.lease = existing[0].LeaseDuration.Duration
@@ -157,12 +157,21 @@ func printAddSteps(w io.Writer, n *nodePlan, o *initOptions) {
 	dir := filepath.Join(o.out, n.dirName())
 	self := n.cfg.Self()
 	host, _, _ := net.SplitHostPort(self.GRPCAddr)
+	if self.Witness { // binlogd only: nothing to seed, no sqlproxy
+		fmt.Fprintf(w, `wrote witness node %d (join) to %s: grpc %s
+next steps:
+  1. copy %s to %s as %s/%s/ (scp -rp; chown -R mysql:mysql), install binlogd and its unit
+  2. systemctl start phxgo-binlogd@%s
+  3. binlogd members add -addr ANY_MEMBER_GRPC -config %s -tls-dir %s
+`, n.cfg.ID, dir, self.GRPCAddr, dir, host, o.installDir, n.dirName(), n.dirName(), filepath.Join(dir, initConfigFile), o.out)
+		return
+	}
 	fmt.Fprintf(w, `wrote node %d (join) to %s: grpc %s, mysql %s, proxy %s; repl_addr %s
 next steps:
   1. copy %s to %s as %s/%s/ (scp -rp; chown -R mysql:mysql), install the binaries and units
   2. seed its MariaDB from a replica (README "Adding a node"; scripts/seed-node.sh with NO_START=1)
   3. systemctl start phxgo-binlogd@%s phxgo-sqlproxy@%s
-  4. binlogd members add -addr ANY_MEMBER_GRPC -config %s -tls-dir %s
+  4. binlogd members add -addr ANY_MEMBER_GRPC -config %s -tls-dir %s   (-config carries "learner": true)
 `, n.cfg.ID, dir, self.GRPCAddr, self.MySQLAddr, orNone(self.ProxyAddr), n.cfg.ReplAddr,
 		dir, host, o.installDir, n.dirName(), n.dirName(), n.dirName(), filepath.Join(dir, initConfigFile), o.out)
 }

@@ -22,7 +22,7 @@ import (
 //	initwrite.go  the output directory: CA, certificates, credentials, files
 //	initprobe.go  -probe
 
-const initUsage = `usage: binlogd init [flags] (-hosts H1,H2,H3 | -node ID=GRPC,MYSQL[,PROXY] ...)
+const initUsage = `usage: binlogd init [flags] (-hosts H1,H2,H3 | -node ID=GRPC,MYSQL[,PROXY] ...) [-witness ID=GRPC ...] [-learner ID=GRPC,MYSQL[,PROXY] ...]
 
 Writes a new cluster's files into -out, one directory per node, plus the
 CA and the operator's certificate. Dials nothing unless -probe is given.
@@ -34,12 +34,18 @@ CA and the operator's certificate. Dials nothing unless -probe is given.
   OUT/ca.key      the CA's key: keep it offline, it only issues certificates
 
 Nodes are given by the addresses the OTHER nodes dial (members[] in
-binlogd.json): binlogd gRPC, MariaDB, and sqlproxy. Each node listens on
+binlogd.json): binlogd gRPC, MariaDB, and sqlproxy. A witness (-witness,
+README "Witnesses") runs binlogd only: its directory has binlogd.json,
+ca.crt and node<id>.crt/.key, no credentials. A learner (-learner) is a
+data node that follows the log and serves reads but never votes and is
+never master ("learner": true in members[]); only voters count toward
+the odd number of nodes. Each node listens on
 those same addresses unless -listen-any; its replication endpoint is its
 own and stays on loopback (repl_addr, 127.0.0.1:REPL_PORT).
 
 Examples:
   binlogd init -out ./phxgo-init -hosts 10.0.0.1,10.0.0.2,10.0.0.3
+  binlogd init -out ./phxgo-init -hosts 10.0.0.1,10.0.0.2 -witness 3=10.0.0.3:17011
   binlogd init -out ./phxgo-init -add -node 4=10.0.0.4:17011,10.0.0.4:3306,10.0.0.4:3307
   binlogd init -out ./phxgo-init \
     -node 1=db1.example:17011,db1.example:3306,db1.example:3307 \
@@ -79,6 +85,8 @@ type nodeSpec struct {
 	id                       uint32
 	grpc, mysql, proxy, repl string
 	from                     string // the flag it came from, for errors
+	witness                  bool   // binlogd only: grpc, no MariaDB or sqlproxy
+	learner                  bool   // a data node that never votes
 }
 
 // nodeFlags collects repeated -node ID=GRPC,MYSQL[,PROXY].
@@ -96,6 +104,37 @@ func (f nodeFlags) Set(s string) error {
 		n.proxy = addrs[2]
 	}
 	*f.specs = append(*f.specs, n)
+	return nil
+}
+
+// witnessFlags collects repeated -witness ID=GRPC: a voter that runs
+// binlogd only (no MariaDB, no sqlproxy; README "Witnesses").
+type witnessFlags struct{ specs *[]nodeSpec }
+
+func (f witnessFlags) String() string { return "" }
+
+func (f witnessFlags) Set(s string) error {
+	id, addrs, err := splitNodeFlag(s)
+	if err != nil || len(addrs) != 1 || addrs[0] == "" {
+		return fmt.Errorf("want ID=GRPC (host:port, as the other nodes dial it; a witness has no MariaDB or sqlproxy), got %q", s)
+	}
+	*f.specs = append(*f.specs, nodeSpec{id: id, grpc: addrs[0], from: "-witness " + s, witness: true})
+	return nil
+}
+
+// learnerFlags collects repeated -learner ID=GRPC,MYSQL[,PROXY]: a data
+// node that starts as a learner (members[].learner).
+type learnerFlags struct{ specs *[]nodeSpec }
+
+func (f learnerFlags) String() string { return "" }
+
+func (f learnerFlags) Set(s string) error {
+	var n []nodeSpec
+	if err := (nodeFlags{&n}).Set(s); err != nil {
+		return err
+	}
+	n[0].learner, n[0].from = true, "-learner "+s
+	*f.specs = append(*f.specs, n[0])
 	return nil
 }
 
@@ -144,6 +183,9 @@ func parseInit(args []string, stderr io.Writer) (*initOptions, error) {
 	}
 	fs.Var(nodeFlags{&o.nodes}, "node", "a node: ID=GRPC,MYSQL[,PROXY], the addresses the other nodes dial (repeat per node)")
 	fs.Var(memberFlags{&o.nodes}, "member", "older form of -node: ID=GRPC,MYSQL,REPL[,PROXY], REPL being that node's own (loopback) repl_addr")
+	var witnesses []nodeSpec // and learners
+	fs.Var(witnessFlags{&witnesses}, "witness", "a witness: ID=GRPC, binlogd only (votes on the log, no MariaDB or sqlproxy, never master); with -hosts or -node (repeat per witness)")
+	fs.Var(learnerFlags{&witnesses}, "learner", "a learner: ID=GRPC,MYSQL[,PROXY] as -node, but it never votes and is never master (it follows the log and serves reads; binlogd members promote makes it a voter)")
 	hosts := fs.String("hosts", "", "shorthand: comma-separated hosts (IPs or DNS names), node i+1 on the i-th, default ports")
 	grpcPort := fs.Int("grpc-port", 17011, "with -hosts: binlogd gRPC port")
 	mysqlPort := fs.Int("mysql-port", 3306, "with -hosts: MariaDB port")
@@ -185,7 +227,8 @@ func parseInit(args []string, stderr io.Writer) (*initOptions, error) {
 			o.nodes = append(o.nodes, n)
 		}
 	}
-	if len(o.nodes) == 0 {
+	o.nodes = append(o.nodes, witnesses...) // witnesses and learners after the voting data nodes, as their ids usually are
+	if len(o.nodes) == 0 && !(o.add && len(witnesses) > 0) {
 		return nil, usageErr{errors.New("init: give the nodes with -hosts H1,H2,H3 or -node ID=GRPC,MYSQL[,PROXY] (repeated); -h for help")}
 	}
 	for _, p := range []string{o.installDir, o.dir, o.mysqlDir} {

@@ -56,12 +56,18 @@ const (
 // it advertises one (several nodes on one machine), with ports counted up
 // for nodes that share a host.
 func planInit(o *initOptions) (*initPlan, error) {
-	if len(o.nodes)%2 == 0 && !o.add { // a joining node makes any count
-		return nil, usageErr{fmt.Errorf("init: %d nodes: use an odd number (an even one tolerates no more failures and splits votes)", len(o.nodes))}
+	voters := 0
+	for _, s := range o.nodes {
+		if !s.learner {
+			voters++
+		}
+	}
+	if voters%2 == 0 && !o.add { // a joining node makes any count
+		return nil, usageErr{fmt.Errorf("init: %d voting nodes (witnesses included, learners not): use an odd number (an even one tolerates no more failures and splits votes)", voters)}
 	}
 	p := &initPlan{}
 	for _, s := range o.nodes {
-		p.members = append(p.members, config.Member{ID: s.id, GRPCAddr: s.grpc, MySQLAddr: s.mysql, ProxyAddr: s.proxy})
+		p.members = append(p.members, config.Member{ID: s.id, GRPCAddr: s.grpc, MySQLAddr: s.mysql, ProxyAddr: s.proxy, Witness: s.witness, Learner: s.learner})
 	}
 	sharing := map[string]int{} // advertised host -> nodes seen on it
 	for _, s := range o.nodes {
@@ -81,11 +87,18 @@ func planInit(o *initOptions) (*initPlan, error) {
 			LeaseDuration: config.Duration{Duration: o.lease}, DriftMargin: config.Duration{Duration: o.lease / 10},
 			ReplAddr: s.repl,
 		}
-		if c.ReplAddr == "" {
+		if s.witness {
+			// binlogd only: no MariaDB to supervise, no credentials, no
+			// replication endpoint (config/witness.go).
+			c.MySQLDir, c.SuperviseMySQL, c.CredentialsFile = "", false, ""
+		} else if c.ReplAddr == "" {
 			c.ReplAddr = net.JoinHostPort(local, strconv.Itoa(o.replPort+k))
 		}
 		if o.listenAny {
-			c.GRPCListen, c.MySQLListen = anyAddr(host, grpcPort), anyAddr(host, mysqlPort)
+			c.GRPCListen = anyAddr(host, grpcPort)
+			if !s.witness {
+				c.MySQLListen = anyAddr(host, mysqlPort)
+			}
 			// The local proxy then dials binlogd on loopback (a host behind
 			// NAT may not reach its own public address).
 			n.nodeHosts = append(n.nodeHosts, "127.0.0.1", "localhost")
@@ -168,7 +181,10 @@ func anyAddr(host, port string) string {
 func (p *initPlan) checkLocalClashes() error {
 	seen := map[string]string{}
 	for _, n := range p.nodes {
-		addrs := map[string]string{"repl_addr": n.cfg.ReplAddr, "grpc_listen": n.cfg.GRPCListenAddr(), "mysql_listen": n.cfg.MySQLListenAddr()}
+		addrs := map[string]string{"grpc_listen": n.cfg.GRPCListenAddr()}
+		if !n.spec.witness {
+			addrs["repl_addr"], addrs["mysql_listen"] = n.cfg.ReplAddr, n.cfg.MySQLListenAddr()
+		}
 		if n.proxy != nil {
 			addrs["sqlproxy -http"] = n.proxy.http
 		}

@@ -97,8 +97,10 @@ func writeNode(n *nodePlan, o *initOptions, cred config.Credentials, caPEM []byt
 	if err := os.WriteFile(filepath.Join(dir, mtls.CACertFile), caPEM, 0o644); err != nil {
 		return fmt.Errorf("init: %w", err)
 	}
-	if err := config.SaveCredentials(filepath.Join(dir, initCredFile), cred); err != nil {
-		return fmt.Errorf("init: %w", err)
+	if !n.spec.witness { // a witness touches no MariaDB: no passwords on its host
+		if err := config.SaveCredentials(filepath.Join(dir, initCredFile), cred); err != nil {
+			return fmt.Errorf("init: %w", err)
+		}
 	}
 	if err := n.cfg.Save(filepath.Join(dir, initConfigFile)); err != nil {
 		return fmt.Errorf("init: %w", err)
@@ -185,6 +187,11 @@ func printNextSteps(w io.Writer, p *initPlan, o *initOptions) {
 			names = append(names, e.Name())
 		}
 		self := n.cfg.Self()
+		if self.Witness {
+			fmt.Fprintf(w, "  %s/  node %d: witness (binlogd only), grpc %s\n      %s\n",
+				filepath.Join(o.out, n.dirName()), n.cfg.ID, self.GRPCAddr, strings.Join(names, " "))
+			continue
+		}
 		fmt.Fprintf(w, "  %s/  node %d: grpc %s, mysql %s, proxy %s; repl_addr %s\n      %s\n",
 			filepath.Join(o.out, n.dirName()), n.cfg.ID, self.GRPCAddr, self.MySQLAddr, orNone(self.ProxyAddr), n.cfg.ReplAddr, strings.Join(names, " "))
 	}
@@ -197,7 +204,7 @@ func printNextSteps(w io.Writer, p *initPlan, o *initOptions) {
   1. copy each node directory to its host as %s/node<id>/, keeping modes (keys and passwords are 0600),
      e.g. scp -rp %s %s:%s/, owned by the units' User= (chown -R mysql:mysql %s/node<id>)
   2. install bin/binlogd, bin/sqlproxy and scripts/systemd/*.service, then on each host:
-     systemctl enable --now phxgo-binlogd@node<id> phxgo-sqlproxy@node<id>
+     systemctl enable --now phxgo-binlogd@node<id> phxgo-sqlproxy@node<id>   (a witness: phxgo-binlogd@node<id> only)
   3. check: binlogd status -addr %s -tls-cert %s -tls-key %s -tls-ca %s
 `, o.installDir, filepath.Join(o.out, first.dirName()), hostOf(first.spec.grpc), o.installDir, o.installDir,
 		first.spec.grpc, filepath.Join(o.out, "admin.crt"), filepath.Join(o.out, "admin.key"), filepath.Join(o.out, mtls.CACertFile))
