@@ -31,15 +31,18 @@ func memberKind(m *pb.Member) kind {
 	switch {
 	case m.GetWitness():
 		return kindWitness
-	case isLearner(m):
+	case m.GetLearner():
 		return kindLearner
 	}
 	return kindVoter
 }
 
 func configMemberKind(m config.Member) kind {
-	if m.Witness {
+	switch {
+	case m.Witness:
 		return kindWitness
+	case m.Learner:
+		return kindLearner
 	}
 	return kindVoter
 }
