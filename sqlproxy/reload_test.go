@@ -1,7 +1,6 @@
 package sqlproxy
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -29,6 +28,7 @@ import (
 	"phxgo/binlogd/mtls"
 	"phxgo/binlogd/mtls/mtlstest"
 	"phxgo/binlogd/mysqld"
+	"phxgo/internal/testkit"
 	"phxgo/sqlproxy/auth"
 	"phxgo/sqlproxy/topology"
 )
@@ -41,11 +41,11 @@ import (
 func TestReloadCertificate(t *testing.T) {
 	a := startInstances(t, 1)[0]
 	ca := mtlstest.MakeCA(t, 2)
-	files := ownCopy(t, proxyFiles(ca, 1))
-	p := startProxy(t, 1, masterView(a), Linearizable, []string{a.Addr()}, func(c *Config) { c.PeerTLS = NewTLS(loadFiles(t, files)) })
+	files := mtlstest.OwnCopy(t, proxyFiles(ca, 1))
+	p := startProxy(t, 1, masterView(a), Linearizable, []string{a.Addr()}, func(c *Config) { c.PeerTLS = NewTLS(mtlstest.Load(t, files)) })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	pool := loadFiles(t, files).Pool
+	pool := mtlstest.Load(t, files).Pool
 	var seen atomic.Pointer[big.Int]
 	// handshake opens a new TLS session through the proxy and returns
 	// the serial of the certificate it presented.
@@ -59,7 +59,7 @@ func TestReloadCertificate(t *testing.T) {
 	}
 
 	oldSerial := handshake()
-	if want := loadFiles(t, files).Leaf.SerialNumber; oldSerial.Cmp(want) != 0 {
+	if want := mtlstest.Load(t, files).Leaf.SerialNumber; oldSerial.Cmp(want) != 0 {
 		t.Fatalf("proxy presents serial %x, its file holds %x", oldSerial, want)
 	}
 	old, err := tlsDB(t, p.addr, pool, &seen).Conn(ctx)
@@ -71,7 +71,7 @@ func TestReloadCertificate(t *testing.T) {
 		t.Fatal(id)
 	}
 
-	newSerial := reissue(t, ca, mtls.Identity{Role: mtls.RoleProxy, ID: 1}, files)
+	newSerial := mtlstest.Reissue(t, ca, mtls.Identity{Role: mtls.RoleProxy, ID: 1}, files)
 	res, err := p.srv.Reload()
 	if err != nil {
 		t.Fatalf("Reload: %v", err)
@@ -88,7 +88,7 @@ func TestReloadCertificate(t *testing.T) {
 	if n := reloads(t, p, "ok"); n != 1 {
 		t.Fatalf("reloads ok = %v", n)
 	}
-	if got, want := sample(t, p, "phxgo_sqlproxy_tls_cert_expiry_timestamp_seconds", ""), loadFiles(t, files).Leaf.NotAfter.Unix(); got != float64(want) {
+	if got, want := sample(t, p, "phxgo_sqlproxy_tls_cert_expiry_timestamp_seconds", ""), mtlstest.Load(t, files).Leaf.NotAfter.Unix(); got != float64(want) {
 		t.Fatalf("cert expiry gauge %v, want the new certificate's %v", got, want)
 	}
 
@@ -100,8 +100,8 @@ func TestReloadCertificate(t *testing.T) {
 		t.Fatalf("Reload with a broken certificate file: %v, want an error naming %s", err, files.Cert)
 	}
 	// Another proxy's certificate: valid, but not who this proxy is.
-	copyTestFile(t, proxyFiles(ca, 2).Cert, files.Cert)
-	copyTestFile(t, proxyFiles(ca, 2).Key, files.Key)
+	testkit.CopyFile(t, proxyFiles(ca, 2).Cert, files.Cert)
+	testkit.CopyFile(t, proxyFiles(ca, 2).Key, files.Key)
 	if _, err := p.srv.Reload(); err == nil || !strings.Contains(err.Error(), "proxy 2") || !strings.Contains(err.Error(), "runs as proxy 1") {
 		t.Fatalf("Reload with proxy 2's certificate: %v", err)
 	}
@@ -124,10 +124,10 @@ func TestReloadHopCA(t *testing.T) {
 	a := startInstances(t, 1)[0]
 	ca, next := mtlstest.MakeCA(t, 2), mtlstest.MakeCA(t, 2)
 	authAddrs := []string{a.Addr()}
-	fa, fb := ownCopy(t, proxyFiles(ca, 1)), ownCopy(t, proxyFiles(ca, 2))
-	pa := startProxy(t, 1, masterView(a), Linearizable, authAddrs, func(c *Config) { c.PeerTLS = NewTLS(loadFiles(t, fa)) })
+	fa, fb := mtlstest.OwnCopy(t, proxyFiles(ca, 1)), mtlstest.OwnCopy(t, proxyFiles(ca, 2))
+	pa := startProxy(t, 1, masterView(a), Linearizable, authAddrs, func(c *Config) { c.PeerTLS = NewTLS(mtlstest.Load(t, fa)) })
 	v := topology.View{MasterID: 1, MasterProxyAddr: pa.addr, MasterMySQLAddr: a.Addr(), SelfMySQLAddr: a.Addr()}
-	pb := startProxy(t, 2, v, Linearizable, authAddrs, func(c *Config) { c.PeerTLS = NewTLS(loadFiles(t, fb)) })
+	pb := startProxy(t, 2, v, Linearizable, authAddrs, func(c *Config) { c.PeerTLS = NewTLS(mtlstest.Load(t, fb)) })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
@@ -139,7 +139,7 @@ func TestReloadHopCA(t *testing.T) {
 		t.Fatal(id)
 	}
 
-	rotate(t, proxyFiles(next, 1), fa)
+	mtlstest.CopyOver(t, proxyFiles(next, 1), fa)
 	if _, err := pa.srv.Reload(); err != nil {
 		t.Fatalf("master's proxy reload: %v", err)
 	}
@@ -153,7 +153,7 @@ func TestReloadHopCA(t *testing.T) {
 		t.Fatalf("the transaction over the hop from before the reload: %v", err)
 	}
 
-	rotate(t, proxyFiles(next, 2), fb)
+	mtlstest.CopyOver(t, proxyFiles(next, 2), fb)
 	if _, err := pb.srv.Reload(); err != nil {
 		t.Fatalf("forwarding proxy reload: %v", err)
 	}
@@ -168,14 +168,14 @@ func TestReloadHopCA(t *testing.T) {
 // client certificate each call came with.
 func TestReloadBinlogdLink(t *testing.T) {
 	ca, next := mtlstest.MakeCA(t, 1), mtlstest.MakeCA(t, 1)
-	files := ownCopy(t, proxyFiles(ca, 1))
-	tl := NewTLS(loadFiles(t, files))
+	files := mtlstest.OwnCopy(t, proxyFiles(ca, 1))
+	tl := NewTLS(mtlstest.Load(t, files))
 	p := startProxy(t, 1, topology.View{MasterID: 1, IsMaster: true}, Linearizable, nil, func(c *Config) { c.PeerTLS = tl })
 	creds := tl.Credentials() // cmd/sqlproxy takes them once, at start
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	addr := fakeBinlogd(t, loadFiles(t, mtlstest.Files(ca, 1)))
+	addr := fakeBinlogd(t, mtlstest.Load(t, mtlstest.Files(ca, 1)))
 	check := func(cc *grpc.ClientConn) (*big.Int, error) {
 		var pr peer.Peer
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -196,10 +196,10 @@ func TestReloadBinlogdLink(t *testing.T) {
 	}
 	old := dial(addr)
 	oldSerial, err := check(old)
-	if err != nil || oldSerial.Cmp(loadFiles(t, files).Leaf.SerialNumber) != 0 {
+	if err != nil || oldSerial.Cmp(mtlstest.Load(t, files).Leaf.SerialNumber) != 0 {
 		t.Fatalf("binlogd saw %x (%v), want the proxy's first certificate", oldSerial, err)
 	}
-	newSerial := reissue(t, ca, mtls.Identity{Role: mtls.RoleProxy, ID: 1}, files)
+	newSerial := mtlstest.Reissue(t, ca, mtls.Identity{Role: mtls.RoleProxy, ID: 1}, files)
 	if _, err := p.srv.Reload(); err != nil {
 		t.Fatal(err)
 	}
@@ -211,11 +211,11 @@ func TestReloadBinlogdLink(t *testing.T) {
 	}
 
 	// binlogd moved to a new CA: the proxy's CA pool follows on reload.
-	moved := fakeBinlogd(t, loadFiles(t, mtlstest.Files(next, 1)))
+	moved := fakeBinlogd(t, mtlstest.Load(t, mtlstest.Files(next, 1)))
 	if _, err := check(dial(moved)); err == nil {
 		t.Fatal("a proxy of the old CA reached a binlogd of the new one")
 	}
-	rotate(t, proxyFiles(next, 1), files)
+	mtlstest.CopyOver(t, proxyFiles(next, 1), files)
 	if _, err := p.srv.Reload(); err != nil {
 		t.Fatal(err)
 	}
@@ -318,7 +318,7 @@ func TestReloadRules(t *testing.T) {
 func TestReloadLogLevel(t *testing.T) {
 	settings := filepath.Join(t.TempDir(), "sqlproxy.json")
 	writeSettings(t, settings, `{"log_level": "info"}`)
-	var out syncBuffer
+	var out testkit.LogBuffer
 	level := new(slog.LevelVar)
 	level.Set(slog.LevelDebug) // the flag (-v); the file overrides it
 	p := startProxy(t, 1, topology.View{MasterID: 1, IsMaster: true}, Linearizable, nil, func(c *Config) {
@@ -397,54 +397,6 @@ func TestReloadLogLevel(t *testing.T) {
 }
 
 // ---- helpers
-
-// ownCopy copies f into a new directory the test may overwrite.
-func ownCopy(t *testing.T, f mtls.Files) mtls.Files {
-	t.Helper()
-	dir := t.TempDir()
-	out := mtls.Files{Cert: filepath.Join(dir, "proxy.crt"), Key: filepath.Join(dir, "proxy.key"), CA: filepath.Join(dir, "ca.crt")}
-	copyTestFile(t, f.Cert, out.Cert)
-	copyTestFile(t, f.Key, out.Key)
-	copyTestFile(t, f.CA, out.CA)
-	return out
-}
-
-// rotate copies another CA's files over to (all three), as an operator
-// moving a node to a new CA would.
-func rotate(t *testing.T, from, to mtls.Files) {
-	t.Helper()
-	copyTestFile(t, from.Cert, to.Cert)
-	copyTestFile(t, from.Key, to.Key)
-	copyTestFile(t, from.CA, to.CA)
-}
-
-// reissue issues a new certificate for id from the CA in caDir and
-// writes it over files, returning its serial.
-func reissue(t *testing.T, caDir string, id mtls.Identity, files mtls.Files) *big.Int {
-	t.Helper()
-	issuer := t.TempDir() // WriteCert refuses to overwrite: issue elsewhere
-	for _, f := range []string{mtls.CACertFile, mtls.CAKeyFile} {
-		copyTestFile(t, filepath.Join(caDir, f), filepath.Join(issuer, f))
-	}
-	crt, key, err := mtls.WriteCert(issuer, id, []string{"127.0.0.1", "localhost"}, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	copyTestFile(t, crt, files.Cert)
-	copyTestFile(t, key, files.Key)
-	return loadFiles(t, files).Leaf.SerialNumber
-}
-
-func copyTestFile(t *testing.T, from, to string) {
-	t.Helper()
-	b, err := os.ReadFile(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(to, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
 
 func writeSettings(t *testing.T, path, body string) {
 	t.Helper()
@@ -538,30 +490,6 @@ func serialSeenBy(server, client string) *big.Int {
 		return nil
 	}
 	return v.(*big.Int)
-}
-
-// syncBuffer is a log sink the test reads while sessions write.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func (s *syncBuffer) Len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Len()
 }
 
 // denyAll is an Authenticator that lets nobody in.

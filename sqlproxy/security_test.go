@@ -20,16 +20,7 @@ import (
 // loadMaterial is f loaded as a proxy's reloadable TLS (Config.PeerTLS).
 func loadMaterial(t *testing.T, f mtls.Files) *TLS {
 	t.Helper()
-	return NewTLS(loadFiles(t, f))
-}
-
-func loadFiles(t *testing.T, f mtls.Files) *mtls.Material {
-	t.Helper()
-	m, err := mtls.Load(f, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
+	return NewTLS(mtlstest.Load(t, f))
 }
 
 // proxyFiles are proxy id's certificate files in a make-test-ca directory.
@@ -117,8 +108,8 @@ func TestPeerTLS(t *testing.T) {
 		await(t, wctx, "tls_handshake refusal counted", func() bool { return refused(t, pa, "tls_handshake") >= 1 })
 		// A forwarder that trusts our CA but holds another's certificate:
 		// it cannot present one the master accepts, so the hop is refused.
-		m := loadFiles(t, proxyFiles(other, 2))
-		m.Pool = loadFiles(t, proxyFiles(ca, 2)).Pool
+		m := mtlstest.Load(t, proxyFiles(other, 2))
+		m.Pool = mtlstest.Load(t, proxyFiles(ca, 2)).Pool
 		err = appDB(t, fwd(NewTLS(m)).addr, "", false).PingContext(ctx)
 		if me := mysqlErr(t, err); me.Number != 1045 || !strings.Contains(me.Message, "certificate of the cluster CA") {
 			t.Fatalf("stranger's certificate: %v", me)

@@ -12,6 +12,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"phxgo/binlogd/mysqld"
+	"phxgo/internal/testkit"
 	"phxgo/sqlproxy/auth"
 	"phxgo/sqlproxy/topology"
 )
@@ -190,11 +191,5 @@ func replicate(t *testing.T, master, replica *mysqld.Instance) {
 // await polls cond until it holds or ctx ends (then the test fails).
 func await(t *testing.T, ctx context.Context, what string, cond func() bool) {
 	t.Helper()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("timed out waiting for %s", what)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	testkit.Await(t, ctx, what, cond)
 }
