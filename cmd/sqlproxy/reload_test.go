@@ -23,6 +23,7 @@ import (
 
 	"phxgo/binlogd/mtls"
 	"phxgo/binlogd/mtls/mtlstest"
+	"phxgo/internal/testkit"
 )
 
 // TestMain lets the test binary run as sqlproxy itself (a real process
@@ -44,11 +45,7 @@ func TestMain(m *testing.M) {
 func TestSIGHUP(t *testing.T) {
 	ca := mtlstest.MakeCA(t, 1)
 	dir := t.TempDir()
-	files := mtls.Files{Cert: filepath.Join(dir, "proxy.crt"), Key: filepath.Join(dir, "proxy.key"), CA: filepath.Join(dir, "ca.crt")}
-	src := mtls.DirFiles(ca, mtls.Identity{Role: mtls.RoleProxy, ID: 1})
-	copyTo(t, src.Cert, files.Cert)
-	copyTo(t, src.Key, files.Key)
-	copyTo(t, src.CA, files.CA)
+	files := mtlstest.OwnCopy(t, mtls.DirFiles(ca, mtls.Identity{Role: mtls.RoleProxy, ID: 1}))
 	pw, settings := filepath.Join(dir, "pw"), filepath.Join(dir, "sqlproxy.json")
 	writeFile(t, pw, "x\n")
 	writeFile(t, settings, `{"log_level": "info"}`)
@@ -71,14 +68,14 @@ func TestSIGHUP(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var addr string
-	await(t, ctx, "the proxy's listen line", func() bool {
+	testkit.Await(t, ctx, "the proxy's listen line", func() bool {
 		m := regexp.MustCompile(`msg="sqlproxy listening" addr=(\S+)`).FindStringSubmatch(log.String())
 		if m != nil {
 			addr = m[1]
 		}
 		return m != nil
 	})
-	pool := mustLoad(t, files).Pool
+	pool := mtlstest.Load(t, files).Pool
 	// handshake makes a TLS handshake with the proxy (as root, refused
 	// by name after it) and returns the serial the proxy presented.
 	handshake := func() *big.Int {
@@ -116,14 +113,14 @@ func TestSIGHUP(t *testing.T) {
 	}
 
 	first := handshake()
-	if first == nil || first.Cmp(mustLoad(t, files).Leaf.SerialNumber) != 0 {
+	if first == nil || first.Cmp(mtlstest.Load(t, files).Leaf.SerialNumber) != 0 {
 		t.Fatalf("proxy presented %x, want its file's certificate", first)
 	}
 
 	// A new certificate, then SIGHUP.
-	next := reissue(t, ca, files)
+	next := mtlstest.Reissue(t, ca, mtls.Identity{Role: mtls.RoleProxy, ID: 1}, files)
 	hup()
-	await(t, ctx, "reloads ok = 1", func() bool { return metric("ok") == "1" })
+	testkit.Await(t, ctx, "reloads ok = 1", func() bool { return metric("ok") == "1" })
 	if got := handshake(); got.Cmp(next) != 0 {
 		t.Fatalf("after SIGHUP a new handshake met %x, want %x", got, next)
 	}
@@ -131,7 +128,7 @@ func TestSIGHUP(t *testing.T) {
 	// A broken certificate: refused, the last good one serves.
 	writeFile(t, files.Cert, "not a certificate\n")
 	hup()
-	await(t, ctx, "reloads error = 1", func() bool { return metric("error") == "1" })
+	testkit.Await(t, ctx, "reloads error = 1", func() bool { return metric("error") == "1" })
 	if !strings.Contains(log.String(), "reload refused") || !strings.Contains(log.String(), files.Cert) {
 		t.Fatalf("refusal not logged with the file:\n%s", log.String())
 	}
@@ -146,12 +143,12 @@ func TestSIGHUP(t *testing.T) {
 	}
 	// A good certificate again and log_level debug: the denied login's
 	// debug line appears.
-	reissue(t, ca, files)
+	mtlstest.Reissue(t, ca, mtls.Identity{Role: mtls.RoleProxy, ID: 1}, files)
 	writeFile(t, settings, `{"log_level": "debug"}`)
 	hup()
-	await(t, ctx, "reloads ok = 2", func() bool { return metric("ok") == "2" })
+	testkit.Await(t, ctx, "reloads ok = 2", func() bool { return metric("ok") == "2" })
 	handshake()
-	await(t, ctx, "a debug line after the reload to debug", func() bool {
+	testkit.Await(t, ctx, "a debug line after the reload to debug", func() bool {
 		return strings.Contains(log.String(), `level=DEBUG msg="sqlproxy: login failed"`)
 	})
 }
@@ -177,17 +174,6 @@ func (l *logLines) String() string {
 	return l.b.String()
 }
 
-func await(t *testing.T, ctx context.Context, what string, cond func() bool) {
-	t.Helper()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("timed out waiting for %s", what)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
-
 // freeAddr is a loopback address nothing listens on now.
 func freeAddr(t *testing.T) string {
 	t.Helper()
@@ -197,40 +183,6 @@ func freeAddr(t *testing.T) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
-}
-
-func mustLoad(t *testing.T, f mtls.Files) *mtls.Material {
-	t.Helper()
-	m, err := mtls.Load(f, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
-// reissue writes a new proxy 1 certificate of the CA in caDir over files.
-func reissue(t *testing.T, caDir string, files mtls.Files) *big.Int {
-	t.Helper()
-	issuer := t.TempDir() // WriteCert refuses to overwrite: issue elsewhere
-	for _, f := range []string{mtls.CACertFile, mtls.CAKeyFile} {
-		copyTo(t, filepath.Join(caDir, f), filepath.Join(issuer, f))
-	}
-	crt, key, err := mtls.WriteCert(issuer, mtls.Identity{Role: mtls.RoleProxy, ID: 1}, []string{"127.0.0.1"}, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	copyTo(t, crt, files.Cert)
-	copyTo(t, key, files.Key)
-	return mustLoad(t, files).Leaf.SerialNumber
-}
-
-func copyTo(t *testing.T, from, to string) {
-	t.Helper()
-	b, err := os.ReadFile(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, to, string(b))
 }
 
 func writeFile(t *testing.T, path, body string) {
