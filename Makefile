@@ -76,7 +76,8 @@ bench-big:
 	scripts/bench-big.sh
 
 # Starts (or restarts, keeping its data) the local 3-node cluster in .cluster/;
-# NODES=2 WITNESSES=1: two data nodes and a witness (binlogd only, README "Witnesses").
+# NODES=2 WITNESSES=1: two data nodes and a witness (binlogd only, README "Witnesses");
+# LEARNERS=1: one more data node that follows the log and serves reads, never votes.
 cluster:
 	BASE_PORT=$(BASE_PORT) scripts/cluster.sh up
 

@@ -12,7 +12,7 @@ case "$cmd" in
     scripts/install-deps.sh
     mkdir -p bin
     go build -o bin/ ./cmd/binlogd ./cmd/sqlproxy ./cmd/phxcluster
-    exec bin/phxcluster up -dir .cluster -nodes "$NODES" -witnesses "${WITNESSES:-0}" -base-port "$BASE_PORT" -bin bin
+    exec bin/phxcluster up -dir .cluster -nodes "$NODES" -witnesses "${WITNESSES:-0}" -learners "${LEARNERS:-0}" -base-port "$BASE_PORT" -bin bin
     ;;
   down)
     if [ ! -x bin/phxcluster ]; then go build -o bin/ ./cmd/phxcluster; fi

@@ -20,13 +20,8 @@ func TestInfoRolesAndReplAccount(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	spec := Spec{Dir: t.TempDir(), Nodes: 3, Witnesses: WitnessIDs(2, 1), BasePort: 20000, BinDir: bin, Proxy: true, InsecureNoTLS: true}
-	if err := Prepare(spec); err != nil {
-		t.Fatal(err)
-	}
-	// Node 4 joined later as a learner (AddLearner writes its config);
-	// a restart prepares again.
-	spec.Nodes, spec.Learners = 4, []int{4}
+	spec := Spec{Dir: t.TempDir(), BasePort: 20000, BinDir: bin, Proxy: true, InsecureNoTLS: true}
+	spec.Nodes, spec.Witnesses, spec.Learners = RoleIDs(2, 1, 1)
 	if err := Prepare(spec); err != nil {
 		t.Fatal(err)
 	}
@@ -69,17 +64,15 @@ func TestInfoRolesAndReplAccount(t *testing.T) {
 	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o600 {
 		t.Errorf("cluster.json mode %v (%v), want 0600", st.Mode().Perm(), err)
 	}
-	// The learner's config is not rewritten as an initial member's: the
-	// voters' configs keep the initial three.
-	if _, err := os.Stat(filepath.Join(spec.NodeDir(4), "binlogd.json")); !os.IsNotExist(err) {
-		t.Errorf("writeConfigs wrote the learner's config: %v", err)
-	}
-	c1, err := config.Load(filepath.Join(spec.NodeDir(1), "binlogd.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(c1.Members) != 3 {
-		t.Errorf("node 1's config after a restart with a learner lists %d members, want the initial 3", len(c1.Members))
+	// Every node's config marks the learner; binlogd loads them all.
+	for id := 1; id <= 4; id++ {
+		c, err := config.Load(filepath.Join(spec.NodeDir(id), "binlogd.json"))
+		if err != nil {
+			t.Fatalf("node %d: %v", id, err)
+		}
+		if len(c.Members) != 4 || !c.Members[3].Learner || c.Members[2].Learner || c.IsLearner() != (id == 4) || c.SuperviseMySQL == (id == 3) {
+			t.Errorf("node %d: members %+v learner %v supervise %v", id, c.Members, c.IsLearner(), c.SuperviseMySQL)
+		}
 	}
 	both := spec
 	both.Learners = []int{3}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -32,7 +33,14 @@ func (c *Cluster) IDs() []uint32 {
 // add it through the log via node via's Admin service. It returns the new
 // id once the change is active; the node then catches up from the log.
 func (c *Cluster) AddNode(ctx context.Context, seedFrom, via uint32) (uint32, error) {
-	return c.addNode(ctx, seedFrom, via, false)
+	return c.addNode(ctx, seedFrom, via, false, false)
+}
+
+// AddLearner is AddNode for a learner (binlogd members add -learner):
+// it follows the log and serves reads but never votes; Promote makes it
+// a voter.
+func (c *Cluster) AddLearner(ctx context.Context, seedFrom, via uint32) (uint32, error) {
+	return c.addNode(ctx, seedFrom, via, false, true)
 }
 
 // AddNodeByReseed is AddNode with the new node's MariaDB copied by
@@ -40,12 +48,15 @@ func (c *Cluster) AddNode(ctx context.Context, seedFrom, via uint32) (uint32, er
 // seedFrom's gRPC port with the new node's own certificate), the way
 // scripts/seed-node.sh does it on separate hosts.
 func (c *Cluster) AddNodeByReseed(ctx context.Context, seedFrom, via uint32) (uint32, error) {
-	return c.addNode(ctx, seedFrom, via, true)
+	return c.addNode(ctx, seedFrom, via, true, false)
 }
 
-func (c *Cluster) addNode(ctx context.Context, seedFrom, via uint32, byReseed bool) (uint32, error) {
+func (c *Cluster) addNode(ctx context.Context, seedFrom, via uint32, byReseed, learner bool) (uint32, error) {
 	c.mu.Lock()
 	id := uint32(c.Spec.Nodes + 1)
+	if learner && id <= 9 {
+		c.Spec.Learners = append(c.Spec.Learners, int(id))
+	}
 	c.mu.Unlock()
 	if id > 9 {
 		return 0, fmt.Errorf("localcluster: at most 9 nodes")
@@ -81,7 +92,7 @@ func (c *Cluster) addNode(ctx context.Context, seedFrom, via uint32, byReseed bo
 	}
 	m := c.Spec.member(int(id))
 	if _, err := a.AddMember(ctx, &pb.AddMemberRequest{Member: &pb.Member{Id: id, GrpcAddr: m.GRPCAddr,
-		MysqlAddr: m.MySQLAddr, ProxyAddr: m.ProxyAddr}}); err != nil {
+		MysqlAddr: m.MySQLAddr, ProxyAddr: m.ProxyAddr, Learner: m.Learner}}); err != nil {
 		return 0, fmt.Errorf("localcluster: add node %d via node %d: %w", id, via, err)
 	}
 	return id, c.WriteInfo()
@@ -120,5 +131,39 @@ func (c *Cluster) RemoveNode(ctx context.Context, id, via uint32) error {
 			}
 		}
 	}
+	return c.WriteInfo()
+}
+
+// Promote makes learner id a voter through the log via node via
+// (binlogd members promote); Demote makes voter id a learner. Each
+// returns once the change is active.
+func (c *Cluster) Promote(ctx context.Context, id, via uint32) error {
+	return c.flipLearner(ctx, id, via, false)
+}
+
+// Demote: see Promote.
+func (c *Cluster) Demote(ctx context.Context, id, via uint32) error {
+	return c.flipLearner(ctx, id, via, true)
+}
+
+func (c *Cluster) flipLearner(ctx context.Context, id, via uint32, learner bool) error {
+	a, err := c.Admin(via)
+	if err != nil {
+		return err
+	}
+	if learner {
+		_, err = a.DemoteMember(ctx, &pb.DemoteMemberRequest{Id: id})
+	} else {
+		_, err = a.PromoteMember(ctx, &pb.PromoteMemberRequest{Id: id})
+	}
+	if err != nil {
+		return fmt.Errorf("localcluster: make node %d learner=%v via node %d: %w", id, learner, via, err)
+	}
+	c.mu.Lock()
+	c.Spec.Learners = slices.DeleteFunc(c.Spec.Learners, func(l int) bool { return l == int(id) })
+	if learner {
+		c.Spec.Learners = append(c.Spec.Learners, int(id))
+	}
+	c.mu.Unlock()
 	return c.WriteInfo()
 }

@@ -24,11 +24,11 @@ type Spec struct {
 	// (config members[].witness). Nodes 3 with Witnesses [3] is two data
 	// nodes and a witness (WitnessIDs builds it).
 	Witnesses []int
-	// Learners are the ids of the nodes that are learners: MariaDB,
-	// binlogd and sqlproxy like any data node, following the log and
-	// serving reads, but never voting and never master. They join a
-	// running cluster through the log (AddLearner), so a spec counts them
-	// in Nodes only once added; cluster.json marks them "voter": false.
+	// Learners are the ids of the nodes that start as learners
+	// (config members[].learner): MariaDB, binlogd and sqlproxy like any
+	// data node, following the log and serving reads, but never voting
+	// and never master. cluster.json marks them "voter": false.
+	// RoleIDs numbers voters, witnesses and learners.
 	Learners []int
 	Hosts    []string // per node host (default 127.0.0.1 for all)
 	BasePort int      // node N uses BasePort+10*N+{0..6}
@@ -86,14 +86,10 @@ func (s Spec) addr(id, off int) string {
 // NodeDir is node id's directory.
 func (s Spec) NodeDir(id int) string { return filepath.Join(s.Dir, fmt.Sprintf("node%d", id)) }
 
-// members are the cluster's initial members: every node but the
-// learners, which join later through the log.
 func (s Spec) members() []config.Member {
 	var ms []config.Member
 	for id := 1; id <= s.Nodes; id++ {
-		if !s.IsLearner(id) {
-			ms = append(ms, s.member(id))
-		}
+		ms = append(ms, s.member(id))
 	}
 	return ms
 }
@@ -114,12 +110,23 @@ func WitnessIDs(data, witnesses int) []int {
 	return ids
 }
 
+// RoleIDs numbers a cluster of voters voting data nodes, witnesses
+// witnesses and learners learners, in that order (make cluster NODES=2
+// WITNESSES=1 LEARNERS=1: nodes 1-2 vote with MariaDB, 3 is the witness,
+// 4 the learner): the Spec's Nodes, Witnesses and Learners.
+func RoleIDs(voters, witnesses, learners int) (nodes int, witnessIDs, learnerIDs []int) {
+	for i := 1; i <= learners; i++ {
+		learnerIDs = append(learnerIDs, voters+witnesses+i)
+	}
+	return voters + witnesses + learners, WitnessIDs(voters, witnesses), learnerIDs
+}
+
 // member is node id's entry, as every node's config lists it.
 func (s Spec) member(id int) config.Member {
 	if s.IsWitness(id) {
 		return config.Member{ID: uint32(id), GRPCAddr: s.addr(id, offGRPC), Witness: true}
 	}
-	m := config.Member{ID: uint32(id), GRPCAddr: s.addr(id, offGRPC), MySQLAddr: s.addr(id, offMySQL)}
+	m := config.Member{ID: uint32(id), GRPCAddr: s.addr(id, offGRPC), MySQLAddr: s.addr(id, offMySQL), Learner: s.IsLearner(id)}
 	if s.Proxy {
 		m.ProxyAddr = s.addr(id, offProxy)
 	}
@@ -193,13 +200,6 @@ func (s Spec) writeConfigs() error {
 		return err
 	}
 	for id := 1; id <= s.Nodes; id++ {
-		if s.IsLearner(id) {
-			// A learner joined through the log (AddLearner): its config
-			// is the joining one AddLearner wrote, and the others keep
-			// listing the cluster's initial members, as the log's start
-			// assumes; the log holds the change that added it.
-			continue
-		}
 		if err := s.writeNodeConfig(id, s.members(), false); err != nil {
 			return err
 		}

@@ -1,6 +1,6 @@
 // Command phxcluster starts and stops a local phxgo cluster (make cluster).
 //
-//	phxcluster up   [-dir .cluster] [-nodes 3] [-base-port 17000] [-bin bin]
+//	phxcluster up   [-dir .cluster] [-nodes 3] [-witnesses 0] [-learners 0] [-base-port 17000] [-bin bin]
 //	phxcluster down [-dir .cluster]
 //	phxcluster status [-dir .cluster]
 package main
@@ -33,6 +33,7 @@ func main() {
 	dir := fs.String("dir", ".cluster", "cluster directory")
 	nodes := fs.Int("nodes", 3, "number of data nodes (MariaDB, binlogd, sqlproxy); nodes+witnesses odd")
 	witnesses := fs.Int("witnesses", 0, "number of witnesses (binlogd only: votes on the log, no MariaDB, never master), after the data nodes")
+	learners := fs.Int("learners", 0, "number of learners (MariaDB, binlogd, sqlproxy; follow the log and serve reads, never vote or become master), after the witnesses")
 	base := fs.Int("base-port", 17000, "base port; node N uses base+10N .. base+10N+6")
 	bin := fs.String("bin", "bin", "directory with binlogd and sqlproxy")
 	lease := fs.Duration("lease", 5*time.Second, "master lease duration")
@@ -46,7 +47,8 @@ func main() {
 		}
 		os.Exit(2)
 	}
-	spec := localcluster.Spec{Dir: *dir, Nodes: *nodes + *witnesses, Witnesses: localcluster.WitnessIDs(*nodes, *witnesses), BasePort: *base, BinDir: *bin, LeaseDuration: *lease, Proxy: *proxy, TLSDir: *tlsDir, InsecureNoTLS: *insecureNoTLS}
+	n, wids, lids := localcluster.RoleIDs(*nodes, *witnesses, *learners)
+	spec := localcluster.Spec{Dir: *dir, Nodes: n, Witnesses: wids, Learners: lids, BasePort: *base, BinDir: *bin, LeaseDuration: *lease, Proxy: *proxy, TLSDir: *tlsDir, InsecureNoTLS: *insecureNoTLS}
 	if abs, err := filepath.Abs(*dir); err == nil {
 		spec.Dir = abs
 	}
@@ -54,7 +56,7 @@ func main() {
 	if b, err := os.ReadFile(filepath.Join(spec.Dir, "cluster.json")); err == nil {
 		var info localcluster.Info
 		if json.Unmarshal(b, &info) == nil && len(info.Nodes) > 0 {
-			spec.Nodes, spec.Witnesses = len(info.Nodes), nil
+			spec.Nodes, spec.Witnesses, spec.Learners = len(info.Nodes), nil, nil
 			for _, n := range info.Nodes {
 				if n.Witness {
 					spec.Witnesses = append(spec.Witnesses, int(n.ID))
