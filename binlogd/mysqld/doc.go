@@ -64,8 +64,8 @@
 // (sticky: mysql creates its socket, pid and log but cannot replace
 // root's my.cnf), and ancestors mysql could not traverse get o+x
 // (osuser.go). secure_file_priv is FilesDir (import/export confined to a
-// directory of the instance; only the admin holds FILE), local_infile is
-// OFF. enforce_storage_engine=InnoDB with NO_ENGINE_SUBSTITUTION: a
+// directory of the instance; only the admin holds FILE); local_infile is
+// ON (client-side LOAD DATA LOCAL: the client sends the data). enforce_storage_engine=InnoDB with NO_ENGINE_SUBSTITUTION: a
 // MyISAM, Aria or MEMORY write is visible and durable before the
 // semi-sync ACK and no binlog cut undoes it, so CREATE/ALTER ... ENGINE=
 // anything else fails with 1290 ("running with the NO_ENGINE_SUBSTITUTION

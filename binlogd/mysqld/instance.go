@@ -94,12 +94,14 @@ func (i *Instance) writeConfig(su *osUser) error {
 	if su != nil {
 		fmt.Fprintf(&b, "user=%s\n", su.name) // never root: see ServerOSUser
 	}
-	// No file import/export outside FilesDir, no client-side LOAD DATA
-	// LOCAL; only InnoDB tables (MyISAM, Aria, MEMORY... writes are
-	// visible and durable before the semi-sync ACK, and a binlog cut
-	// cannot undo them). NO_ENGINE_SUBSTITUTION makes another ENGINE= an
+	// No file import/export outside FilesDir. LOAD DATA LOCAL is on: the
+	// data comes from the client (what an INSERT could send), and the
+	// risk of LOCAL, a server asking for a client's file, is the client's
+	// to refuse (sqlproxy only relays; README "Security"). Only InnoDB
+	// tables (MyISAM, Aria, MEMORY... writes are visible and durable
+	// before the semi-sync ACK, and a binlog cut cannot undo them). NO_ENGINE_SUBSTITUTION makes another ENGINE= an
 	// error instead of a silent switch to InnoDB.
-	fmt.Fprintf(&b, "secure_file_priv=%s\nlocal_infile=OFF\nenforce_storage_engine=InnoDB\n", i.FilesDir())
+	fmt.Fprintf(&b, "secure_file_priv=%s\nlocal_infile=ON\nenforce_storage_engine=InnoDB\n", i.FilesDir())
 	b.WriteString("sql_mode=STRICT_TRANS_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_AUTO_CREATE_USER,NO_ENGINE_SUBSTITUTION\n")
 	b.WriteString(`log-bin=binlog
 log-bin-index=binlog.index

@@ -270,7 +270,7 @@ func TestServerRunsUnprivileged(t *testing.T) {
 	if err := admin.QueryRow("SELECT @@secure_file_priv, @@local_infile").Scan(&priv, &infile); err != nil {
 		t.Fatal(err)
 	}
-	if filepath.Clean(priv) != inst.FilesDir() || infile != 0 {
+	if filepath.Clean(priv) != inst.FilesDir() || infile != 1 {
 		t.Fatalf("secure_file_priv=%q local_infile=%d", priv, infile)
 	}
 	// Even the admin (FILE) cannot write outside FilesDir.

@@ -85,7 +85,7 @@ func TestCheckMySQLExtra(t *testing.T) {
 		{"port=3306", Fail},
 		{"user=root", Fail},
 		{"datadir=/var/lib/mysql", Fail},
-		{"local_infile=ON", Fail},
+		{"local_infile=ON", OK},
 		{"secure_file_priv=", Fail},
 		{"secure_file_priv=/var/tmp", Warn},
 		{"sql_mode=STRICT_TRANS_TABLES", Warn},

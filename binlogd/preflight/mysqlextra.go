@@ -28,8 +28,6 @@ func isOn(v string) bool {
 	return false
 }
 
-func isOff(v string) bool { return !isOn(v) }
-
 var settings = []setting{
 	{keys: []string{"sync_binlog"}, ok: equalFold("1"), want: "1", sev: Fail,
 		why: "a transaction's binlog must be on disk before it is acknowledged, or a crashed master loses it"},
@@ -63,8 +61,6 @@ var settings = []setting{
 	{keys: []string{"datadir", "socket", "port", "bind_address", "server_id", "pid_file", "log_error", "tmpdir", "user", "relay_log"},
 		want: "written by binlogd from the config", sev: Fail,
 		why: "binlogd derives it from mysql_dir, members[].mysql_addr and id and relies on the value it wrote"},
-	{keys: []string{"local_infile"}, ok: isOff, want: "OFF", sev: Fail,
-		why: "LOAD DATA LOCAL lets a server read files of the connecting client"},
 	{keys: []string{"secure_file_priv"}, ok: func(v string) bool { return v != "" }, want: "mysql_dir/files", sev: Fail,
 		why: "empty lets SELECT ... INTO OUTFILE and LOAD_FILE reach any file mariadbd can"},
 	{keys: []string{"secure_file_priv"}, ok: func(v string) bool { return v == "" }, want: "mysql_dir/files", sev: Warn,

@@ -213,20 +213,33 @@ func (r *relayer) untilEOF(more bool) error {
 	}
 }
 
-// localInfile relays the client's file content (frames until an empty
-// one) to the backend.
+// localInfile relays the client's file content to the backend, frames
+// as they come (sequence ids untouched: the server checks them), until
+// the empty packet that ends the file. An empty frame right after one of
+// MaxPayload bytes only completes that packet: the file goes on. A file
+// is never held: a multi-GiB LOAD DATA LOCAL streams through.
+//
+// Whatever the client sends is file data to the server; a client that
+// breaks the framing (sequence out of order) gets the server's error. A
+// client that stops mid-file fails the relay: the caller closes the
+// backend, so the server rolls the statement back, and the client.
 func (r *relayer) localInfile() error {
 	if err := r.cl.W.Flush(); err != nil {
 		return fmt.Errorf("%w: %v", ErrClientSide, err)
 	}
+	cont := false
 	for {
 		f, err := r.cl.RelayFrame(r.be.W)
 		if err != nil {
-			return err // a read error here is the client's; a write error the backend's
+			if _, ok := errors.AsType[*WriteError](err); ok {
+				return err // the backend's
+			}
+			return fmt.Errorf("%w: LOAD DATA LOCAL file data: %w", ErrClientSide, err)
 		}
-		if f.Len == 0 {
+		if f.Len == 0 && !cont {
 			return r.be.W.Flush()
 		}
+		cont = f.Len == MaxPayload
 	}
 }
 
