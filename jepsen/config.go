@@ -41,13 +41,20 @@ type Config struct {
 	Time        time.Duration
 	Concurrency int
 	Rate        float64 // ops/s over all clients, 0 = as fast as possible
-	Nodes       int
-	Seed        uint64
-	OutDir      string // results; default jepsen-results/<workload>-<nemesis>-<time>
-	Lease       time.Duration
-	BinDir      string
-	OpTimeout   time.Duration // per operation
-	Workloads   workload.Options
+	Nodes       int     // every node, witnesses and learners included
+	// Witnesses and Learners are how many of the Nodes are witnesses
+	// (binlogd only: they vote, run no MariaDB or proxy, get faults but
+	// no clients) and learners (a data node that never votes; its proxy
+	// serves clients like any). Ids: voters first, then witnesses, then
+	// learners (localcluster.RoleIDs).
+	Witnesses int
+	Learners  int
+	Seed      uint64
+	OutDir    string // results; default jepsen-results/<workload>-<nemesis>-<time>
+	Lease     time.Duration
+	BinDir    string
+	OpTimeout time.Duration // per operation
+	Workloads workload.Options
 	// KeepData keeps the cluster's scratch directory (data, Paxos logs)
 	// after a run that is not valid, for debugging.
 	KeepData bool
@@ -93,6 +100,8 @@ func (c *Config) Validate() error {
 		return bad("rate", "must be >= 0, got %g", c.Rate)
 	case c.Nodes < 1 || c.Nodes > 200:
 		return bad("nodes", "must be in 1..200, got %d", c.Nodes)
+	case c.Witnesses < 0 || c.Learners < 0 || c.Nodes-c.Witnesses-c.Learners < 1:
+		return bad("witnesses", "%d witnesses and %d learners of %d nodes: at least one node must vote and run MariaDB", c.Witnesses, c.Learners, c.Nodes)
 	case c.Lease <= 0:
 		return bad("lease", "must be > 0, got %s", c.Lease)
 	case c.OpTimeout <= 0:
@@ -120,6 +129,19 @@ func (c *Config) Validate() error {
 	}
 	c.BinDir = bin
 	return nil
+}
+
+// RoleIDs are the ids of the witnesses and of the learners among the
+// Nodes (voters first, then witnesses, then learners).
+func (c *Config) RoleIDs() (witnesses, learners []int) {
+	voters := c.Nodes - c.Witnesses - c.Learners
+	for i := 1; i <= c.Witnesses; i++ {
+		witnesses = append(witnesses, voters+i)
+	}
+	for i := 1; i <= c.Learners; i++ {
+		learners = append(learners, voters+c.Witnesses+i)
+	}
+	return witnesses, learners
 }
 
 // Hosts returns the node addresses: 127.0.0.2 .. 127.0.0.(n+1).

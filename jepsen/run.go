@@ -85,7 +85,8 @@ func Run(ctx context.Context, cfg Config, launch Launcher) (res *Results, err er
 		Dir: scratch, LogDir: logDir, NetNS: ns.Name, Hosts: Hosts(cfg.Nodes), Nodes: cfg.Nodes,
 		LeaseDuration: cfg.Lease, BinDir: cfg.BinDir, Command: ns.Command, Dial: ns.DialContext,
 	}
-	slog.Info("jepsen: launching cluster", "nodes", cfg.Nodes, "netns", ns.Name, "dir", scratch)
+	spec.Witnesses, spec.Learners = cfg.RoleIDs()
+	slog.Info("jepsen: launching cluster", "nodes", cfg.Nodes, "witnesses", spec.Witnesses, "learners", spec.Learners, "netns", ns.Name, "dir", scratch)
 	c, err := launch(ctx, spec)
 	if err != nil {
 		return nil, fmt.Errorf("launch: %w", err)
@@ -98,7 +99,7 @@ func Run(ctx context.Context, cfg Config, launch Launcher) (res *Results, err er
 	if err := waitHealthy(ctx, c, 3*time.Minute); err != nil {
 		return nil, err
 	}
-	if nodes := c.Nodes(); cfg.RWSplit && (len(nodes) == 0 || nodes[0].RWSplitAddr == "") {
+	if nodes := dataNodes(c); cfg.RWSplit && (len(nodes) == 0 || nodes[0].RWSplitAddr == "") {
 		return nil, fmt.Errorf("%w: -rwsplit: the cluster has no read/write-split port", ErrConfig)
 	}
 
@@ -141,7 +142,7 @@ func Run(ctx context.Context, cfg Config, launch Launcher) (res *Results, err er
 	wg.Wait()
 
 	res = &Results{OutDir: cfg.OutDir, Workload: cfg.Workload, Nemesis: cfg.Nemesis, Seed: cfg.Seed, Nodes: cfg.Nodes,
-		latencyBound: cfg.LatencyBound}
+		Witnesses: spec.Witnesses, Learners: spec.Learners, latencyBound: cfg.LatencyBound}
 	interrupted := ctx.Err() != nil
 	if !interrupted {
 		// Heal everything, measure recovery, take the final reads.
@@ -188,10 +189,26 @@ func waitHealthy(ctx context.Context, c Cluster, d time.Duration) error {
 	return nil
 }
 
+// dataNodes are the nodes with MariaDB and a proxy: the clients' entry
+// points. A witness has neither. A learner's proxy is one like any:
+// its linearizable port sends every statement to the master (so every
+// workload may use it), and its read/write-split port may serve reads
+// from the learner's MariaDB as from any replica's, which only the
+// append workload's -rwsplit check accepts (Config.RWSplit).
+func dataNodes(c Cluster) []Node {
+	var out []Node
+	for _, n := range c.Nodes() {
+		if n.HasMariaDB() {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // setup creates the schema through node 1's proxy, retrying while the
 // cluster settles.
 func (r *run) setup(ctx context.Context) error {
-	nodes := r.c.Nodes()
+	nodes := dataNodes(r.c)
 	if len(nodes) == 0 {
 		return fmt.Errorf("%w: cluster has no nodes", ErrConfig)
 	}
@@ -215,9 +232,10 @@ func (r *run) setup(ctx context.Context) error {
 	return fmt.Errorf("workload setup: %w", errors.Join(last, ctx.Err()))
 }
 
-// clients runs cfg.Concurrency clients, spread over the nodes, until ctx ends.
+// clients runs cfg.Concurrency clients, spread over the data nodes
+// (learners included), until ctx ends.
 func (r *run) clients(ctx context.Context) {
-	nodes := r.c.Nodes()
+	nodes := dataNodes(r.c)
 	var interval time.Duration
 	if r.cfg.Rate > 0 {
 		interval = time.Duration(float64(r.cfg.Concurrency) / r.cfg.Rate * float64(time.Second))
@@ -261,7 +279,7 @@ const finalProcess = 1_000_000
 // finals runs the workload's final reads, each retried (rotating nodes)
 // until ok or the deadline.
 func (r *run) finals(ctx context.Context, d time.Duration) {
-	nodes := r.c.Nodes()
+	nodes := dataNodes(r.c)
 	deadline := time.Now().Add(d)
 	for _, op := range r.w.Finals() {
 		for i := 0; ctx.Err() == nil; i++ {
@@ -289,6 +307,8 @@ type Results struct {
 	Nemesis         string           `json:"nemesis"`
 	Seed            uint64           `json:"seed"`
 	Nodes           int              `json:"nodes"`
+	Witnesses       []int            `json:"witnesses,omitempty"` // ids (Config.Witnesses)
+	Learners        []int            `json:"learners,omitempty"`  // ids (Config.Learners)
 	Ops             int              `json:"ops"`
 	OK              int              `json:"ok"`
 	Fail            int              `json:"fail"`

@@ -18,7 +18,17 @@ type Node struct {
 	MySQLAddr   string `json:"mysql_addr"` // the node's MariaDB host:port
 	User        string `json:"user"`       // client account (see package doc)
 	Password    string `json:"-"`
+	// Witness: binlogd only (votes on the log, never master): no proxy
+	// and no MariaDB (ProxyAddr, RWSplitAddr and MySQLAddr empty), so
+	// clients and final reads skip it; faults may hit it (its binlogd).
+	Witness bool `json:"witness,omitempty"`
+	// Learner: a data node that follows the log and serves reads, never
+	// votes and is never master. Its proxy is a client entry like any.
+	Learner bool `json:"learner,omitempty"`
 }
+
+// HasMariaDB reports whether n runs MariaDB and a proxy (not a witness).
+func (n Node) HasMariaDB() bool { return !n.Witness }
 
 // Cluster is what the harness drives. Methods may be called concurrently.
 type Cluster interface {
@@ -59,7 +69,9 @@ type LaunchSpec struct {
 	LogDir        string        // kept after the run (inside the results dir): put logs here
 	NetNS         string        // network namespace name
 	Hosts         []string      // Hosts[i] is node i+1's address (127.0.0.2, ...)
-	Nodes         int           // == len(Hosts)
+	Nodes         int           // == len(Hosts), witnesses and learners included
+	Witnesses     []int         // ids of the nodes that are witnesses (binlogd only)
+	Learners      []int         // ids of the nodes that are learners
 	LeaseDuration time.Duration // master lease
 	BinDir        string        // binaries from `make build` (binlogd, sqlproxy, ...)
 	// Command builds a command that runs inside NetNS.

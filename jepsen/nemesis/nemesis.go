@@ -157,14 +157,29 @@ func (n *Nemesis) target(ctx context.Context, pMaster float64) (uint32, string) 
 	return n.randomNode(), "node"
 }
 
+// witness reports whether node id is a witness (binlogd only).
+func (n *Nemesis) witness(id uint32) bool {
+	for _, nd := range n.c.Nodes() {
+		if nd.ID == id {
+			return nd.Witness
+		}
+	}
+	return false
+}
+
 func (n *Nemesis) kill(ctx context.Context) (*Active, error) {
 	id, who := n.target(ctx, 0.5)
+	if n.witness(id) {
+		who = "witness"
+	}
 	var what string
 	var err error
-	switch n.rng.IntN(3) {
-	case 0:
+	switch v := n.rng.IntN(3); {
+	case n.witness(id): // its binlogd is all it runs (v drawn all the same: the schedule stays the seed's)
+		what, err = "binlogd", n.c.KillBinlogd(id)
+	case v == 0:
 		what, err = "mysqld", n.c.KillMysqld(id)
-	case 1:
+	case v == 1:
 		what, err = "binlogd", n.c.KillBinlogd(id)
 	default:
 		what, err = "mysqld+binlogd+sqlproxy", n.c.KillNode(id)
@@ -183,6 +198,9 @@ func (n *Nemesis) pause(ctx context.Context) (*Active, error) {
 	what := "binlogd"
 	if whole {
 		what = "all processes"
+	}
+	if n.witness(id) {
+		who, what = "witness", "binlogd" // all it runs
 	}
 	a := &Active{Kind: Pause, Desc: fmt.Sprintf("SIGSTOP %s on %s n%d", what, who, id),
 		MinHold: 2 * n.lease,

@@ -97,6 +97,9 @@ func (c *Cluster) healthy(ctx context.Context, target *binlog.GTID) error {
 		c.checkpointDisks() // the installation is on disk, as on a host that ran a while
 	}
 	for _, n := range c.nodes {
+		if n.Witness {
+			continue // no proxy
+		}
 		if err := c.exec(ctx, n.ProxyAddr, Database, "SELECT 1"); err != nil {
 			return fmt.Errorf("n%d's proxy: %w", n.ID, err)
 		}

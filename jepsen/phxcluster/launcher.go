@@ -26,6 +26,8 @@ var (
 	ErrNoMaster = errors.New("phxcluster: no ready master")
 	// ErrNotRunning: a process Restart started did not come up.
 	ErrNotRunning = errors.New("phxcluster: process not running")
+	// ErrNoMariaDB: a MariaDB fault asked of a witness, which runs none.
+	ErrNoMariaDB = errors.New("phxcluster: a witness runs no MariaDB")
 )
 
 // Options tune the launcher; the zero value is valid.
@@ -73,7 +75,7 @@ func launch(ctx context.Context, o Options, spec cluster.LaunchSpec) (*Cluster, 
 		return nil, errors.New("phxcluster: LaunchSpec.Dial is required")
 	}
 	ls := localcluster.Spec{
-		Dir: spec.Dir, Nodes: spec.Nodes, Hosts: spec.Hosts, BasePort: o.BasePort,
+		Dir: spec.Dir, Nodes: spec.Nodes, Witnesses: spec.Witnesses, Learners: spec.Learners, Hosts: spec.Hosts, BasePort: o.BasePort,
 		BinDir: spec.BinDir, NetNS: spec.NetNS, LeaseDuration: spec.LeaseDuration,
 		Proxy: true, MySQLExtra: o.MySQLExtra,
 	}
@@ -107,12 +109,14 @@ func launch(ctx context.Context, o Options, spec cluster.LaunchSpec) (*Cluster, 
 	})
 	for i := 1; i <= spec.Nodes; i++ {
 		id := uint32(i)
-		c.nodes = append(c.nodes, cluster.Node{
-			ID: id, Host: spec.Hosts[i-1], ProxyAddr: lc.ProxyAddr(id), RWSplitAddr: lc.RWSplitAddr(id), MySQLAddr: lc.MySQLAddr(id),
-			User: cr.AppUser, Password: cr.AppPassword,
-		})
+		n := cluster.Node{ID: id, Host: spec.Hosts[i-1], User: cr.AppUser, Password: cr.AppPassword,
+			Witness: ls.IsWitness(i), Learner: ls.IsLearner(i)}
+		if !n.Witness { // a witness has no MariaDB and no proxy
+			n.ProxyAddr, n.RWSplitAddr, n.MySQLAddr = lc.ProxyAddr(id), lc.RWSplitAddr(id), lc.MySQLAddr(id)
+		}
+		c.nodes = append(c.nodes, n)
 	}
-	slog.Info("phxcluster: started", "nodes", spec.Nodes, "dir", spec.Dir, "netns", spec.NetNS)
+	slog.Info("phxcluster: started", "nodes", spec.Nodes, "witnesses", spec.Witnesses, "learners", spec.Learners, "dir", spec.Dir, "netns", spec.NetNS)
 	return c, nil
 }
 
@@ -138,6 +142,9 @@ func (c *Cluster) Nodes() []cluster.Node { return append([]cluster.Node(nil), c.
 
 // Local is the underlying localcluster (for tests and debugging).
 func (c *Cluster) Local() *localcluster.Cluster { return c.lc }
+
+// witness reports whether node id is a witness (binlogd only).
+func (c *Cluster) witness(id uint32) bool { return c.lc.Spec.IsWitness(int(id)) }
 
 // openDB opens a one-connection pool through the namespace to addr.
 func (c *Cluster) openDB(addr, db string) (*sql.DB, error) {

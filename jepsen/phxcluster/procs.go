@@ -38,8 +38,14 @@ func (c *Cluster) kill(procs ...string) func(id uint32) error {
 	}
 }
 
-// KillMysqld SIGKILLs node id's mariadbd; its binlogd restarts it.
-func (c *Cluster) KillMysqld(id uint32) error { return c.kill(procMysqld)(id) }
+// KillMysqld SIGKILLs node id's mariadbd; its binlogd restarts it. A
+// witness runs none: ErrNoMariaDB.
+func (c *Cluster) KillMysqld(id uint32) error {
+	if c.witness(id) {
+		return fmt.Errorf("%w: n%d", ErrNoMariaDB, id)
+	}
+	return c.kill(procMysqld)(id)
+}
 
 // KillBinlogd SIGKILLs node id's binlogd (its mariadbd keeps running).
 func (c *Cluster) KillBinlogd(id uint32) error { return c.kill(procBinlogd)(id) }
@@ -61,7 +67,7 @@ func (c *Cluster) Restart(ctx context.Context, id uint32) error {
 	_ = c.lc.WriteInfo()
 	for {
 		_, b, p := c.Pids(id)
-		if b != 0 && p != 0 {
+		if b != 0 && (p != 0 || c.witness(id)) { // a witness runs no sqlproxy
 			return nil
 		}
 		select {
@@ -77,10 +83,11 @@ func (c *Cluster) Restart(ctx context.Context, id uint32) error {
 	}
 }
 
-// Pause SIGSTOPs node id's binlogd, or all its processes if whole.
+// Pause SIGSTOPs node id's binlogd, or all its processes if whole (a
+// witness's all is its binlogd).
 func (c *Cluster) Pause(id uint32, whole bool) error {
 	procs := []string{procBinlogd}
-	if whole {
+	if whole && !c.witness(id) {
 		procs = []string{procProxy, procBinlogd, procMysqld}
 	}
 	var errs []error
