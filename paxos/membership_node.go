@@ -109,7 +109,11 @@ func (n *Node) changeMembership(ctx context.Context, cur Membership, next []Memb
 	h = n.members.Load()
 	for _, it := range h.items {
 		if it.Index == r.index {
-			if err := n.WaitApplied(ctx, it.Active); err != nil {
+			// Active once every instance before it.Active is chosen (as
+			// Membership's pending says); the leader's Noops fill exactly
+			// those (flushChange), so on an idle cluster nothing is ever
+			// proposed at it.Active itself to wait for.
+			if err := n.WaitApplied(ctx, it.Active-1); err != nil {
 				return it, err
 			}
 			return it, nil
