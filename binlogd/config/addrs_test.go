@@ -17,7 +17,7 @@ const multiHost = `{"id":2,"insecure_no_tls":true,"dir":"n2","mysql_dir":"n2/mys
   {"id":3,"grpc_addr":"10.0.0.3:17011","mysql_addr":"10.0.0.3:3306","proxy_addr":"10.0.0.3:3307"}]}`
 
 func TestMultiHostDefaults(t *testing.T) {
-	c, err := Load(write(t, t.TempDir(), "c.json", multiHost, 0o644))
+	c, err := loadBody(t, multiHost)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestMultiHostDefaults(t *testing.T) {
 	}
 	// Behind NAT: listen on every interface, advertise the public address.
 	body := strings.Replace(multiHost, `"id":2,`, `"id":2,"grpc_listen":"0.0.0.0:17011","mysql_listen":"0.0.0.0:3306",`, 1)
-	c, err = Load(write(t, t.TempDir(), "c.json", body, 0o644))
+	c, err = loadBody(t, body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestOldStyleReplAddrMigrates(t *testing.T) {
 	}
 	// The node's own old entry still has to be loopback.
 	body := strings.Replace(multiHost, `"proxy_addr":"10.0.0.2:3307"`, `"proxy_addr":"10.0.0.2:3307","repl_addr":"10.0.0.2:17012"`, 1)
-	if _, err := Load(write(t, t.TempDir(), "c.json", body, 0o644)); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `key "repl_addr"`) {
+	if _, err := loadBody(t, body); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `key "repl_addr"`) {
 		t.Fatalf("own remote repl_addr: %v", err)
 	}
 }
@@ -96,7 +96,7 @@ func TestAddrErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		body := strings.Replace(multiHost, tc.from, tc.to, 1)
-		_, err := Load(write(t, t.TempDir(), "c.json", body, 0o644))
+		_, err := loadBody(t, body)
 		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `key "`+tc.key+`"`) {
 			t.Errorf("%s: want an error naming key %s, got %v", tc.name, tc.key, err)
 		}

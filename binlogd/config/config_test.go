@@ -17,6 +17,12 @@ func write(t *testing.T, dir, name, body string, mode os.FileMode) string {
 	return p
 }
 
+// loadBody loads body as a config file c.json in a new directory.
+func loadBody(t *testing.T, body string) (*Config, error) {
+	t.Helper()
+	return Load(write(t, t.TempDir(), "c.json", body, 0o644))
+}
+
 // good runs without TLS on purpose (insecure_no_tls): most tests here are
 // about other keys; security_test.go swaps it for tls_* keys.
 const good = `{"id":1,"insecure_no_tls":true,"dir":"n1","mysql_dir":"n1/mysql","credentials_file":"cred.json",
@@ -61,7 +67,7 @@ func TestErrorsNameTheKey(t *testing.T) {
 	}
 	for _, c := range cases {
 		body := strings.Replace(good, c.from, c.to, 1)
-		_, err := Load(write(t, t.TempDir(), "c.json", body, 0o644))
+		_, err := loadBody(t, body)
 		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.key) || !strings.Contains(err.Error(), "c.json") {
 			t.Errorf("%s: error does not name key %s and the file: %v", c.to, c.key, err)
 		}

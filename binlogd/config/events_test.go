@@ -10,7 +10,7 @@ import (
 
 func TestEventHookKeys(t *testing.T) {
 	body := strings.Replace(good, `"dir":"n1",`, `"dir":"n1","event_hook":["/bin/sh","-c","cat >> /tmp/x"],"event_hook_timeout":"3s",`, 1)
-	c, err := Load(write(t, t.TempDir(), "c.json", body, 0o644))
+	c, err := loadBody(t, body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +24,7 @@ func TestEventHookKeys(t *testing.T) {
 		{`"event_hook_timeout":"1h",`, "event_hook_timeout"},
 	} {
 		body := strings.Replace(good, `"dir":"n1",`, `"dir":"n1",`+bad.set, 1)
-		_, err := Load(write(t, t.TempDir(), "c.json", body, 0o644))
+		_, err := loadBody(t, body)
 		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), bad.key) {
 			t.Errorf("%s: error does not name %s: %v", bad.set, bad.key, err)
 		}

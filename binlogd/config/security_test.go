@@ -9,6 +9,40 @@ import (
 	"phxgo/binlogd/mtls/mtlstest"
 )
 
+// TestLinkSecurityRequired: no tls_* keys and no insecure_no_tls is
+// refused with the fix in the error; both at once too; and a certificate
+// of another identity than this node's.
+func TestLinkSecurityRequired(t *testing.T) {
+	ca := mtlstest.MakeCA(t, 2)
+	load := func(body string) error {
+		_, err := loadBody(t, body)
+		return err
+	}
+	plain := strings.Replace(good, `"insecure_no_tls":true,`, ``, 1)
+	err := load(plain)
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `"tls_cert"`) || !strings.Contains(err.Error(), "insecure_no_tls") {
+		t.Fatalf("no TLS, no opt-out: %v", err)
+	}
+	if err := load(good); err != nil {
+		t.Fatalf("insecure_no_tls: %v", err)
+	}
+	keys := func(base string) string {
+		return `"tls_cert":"` + filepath.Join(ca, base+".crt") + `","tls_key":"` + filepath.Join(ca, base+".key") + `","tls_ca":"` + filepath.Join(ca, "ca.crt") + `",`
+	}
+	if err := load(strings.Replace(good, `"id":1,`, `"id":1,`+keys("node1"), 1)); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `"insecure_no_tls"`) {
+		t.Fatalf("TLS and insecure_no_tls: %v", err)
+	}
+	for _, base := range []string{"node2", "proxy1", "admin"} {
+		err := load(strings.Replace(plain, `"id":1,`, `"id":1,`+keys(base), 1))
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `"tls_cert"`) || !strings.Contains(err.Error(), "phxgo://node/1") {
+			t.Fatalf("%s certificate for node 1: %v", base, err)
+		}
+	}
+	if err := load(strings.Replace(plain, `"id":1,`, `"id":1,`+keys("node1"), 1)); err != nil {
+		t.Fatalf("node1 certificate: %v", err)
+	}
+}
+
 func TestTLSKeys(t *testing.T) {
 	ca := mtlstest.MakeCA(t, 2)
 	other := mtlstest.MakeCA(t, 1)
@@ -24,7 +58,7 @@ func TestTLSKeys(t *testing.T) {
 	}
 	load := func(keys string) (*Config, error) {
 		body := strings.Replace(good, `"insecure_no_tls":true,`, keys+`,`, 1)
-		return Load(write(t, t.TempDir(), "c.json", body, 0o644))
+		return loadBody(t, body)
 	}
 	c, err := load(tlsKeys(f1.Cert, f1.Key, f1.CA))
 	if err != nil {
@@ -53,17 +87,17 @@ func TestTLSKeys(t *testing.T) {
 
 func TestReplAddrLoopback(t *testing.T) {
 	body := strings.Replace(good, `"repl_addr":"127.0.0.1:3"`, `"repl_addr":"10.0.0.1:3"`, 1)
-	_, err := Load(write(t, t.TempDir(), "c.json", body, 0o644))
+	_, err := loadBody(t, body)
 	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `key "repl_addr"`) || !strings.Contains(err.Error(), "allow_remote_repl") {
 		t.Fatalf("non-loopback repl_addr: %v", err)
 	}
 	body = strings.Replace(body, `"id":1,`, `"id":1,"allow_remote_repl":true,`, 1)
-	if _, err := Load(write(t, t.TempDir(), "c.json", body, 0o644)); err != nil {
+	if _, err := loadBody(t, body); err != nil {
 		t.Fatalf("with allow_remote_repl: %v", err)
 	}
 	// Another member's repl_addr is that member's business.
 	body = strings.Replace(good, `"repl_addr":"127.0.0.1:6"`, `"repl_addr":"10.0.0.2:6"`, 1)
-	if _, err := Load(write(t, t.TempDir(), "c.json", body, 0o644)); err != nil {
+	if _, err := loadBody(t, body); err != nil {
 		t.Fatal(err)
 	}
 	if got := (&Config{HTTPAddr: ":9100"}).HTTPListenAddr(); got != "127.0.0.1:9100" {
