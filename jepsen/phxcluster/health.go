@@ -84,6 +84,9 @@ func (c *Cluster) healthy(ctx context.Context, target *binlog.GTID) error {
 	if err != nil {
 		return err
 	}
+	if err := c.checkRoles(ctx, master); err != nil {
+		return err
+	}
 	c.mu.Lock()
 	dbReady := c.dbReady
 	c.mu.Unlock()
@@ -117,4 +120,26 @@ func (c *Cluster) exec(ctx context.Context, addr, db, stmt string) error {
 	defer cancel()
 	_, err = d.ExecContext(ctx, stmt)
 	return err
+}
+
+// checkRoles: the master is a voter with MariaDB, and every learner the
+// cluster was launched with says it is one (a binlogd that ignored
+// members[].learner would vote and make the run test something else).
+func (c *Cluster) checkRoles(ctx context.Context, master uint32) error {
+	for _, n := range c.nodes {
+		if n.ID == master && (n.Witness || n.Learner) {
+			return fmt.Errorf("n%d is master but was launched as a witness or learner", n.ID)
+		}
+		if !n.Learner {
+			continue
+		}
+		st, err := c.lc.Status(ctx, n.ID)
+		if err != nil {
+			return fmt.Errorf("n%d: %w", n.ID, err)
+		}
+		if !st.Learner {
+			return fmt.Errorf("n%d was launched as a learner but its status does not say learner (role %s)", n.ID, st.Role)
+		}
+	}
+	return nil
 }
