@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"phxgo/internal/durable"
 )
 
 // ErrNotAdoptable means a running mariadbd may not be taken over: it is
@@ -291,7 +293,7 @@ func SaveHandoff(path string, h Handoff) error {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("mysqld: save handoff %s: %w", path, err)
 	}
-	return syncDir(filepath.Dir(path))
+	return durable.SyncDir(filepath.Dir(path))
 }
 
 // TakeHandoff reads the record at path and removes it (durably) before
@@ -309,20 +311,11 @@ func TakeHandoff(path string) (h Handoff, ok bool, err error) {
 	if err := os.Remove(path); err != nil {
 		return Handoff{}, false, err
 	}
-	if err := syncDir(filepath.Dir(path)); err != nil {
+	if err := durable.SyncDir(filepath.Dir(path)); err != nil {
 		return Handoff{}, false, err
 	}
 	if err := json.Unmarshal(b, &h); err != nil {
 		return Handoff{}, false, fmt.Errorf("mysqld: handoff record %s: %w", path, err)
 	}
 	return h, true, nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

@@ -13,6 +13,7 @@ import (
 
 	"phxgo/binlogd/binlog"
 	"phxgo/binlogd/role"
+	"phxgo/internal/durable"
 )
 
 // Relaxed replicas (issue 19). A replica's MariaDB runs without its own
@@ -57,7 +58,7 @@ func (n *Node) markRelaxed() error {
 	if err != nil {
 		return err
 	}
-	return syncDir(filepath.Dir(p))
+	return durable.SyncDir(filepath.Dir(p))
 }
 
 // clearRelaxed removes the marker once the server is durable and flushed.
@@ -69,21 +70,12 @@ func (n *Node) clearRelaxed() error {
 	if err != nil {
 		return err
 	}
-	return syncDir(filepath.Dir(n.relaxedMarker()))
+	return durable.SyncDir(filepath.Dir(n.relaxedMarker()))
 }
 
 func (n *Node) wasRelaxed() bool {
 	_, err := os.Stat(n.relaxedMarker())
 	return err == nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // resyncAfterRelaxed runs at a fresh mariadbd start (read_only,
