@@ -10,10 +10,14 @@
 # Workload big (256 MiB transactions, 2 GiB one-statement loads: issue
 # 20.4) runs only under kill and partition, for BIG_TIME (default 900s),
 # 2 clients at 1 op/s, -op-timeout 45m: one such commit takes minutes.
+# Workloads witness and learner (issue 21) run under nemesis all only:
+# witness is append on two data nodes and a witness (-nodes 3 -witnesses
+# 1; faults hit the witness too), learner is append on every rw-split port
+# of three voters and a learner (-nodes 4 -learners 1 -rwsplit).
 # Exit status: 0 only if every cell is valid=true.
 set -u
 cd "$(dirname "$0")/.."
-WORKLOADS=${WORKLOADS:-"register bank set append append-rw big"}
+WORKLOADS=${WORKLOADS:-"register bank set append append-rw big witness learner"}
 NEMESES=${NEMESES:-"kill pause partition restart power kill-majority logd all"} # power: nodes on jepsen/lazyfs (root, /dev/fuse)
 TIME=${TIME:-180s}
 OUT=${OUT:-jepsen-results/matrix-$(date +%Y%m%dT%H%M%S)}
@@ -30,12 +34,15 @@ rows=()
 for w in $WORKLOADS; do
 	for n in $NEMESES; do
 		if [ "$w" = big ]; then case $n in kill | partition) ;; *) continue ;; esac; fi
+		if [ "$w" = witness ] || [ "$w" = learner ]; then [ "$n" = all ] || continue; fi
 		dir="$OUT/$w-$n"
 		mkdir -p "$dir"
 		echo "=== $w / $n -> $dir" >&2
 		start=$(date +%s)
 		cell=(-workload "$w")
 		[ "$w" = append-rw ] && cell=(-workload append -rwsplit)
+		[ "$w" = witness ] && cell=(-workload append -nodes 3 -witnesses 1)
+		[ "$w" = learner ] && cell=(-workload append -rwsplit -nodes 4 -learners 1)
 		[ "$n" = logd ] && cell+=(-op-timeout 60s -latency-bound 20s)
 		t=$TIME
 		[ "$w" = big ] && t=${BIG_TIME:-900s} && cell+=(-op-timeout 45m -concurrency 2 -rate 1)
