@@ -409,22 +409,15 @@ func writeSettings(t *testing.T, path, body string) {
 // certificate); each handshake stores the proxy's serial in seen.
 func tlsDB(t *testing.T, addr string, pool *x509.CertPool, seen *atomic.Pointer[big.Int]) *sql.DB {
 	t.Helper()
-	cfg := mysql.NewConfig()
 	acc := mysqld.DefaultAccounts()
-	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr, cfg.Timeout = acc.AppUser, acc.AppPassword, "tcp", addr, 5*time.Second
 	host, _, _ := net.SplitHostPort(addr)
-	cfg.TLS = &tls.Config{RootCAs: pool, ServerName: host, MinVersion: tls.VersionTLS12,
-		VerifyConnection: func(cs tls.ConnectionState) error {
-			seen.Store(cs.PeerCertificates[0].SerialNumber)
-			return nil
-		}}
-	c, err := mysql.NewConnector(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := sql.OpenDB(c)
-	t.Cleanup(func() { db.Close() })
-	return db
+	return clientDB(t, addr, acc.AppUser, acc.AppPassword, "", func(cfg *mysql.Config) {
+		cfg.TLS = &tls.Config{RootCAs: pool, ServerName: host, MinVersion: tls.VersionTLS12,
+			VerifyConnection: func(cs tls.ConnectionState) error {
+				seen.Store(cs.PeerCertificates[0].SerialNumber)
+				return nil
+			}}
+	})
 }
 
 // reloads reads phxgo_sqlproxy_reloads_total{result}.

@@ -203,26 +203,22 @@ func TestRWSplit(t *testing.T) {
 		}
 	})
 
-	t.Run("master_preferred", func(t *testing.T) {
-		p := startFakeProxy(t, 1, view, RWSplit, func(c *Config) { c.MasterPreferred = true })
-		db := fakeDB(t, p.addr, "")
-		if id := serverID(t, db, "SELECT @@server_id"); id != 1 {
-			t.Fatalf("master-preferred read on %d", id)
-		}
-		if id := serverID(t, db, "/*#mode=readonly*/ SELECT @@server_id"); id == 1 {
-			t.Fatal("readonly hint must win over master-preferred")
-		}
-	})
-	t.Run("read_master_percentage_100", func(t *testing.T) {
-		p := startFakeProxy(t, 1, view, RWSplit, func(c *Config) { c.ReadMasterPercentage = 100 })
-		db := fakeDB(t, p.addr, "")
-		if id := serverID(t, db, "SELECT @@server_id"); id != 1 {
-			t.Fatalf("read on %d", id)
-		}
-		if id := serverID(t, db, "/*#mode=readonly*/ SELECT @@server_id"); id == 1 {
-			t.Fatal("readonly hint must win over read-master-percentage")
-		}
-	})
+	// Settings that send reads to the master; a readonly hint still wins.
+	for name, set := range map[string]func(*Config){
+		"master_preferred":           func(c *Config) { c.MasterPreferred = true },
+		"read_master_percentage_100": func(c *Config) { c.ReadMasterPercentage = 100 },
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := startFakeProxy(t, 1, view, RWSplit, set)
+			db := fakeDB(t, p.addr, "")
+			if id := serverID(t, db, "SELECT @@server_id"); id != 1 {
+				t.Fatalf("%s: read on %d", name, id)
+			}
+			if id := serverID(t, db, "/*#mode=readonly*/ SELECT @@server_id"); id == 1 {
+				t.Fatalf("readonly hint must win over %s", name)
+			}
+		})
+	}
 	t.Run("no_healthy_replica", func(t *testing.T) {
 		p := startFakeProxy(t, 1, masterView(m), RWSplit, nil)
 		db := fakeDB(t, p.addr, "")
