@@ -65,14 +65,11 @@ func cmdReseed(args []string) error {
 	if err != nil {
 		return err
 	}
-	inst, unlock, err := stoppedInstance(cfg)
+	inst, ctx, done, err := stoppedInstance(cfg)
 	if err != nil {
 		return err
 	}
-	defer unlock()
-
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
+	defer done()
 	addr, err := reseedSource(ctx, cfg, *from, uint32(*sourceNode), creds)
 	if err != nil {
 		return err
@@ -111,19 +108,21 @@ func cmdReseed(args []string) error {
 }
 
 // stoppedInstance is the node's MariaDB instance, checked stopped with
-// stoppedNode; unlock releases the wal's lock.
-func stoppedInstance(cfg *config.Config) (*mysqld.Instance, func(), error) {
+// stoppedNode, for an offline command (reseed, restore): ctx ends on
+// SIGINT or SIGTERM; done releases the wal's lock.
+func stoppedInstance(cfg *config.Config) (inst *mysqld.Instance, ctx context.Context, done func(), err error) {
 	host, port := cfg.MySQLBind()
-	inst, err := mysqld.New(mysqld.Options{Dir: cfg.MySQLDir, Host: host, Port: port, ServerID: cfg.ID, Extra: cfg.MySQLExtra,
+	inst, err = mysqld.New(mysqld.Options{Dir: cfg.MySQLDir, Host: host, Port: port, ServerID: cfg.ID, Extra: cfg.MySQLExtra,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	unlock, err := stoppedNode(cfg, inst)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return inst, unlock, nil
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	return inst, ctx, func() { stop(); unlock() }, nil
 }
 
 // stoppedNode refuses while the node's binlogd or MariaDB runs, and holds

@@ -8,10 +8,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"regexp"
-	"syscall"
 	"time"
 
 	"phxgo/binlogd/config"
@@ -75,13 +73,11 @@ func cmdRestore(args []string) error {
 			return err
 		}
 	}
-	inst, unlock, err := stoppedInstance(cfg)
+	inst, ctx, done, err := stoppedInstance(cfg)
 	if err != nil {
 		return err
 	}
-	defer unlock()
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
+	defer done()
 
 	_, res, err := reseed.RestoreDir(ctx, *from, reseed.Target{DataDir: inst.DataDir(), DiscardOld: *discardOld, Progress: os.Stderr, Every: *every})
 	if err != nil {
