@@ -1,0 +1,155 @@
+package e2e
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"phxgo/binlogd/localcluster"
+	pb "phxgo/proto"
+)
+
+// TestLearner: three voters and one learner (members[].learner), all
+// real processes. The learner's MariaDB receives every write; it is
+// never master (switchover to it is refused); with the learner killed,
+// and then with one voter's binlogd killed, writes go on (two of three
+// voters are a majority, the learner is not needed); the learner is
+// promoted to a voter and demoted back, each one change through the log
+// (demoting the master is refused); no acknowledged insert is lost.
+func TestLearner(t *testing.T) {
+	const learner = uint32(4)
+	spec := localcluster.Spec{BinDir: binDir, LeaseDuration: failoverLease}
+	spec.Nodes, spec.Witnesses, spec.Learners = localcluster.RoleIDs(3, 0, 1)
+	c, master := localcluster.StartSpecForTest(t, spec)
+	if master == learner {
+		t.Fatal("the learner is master")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	st, err := c.Status(ctx, learner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Learner || st.Role != pb.Role_ROLE_REPLICA || !st.MysqlUp {
+		t.Fatalf("learner status: learner %v role %v mysql_up %v", st.Learner, st.Role, st.MysqlUp)
+	}
+	stopWatch := watchLearnerNeverMaster(t, c, learner)
+	defer stopWatch()
+
+	w := startWorkload(t, c, master)
+	awaitMySQLCaughtUp(ctx, t, c, learner, master)
+
+	a, err := c.Admin(master)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Switchover(ctx, &pb.SwitchoverRequest{To: learner}); err == nil {
+		t.Fatal("switchover to the learner was accepted")
+	} else {
+		t.Logf("switchover to the learner refused: %v", err)
+	}
+
+	// The learner down: the voters go on without it; it catches up.
+	for _, p := range []string{"binlogd", "mariadbd"} {
+		if err := c.Kill(ctx, learner, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.awaitAcks(t, 30, time.Minute)
+	if err := c.StartNode(learner); err != nil {
+		t.Fatal(err)
+	}
+	awaitMySQLCaughtUp(ctx, t, c, learner, master)
+
+	// One voter's binlogd down (not the master's): two of three voters.
+	voter := master%3 + 1
+	if err := c.Kill(ctx, voter, "binlogd"); err != nil {
+		t.Fatal(err)
+	}
+	w.awaitAcks(t, 30, time.Minute)
+	if err := c.StartNode(voter); err != nil {
+		t.Fatal(err)
+	}
+	awaitAppliedIndex(t, c, voter, master, time.Minute)
+
+	// Promote: four voters; demote back. Demoting the master is refused.
+	if err := c.Promote(ctx, learner, master); err != nil {
+		t.Fatal(err)
+	}
+	r, err := a.Members(ctx, &pb.MembersRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range r.Members {
+		if m.Learner {
+			t.Fatalf("after promote, node %d is still a learner", m.Id)
+		}
+	}
+	if st, err := c.Status(ctx, learner); err != nil || st.Learner {
+		t.Fatalf("promoted node's status: learner %v, %v", st.GetLearner(), err)
+	}
+	w.awaitAcks(t, 30, time.Minute)
+	if _, err := a.DemoteMember(ctx, &pb.DemoteMemberRequest{Id: master}); err == nil {
+		t.Fatal("demoting the master was accepted")
+	}
+	if err := c.Demote(ctx, learner, master); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := c.Status(ctx, learner); err != nil || !st.Learner {
+		t.Fatalf("demoted node's status: learner %v, %v", st.GetLearner(), err)
+	}
+	finish(t, c, w, time.Time{}, "learner")
+	w.checkAckedOn(t, learner)
+}
+
+// awaitMySQLCaughtUp waits until node id's MariaDB holds the last valid
+// transaction node of's log held when the wait began.
+func awaitMySQLCaughtUp(ctx context.Context, t *testing.T, c *localcluster.Cluster, id, of uint32) {
+	t.Helper()
+	ref, err := c.Status(ctx, of)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := gtidSeq(ref.LastValidGtid)
+	for {
+		st, err := c.Status(ctx, id)
+		if err == nil && gtidSeq(st.MysqlGtidPos) >= target {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("node %d's MariaDB never reached sequence %d: %v %v", id, target, st, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// watchLearnerNeverMaster polls every node's status until stopped and
+// fails the test if any names a current learner master.
+func watchLearnerNeverMaster(t *testing.T, c *localcluster.Cluster, learner uint32) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for ctx.Err() == nil {
+			ls, err := c.Status(ctx, learner)
+			if err == nil && ls.Learner {
+				for _, id := range c.IDs() {
+					st, err := c.Status(ctx, id)
+					if err == nil && st.MasterId == learner {
+						t.Errorf("node %d sees the learner (node %d) as master", id, learner)
+					}
+				}
+				if ls.Role == pb.Role_ROLE_MASTER || ls.Role == pb.Role_ROLE_CANDIDATE {
+					t.Errorf("the learner reports role %v", ls.Role)
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	return func() { cancel(); wg.Wait() }
+}
