@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"io"
@@ -17,6 +16,7 @@ import (
 
 	"phxgo/binlogd/config"
 	"phxgo/binlogd/mtls"
+	"phxgo/jepsen/sdunit"
 )
 
 // TestMain points init's default data root (-dir, -mysql-dir) at a temp
@@ -143,26 +143,12 @@ func sameOrLocal(got, want string) bool {
 
 func itoa(id uint32) string { return strconv.Itoa(int(id)) }
 
-// readEnv parses a systemd EnvironmentFile of KEY=VALUE lines.
+// readEnv reads a systemd EnvironmentFile as systemd does (sdunit).
 func readEnv(t *testing.T, path string) map[string]string {
 	t.Helper()
-	f, err := os.Open(path)
+	env, err := sdunit.ReadEnvFile(path)
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer f.Close()
-	env := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		k, v, ok := strings.Cut(line, "=")
-		if !ok {
-			t.Fatalf("%s: bad line %q", path, line)
-		}
-		env[k] = strings.Trim(v, `"`) // systemd strips the quotes
 	}
 	return env
 }

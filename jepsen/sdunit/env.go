@@ -46,6 +46,16 @@ func (u *Unit) environment() (map[string]string, error) {
 	return env, nil
 }
 
+// ReadEnvFile reads one EnvironmentFile as systemd does (above): what a
+// unit started with it gets in its environment.
+func ReadEnvFile(path string) (map[string]string, error) {
+	env := map[string]string{}
+	if err := readEnvFile(path, env); err != nil {
+		return nil, err
+	}
+	return env, nil
+}
+
 func readEnvFile(path string, env map[string]string) error {
 	f, err := os.Open(path)
 	if err != nil {
