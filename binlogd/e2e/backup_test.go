@@ -32,10 +32,8 @@ func TestDisasterRecoveryFromBackup(t *testing.T) {
 	c, master := localcluster.StartForTest(t, binDir, 3, 2*time.Second, false)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	db := appDB(t, c, master)
+	db := appDBWith(t, c, master, "CREATE DATABASE app", "CREATE TABLE app.dr (id INT PRIMARY KEY, v VARCHAR(40))")
 	defer db.Close()
-	mustExec(t, db, "CREATE DATABASE app")
-	mustExec(t, db, "CREATE TABLE app.dr (id INT PRIMARY KEY, v VARCHAR(40))")
 	for i := 0; i < 100; i++ {
 		mustExec(t, db, "INSERT INTO app.dr VALUES (?, ?)", i, fmt.Sprint("before-", i))
 	}

@@ -13,10 +13,8 @@ import (
 // DDL around it.
 func TestBigTransactionAndDDL(t *testing.T) {
 	c, master := localcluster.StartForTest(t, binDir, 3, 8*time.Second, false)
-	db := appDB(t, c, master)
+	db := appDBWith(t, c, master, "CREATE DATABASE big", "CREATE TABLE big.t (id INT PRIMARY KEY, pad LONGTEXT)")
 	defer db.Close()
-	mustExec(t, db, "CREATE DATABASE big")
-	mustExec(t, db, "CREATE TABLE big.t (id INT PRIMARY KEY, pad LONGTEXT)")
 	tx, err := db.Begin()
 	if err != nil {
 		t.Fatal(err)

@@ -65,9 +65,7 @@ func catchUpOnce(t *testing.T, label, bin string, secs int) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db := appDB(t, c, master)
-	mustExec(t, db, "CREATE DATABASE sbtest")
-	db.Close()
+	appDBWith(t, c, master, "CREATE DATABASE sbtest").Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	host, port, _ := strings.Cut(c.MySQLAddr(master), ":")

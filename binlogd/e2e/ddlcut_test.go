@@ -21,11 +21,8 @@ func TestDDLCutMarksOldMasterUnsafe(t *testing.T) {
 	c, master := localcluster.StartForTest(t, binDir, 3, failoverLease, false)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	db := appDB(t, c, master)
+	db := appDBWith(t, c, master, "CREATE DATABASE e2e", "CREATE TABLE e2e.d (id INT PRIMARY KEY)", "INSERT INTO e2e.d VALUES (1)")
 	defer db.Close()
-	mustExec(t, db, "CREATE DATABASE e2e")
-	mustExec(t, db, "CREATE TABLE e2e.d (id INT PRIMARY KEY)")
-	mustExec(t, db, "INSERT INTO e2e.d VALUES (1)")
 	awaitSameData(t, c, "e2e.d")
 
 	var others []uint32

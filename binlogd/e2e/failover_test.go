@@ -21,10 +21,7 @@ func setupWorkload(t *testing.T) (*localcluster.Cluster, uint32, *writers) {
 // are acknowledged.
 func startWorkload(t *testing.T, c *localcluster.Cluster, master uint32) *writers {
 	t.Helper()
-	db := appDB(t, c, master)
-	mustExec(t, db, "CREATE DATABASE e2e")
-	mustExec(t, db, "CREATE TABLE e2e.w (id INT PRIMARY KEY, master INT)")
-	db.Close()
+	appDBWith(t, c, master, "CREATE DATABASE e2e", "CREATE TABLE e2e.w (id INT PRIMARY KEY, master INT)").Close()
 	w := startWriters(t, c, 4)
 	t.Cleanup(w.stop)
 	w.awaitAcks(t, 50, time.Minute)

@@ -96,6 +96,17 @@ func appDB(t *testing.T, c *localcluster.Cluster, id uint32) *sql.DB {
 	return db
 }
 
+// appDBWith is appDB with stmts run through it first: the schema a test
+// writes to, created through the master. The caller closes it.
+func appDBWith(t *testing.T, c *localcluster.Cluster, id uint32, stmts ...string) *sql.DB {
+	t.Helper()
+	db := appDB(t, c, id)
+	for _, s := range stmts {
+		mustExec(t, db, s)
+	}
+	return db
+}
+
 // rootDB is appDB as root, for reading server state; the caller closes it.
 func rootDB(t *testing.T, c *localcluster.Cluster, id uint32) *sql.DB {
 	t.Helper()

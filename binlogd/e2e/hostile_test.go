@@ -46,11 +46,8 @@ func TestHostilePaxosPeer(t *testing.T) {
 		attack(ctx, t, c, id)
 	}
 
-	db := appDB(t, c, master)
+	db := appDBWith(t, c, master, "CREATE DATABASE hostile", "CREATE TABLE hostile.t (k INT PRIMARY KEY)", "INSERT INTO hostile.t VALUES (1), (2), (3)")
 	defer db.Close()
-	mustExec(t, db, "CREATE DATABASE hostile")
-	mustExec(t, db, "CREATE TABLE hostile.t (k INT PRIMARY KEY)")
-	mustExec(t, db, "INSERT INTO hostile.t VALUES (1), (2), (3)")
 	awaitSameData(t, c, "hostile.t")
 
 	for _, id := range c.IDs() {

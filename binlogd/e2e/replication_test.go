@@ -18,10 +18,8 @@ import (
 // other binlogds stopped a commit blocks, and completes when they return.
 func TestWritePathThroughPaxos(t *testing.T) {
 	c, master := localcluster.StartForTest(t, binDir, 3, 8*time.Second, false)
-	db := appDB(t, c, master)
+	db := appDBWith(t, c, master, "CREATE DATABASE e2e", "CREATE TABLE e2e.t (id INT PRIMARY KEY, v VARCHAR(64), n BIGINT)")
 	defer db.Close()
-	mustExec(t, db, "CREATE DATABASE e2e")
-	mustExec(t, db, "CREATE TABLE e2e.t (id INT PRIMARY KEY, v VARCHAR(64), n BIGINT)")
 
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)

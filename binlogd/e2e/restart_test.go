@@ -25,16 +25,7 @@ func restartCluster(t *testing.T) (*localcluster.Cluster, uint32, *writers, stri
 	hook := filepath.Join(hookDir, "events-{node}.jsonl")
 	c, master := localcluster.StartSpecForTest(t, localcluster.Spec{BinDir: binDir, Nodes: 3, LeaseDuration: failoverLease,
 		KeepMySQL: true, EventHook: []string{"sh", "-c", "cat >> " + hook + " && echo >> " + hook}})
-	db, err := c.AppDB(c.MySQLAddr(master))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustExec(t, db, "CREATE DATABASE e2e")
-	mustExec(t, db, "CREATE TABLE e2e.w (id INT PRIMARY KEY, master INT)")
-	db.Close()
-	w := startWriters(t, c, 4)
-	w.awaitAcks(t, 50, time.Minute)
-	return c, master, w, hookDir
+	return c, master, startWorkload(t, c, master), hookDir
 }
 
 // stopBinlogd SIGTERMs node id's binlogd and waits until it has exited.

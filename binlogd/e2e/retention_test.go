@@ -22,10 +22,8 @@ func startRetentionCluster(t *testing.T, retain time.Duration, bytes int64) (*lo
 		BinDir: binDir, Nodes: 3, LeaseDuration: retentionLease,
 		LogRetention: retain, LogRetentionBytes: bytes,
 	})
-	db := appDB(t, c, master)
+	db := appDBWith(t, c, master, "CREATE DATABASE e2e", "CREATE TABLE e2e.w (id INT PRIMARY KEY, master INT)")
 	defer db.Close()
-	mustExec(t, db, "CREATE DATABASE e2e")
-	mustExec(t, db, "CREATE TABLE e2e.w (id INT PRIMARY KEY, master INT)")
 	return c, master
 }
 

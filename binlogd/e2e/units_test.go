@@ -168,15 +168,7 @@ func TestUnitsRollingRestartKeepsNodesSafe(t *testing.T) {
 		c.DumpLogs(t)
 		t.Fatal(err)
 	}
-	db, err := c.AppDB(c.MySQLAddr(master))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustExec(t, db, "CREATE DATABASE e2e")
-	mustExec(t, db, "CREATE TABLE e2e.w (id INT PRIMARY KEY, master INT)")
-	db.Close()
-	w := startWriters(t, c, 4)
-	w.awaitAcks(t, 50, time.Minute)
+	w := startWorkload(t, c, master)
 
 	mariadbPid := func(id uint32) int { return c.Pid(id, "mariadbd") }
 	restart := func(id uint32, how string) {
