@@ -133,3 +133,37 @@ func (a *adminServer) caughtUp(ctx context.Context, id uint32) error {
 	}
 	return nil
 }
+
+// demotedMasterLoop hands the lease over when this node holds it while
+// the log makes it a learner. DemoteMember refuses the master, but a
+// failover can make a node master between that check and the demotion
+// being chosen, and the holder renews without asking canAcquire: so the
+// holder itself gives the lease up, through the same switchover a
+// graceful stop uses (to the most caught-up voter), or fences its term
+// if there is none. Writes pause for about one switchover.
+func (n *Node) demotedMasterLoop(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !n.learner() || n.lease.State().Master != n.cfg.ID {
+			continue
+		}
+		lease := n.cfg.LeaseDuration.Duration
+		sctx, cancel := context.WithTimeout(ctx, 2*lease)
+		to, err := n.handoverTarget(sctx)
+		if err == nil {
+			n.log.Warn("this node is a learner but holds the master lease: switching over", "to", to)
+			_, err = (&adminServer{n: n}).Switchover(sctx, &pb.SwitchoverRequest{To: to})
+		}
+		if err != nil {
+			n.log.Warn("this node is a learner but holds the master lease and cannot switch over: fencing its term", "err", err)
+			n.fenceIfHolder()
+		}
+		cancel()
+	}
+}

@@ -215,6 +215,7 @@ func (n *Node) Run(ctx context.Context) error {
 		run(n.witnessLoop)
 	} else {
 		run(n.roleLoop)
+		run(n.demotedMasterLoop) // learner.go
 	}
 	run(n.retentionLoop)
 	run(n.warnInsecureLoop)
