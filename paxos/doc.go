@@ -163,6 +163,27 @@
 //   - While a change waits for activation the leader fills the pipeline
 //     with Noops, so an idle cluster activates it within one round trip.
 //
+// Learners. A member may be a learner (Member.Learner; initial ones in
+// Config.Learners, later ones added with AddMember, and PromoteLearner /
+// DemoteVoter flip the flag as one change). A learner follows the log but
+// never votes: every quorum above (phase 1, phase 2, probes, a leader's
+// liveness, the Alpha window's checks) counts the configuration's voters
+// only, a majority being Voters()/2+1; the leader sends learners every
+// Accept as NoVote (they store the entries without a sync and learn the
+// chosen index from heartbeats) and never asks them to vote or promise;
+// a learner never probes or campaigns (Campaign: ErrNotVoter) and, when
+// it hears no leader, fetches from a member in turn (a leader added by a
+// change it missed is a stranger to it until it fetches that change). A
+// Promise or vote from a node that votes in no configuration above the
+// receiver's chosen index is dropped (DropLearnerVote). The change rule
+// admits one add, remove, promotion or demotion at a time and keeps at
+// least one voter, so the voter sets of consecutive configurations differ
+// by at most one and the intersection argument above holds for them
+// unchanged; a demoted leader steps down once its demotion is active. The
+// flag is encoded in bit 32 of a member's id, so logs and histories from
+// before learners decode unchanged (an older binary refuses a learner's
+// id: upgrade every node before adding one).
+//
 // A new node starts with Config.Join: it knows only its seeds, asks them
 // for the history (a Fetch with Probe set), adopts it, and fetches the log
 // like any lagging learner; it votes once a chosen change includes it.

@@ -64,6 +64,17 @@
 // role is WITNESS. Retention skips witnesses, and a witness compacts its
 // log to what the data nodes' MariaDBs durably applied.
 //
+// A learner (learner.go; config members[].learner, or `binlogd members
+// add -learner`) is a data node like a replica (MariaDB, capture,
+// replication, its status role REPLICA with NodeStatus.learner set) whose
+// binlogd never votes on the log: it never asks for the lease, no
+// switchover or handover names it, and if it holds the lease when its
+// demotion is chosen it switches over at once. PromoteMember (refused
+// unless its applied index is within PromoteMaxLag = 2 x Alpha of the
+// answering node's chosen index and its MariaDB is up) and DemoteMember
+// (refused for the master, a witness and the last data voter) are each
+// one membership change through the log.
+//
 // Members (members.go) come from the Paxos log, not the config file: the
 // Admin service's AddMember/RemoveMember propose a change through it,
 // Status lists the current members (sqlproxy follows them), the Paxos
@@ -86,7 +97,8 @@
 //	Admin Status                   node, proxy, admin
 //	Admin Members                  node, admin
 //	Admin RecoverPoint             admin, or a node asking about itself
-//	Switchover, Add/RemoveMember   admin
+//	Switchover, Add/RemoveMember,  admin
+//	Promote/DemoteMember
 //	Admin Backup                   admin, or a node reseeding itself (backup.go:
 //	                               mariadb-backup for `binlogd reseed`; not on the master unless forced)
 //	Admin ReadWindow               node (forwarding for a proxy), proxy, admin
