@@ -156,3 +156,7 @@ func (c *Cluster) ProxyAddr(id uint32) string { return c.Spec.addr(int(id), offP
 
 // RWSplitAddr is node id's sqlproxy read/write-split address.
 func (c *Cluster) RWSplitAddr(id uint32) string { return c.Spec.addr(int(id), offProxyRW) }
+
+// ProxyHTTPAddr is node id's sqlproxy admin HTTP address (/backends,
+// /metrics).
+func (c *Cluster) ProxyHTTPAddr(id uint32) string { return c.Spec.addr(int(id), offProxyHTTP) }
