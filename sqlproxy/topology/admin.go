@@ -175,7 +175,10 @@ func (a *Admin) setBase(v View) {
 func sameView(a, b View) bool { return reflect.DeepEqual(a, b) }
 
 // FromStatus converts a NodeStatus. It sets no lease deadline: that comes
-// only from a read window (publishLocked).
+// only from a read window (publishLocked). Every member with MariaDB but
+// the master is a read replica, learners included (they apply the same
+// valid log; health.go's lag checks judge them like any replica); a
+// witness has no MariaDB and never is.
 func FromStatus(st *pb.NodeStatus) View {
 	v := View{MasterID: st.MasterId, Ready: st.Ready}
 	for _, m := range st.Members {
