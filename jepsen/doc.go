@@ -28,8 +28,21 @@
 // against a real 3-node cluster built from the tree (register, kill and
 // partition in turn, 45 s); crash_short_test.go adds about a minute each
 // of append under kill-majority, under logd (with a latency bound) and on
-// the read/write-split port under kill. scripts/jepsen-matrix.sh (make
-// jepsen) runs every workload under every nemesis and prints a table.
+// the read/write-split port under kill; roles_short_test.go runs append
+// with a witness (2 data nodes + witness: the master's processes killed,
+// the witness paused) and with a learner (3 voters + learner, every
+// rw-split port). scripts/jepsen-matrix.sh (make jepsen) runs every
+// workload under every nemesis, and the witness and learner cells under
+// all, and prints a table.
+//
+// Witnesses and learners (Config.Witnesses, Config.Learners; -witnesses,
+// -learners): a witness runs binlogd only, so it gets faults (its binlogd
+// killed, paused, cut off, restarted) but no clients, setup or final
+// reads, and no MariaDB comparison. A learner's proxy takes clients like
+// any: its linearizable port sends every statement to the master, so
+// every workload may use it; its read/write-split port may serve reads
+// from its own MariaDB, which only append -rwsplit accepts (stale
+// snapshot reads allowed, checked for what that port promises).
 //
 // Validity of a run: the checkers' verdicts combined (any false is false,
 // else any unknown is unknown), plus false if the cluster did not become

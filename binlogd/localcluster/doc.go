@@ -17,7 +17,13 @@
 //
 // Spec.Witnesses names nodes that are witnesses: binlogd only (no MariaDB,
 // no sqlproxy), voting on the log, never master (`make cluster NODES=2
-// WITNESSES=1`).
+// WITNESSES=1`). Spec.Learners names nodes that start as learners
+// (members[].learner): data nodes that follow the log and serve reads but
+// never vote and are never master (`make cluster LEARNERS=1`); RoleIDs
+// numbers voters, witnesses, then learners. cluster.json marks each node
+// "voter" and "witness". AddLearner adds one to a running cluster
+// (binlogd members add -learner); Promote and Demote flip a member
+// through the log.
 //
 // Every link runs in mutual TLS, as on real hosts (tls.go): missing
 // certificates are issued at start, binlogd N gets nodeN's, sqlproxy N
@@ -39,7 +45,7 @@
 // StopNode and RemoveNode then stop it with `binlogd stop-mysql`.
 // Spec.EventHook is every node's event_hook ("{node}" is its id).
 //
-// AddNode and RemoveNode change the members of a running cluster the way
+// AddNode, AddLearner and RemoveNode change the members of a running cluster the way
 // an operator does (a joining config, binlogd seed from a replica,
 // Admin AddMember / RemoveMember); IDs lists the current members.
 package localcluster

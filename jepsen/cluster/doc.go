@@ -25,4 +25,7 @@
 //     down on that node (binlogd's recovery first, as a real operator would)
 //     and be a no-op for what is running.
 //   - Pids reports 0 for a process that is not running.
+//   - LaunchSpec.Witnesses and .Learners name nodes that are witnesses
+//     (binlogd only: Node.Witness, no ProxyAddr or MySQLAddr; KillMysqld
+//     may refuse) and learners (Node.Learner: a data node that never votes).
 package cluster

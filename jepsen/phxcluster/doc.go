@@ -46,6 +46,13 @@
 //     with the file's fsync (ext4's habit): MariaDB 10.11 never fsyncs its
 //     datadir after CREATE TABLE (LazyFSStrictNames for POSIX strictness).
 //     The logs (binlogd.log, sqlproxy.log, error.log) survive a cut.
+//   - Witnesses and learners (LaunchSpec.Witnesses, .Learners; localcluster
+//     Spec.Witnesses, .Learners): a witness's Node has no proxy or MariaDB
+//     address; Pause of all its processes stops its binlogd, KillMysqld
+//     refuses (ErrNoMariaDB; the nemesis kills its binlogd instead),
+//     Restart waits for binlogd only, and WaitHealthy asks no query of it.
+//     WaitHealthy also checks that every learner's status says learner and
+//     that the master is neither.
 //   - Stop: SIGKILL of everything (the data is scratch), then each node's
 //     binlogd.log, sqlproxy.log, MariaDB error.log and its Paxos log with
 //     verdicts (`binlogd log`, and `-rejected`) are copied to LaunchSpec.LogDir.
