@@ -55,17 +55,7 @@ func retentionPeriod(retain time.Duration) time.Duration {
 }
 
 func (n *Node) retentionLoop(ctx context.Context) {
-	r := n.ret
-	t := time.NewTicker(retentionPeriod(n.cfg.LogRetention.Duration))
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		r.tick(ctx, time.Now())
-	}
+	every(ctx, retentionPeriod(n.cfg.LogRetention.Duration), func() { n.ret.tick(ctx, time.Now()) })
 }
 
 func (r *retention) tick(ctx context.Context, now time.Time) {

@@ -63,16 +63,7 @@ func (n *Node) warnInsecureLoop(ctx context.Context) {
 	if n.tls != nil {
 		return
 	}
-	t := time.NewTicker(insecureWarnEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			n.warnInsecure()
-		}
-	}
+	every(ctx, insecureWarnEvery, n.warnInsecure)
 }
 
 // serverOptions and dialOption are ServerOptions and DialOption with
