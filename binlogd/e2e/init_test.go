@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"database/sql"
 	"fmt"
@@ -21,6 +20,7 @@ import (
 	"phxgo/binlogd/config"
 	"phxgo/binlogd/mtls"
 	"phxgo/binlogd/mysqld"
+	"phxgo/jepsen/sdunit"
 	pb "phxgo/proto"
 )
 
@@ -176,20 +176,12 @@ func startProc(t *testing.T, dir, name string, args ...string) {
 	})
 }
 
-// readUnitEnv parses a systemd EnvironmentFile.
+// readUnitEnv reads a systemd EnvironmentFile as systemd does (sdunit).
 func readUnitEnv(t *testing.T, path string) map[string]string {
 	t.Helper()
-	f, err := os.Open(path)
+	env, err := sdunit.ReadEnvFile(path)
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer f.Close()
-	env := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(strings.TrimSpace(sc.Text()), "="); ok && !strings.HasPrefix(k, "#") {
-			env[k] = strings.Trim(v, `"`) // systemd strips the quotes
-		}
 	}
 	return env
 }
