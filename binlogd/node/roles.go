@@ -34,7 +34,8 @@ type roleDriver struct {
 	relaxed atomic.Bool // MariaDB last set relaxed (KeepReplica), not made durable since
 	resyncs atomic.Int64
 	durable durableTracker
-	lt      leaseTracker // events.go
+	lt      leaseTracker           // events.go
+	quiet   *prometheus.CounterVec // stepdown.go
 }
 
 func registerRoleMetrics(reg *prometheus.Registry, n *Node) {
@@ -48,6 +49,7 @@ func registerRoleMetrics(reg *prometheus.Registry, n *Node) {
 				}
 				return 0
 			}),
+		n.ctl.quiet,
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "phxgo", Subsystem: "binlogd", Name: "relaxed_resyncs_total",
 			Help: "starts at which a relaxed replica's binlog disagreed with InnoDB after a crash and was reset to InnoDB's position"},
 			func() float64 { return float64(n.ctl.resyncs.Load()) }),
@@ -55,7 +57,10 @@ func registerRoleMetrics(reg *prometheus.Registry, n *Node) {
 }
 
 func newRoleDriver(n *Node) *roleDriver {
-	return &roleDriver{n: n, st: rolectl.Initial(n.cfg.SuperviseMySQL)}
+	return &roleDriver{n: n, st: rolectl.Initial(n.cfg.SuperviseMySQL),
+		quiet: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "phxgo", Subsystem: "binlogd", Name: "quiet_checks_total",
+			Help: "proofs that a MariaDB which served writes holds no commit the log lacks (check: at a step-down or stop; release: before semi-sync goes off), by result; not_proven means SIGKILL"},
+			[]string{"what", "result"})}
 }
 
 // serving reports whether this node's MariaDB serves writes (the
@@ -248,6 +253,10 @@ func (d *roleDriver) do(ctx context.Context, a rolectl.Action) (rolectl.Event, b
 			w.N, w.Known = k, err == nil
 		}
 		return w, false
+	case rolectl.CheckQuiet:
+		return d.checkQuiet(ctx, db, a.Purpose), false
+	case rolectl.Release:
+		return d.release(ctx, db), false
 	case rolectl.Kill:
 		if n.inst == nil { // a witness: no MariaDB (witness.go)
 			return nil, false

@@ -24,7 +24,9 @@ type Upstream struct {
 var ErrSeveralDomains = errors.New("role: GTIDs in several domains")
 
 // BecomeReplica makes the server a read-only replica of up. Idempotent:
-// when it already replicates from up, only read_only is asserted.
+// when it already replicates from up, only read_only is asserted. It
+// refuses (ErrSemiSyncOn) a server whose semi-sync master is still on: a
+// demoted master is released by ReleaseSemiSync first.
 func BecomeReplica(ctx context.Context, db *sql.DB, up Upstream) error {
 	host, portS, err := net.SplitHostPort(up.Addr)
 	if err != nil {
@@ -44,6 +46,13 @@ func BecomeReplica(ctx context.Context, db *sql.DB, up Upstream) error {
 	if st.MasterHost == host && st.MasterPort == port && st.IORunning != "No" && st.SQLRunning == "Yes" {
 		return nil
 	}
+	// Semi-sync master off would release any waiting commit with OK:
+	// only ReleaseSemiSync, after proving none waits, turns it off.
+	if on, err := SemiSyncOn(ctx, db); err != nil {
+		return err
+	} else if on {
+		return ErrSemiSyncOn
+	}
 	stmts := []string{
 		"STOP SLAVE",
 		// A demoted master's own transactions are in gtid_current_pos but
@@ -54,7 +63,6 @@ func BecomeReplica(ctx context.Context, db *sql.DB, up Upstream) error {
 		fmt.Sprintf("CHANGE MASTER TO MASTER_HOST=%s, MASTER_PORT=%d, MASTER_USER=%s, MASTER_PASSWORD=%s, "+
 			"MASTER_USE_GTID=current_pos, MASTER_CONNECT_RETRY=1, MASTER_HEARTBEAT_PERIOD=1",
 			mysqld.Quote(host), port, mysqld.Quote(up.User), mysqld.Quote(up.Password)),
-		"SET GLOBAL rpl_semi_sync_master_enabled=OFF",
 		"START SLAVE",
 	}
 	for _, s := range stmts {

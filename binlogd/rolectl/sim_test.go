@@ -23,13 +23,36 @@ var (
 // it checks: at most one writable MariaDB, and only on a node whose own
 // view is a ready lease for the epoch its writes were opened in; never a
 // writable MariaDB that is still relaxed; never a graceful stop with
-// commits waiting.
+// commits waiting; never semi-sync off, a graceful stop or a handoff while
+// a commit may be waiting or the binlog holds a GTID the log lacks.
+//
+// The fake MariaDB follows what 10.11 was measured to do (doc.go): a
+// commit passes its read_only check, is written to the binlog (window),
+// and only then waits for the ACK (waiting, what the count sees); read_only
+// on completes only when no commit is in flight (else it times out and
+// stays off); semi-sync off releases every waiting commit with OK; KILL
+// QUERY releases one with OK too (ahead: in the binlog, not in the log).
 
 type simDB struct {
 	up, readOnly, relaxed bool
+	semiSync              bool
 	openEpoch             uint64 // epoch for which read_only was turned off
-	waiting               int
+	window                int    // past the read_only check, not yet counted as waiting
+	waiting               int    // in the semi-sync wait (Rpl_semi_sync_master_wait_sessions)
+	ahead                 int    // commits in the binlog the log does not hold
 }
+
+// barrier is SET read_only=ON: it completes only with nothing in flight.
+func (d *simDB) barrier() bool {
+	if !d.up || d.window+d.waiting > 0 {
+		return false
+	}
+	d.readOnly = true
+	return true
+}
+
+// quiet is CheckQuiet: the barrier, a zero count, the binlog in the log.
+func (d *simDB) quiet() bool { return d.barrier() && d.waiting == 0 && d.ahead == 0 }
 
 type simNode struct {
 	id         int
@@ -99,7 +122,7 @@ func (s *sim) feed(n *simNode, ev Event) {
 					queue = append(queue, PromoteFailed{Epoch: a.Epoch, Why: "open writes", Unsafe: s.rng.IntN(4) == 0})
 					break batch
 				}
-				n.db.readOnly, n.db.openEpoch = false, a.Epoch
+				n.db.readOnly, n.db.openEpoch, n.db.semiSync = false, a.Epoch, true
 				n.promotions++
 			case StartCapture:
 				if !n.db.up || s.rng.Float64() < s.failPromote {
@@ -108,9 +131,7 @@ func (s *sim) feed(n *simNode, ev Event) {
 				}
 				n.capOn, n.capEpoch = true, a.Epoch
 			case SetReadOnly:
-				if n.db.up {
-					n.db.readOnly = true
-				}
+				n.db.barrier() // times out, writable still, while commits are in flight
 			case StopCapture:
 				n.capOn = false
 			case CountWaiting:
@@ -122,9 +143,19 @@ func (s *sim) feed(n *simNode, ev Event) {
 			case MarkUnsafe:
 				n.unsafe = true
 			case KeepReplica:
-				if n.db.up {
-					n.db.readOnly, n.db.relaxed = true, true
+				// role.BecomeReplica: read_only first, and it refuses a
+				// server whose semi-sync master is still on.
+				if n.db.barrier() && !n.db.semiSync {
+					n.db.relaxed = true
 				}
+			case CheckQuiet:
+				queue = append(queue, Quiet{Purpose: a.Purpose, Proven: n.db.quiet() && s.rng.IntN(10) != 0})
+			case Release:
+				ok := n.db.quiet() && s.rng.IntN(10) != 0
+				if ok {
+					s.semiSyncOff(n)
+				}
+				queue = append(queue, Released{OK: ok})
 			case AwaitDrained:
 				if s.rng.IntN(2) == 0 {
 					n.db.waiting = 0 // acknowledged meanwhile
@@ -132,14 +163,14 @@ func (s *sim) feed(n *simNode, ev Event) {
 			case Handoff:
 				// The driver makes it a read-only replica and leaves it
 				// running; the next start adopts it as it is.
-				if n.db.up && (n.db.waiting > 0 || n.capOn) {
-					s.bad = fmt.Sprintf("n%d: handed off with %d commits waiting (capture on %v)", n.id, n.db.waiting, n.capOn)
+				if n.db.up && (n.db.waiting+n.db.window+n.db.ahead > 0 || n.capOn || n.db.semiSync) {
+					s.bad = fmt.Sprintf("n%d: handed off %+v (capture on %v)", n.id, n.db, n.capOn)
 				}
 				n.db.readOnly = true
 				n.handedOff = n.db.up
 			case GracefulStop:
-				if n.db.up && n.db.waiting > 0 {
-					s.bad = fmt.Sprintf("n%d: graceful stop with %d commits waiting", n.id, n.db.waiting)
+				if n.db.up && n.db.waiting+n.db.window+n.db.ahead > 0 {
+					s.bad = fmt.Sprintf("n%d: graceful stop with commits in flight or not in the log: %+v", n.id, n.db)
 				}
 				n.db.up, n.capOn = false, false
 			default:
@@ -148,6 +179,15 @@ func (s *sim) feed(n *simNode, ev Event) {
 		}
 	}
 	s.check()
+}
+
+// semiSyncOff releases every waiting commit with OK: never while one may
+// be in flight or the binlog holds what the log lacks.
+func (s *sim) semiSyncOff(n *simNode) {
+	if n.db.waiting+n.db.window+n.db.ahead > 0 {
+		s.bad = fmt.Sprintf("n%d: semi-sync off with commits in flight or not in the log: %+v", n.id, n.db)
+	}
+	n.db.semiSync = false
 }
 
 func (s *sim) crash(n *simNode) {
@@ -252,13 +292,28 @@ func (s *sim) run(steps int) {
 				n.capOn = false
 				n.late = append(n.late, CaptureStopped{Epoch: n.capEpoch, Why: "error", Unsafe: s.rng.IntN(5) == 0})
 			}
-		case r < 50: // commits arrive
+		case r < 46: // commits arrive: past read_only, into the binlog
 			if n.db.up && !n.db.readOnly {
-				n.db.waiting += 1 + s.rng.IntN(3)
+				k := 1 + s.rng.IntN(3)
+				n.db.window += k
+				n.db.ahead += k
 			}
-		case r < 60: // capture of the current term ACKs them
+		case r < 50: // they reach the semi-sync wait (or return at once, semi-sync off)
+			if n.db.semiSync {
+				n.db.waiting += n.db.window
+			}
+			n.db.window = 0
+		case r < 59: // capture of the current term ACKs the waiting ones
 			if n.capOn && n.capEpoch == s.epoch && s.holder == n.id {
+				n.db.ahead -= n.db.waiting
 				n.db.waiting = 0
+			}
+		case r < 60: // a client's KILL QUERY returns a waiting commit OK
+			if n.db.waiting > 0 {
+				n.db.waiting--
+				if n.capOn { // capture's monitor sees Rpl_semi_sync_master_no_tx grow
+					n.late = append(n.late, CaptureStopped{Epoch: n.capEpoch, Why: "no_tx grew", Unsafe: true})
+				}
 			}
 		case r < 63:
 			s.feed(n, StepDown{Why: "switchover"})

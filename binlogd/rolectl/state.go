@@ -25,6 +25,12 @@ const (
 	// DrainTimeout: how long a master shutting down lets waiting commits
 	// be acknowledged before it fences its term.
 	DrainTimeout = 3 * time.Second
+	// BarrierWait: how long read_only on may wait for commits in flight
+	// before MariaDB gives up (lock_wait_timeout; role.ReadOnlyBarrier).
+	BarrierWait = 2 * time.Second
+	// QuietTimeout bounds CheckQuiet and Release (the barrier, a count, a
+	// GTID lookup in the log).
+	QuietTimeout = 10 * time.Second
 	// ShutdownTimeout bounds the whole safe stop.
 	ShutdownTimeout = 30 * time.Second
 	// GracefulStopTimeout: how long mariadbd gets to stop after SIGTERM
@@ -102,6 +108,12 @@ type State struct {
 	// Handoff: the stop leaves MariaDB running for the next binlogd
 	// (Shutdown.Handoff, granted to a replica only).
 	Handoff bool
+	// Armed: MariaDB's semi-sync master may be on with commits of a term
+	// this node served. Set by a promotion; cleared only by a Release that
+	// proved the server quiet, or by a Kill (the server restarts with it
+	// off). While armed, semi-sync never goes off by KeepReplica, and
+	// MariaDB is never stopped gracefully or handed off without CheckQuiet.
+	Armed bool
 }
 
 // Initial is the state at start: a replica that has observed nothing.
@@ -156,13 +168,24 @@ const (
 	// same server before it adopts it. If the record cannot be made, the
 	// driver stops MariaDB gracefully instead (the count was zero).
 	Handoff
+	// CheckQuiet: prove that a MariaDB that served writes holds no commit
+	// the log lacks: read_only on by a change that completed (a barrier:
+	// no commit in flight, none can start), no session waiting for an
+	// ACK, gtid_binlog_pos held by the log. The driver answers Quiet. A
+	// count alone is not enough: a commit past its read_only check but not
+	// yet in the semi-sync wait is not counted (doc.go).
+	CheckQuiet
+	// Release: CheckQuiet's checks, then semi-sync master off, in one
+	// action; the driver answers Released. The only way semi-sync goes
+	// off on an armed server (off, it releases waiting commits with OK).
+	Release
 )
 
 var kindNames = [...]string{
 	LeadPaxos: "lead_paxos", MakeDurable: "make_durable", OpenWrites: "open_writes", StartCapture: "start_capture",
 	SetReadOnly: "read_only", StopCapture: "stop_capture", CountWaiting: "count_waiting", Kill: "kill",
 	Fence: "fence", MarkUnsafe: "mark_unsafe", KeepReplica: "keep_replica", AwaitDrained: "await_drained",
-	GracefulStop: "graceful_stop", Handoff: "handoff",
+	GracefulStop: "graceful_stop", Handoff: "handoff", CheckQuiet: "check_quiet", Release: "release",
 }
 
 func (k Kind) String() string {
@@ -186,7 +209,7 @@ const (
 type Action struct {
 	Kind    Kind
 	Epoch   uint64  // StartCapture, Fence (informational)
-	Purpose Purpose // CountWaiting
+	Purpose Purpose // CountWaiting, CheckQuiet
 	Why     string  // MarkUnsafe, Kill; logged
 }
 
@@ -194,7 +217,7 @@ func (a Action) String() string {
 	switch a.Kind {
 	case StartCapture:
 		return fmt.Sprintf("%s(%d)", a.Kind, a.Epoch)
-	case CountWaiting:
+	case CountWaiting, CheckQuiet:
 		return fmt.Sprintf("%s(%d)", a.Kind, a.Purpose)
 	}
 	return a.Kind.String()

@@ -37,6 +37,21 @@ type Waiting struct {
 	Known   bool
 }
 
+// Quiet: the answer to CheckQuiet. Proven only when every check ran and
+// passed; Why says which did not.
+type Quiet struct {
+	Purpose Purpose
+	Proven  bool
+	Why     string
+}
+
+// Released: the answer to Release: semi-sync master is off (OK), or the
+// server could not be proven quiet (Why) and semi-sync stayed on.
+type Released struct {
+	OK  bool
+	Why string
+}
+
 // Shutdown: the node stops. Handoff asks to leave MariaDB running for the
 // next binlogd (a restart); it is granted only to a replica (a master
 // hands over first, by switchover, and is a replica by then; one that
@@ -50,6 +65,8 @@ func (CaptureStopped) isEvent() {}
 func (StepDown) isEvent()       {}
 func (Waiting) isEvent()        {}
 func (Shutdown) isEvent()       {}
+func (Quiet) isEvent()          {}
+func (Released) isEvent()       {}
 
 // Step is the role controller: the next state and the actions the driver
 // carries out, in order. It does no I/O and reads no clock.
@@ -66,10 +83,33 @@ func (Shutdown) isEvent()       {}
 //   - Handoff is emitted only when the node stopped as a replica: a
 //     MariaDB that was writable in this Stopped phase is never left
 //     running.
+//   - While Armed (the server served writes since it last started),
+//     KeepReplica, GracefulStop and Handoff are never emitted before a
+//     Quiet{Proven} or Released{OK}; a Quiet or Released that proved
+//     nothing means Kill. Semi-sync goes off only by Release.
 func Step(s State, ev Event) (State, []Action) {
 	if s.Phase == Stopped {
+		if r, ok := ev.(Released); ok {
+			if !r.OK {
+				return kill(s, "stopping, semi-sync not released: "+r.Why)
+			}
+			s.Armed = false
+			if s.Handoff {
+				return s, []Action{{Kind: Handoff}}
+			}
+			return s, []Action{{Kind: GracefulStop}}
+		}
+		if q, ok := ev.(Quiet); ok {
+			if q.Proven && q.Purpose == ForShutdown {
+				return s, []Action{{Kind: GracefulStop}}
+			}
+			if !q.Proven {
+				return kill(s, "stopping a server that served writes, not provably quiet: "+q.Why)
+			}
+			return s, nil
+		}
 		if w, ok := ev.(Waiting); ok && w.Purpose == ForShutdown {
-			if w.Known && w.N == 0 {
+			if w.Known && w.N == 0 && !s.Armed { // armed: only a Quiet proves it
 				if s.Handoff {
 					return s, []Action{{Kind: Handoff}}
 				}
@@ -90,7 +130,24 @@ func Step(s State, ev Event) (State, []Action) {
 		s.Obs = ev.Obs
 		o := s.Obs
 		if s.Phase == Replica && o.MySQLUp && !o.LeaseMaster && !o.Stopping {
+			if s.Armed {
+				return s, []Action{{Kind: Release}}
+			}
 			return s, []Action{{Kind: KeepReplica}}
+		}
+		return s, nil
+	case Released:
+		if s.Phase != Replica {
+			return s, nil
+		}
+		if !ev.OK {
+			return kill(s, "semi-sync not released, server not provably quiet: "+ev.Why)
+		}
+		s.Armed = false
+		return s, []Action{{Kind: KeepReplica}}
+	case Quiet:
+		if !ev.Proven {
+			return kill(s, "stepped down, server not provably quiet: "+ev.Why)
 		}
 		return s, nil
 	case PromoteFailed:
@@ -135,7 +192,7 @@ func observe(s State) (State, []Action) {
 			// give the term up rather than serve from behind.
 			return s, []Action{{Kind: Fence, Epoch: o.LeaseEpoch, Why: "MariaDB behind the log at promotion"}}
 		}
-		s.Phase, s.Epoch, s.ServedWrites = Master, o.LeaseEpoch, true
+		s.Phase, s.Epoch, s.ServedWrites, s.Armed = Master, o.LeaseEpoch, true, true
 		return s, []Action{
 			{Kind: LeadPaxos},
 			{Kind: MakeDurable},
@@ -147,14 +204,24 @@ func observe(s State) (State, []Action) {
 }
 
 // demote stops serving at once: read_only first, then capture, then the
-// waiting commits are counted (and killed, see Waiting).
+// server is proven quiet (or killed, see Quiet). Semi-sync stays on until
+// a Release at the next Repoint checks again.
 func demote(s State) (State, []Action) {
 	s.Phase, s.Epoch = Replica, 0
 	return s, []Action{
 		{Kind: SetReadOnly},
 		{Kind: StopCapture},
-		{Kind: CountWaiting, Purpose: ForDemote},
+		{Kind: CheckQuiet, Purpose: ForDemote},
 	}
+}
+
+// kill stops MariaDB without letting anything commit; a supervised server
+// restarts (after recovery cut what the log lacks) with semi-sync off.
+func kill(s State, why string) (State, []Action) {
+	if s.Supervise {
+		s.Armed = false
+	}
+	return s, []Action{{Kind: Kill, Why: why}}
 }
 
 // endTerm demotes and ends the term in the log, so the lease cannot make
@@ -188,10 +255,17 @@ func shutdown(s State, handoff bool) (State, []Action) {
 			Action{Kind: StopCapture},
 		)
 	}
-	if s.Supervise {
+	switch {
+	case s.Handoff && s.Armed:
+		// A handed-off MariaDB is a replica with semi-sync off: a
+		// demoted master not yet released is released (or killed) first.
+		out = append(out, Action{Kind: Release})
+	case s.Supervise && s.Armed:
+		out = append(out, Action{Kind: CheckQuiet, Purpose: ForShutdown})
+	case s.Supervise:
 		out = append(out, Action{Kind: CountWaiting, Purpose: ForShutdown})
-	} else if s.Phase == Master {
-		out = append(out, Action{Kind: CountWaiting, Purpose: ForDemote})
+	case s.Armed:
+		out = append(out, Action{Kind: CheckQuiet, Purpose: ForDemote})
 	}
 	s.Phase, s.Epoch, s.Obs.Stopping = Stopped, 0, true
 	return s, out

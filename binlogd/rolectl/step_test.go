@@ -23,10 +23,13 @@ var (
 func with(o Obs, f func(*Obs)) Obs { f(&o); return o }
 
 func master(e uint64) State {
-	return State{Phase: Master, Epoch: e, Obs: with(ready, func(o *Obs) { o.LeaseEpoch = e }), Supervise: true, ServedWrites: true}
+	return State{Phase: Master, Epoch: e, Obs: with(ready, func(o *Obs) { o.LeaseEpoch = e }), Supervise: true, ServedWrites: true, Armed: true}
 }
 
 func replica(o Obs) State { return State{Phase: Replica, Obs: o, Supervise: true} }
+
+// armed is a demoted master whose semi-sync is not released yet.
+func armed(o Obs) State { s := replica(o); s.ServedWrites, s.Armed = true, true; return s }
 
 // Every transition of the controller: from a state, one event, to the
 // next state and exactly these actions.
@@ -53,23 +56,44 @@ func TestStepTable(t *testing.T) {
 		{"master, lease holds", master(7), Observed{ready}, "master(epoch 7)", ""},
 		{"master, MariaDB down: capture reports it", master(7), Observed{with(ready, func(o *Obs) { o.MySQLUp = false })}, "master(epoch 7)", ""},
 		// Demotion.
-		{"master loses its lease", master(7), Observed{noLease}, "replica", "read_only stop_capture count_waiting(1)"},
-		{"master sees a new epoch", master(7), Observed{with(ready, func(o *Obs) { o.LeaseEpoch = 8 })}, "replica", "read_only stop_capture count_waiting(1)"},
-		{"master marked unsafe", master(7), Observed{with(ready, func(o *Obs) { o.Unsafe = true })}, "replica", "read_only stop_capture count_waiting(1)"},
-		{"step down requested", master(7), StepDown{"switchover"}, "replica", "read_only stop_capture count_waiting(1)"},
+		{"master loses its lease", master(7), Observed{noLease}, "replica", "read_only stop_capture check_quiet(1)"},
+		{"master sees a new epoch", master(7), Observed{with(ready, func(o *Obs) { o.LeaseEpoch = 8 })}, "replica", "read_only stop_capture check_quiet(1)"},
+		{"master marked unsafe", master(7), Observed{with(ready, func(o *Obs) { o.Unsafe = true })}, "replica", "read_only stop_capture check_quiet(1)"},
+		{"step down requested", master(7), StepDown{"switchover"}, "replica", "read_only stop_capture check_quiet(1)"},
 		{"step down as replica", replica(noLease), StepDown{"storage"}, "replica", ""},
-		{"promotion failed", master(7), PromoteFailed{Epoch: 7, Why: "x"}, "replica", "read_only stop_capture fence count_waiting(1)"},
-		{"promotion failed, unsafe", master(7), PromoteFailed{Epoch: 7, Why: "x", Unsafe: true}, "replica", "mark_unsafe read_only stop_capture fence count_waiting(1)"},
+		{"promotion failed", master(7), PromoteFailed{Epoch: 7, Why: "x"}, "replica", "read_only stop_capture fence check_quiet(1)"},
+		{"promotion failed, unsafe", master(7), PromoteFailed{Epoch: 7, Why: "x", Unsafe: true}, "replica", "mark_unsafe read_only stop_capture fence check_quiet(1)"},
 		{"promotion failed, old epoch", master(7), PromoteFailed{Epoch: 6}, "master(epoch 7)", ""},
 		{"promotion failed, replica", replica(noLease), PromoteFailed{Epoch: 7}, "replica", ""},
-		{"capture stopped", master(7), CaptureStopped{Epoch: 7, Why: "eof"}, "replica", "read_only stop_capture fence count_waiting(1)"},
-		{"capture stopped, unsafe", master(7), CaptureStopped{Epoch: 7, Unsafe: true}, "replica", "mark_unsafe read_only stop_capture fence count_waiting(1)"},
+		{"capture stopped", master(7), CaptureStopped{Epoch: 7, Why: "eof"}, "replica", "read_only stop_capture fence check_quiet(1)"},
+		{"capture stopped, unsafe", master(7), CaptureStopped{Epoch: 7, Unsafe: true}, "replica", "mark_unsafe read_only stop_capture fence check_quiet(1)"},
 		{"capture of an old term stopped", master(8), CaptureStopped{Epoch: 7}, "master(epoch 8)", ""},
 		{"capture stopped, replica", replica(noLease), CaptureStopped{Epoch: 7}, "replica", ""},
 		// Waiting commits after a demotion.
 		{"demoted, none waiting", replica(noLease), Waiting{Purpose: ForDemote, Known: true}, "replica", ""},
 		{"demoted, commits waiting", replica(noLease), Waiting{Purpose: ForDemote, N: 2, Known: true}, "replica", "kill"},
 		{"demoted, count unknown", replica(noLease), Waiting{Purpose: ForDemote}, "replica", "kill"},
+		// A demoted master is proven quiet or killed (doc.go: the count
+		// alone misses a commit between its read_only check and the wait).
+		{"demoted, proven quiet: semi-sync stays on until release", armed(noLease), Quiet{Purpose: ForDemote, Proven: true}, "replica", ""},
+		{"demoted, not proven quiet", armed(noLease), Quiet{Purpose: ForDemote, Why: "read_only barrier timed out"}, "replica", "kill"},
+		{"demoted, not proven quiet, disarmed by the kill", armed(noLease), Quiet{Purpose: ForDemote}, "replica", "kill"},
+		// Semi-sync goes off only by a release that proves the server quiet.
+		{"repoint an armed replica: release first", armed(noLease), Repoint{noLease}, "replica", "release"},
+		{"released: keep it a replica", armed(noLease), Released{OK: true}, "replica", "keep_replica"},
+		{"not released: kill", armed(noLease), Released{Why: "binlog ahead"}, "replica", "kill"},
+		{"released as master (late): ignored", master(7), Released{OK: true}, "master(epoch 7)", ""},
+		{"armed replica shuts down", armed(noLease), Shutdown{}, "stopped", "check_quiet(2)"},
+		{"armed replica shuts down for a handoff: release first", armed(noLease), Shutdown{Handoff: true}, "stopped", "release"},
+		{"stopped for a handoff, released", State{Phase: Stopped, Supervise: true, Handoff: true, Armed: true}, Released{OK: true}, "stopped", "handoff"},
+		{"stopped for a handoff, not released", State{Phase: Stopped, Supervise: true, Handoff: true, Armed: true}, Released{Why: "x"}, "stopped", "kill"},
+		{"stopped, released", State{Phase: Stopped, Supervise: true, Armed: true}, Released{OK: true}, "stopped", "graceful_stop"},
+		{"armed replica, not supervising, shuts down", func() State { s := armed(noLease); s.Supervise = false; return s }(), Shutdown{},
+			"stopped", "check_quiet(1)"},
+		{"stopped, proven quiet", stopped, Quiet{Purpose: ForShutdown, Proven: true}, "stopped", "graceful_stop"},
+		{"stopped, not proven quiet", stopped, Quiet{Purpose: ForShutdown}, "stopped", "kill"},
+		{"stopped, demote check not proven", stopped, Quiet{Purpose: ForDemote}, "stopped", "kill"},
+		{"stopped, demote check proven", stopped, Quiet{Purpose: ForDemote, Proven: true}, "stopped", ""},
 		// Keeping a replica a replica.
 		{"repoint a replica", replica(noLease), Repoint{noLease}, "replica", "keep_replica"},
 		{"no repoint with a ready lease", replica(noLease), Repoint{ready}, "replica", ""},
@@ -77,9 +101,9 @@ func TestStepTable(t *testing.T) {
 		{"no repoint while stopping", replica(noLease), Repoint{with(noLease, func(o *Obs) { o.Stopping = true })}, "replica", ""},
 		{"no repoint of a master", master(7), Repoint{ready}, "master(epoch 7)", ""},
 		// Shutdown.
-		{"master shuts down", master(7), Shutdown{}, "stopped", "read_only await_drained fence stop_capture count_waiting(2)"},
+		{"master shuts down", master(7), Shutdown{}, "stopped", "read_only await_drained fence stop_capture check_quiet(2)"},
 		{"master shuts down, not supervising", func() State { s := master(7); s.Supervise = false; return s }(), Shutdown{},
-			"stopped", "read_only await_drained fence stop_capture count_waiting(1)"},
+			"stopped", "read_only await_drained fence stop_capture check_quiet(1)"},
 		{"replica shuts down", replica(noLease), Shutdown{}, "stopped", "count_waiting(2)"},
 		{"replica shuts down, not supervising", State{Phase: Replica}, Shutdown{}, "stopped", ""},
 		{"stopped, none waiting", stopped, Waiting{Purpose: ForShutdown, Known: true}, "stopped", "graceful_stop"},
@@ -97,7 +121,7 @@ func TestStepTable(t *testing.T) {
 		{"handoff, commits waiting", handoff, Waiting{Purpose: ForShutdown, N: 1, Known: true}, "stopped", "kill"},
 		{"handoff, count unknown", handoff, Waiting{Purpose: ForShutdown}, "stopped", "kill"},
 		{"master asked to hand off: fences and stops instead", master(7), Shutdown{Handoff: true}, "stopped",
-			"read_only await_drained fence stop_capture count_waiting(2)"},
+			"read_only await_drained fence stop_capture check_quiet(2)"},
 		{"replica, not supervising, handoff", State{Phase: Replica}, Shutdown{Handoff: true}, "stopped", ""},
 	}
 	for _, tc := range tests {
@@ -119,7 +143,8 @@ func TestStepInvariantsEveryPair(t *testing.T) {
 		with(ready, func(o *Obs) { o.LeaseEpoch = 8 }), with(ready, func(o *Obs) { o.MySQLUp = false })}
 	var states []State
 	for _, o := range obs {
-		states = append(states, replica(o), State{Phase: Stopped, Obs: o, Supervise: true}, State{Phase: Stopped, Obs: o, Supervise: true, Handoff: true})
+		states = append(states, replica(o), armed(o), State{Phase: Stopped, Obs: o, Supervise: true}, State{Phase: Stopped, Obs: o, Supervise: true, Handoff: true},
+			State{Phase: Stopped, Obs: o, Supervise: true, Armed: true}, State{Phase: Stopped, Obs: o, Supervise: true, Armed: true, Handoff: true})
 	}
 	states = append(states, master(7), master(8))
 	var events []Event
@@ -132,7 +157,10 @@ func TestStepInvariantsEveryPair(t *testing.T) {
 	for _, p := range []Purpose{ForDemote, ForShutdown} {
 		events = append(events, Waiting{Purpose: p}, Waiting{Purpose: p, Known: true}, Waiting{Purpose: p, N: 3, Known: true})
 	}
-	events = append(events, StepDown{"x"}, Shutdown{}, Shutdown{Handoff: true})
+	for _, p := range []Purpose{ForDemote, ForShutdown} {
+		events = append(events, Quiet{Purpose: p}, Quiet{Purpose: p, Proven: true})
+	}
+	events = append(events, StepDown{"x"}, Shutdown{}, Shutdown{Handoff: true}, Released{}, Released{OK: true})
 	for _, s := range states {
 		for _, ev := range events {
 			name := fmt.Sprintf("%s+%T%+v", s, ev, ev)
@@ -148,8 +176,13 @@ func TestStepInvariantsEveryPair(t *testing.T) {
 						t.Errorf("%s: open_writes without durability or a ready lease: %s", name, acts(as))
 					}
 				case GracefulStop, Handoff:
-					if w, ok := ev.(Waiting); !ok || !w.Known || w.N != 0 {
-						t.Errorf("%s: %s without a zero count", name, a.Kind)
+					w, counted := ev.(Waiting)
+					q, proven := ev.(Quiet)
+					if !(counted && w.Known && w.N == 0 && !s.Armed) && !(proven && q.Proven) && ev != (Released{OK: true}) {
+						t.Errorf("%s: %s without a zero count (unarmed) or a proof of quiet", name, a.Kind)
+					}
+					if a.Kind == Handoff && s.Armed && ev != (Released{OK: true}) {
+						t.Errorf("%s: handoff of an armed server not released", name)
 					}
 					if a.Kind == Handoff && !s.Handoff {
 						t.Errorf("%s: handoff not asked for", name)
@@ -159,6 +192,25 @@ func TestStepInvariantsEveryPair(t *testing.T) {
 			if s.Phase == Master && next.Phase != Master && len(as) > 0 && as[0].Kind != SetReadOnly &&
 				(len(as) < 2 || as[0].Kind != MarkUnsafe || as[1].Kind != SetReadOnly) {
 				t.Errorf("%s: a master stops serving without read_only first: %s", name, acts(as))
+			}
+			// Semi-sync may go off (KeepReplica) on an armed server only
+			// right after a release proved it quiet.
+			for _, a := range as {
+				if a.Kind == KeepReplica && s.Armed && ev != (Released{OK: true}) {
+					t.Errorf("%s: keep_replica on an armed server without a release", name)
+				}
+				if a.Kind == Release && !s.Armed {
+					t.Errorf("%s: release of a server never armed", name)
+				}
+			}
+			if q, ok := ev.(Quiet); ok && !q.Proven && s.Phase != Master && acts(as) != "kill" {
+				t.Errorf("%s: not proven quiet but %q", name, acts(as))
+			}
+			if r, ok := ev.(Released); ok && !r.OK && s.Phase != Master && acts(as) != "kill" {
+				t.Errorf("%s: not released but %q", name, acts(as))
+			}
+			if next.Phase == Master && s.Phase != Master && !next.Armed {
+				t.Errorf("%s: promoted without arming", name)
 			}
 			if s.Phase == Master && next.Handoff {
 				t.Errorf("%s: a master's stop granted a handoff", name)
