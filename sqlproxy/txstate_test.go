@@ -50,16 +50,23 @@ func TestLostTransactions(t *testing.T) {
 			t.Fatalf("no backend connection %d", id)
 		}
 	}
+	// lostInTx is a session that began a transaction, inserted row k and
+	// then lost the backend connection holding it.
+	lostInTx := func(t *testing.T, k int) *sql.Conn {
+		t.Helper()
+		c := conn(t, pa.addr)
+		exec(t, c, "BEGIN")
+		exec(t, c, fmt.Sprintf("INSERT INTO t VALUES (%d, 0)", k))
+		killBackend(t, c)
+		return c
+	}
 	count := func(t *testing.T, k int) int {
 		t.Helper()
 		return m.Count(fmt.Sprintf("SELECT COUNT(*) FROM app.t WHERE k = %d", k))
 	}
 
 	t.Run("begin_lost_is_unknown_and_not_aborted", func(t *testing.T) {
-		c := conn(t, pa.addr)
-		exec(t, c, "BEGIN")
-		exec(t, c, "INSERT INTO t VALUES (1, 0)")
-		killBackend(t, c)
+		c := lostInTx(t, 1)
 		// BEGIN would have committed the open transaction: unknown.
 		wantErr(t, c, "BEGIN", 2013, "HY000")
 		exec(t, c, "BEGIN") // no aborted state: database/sql never sends ROLLBACK here
@@ -71,10 +78,7 @@ func TestLostTransactions(t *testing.T) {
 	})
 
 	t.Run("dml_lost_is_rolled_back_then_begin_ends_it", func(t *testing.T) {
-		c := conn(t, pa.addr)
-		exec(t, c, "BEGIN")
-		exec(t, c, "INSERT INTO t VALUES (3, 0)")
-		killBackend(t, c)
+		c := lostInTx(t, 3)
 		wantErr(t, c, "INSERT INTO t VALUES (4, 0)", 1290, "40001")
 		wantErr(t, c, "INSERT INTO t VALUES (5, 0)", 1290, "40001") // aborted until the client ends it
 		exec(t, c, "BEGIN")                                         // ends the rolled-back transaction
@@ -86,10 +90,7 @@ func TestLostTransactions(t *testing.T) {
 	})
 
 	t.Run("commit_lost_is_unknown_and_not_aborted", func(t *testing.T) {
-		c := conn(t, pa.addr)
-		exec(t, c, "BEGIN")
-		exec(t, c, "INSERT INTO t VALUES (7, 0)")
-		killBackend(t, c)
+		c := lostInTx(t, 7)
 		wantErr(t, c, "COMMIT", 2013, "HY000")
 		exec(t, c, "INSERT INTO t VALUES (8, 0)") // autocommit works at once
 		if count(t, 8) != 1 {
@@ -98,10 +99,7 @@ func TestLostTransactions(t *testing.T) {
 	})
 
 	t.Run("rollback_lost_is_ok", func(t *testing.T) {
-		c := conn(t, pa.addr)
-		exec(t, c, "BEGIN")
-		exec(t, c, "INSERT INTO t VALUES (9, 0)")
-		killBackend(t, c)
+		c := lostInTx(t, 9)
 		exec(t, c, "ROLLBACK")
 		exec(t, c, "INSERT INTO t VALUES (10, 0)")
 		if count(t, 9) != 0 || count(t, 10) != 1 {
