@@ -14,10 +14,12 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"phxgo/binlogd/localcluster"
 	"phxgo/binlogd/version"
+	pb "phxgo/proto"
 )
 
 func main() {
@@ -120,7 +122,11 @@ func status(ctx context.Context, spec localcluster.Spec) error {
 			fmt.Printf("node %d: %v\n", id, err)
 			continue
 		}
-		fmt.Printf("node %d: role=%s master=%d version=%d applied=%d last_valid=%q mysql=%q %s\n", id, st.Role, st.MasterId, st.LeaseVersion, st.AppliedIndex, st.LastValidGtid, st.MysqlGtidPos, st.ReplicationState)
+		role := strings.ToLower(strings.TrimPrefix(st.Role.String(), "ROLE_"))
+		if st.Learner && st.Role == pb.Role_ROLE_REPLICA {
+			role = "learner"
+		}
+		fmt.Printf("node %d: role=%s master=%d version=%d applied=%d last_valid=%q mysql=%q %s\n", id, role, st.MasterId, st.LeaseVersion, st.AppliedIndex, st.LastValidGtid, st.MysqlGtidPos, st.ReplicationState)
 	}
 	return nil
 }
