@@ -64,3 +64,26 @@ func TestJepsenShortLearner(t *testing.T) {
 		t.Fatalf("no read went through the read/write-split port as a replica read: %v", info)
 	}
 }
+
+// Witnesses and learners are counted among the nodes, numbered after the
+// voters (witnesses first), and a cluster must keep a voter with MariaDB.
+func TestConfigRoles(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.BinDir, cfg.OutDir = t.TempDir(), t.TempDir()
+	cfg.Nodes, cfg.Witnesses, cfg.Learners = 5, 1, 2
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	w, l := cfg.RoleIDs()
+	if len(w) != 1 || w[0] != 3 || len(l) != 2 || l[0] != 4 || l[1] != 5 {
+		t.Fatalf("witnesses %v learners %v, want [3] [4 5]", w, l)
+	}
+	for _, bad := range [][3]int{{3, 2, 1}, {3, 3, 0}, {2, 0, 2}, {3, -1, 0}} {
+		c := DefaultConfig()
+		c.BinDir, c.OutDir = t.TempDir(), t.TempDir()
+		c.Nodes, c.Witnesses, c.Learners = bad[0], bad[1], bad[2]
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "-witnesses") {
+			t.Errorf("nodes %d witnesses %d learners %d: %v", bad[0], bad[1], bad[2], err)
+		}
+	}
+}
