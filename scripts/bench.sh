@@ -145,21 +145,27 @@ listen mariadb
   bind 127.0.0.1:$HA_PORT
   server master $BASE_ADDR
 EOF
-# In a session of its own, as phxgo's daemons are (phxcluster starts each
-# with setsid): with the kernel's autogroup scheduling a session is one
-# scheduling group, and a relay sharing sysbench's group ran its point
-# selects about 3x faster under load than the same binary in its own
-# (sqlproxy measured both ways side by side). No job control here, so
-# setsid execs in place and $! is HAProxy's pid.
-setsid haproxy -db -f "$WORK/haproxy.cfg" >"$WORK/haproxy.log" 2>&1 &
-HA_PID=$!
+# start_haproxy PIDVAR CFG LOG PORT: HAProxy with CFG, listening on
+# 127.0.0.1:PORT; its pid goes into the variable PIDVAR at once (so the
+# cleanup trap stops it even if it never listens). In a session of its
+# own, as phxgo's daemons are (phxcluster starts each with setsid): with
+# the kernel's autogroup scheduling a session is one scheduling group,
+# and a relay sharing sysbench's group ran its point selects about 3x
+# faster under load than the same binary in its own (sqlproxy measured
+# both ways side by side). No job control here, so setsid execs in place
+# and $! is HAProxy's pid.
+start_haproxy() {
+  setsid haproxy -db -f "$2" >"$3" 2>&1 &
+  printf -v "$1" %s "$!"
+  for _ in $(seq 100); do
+    [ -z "$(ss -Hltn "sport = :$4")" ] || return 0
+    kill -0 "${!1}" 2>/dev/null || { cat "$3" >&2; die "haproxy ($2) exited"; }
+    sleep 0.1
+  done
+  die "haproxy ($2) does not listen on 127.0.0.1:$4"
+}
+start_haproxy HA_PID "$WORK/haproxy.cfg" "$WORK/haproxy.log" "$HA_PORT"
 HA_ADDR=127.0.0.1:$HA_PORT
-for _ in $(seq 100); do
-  [ -z "$(ss -Hltn "sport = :$HA_PORT")" ] || break
-  kill -0 "$HA_PID" 2>/dev/null || { cat "$WORK/haproxy.log" >&2; die "haproxy exited"; }
-  sleep 0.1
-done
-[ -n "$(ss -Hltn "sport = :$HA_PORT")" ] || die "haproxy does not listen on $HA_ADDR"
 
 # find_master: MASTER (0-based), PHX_DIRECT, PHX_REPLICAS_CSV, PHX_PIDS
 # from the nodes' own status; a change of master is counted.
@@ -201,14 +207,8 @@ log "phxgo master: node $((MASTER + 1)) ($PHX_DIRECT)"
 log "starting HAProxy (tcp mode) on 127.0.0.1:$HA2_PORT in front of phxgo's master $PHX_DIRECT"
 sed -e "s/127.0.0.1:$HA_PORT/127.0.0.1:$HA2_PORT/" -e "s/server master .*/server master $PHX_DIRECT/" \
   "$WORK/haproxy.cfg" >"$WORK/haproxy-phxgo.cfg"
-setsid haproxy -db -f "$WORK/haproxy-phxgo.cfg" >"$WORK/haproxy-phxgo.log" 2>&1 &
-HA2_PID=$!
+start_haproxy HA2_PID "$WORK/haproxy-phxgo.cfg" "$WORK/haproxy-phxgo.log" "$HA2_PORT"
 HA2_ADDR=127.0.0.1:$HA2_PORT
-for _ in $(seq 100); do
-  [ -z "$(ss -Hltn "sport = :$HA2_PORT")" ] || break
-  kill -0 "$HA2_PID" 2>/dev/null || { cat "$WORK/haproxy-phxgo.log" >&2; die "haproxy (phxgo) exited"; }
-  sleep 0.1
-done
 
 catch_up() { # both systems, so no run pays for the other's (or its own previous) lag
   bin/sqlbench waitapplied -master "$BASE_ADDR" -replicas "$BASE_REPLICAS" >/dev/null
