@@ -60,16 +60,9 @@ func startOutsideMariaDB(t *testing.T, serverID uint32) func(c *localcluster.Clu
 			t.Fatalf("outside MariaDB: %v", err)
 		}
 		started <- nil
-		b, err := os.ReadFile(filepath.Join(c.Spec.Dir, "cluster.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var info localcluster.Info
-		if err := json.Unmarshal(b, &info); err != nil {
-			t.Fatal(err)
-		}
+		info := readInfo(t, c)
 		if info.ReplUser == "" || info.ReplPass == "" {
-			t.Fatalf("cluster.json lists no outside replicas' account (repl_user, repl_password): %s", b)
+			t.Fatalf("cluster.json lists no outside replicas' account (repl_user, repl_password): %+v", info)
 		}
 		db, err := inst.DB("")
 		if err != nil {
@@ -308,14 +301,7 @@ func TestOutsideReplica(t *testing.T) {
 // app account, the capture name with a wrong password) get 1045.
 func TestOutsideReplicaAccount(t *testing.T) {
 	c, _ := localcluster.StartSpecForTest(t, localcluster.Spec{BinDir: binDir, Nodes: 3, LeaseDuration: retentionLease})
-	b, err := os.ReadFile(filepath.Join(c.Spec.Dir, "cluster.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var info localcluster.Info
-	if err := json.Unmarshal(b, &info); err != nil {
-		t.Fatal(err)
-	}
+	info := readInfo(t, c)
 	caPEM, err := os.ReadFile(filepath.Join(c.Spec.TLSPath(), mtls.CACertFile))
 	if err != nil {
 		t.Fatal(err)
@@ -363,4 +349,18 @@ func TestOutsideReplicaAccount(t *testing.T) {
 		want(open(s.user, s.pw, tc).PingContext(ctx), 1045, "Access denied")
 		want(open(s.user, s.pw, nil).PingContext(ctx), 1045, "Access denied")
 	}
+}
+
+// readInfo reads the cluster's cluster.json.
+func readInfo(t *testing.T, c *localcluster.Cluster) localcluster.Info {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(c.Spec.Dir, "cluster.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info localcluster.Info
+	if err := json.Unmarshal(b, &info); err != nil {
+		t.Fatal(err)
+	}
+	return info
 }
