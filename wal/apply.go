@@ -9,8 +9,14 @@ import (
 )
 
 // Applying frames to Badger: after a group's frame is durable in its
-// segment, its entries go into Badger in one transaction, each accepted
-// record as a reference into the segment. Badger itself is never synced
+// segment, its entries go into Badger, each accepted record as a
+// reference into the segment. Durable groups are held (their records
+// readable from the overlay) until Options.ApplyGroups of them or
+// applyHeldBytes of frames are waiting, and then go in as one
+// transaction. Why: a Badger commit per group (a hand-off to Badger's
+// writer goroutine, a memtable insert of the chosen index and segment
+// position per group) was about a tenth of a binlogd's CPU under load,
+// at one group per Paxos value (issue 19). Badger itself is never synced
 // per group: the segments are the write-ahead log, and Open replays the
 // frames after m/segpos, the end of the last frame Badger holds.
 //
@@ -27,39 +33,67 @@ import (
 // l.apos, l.pending and the memtable tracking (l.mem, whose lock is only
 // for reclaim.go's look at it).
 
-// applyGroup applies g's frame to Badger.
-func (l *Log) applyGroup(g *group) error {
-	return l.applyFrame(g.entries, g.refs, segPos{g.seg, g.end})
+// applyFrame writes es, found in segment end.seg at value offsets refs,
+// into Badger, with m/segpos = end (replay: one frame at a time).
+func (l *Log) applyFrame(es []entry, refs []uint64, end segPos) error {
+	b := l.newFrameTxn(end.seg)
+	if err := b.add(es, refs); err != nil {
+		return err
+	}
+	return l.writeFrames(b, end)
 }
 
-// applyFrame writes es, found in segment end.seg at value offsets refs,
-// into Badger, with m/segpos = end. Accepted records below FirstIndex are
-// skipped; metadata only ever rises (a replayed frame may be older than
-// what a truncation wrote since).
-func (l *Log) applyFrame(es []entry, refs []uint64, end segPos) error {
-	hs := l.ahs
-	var out []entry
-	segMax := l.segs.maxOf(end.seg)
-	newMax := segMax
+// frameTxn gathers the Badger writes of consecutive frames of one segment
+// for one transaction. Accepted records below FirstIndex are skipped;
+// metadata only ever rises (a replayed frame may be older than what a
+// truncation wrote since), and only its last record per key is kept.
+type frameTxn struct {
+	hs             HardState
+	seg            uint64
+	segMax, newMax uint64
+	out            []entry
+	meta           [3]int // position in out of the promised, chosen and applied record (-1: none)
+	size, count    int64  // Badger's estimate of the frames' own entries
+}
+
+func (l *Log) newFrameTxn(seg uint64) *frameTxn {
+	m := l.segs.maxOf(seg)
+	return &frameTxn{hs: l.ahs, seg: seg, segMax: m, newMax: m, meta: [3]int{-1, -1, -1}}
+}
+
+// putMeta adds metadata record e, replacing an earlier one of its key.
+func (b *frameTxn) putMeta(slot int, e entry) {
+	if i := b.meta[slot]; i >= 0 {
+		b.out[i] = e
+		return
+	}
+	b.meta[slot] = len(b.out)
+	b.out = append(b.out, e)
+}
+
+// add takes the writes of one frame: es at value offsets refs.
+func (b *frameTxn) add(es []entry, refs []uint64) error {
+	hs := &b.hs
 	for i, e := range es {
 		if index, ok := indexOfKey(e.key); ok {
 			if index < hs.FirstIndex {
 				continue
 			}
-			out = append(out, entry{e.key, encodeRef(e.key, end.seg, refs[i], len(e.val))})
-			newMax = max(newMax, index)
+			b.out = append(b.out, entry{e.key, encodeRef(e.key, b.seg, refs[i], len(e.val))})
+			b.newMax = max(b.newMax, index)
 			continue
 		}
 		switch {
 		case bytes.Equal(e.key, keyPromised):
-			b, err := decodeBallot(keyPromised, e.val)
+			v, err := decodeBallot(keyPromised, e.val)
 			if err != nil {
 				return err
 			}
-			if !hs.Promised.Less(b) {
+			if !hs.Promised.Less(v) {
 				continue
 			}
-			hs.Promised = b
+			hs.Promised = v
+			b.putMeta(0, e)
 		case bytes.Equal(e.key, keyChosen):
 			c, err := decodeUint(keyChosen, e.val, kindChosen)
 			if err != nil {
@@ -69,6 +103,7 @@ func (l *Log) applyFrame(es []entry, refs []uint64, end segPos) error {
 				continue
 			}
 			hs.Chosen = c
+			b.putMeta(1, e)
 		case bytes.Equal(e.key, keyApplied):
 			a, snap, err := decodeApplied(e.val)
 			if err != nil {
@@ -80,24 +115,58 @@ func (l *Log) applyFrame(es []entry, refs []uint64, end segPos) error {
 			hs.Applied, hs.Snapshot = a, snap
 			if hs.Chosen < a {
 				hs.Chosen = a
-				out = append(out, entry{keyChosen, encodeUint(keyChosen, kindChosen, a)})
+				b.putMeta(1, entry{keyChosen, encodeUint(keyChosen, kindChosen, a)})
 			}
+			b.putMeta(2, e)
 		default:
 			return fmt.Errorf("%w: unexpected key %q in a frame", ErrCorrupt, e.key)
 		}
-		out = append(out, e)
 	}
-	out = append(out, entry{keySegPos, encodeSegPos(end)})
-	if newMax > segMax {
-		out = append(out, entry{segMaxKey(end.seg), encodeUint(segMaxKey(end.seg), kindSegMax, newMax)})
+	return nil
+}
+
+// writeFrames commits b with m/segpos = end, the end of its last frame.
+func (l *Log) writeFrames(b *frameTxn, end segPos) error {
+	out := append(b.out, entry{keySegPos, encodeSegPos(end)})
+	if b.newMax > b.segMax {
+		out = append(out, entry{segMaxKey(end.seg), encodeUint(segMaxKey(end.seg), kindSegMax, b.newMax)})
 	}
 	if err := l.writeBadger(out); err != nil {
 		return err
 	}
-	if newMax > segMax {
-		l.segs.setMax(end.seg, newMax)
+	if b.newMax > b.segMax {
+		l.segs.setMax(end.seg, b.newMax)
 	}
-	l.ahs, l.apos = hs, end
+	l.ahs, l.apos = b.hs, end
+	return nil
+}
+
+// applyGroups applies durable groups gs, oldest first, as few Badger
+// transactions as fit: one per run of groups in one segment whose entries
+// fit one transaction together.
+func (l *Log) applyGroups(gs []*group) error {
+	for len(gs) > 0 {
+		b := l.newFrameTxn(gs[0].seg)
+		n := 0
+		for ; n < len(gs) && gs[n].seg == b.seg; n++ {
+			var size, count int64
+			for _, e := range gs[n].entries {
+				size += l.entrySize(len(e.key), len(e.val))
+				count++
+			}
+			if n > 0 && (b.size+size+metaReserveSize > l.maxTxnSize || b.count+count+metaReserveCount > l.maxTxnCount) {
+				break
+			}
+			if err := b.add(gs[n].entries, gs[n].refs); err != nil {
+				return err
+			}
+			b.size, b.count = b.size+size, b.count+count
+		}
+		if err := l.writeFrames(b, segPos{b.seg, gs[n-1].end}); err != nil {
+			return err
+		}
+		gs = gs[n:]
+	}
 	return nil
 }
 
@@ -161,25 +230,26 @@ func (l *Log) noteWrite(cost fillBound, mayRotate bool) {
 	l.mem.fill.file += cost.file
 }
 
-// applyPending applies the lazy groups answered but not yet applied; the
-// caller has made them durable.
+// applyPending applies the held groups (lazy ones the caller has made
+// durable, and synced ones held to share a transaction) and empties the
+// overlay.
 func (l *Log) applyPending() error {
-	for _, g := range l.pending {
-		if err := l.applyGroup(g); err != nil {
-			return err
-		}
+	if err := l.applyGroups(l.pending); err != nil {
+		return err
 	}
-	l.pending = nil
+	l.pending, l.heldBytes = nil, 0
 	l.ov.mu.Lock()
 	l.ov.recs = nil
 	l.ov.mu.Unlock()
 	return nil
 }
 
-// holdLazy keeps lazy group g unapplied until a sync covers it, its
-// accepted records readable meanwhile from the overlay.
+// holdLazy keeps group g unapplied, its accepted records readable
+// meanwhile from the overlay: a lazy group until a sync covers it, a
+// synced one until enough are held to share a transaction (settle).
 func (l *Log) holdLazy(g *group) {
 	l.pending = append(l.pending, g)
+	l.heldBytes += int64(frameSize(g.entries))
 	l.ov.mu.Lock()
 	defer l.ov.mu.Unlock()
 	if l.ov.recs == nil {
@@ -192,7 +262,7 @@ func (l *Log) holdLazy(g *group) {
 	}
 }
 
-// overlayGet returns the record of index held by a lazy group not yet
+// overlayGet returns the record of index held by a group not yet
 // applied.
 func (l *Log) overlayGet(index uint64) ([]byte, bool) {
 	l.ov.mu.RLock()

@@ -50,7 +50,7 @@ func TestCorruptAccepted(t *testing.T) {
 		"length lies": lying(),
 	} {
 		t.Run(name, func(t *testing.T) {
-			l := openTest(t, t.TempDir(), quietOptions())
+			l := openTest(t, t.TempDir(), applyAtOnce())
 			var as []Accepted
 			for i := uint64(1); i <= 10; i++ {
 				as = append(as, acc(i, 2))
@@ -85,7 +85,7 @@ func TestCorruptHardState(t *testing.T) {
 	for _, key := range [][]byte{keyPromised, keyChosen, keyApplied, keyFirst, keyFormat} {
 		t.Run(string(key), func(t *testing.T) {
 			dir := t.TempDir()
-			l, err := Open(dir, quietOptions())
+			l, err := Open(dir, applyAtOnce())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -469,18 +469,19 @@ func (l *Log) failure() error {
 	return l.failed
 }
 
-// settle applies synced group g to Badger, after the lazy groups held
-// before it, which its sync made durable; a lazy group is held until
-// then (completer goroutine).
+// settle holds group g; once g is synced and enough groups are held, it
+// applies them all to Badger, the lazy ones g's sync made durable
+// included (completer goroutine).
 func (l *Log) settle(g *group) error {
+	l.holdLazy(g)
 	if g.lazy && !l.opts.NoSync {
-		l.holdLazy(g)
 		return nil
 	}
-	if err := l.applyPending(); err != nil {
-		return err
+	// g's sync covers every held group: all are durable now.
+	if len(l.pending) < l.opts.ApplyGroups && l.heldBytes < applyHeldBytes {
+		return nil
 	}
-	return l.applyGroup(g)
+	return l.applyPending()
 }
 
 // frameSize is the length of the frame of es.

@@ -76,7 +76,7 @@ func TestGroupSplitsAcrossTransactions(t *testing.T) {
 	const n = 32
 	var l *Log
 	var once sync.Once
-	opts := quietOptions()
+	opts := applyAtOnce()
 	opts.Knobs = &TestingKnobs{BeforeSync: func(ops int) error {
 		once.Do(func() {
 			await(t, "all saves submitted", func() bool { return l.Stats().Pending == n })

@@ -13,6 +13,14 @@ func quietOptions() Options {
 	return Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), MemTableSize: minMemTableSize}
 }
 
+// applyAtOnce: each group goes into Badger when answered, for tests that
+// look at or tamper with Badger itself after a Save.
+func applyAtOnce() Options {
+	o := quietOptions()
+	o.ApplyGroups = 1
+	return o
+}
+
 func openTest(t testing.TB, dir string, opts Options) *Log {
 	t.Helper()
 	l, err := Open(dir, opts)

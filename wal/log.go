@@ -57,12 +57,14 @@ type Log struct {
 
 	// Owned by the apply path (apply.go): Badger's state as applied, the
 	// end of the last frame applied, the lazy groups answered but not
-	// yet applied (their records readable from ov), and Badger's current
+	// yet applied and the synced ones held to share a transaction (their
+	// records readable from ov), and Badger's current
 	// memtable file with an upper bound on its fill (memtable.go).
-	ahs     HardState
-	apos    segPos
-	pending []*group
-	ov      struct {
+	ahs       HardState
+	apos      segPos
+	pending   []*group
+	heldBytes int64 // frame bytes of pending
+	ov        struct {
 		mu   sync.RWMutex
 		recs map[uint64][]byte
 	}

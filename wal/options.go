@@ -49,6 +49,12 @@ type Options struct {
 	// where a full disk is a SIGBUS, not an error). 0: 256 MiB; negative:
 	// no check.
 	MinFreeBytes int64
+	// ApplyGroups is how many durable groups are held in memory before
+	// they go into Badger together, in one transaction (0: 16; 1: each
+	// group at once). They are readable meanwhile, and Open replays
+	// whatever Badger lacks from the segments; applyHeldBytes of frames
+	// are applied whatever the count.
+	ApplyGroups int
 	// NoSync skips the fsync of each group: a Save is then durable against
 	// a process crash but not a machine crash. For simulations and
 	// benchmarks only.
@@ -76,6 +82,10 @@ const (
 	defaultSegmentBytes = 64 << 20
 	minSegmentBytes     = 4 << 10
 	defaultMinFree      = 256 << 20
+	defaultApplyGroups  = 16
+	// applyHeldBytes bounds the frames held unapplied (memory, and the
+	// overlay a Range merges).
+	applyHeldBytes = 1 << 20
 )
 
 func (o Options) withDefaults() (Options, error) {
@@ -105,6 +115,12 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.MinFreeBytes == 0 {
 		o.MinFreeBytes = defaultMinFree
+	}
+	if o.ApplyGroups == 0 {
+		o.ApplyGroups = defaultApplyGroups
+	}
+	if o.ApplyGroups < 0 {
+		return o, fmt.Errorf("%w: Options.ApplyGroups %d negative", ErrInvalid, o.ApplyGroups)
 	}
 	if o.LazySyncBytes == 0 {
 		o.LazySyncBytes = defaultLazySync

@@ -280,7 +280,7 @@ func TestLazySyncedBeforeSegmentRotation(t *testing.T) {
 // a sync covers it; until then Get and Range serve it, merged in order
 // and within Range's byte limit.
 func TestLazyReadsBeforeApply(t *testing.T) {
-	l := openTest(t, t.TempDir(), quietOptions())
+	l := openTest(t, t.TempDir(), applyAtOnce())
 	mustSave(t, l, Update{Accepted: []Accepted{acc(1, 1), acc(3, 1), acc(5, 1)}})
 	mustSave(t, l, Update{Accepted: []Accepted{acc(2, 1), acc(3, 2), acc(6, 1)}, NoSync: true})
 	if len(l.pending) != 1 {
