@@ -122,6 +122,14 @@ func EncodeBatch(b Batch) []byte {
 // Decode decodes a log entry. Errors wrap ErrMalformed or ErrUnknownVersion.
 // Decode checks the encoding only; the rules are checked by Step.
 func Decode(cmd []byte) (Entry, error) {
+	if e, ok := decodeBatch(cmd); ok {
+		return e, nil
+	}
+	return decodeProto(cmd)
+}
+
+// decodeProto is Decode through proto.Unmarshal, for every entry.
+func decodeProto(cmd []byte) (Entry, error) {
 	var m pb.LogEntry
 	if err := proto.Unmarshal(cmd, &m); err != nil {
 		return Entry{}, fmt.Errorf("%w: %v", ErrMalformed, err)
