@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"regexp"
 	"sync"
 	"testing"
 	"time"
@@ -73,10 +75,23 @@ func TestLearner(t *testing.T) {
 	}
 	awaitAppliedIndex(t, c, voter, master, time.Minute)
 
-	// Promote: four voters; demote back. Demoting the master is refused.
-	if err := c.Promote(ctx, learner, master); err != nil {
+	// Promote (the CLI): four voters; demote back. Demoting the master is
+	// refused.
+	ms, err := c.Status(ctx, master)
+	if err != nil {
 		t.Fatal(err)
 	}
+	var grpcAddr string
+	for _, m := range ms.Members {
+		if m.Id == master {
+			grpcAddr = m.GrpcAddr
+		}
+	}
+	out, err := runBinlogd("members", "promote", fmt.Sprint(learner), "-addr", grpcAddr, "-tls-dir", c.Spec.TLSPath())
+	if err != nil || !regexp.MustCompile(fmt.Sprintf(`(?m)^ +%d +grpc=.* voter$`, learner)).MatchString(out) {
+		t.Fatalf("binlogd members promote: %v\n%s", err, out)
+	}
+	t.Logf("binlogd members promote %d:\n%s", learner, out)
 	r, err := a.Members(ctx, &pb.MembersRequest{})
 	if err != nil {
 		t.Fatal(err)
