@@ -57,7 +57,9 @@ func decodeSeeds() [][]byte {
 	full := EncodeBatch(Batch{Epoch: 7, Prev: GTID{1, 2, 3}, Last: GTID{1, 2, 5}, Events: []byte{1, 2, 3, 4},
 		TxnCount: 2, More: true, Continued: true, Offset: 99})
 	empty := EncodeBatch(Batch{})
-	tag := func(b []byte, num protowire.Number, typ protowire.Type) []byte { return protowire.AppendTag(b, num, typ) }
+	tag := func(b []byte, num protowire.Number, typ protowire.Type) []byte {
+		return protowire.AppendTag(b, num, typ)
+	}
 	var dupVersion, unknown, dupEvents, wideUint []byte
 	dupVersion = append(tag(nil, 1, protowire.VarintType), 1)
 	dupVersion = append(dupVersion, full...)
