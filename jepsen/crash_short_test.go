@@ -70,19 +70,26 @@ func shortConfig(t *testing.T, workload, nem string, d time.Duration, seed uint6
 	cfg.Time, cfg.Concurrency, cfg.Rate, cfg.Seed = d, 6, 60, seed
 	cfg.Lease, cfg.KeepData = 3*time.Second, true
 	cfg.BinDir = shortCluster(t)
-	out, err := os.MkdirTemp("", "jepsen-short-"+strings.ReplaceAll(nem, ",", "+")+"-")
+	cfg.OutDir = resultsDir(t, "jepsen-short-"+strings.ReplaceAll(nem, ",", "+")+"-", "")
+	return cfg
+}
+
+// resultsDir is a new directory for a run's results: removed when the
+// test passes, kept and its path logged (with what, if any) when it fails.
+func resultsDir(t *testing.T, prefix, what string) string {
+	t.Helper()
+	out, err := os.MkdirTemp("", prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.OutDir = out
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("results and node logs kept in %s", out)
+			t.Logf("results and node logs kept in %s%s", out, what)
 			return
 		}
 		os.RemoveAll(out)
 	})
-	return cfg
+	return out
 }
 
 // runShort runs cfg and fails unless it is valid, recovered and has at

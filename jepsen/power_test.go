@@ -35,17 +35,7 @@ func TestJepsenPowerShort(t *testing.T) {
 		t.Skipf("skipping: %v", err)
 	}
 	t.Cleanup(func() { noLazyFSLeft(t, fmt.Sprintf("%s%d-", NSPrefix, os.Getpid())) }) // Run's scratch directory
-	out, err := os.MkdirTemp("", "jepsen-power-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("results and node logs kept in %s", out)
-			return
-		}
-		os.RemoveAll(out)
-	})
+	out := resultsDir(t, "jepsen-power-", "")
 	cfg := DefaultConfig()
 	cfg.Workload, cfg.Nemesis, cfg.Nodes = "register", nemesis.Power, 3
 	cfg.Time, cfg.Concurrency, cfg.Rate, cfg.Seed = 30*time.Second, 8, 100, powerSeed(t)

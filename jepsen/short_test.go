@@ -23,17 +23,7 @@ import (
 // are kept and their paths logged.
 func TestJepsenShort(t *testing.T) {
 	bin := shortCluster(t) // skips in -short or without namespaces; one build for every short run
-	out, err := os.MkdirTemp("", "jepsen-short-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("results and node logs kept in %s (logs/n*-binlogd.log, logs/n*-paxos-rejected.txt)", out)
-			return
-		}
-		os.RemoveAll(out)
-	})
+	out := resultsDir(t, "jepsen-short-", " (logs/n*-binlogd.log, logs/n*-paxos-rejected.txt)")
 
 	cfg := DefaultConfig()
 	cfg.Workload, cfg.Nemesis, cfg.Nodes = "register", "kill,partition", 3
