@@ -28,7 +28,10 @@
 #
 # Knobs: BENCH_TXN_MB (default 256), BENCH_LOAD_MB (default 1024; 0 skips),
 # BENCH_PORT (default 24000), BENCH_LEASE (default 5s), BENCH_BIN (default:
-# build into bin/), BENCH_DIR / BENCH_KEEP=1 (keep the work directory).
+# build into bin/), BENCH_DIR / BENCH_KEEP=1 (keep the work directory),
+# BENCH_PROFILE=1: CPU profiles of the master's and a replica's binlogd
+# over the phxgo txn (and load), heap profiles at its end, kept in
+# $WORK/prof (the work directory is then kept).
 # Needs root and MariaDB (scripts/install-deps.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -82,6 +85,7 @@ json_field() { grep -o "\"$2\": *\"[^\"]*\"" "$1" | sed 's/.*: *"\(.*\)"/\1/'; }
 APP_PASS=$(json_field "$PHX_DIR/cluster.json" app_password)
 mapfile -t PHX_MYSQL < <(json_field "$PHX_DIR/cluster.json" mysql_addr)
 mapfile -t PHX_BINLOGD < <(json_field "$PHX_DIR/cluster.json" binlogd_addr)
+mapfile -t PHX_HTTP < <(json_field "$PHX_DIR/cluster.json" http_addr)
 log "starting the baseline (semi-sync master, 2 replicas) in $BASE_DIR"
 export SQLBENCH_PASSWORD=$APP_PASS
 BASE_ADDR=$("$SQLBENCH" baseline-up -dir "$BASE_DIR" -base-port "$PORT" -app-password "$APP_PASS")
@@ -103,6 +107,25 @@ BASE_SOCK=$BASE_DIR/node1/mysqld.sock
 BASE_FILES=$BASE_DIR/node1/files
 BINLOGD_PIDS=$(cat "$PHX_DIR"/node{1,2,3}/binlogd.pid)
 log "phxgo master: node $((MASTER + 1)); binlogd pids: $(echo $BINLOGD_PIDS)"
+
+PROFS=()
+profile_start() { # profile_start NAME SECONDS: CPU profiles of the master's and one replica's binlogd
+  [ "${BENCH_PROFILE:-0}" = 1 ] || return 0
+  mkdir -p "$WORK/prof"
+  BENCH_KEEP=1
+  local r=$(((MASTER + 1) % 3))
+  curl -s -o "$WORK/prof/$1-master.cpu" "http://${PHX_HTTP[$MASTER]}/debug/pprof/profile?seconds=$2" & PROFS+=($!)
+  curl -s -o "$WORK/prof/$1-replica.cpu" "http://${PHX_HTTP[$r]}/debug/pprof/profile?seconds=$2" & PROFS+=($!)
+}
+profile_end() { # profile_end NAME: heap profiles, then waits for the CPU ones
+  [ "${BENCH_PROFILE:-0}" = 1 ] || return 0
+  local r=$(((MASTER + 1) % 3))
+  curl -s -o "$WORK/prof/$1-master.heap" "http://${PHX_HTTP[$MASTER]}/debug/pprof/heap"
+  curl -s -o "$WORK/prof/$1-replica.heap" "http://${PHX_HTTP[$r]}/debug/pprof/heap"
+  wait "${PROFS[@]}" 2>/dev/null || true
+  PROFS=()
+  log "profiles in $WORK/prof ($1-*): go tool pprof -top $BIN/binlogd FILE"
+}
 
 sql() { mariadb -S "$1" -u root -N -B -e "$2"; } # sql SOCKET STATEMENTS
 for s in "$PHX_SOCK" "$BASE_SOCK"; do
@@ -153,10 +176,12 @@ read -r BASE_COMMIT BASE_TXN <<<"$out"
 CATCH_BASE=$(catchup "$BASE_ADDR" "$BASE_REPLICAS") || die "baseline replicas did not catch up"
 log "txn: $TXN_MB MiB on phxgo"
 start_sampler
+profile_start txn "${BENCH_PROFILE_S:-30}"
 out=$(timed phxgo "$PHX_SOCK" "$TXN") || die "phxgo txn failed (logs in $PHX_DIR/node*/binlogd.log)"
 read -r PHX_COMMIT PHX_TXN <<<"$out"
 CATCH_PHX=$(catchup "${PHX_MYSQL[$MASTER]}" "$PHX_REPLICAS") || die "phxgo replicas did not catch up"
 stop_sampler
+profile_end txn
 for s in "$PHX_SOCK" "$BASE_SOCK"; do
   n=$(sql "$s" "SELECT COUNT(*), SUM(LENGTH(pad)) FROM app_big.t")
   [ "$n" = "$(printf '%s\t%s' "$TXN_MB" $((TXN_MB << 20)))" ] || die "$s: app_big.t holds $n"
@@ -180,10 +205,12 @@ if [ "$LOAD_MB" -gt 0 ]; then
   catchup "$BASE_ADDR" "$BASE_REPLICAS" >/dev/null || die "baseline replicas did not catch up"
   log "load: $LOAD_MB MiB on phxgo"
   start_sampler
+  profile_start load "${BENCH_PROFILE_S:-30}"
   out=$(timed phxgo "$PHX_SOCK" "$(printf "$LOAD" "$PHX_FILES")") || die "phxgo load failed (logs in $PHX_DIR/node*/binlogd.log)"
   read -r _ PHX_LOAD <<<"$out"
   catchup "${PHX_MYSQL[$MASTER]}" "$PHX_REPLICAS" >/dev/null || die "phxgo replicas did not catch up"
   stop_sampler
+  profile_end load
   rm -f "$PHX_FILES/load.csv" "$BASE_FILES/load.csv"
   log "load: phxgo ${PHX_LOAD}s baseline ${BASE_LOAD}s"
 fi

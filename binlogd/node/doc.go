@@ -9,6 +9,11 @@
 //	   │                                         │ binlog        │ read_only / STOP SLAVE
 //	MariaDB (master) ◀────────── or ──────────── MariaDB (replica of own binlogd)
 //
+// A big transaction reaches the log as entries of 512 KiB (sink.go), at
+// most fragmentsAhead of them queued and not yet applied at once, across
+// capture's pieces: the log pipelines them without crowding the lease's
+// renewals out; capture's BufferBytes bounds the bytes held.
+//
 // The loops:
 //
 //  1. supervise: init the datadir, cut the binlog back to the log

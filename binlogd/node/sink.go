@@ -47,6 +47,11 @@ type leaseSink struct {
 	log      *slog.Logger
 
 	failed atomic.Bool // some Wait failed: no later batch may be re-proposed
+
+	// ahead: fragments of big transactions queued on the log, oldest
+	// first, across Propose calls (only Propose, one goroutine, touches
+	// it). At most fragmentsAhead of them are queued and not yet applied.
+	ahead []*masterlease.BatchProposal
 }
 
 // entryEventBytes bounds the binlog events of one log entry (a batch of
@@ -72,8 +77,37 @@ func queueOn(px *paxos.Node) masterlease.QueueFunc {
 		if err != nil {
 			return nil, err
 		}
-		return p, nil
+		return &sharedWaiter{w: p, turn: make(chan struct{}, 1)}, nil
 	}
+}
+
+// sharedWaiter lets two goroutines wait for one proposal: Propose paces
+// on a fragment (ahead) that capture's waiter may be awaiting at the same
+// time, and paxos.Proposal.Wait is for one caller at a time.
+type sharedWaiter struct {
+	w    masterlease.Waiter
+	turn chan struct{} // held by the caller inside w.Wait
+	done bool          // under turn: idx, res, err are final
+	idx  uint64
+	res  any
+	err  error
+}
+
+func (s *sharedWaiter) Wait(ctx context.Context) (uint64, any, error) {
+	select {
+	case s.turn <- struct{}{}:
+	case <-ctx.Done():
+		return 0, nil, ctx.Err()
+	}
+	defer func() { <-s.turn }()
+	if !s.done {
+		idx, res, err := s.w.Wait(ctx)
+		if err != nil && err == ctx.Err() {
+			return idx, res, err // not final: another caller may still wait
+		}
+		s.idx, s.res, s.err, s.done = idx, res, err, true
+	}
+	return s.idx, s.res, s.err
 }
 
 // Propose queues txns' entries on the log, in order, and returns at once.
@@ -85,13 +119,21 @@ func (s *leaseSink) Propose(ctx context.Context, info capture.BatchInfo, txns []
 		return nil, err
 	}
 	pb := &pendingBatch{s: s, info: info, entries: s.entries(info.Prev, txns)}
-	for i, e := range pb.entries {
-		if i >= fragmentsAhead {
-			// A big transaction's fragments are not queued all at once:
-			// megabytes queued ahead of a lease renewal let the lease
-			// expire (seen with a 20 MB transaction). Its outcome is
-			// judged by Wait; this only paces the queue.
-			_, _ = pb.props[i-fragmentsAhead].Wait(ctx)
+	for _, e := range pb.entries {
+		frag := e.More || e.Continued
+		for frag && len(s.ahead) >= fragmentsAhead {
+			// A big transaction's fragments are not queued all at once,
+			// in this batch or the ones before it: megabytes queued
+			// ahead of a lease renewal let the lease expire (seen with
+			// a 20 MB transaction, and with capture's 2 MiB pieces
+			// queued back to back). Its outcome is judged by Wait; this
+			// only paces the queue.
+			_, _ = s.ahead[0].Wait(ctx)
+			s.ahead[0] = nil
+			s.ahead = s.ahead[1:]
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("batch %d: %w", info.Seq, ctx.Err())
+			}
 		}
 		p, err := s.lease.ProposeBatchAsync(ctx, s.queue, e)
 		if err != nil {
@@ -100,14 +142,24 @@ func (s *leaseSink) Propose(ctx context.Context, info capture.BatchInfo, txns []
 			return nil, fmt.Errorf("batch %d, entry ending %s: %w", info.Seq, binlog.GTID(e.Last), err)
 		}
 		pb.props = append(pb.props, p)
+		if frag {
+			s.ahead = append(s.ahead, p)
+		}
 	}
 	return pb, nil
 }
 
-// fragmentsAhead bounds the entries of one batch queued on the log and not
-// yet applied: one, as the sink did before it queued (a 20 MB
-// transaction with 4 fragments ahead still lost the lease on a loaded host).
-const fragmentsAhead = 1
+// fragmentsAhead bounds the fragments of big transactions queued on the
+// log and not yet applied, across Propose calls: capture hands a big
+// transaction over in pieces of FragmentBytes (2 MiB, 4 entries of
+// entryEventBytes) back to back, and a bound per Propose alone let
+// those pieces queue up to capture's BufferBytes (16 MiB) ahead of a
+// lease renewal: the lease expired mid-transaction on a loaded host
+// (make bench-big, 256 MiB). The bytes held stay bounded by capture's
+// BufferBytes either way; this bounds what a renewal waits behind: 4 x
+// 512 KiB. Measured with scripts/bench-big-ahead.sh (README "Big
+// transactions").
+const fragmentsAhead = 4
 
 // pendingBatch is one Propose call's entries, queued in order.
 type pendingBatch struct {
