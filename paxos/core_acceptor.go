@@ -1,6 +1,7 @@
 package paxos
 
 import (
+	"bytes"
 	"slices"
 
 	"phxgo/wal"
@@ -29,6 +30,14 @@ func (c *core) onPrepare(m Message) {
 }
 
 func (c *core) onAccept(m Message) {
+	if m.Ballot.Less(c.promised) && c.hist != nil && !c.votesIn(c.chosen+1) {
+		// A learner votes nowhere, so no promise binds it: one it made as
+		// a voter (or a candidate) before its demotion must not make it
+		// refuse the leader it now learns from, or it would never learn
+		// the leader's chosen index and never forward to it.
+		c.learnFrom(m)
+		return
+	}
 	if m.Ballot.Less(c.promised) {
 		c.send(Message{Type: MsgAccepted, To: m.From, Ballot: m.Ballot, Reject: true, Promised: c.promised, Chosen: c.chosen})
 		return
@@ -53,6 +62,21 @@ func (c *core) onAccept(m Message) {
 			}
 			in := c.inst(e.Index)
 			if in.chosen {
+				// Chosen here, above our chosen index: we saw its quorum
+				// as the leader and stepped down before our chosen index
+				// reached it. The new leader found our accepted value in
+				// phase 1 and re-proposes it; it learns the instance is
+				// chosen only from votes under its ballot, and when ours
+				// is the one it lacks (two voters, or a third one down)
+				// it would wait forever. Same value, so vote again.
+				if m.NoVote || !bytes.Equal(in.value, e.Value) {
+					continue
+				}
+				if in.voted != m.Ballot {
+					in.ballot, in.voted = m.Ballot, m.Ballot
+					c.persistAccepted(wal.Accepted{Index: e.Index, Ballot: m.Ballot, Value: e.Value})
+				}
+				reply.Indexes = append(reply.Indexes, e.Index)
 				continue
 			}
 			if !in.voted.IsZero() && in.voted == m.Ballot && !m.NoVote {
@@ -93,6 +117,22 @@ func (c *core) onAccept(m Message) {
 	}
 	reply.Chosen = c.chosen
 	c.send(reply)
+}
+
+// learnFrom follows the leader of an Accept below this learner's
+// promise: it stores the entries its configuration makes it learn and
+// the leader's chosen index, promises and answers nothing.
+func (c *core) learnFrom(m Message) {
+	if c.role != follower || c.leader != m.From {
+		c.becomeFollower(m.From)
+	}
+	c.electionElapsed = 0
+	for _, e := range m.Entries {
+		if e.Index > c.chosen && c.learnsAt(e.Index) {
+			c.learnEntry(e, m.Ballot)
+		}
+	}
+	c.learnChosen(m.Chosen, m.Ballot, m.From)
 }
 
 // learnEntry stores an entry a learner is sent, like a NoVote one (no
