@@ -276,21 +276,25 @@ REJ0=$(rejected_now)
 
 INSERT_LABELS=(semisync-direct semisync-haproxy phxgo-proxy-master phxgo-proxy-other phxgo-direct)
 POINT_LABELS=(semisync-direct semisync-haproxy phxgo-haproxy phxgo-proxy-master phxgo-proxy-other)
+# run_round TEST THREADS LABEL...: one run of TEST per label, starting one
+# label later at each call (k), so no system always runs first.
 k=0
+run_round() {
+  local test=$1 thr=$2 j
+  shift 2
+  for ((j = 0; j < $#; j++)); do
+    run_one "${@:$(((k + j) % $# + 1)):1}" "$test" "$thr"
+  done
+  k=$((k + 1))
+}
 for ((r = 1; r <= ROUNDS; r++)); do
   for thr in $THREADS; do
     log "oltp_insert, $thr threads, $SECS s per run (round $r/$ROUNDS)"
-    for ((j = 0; j < ${#INSERT_LABELS[@]}; j++)); do
-      run_one "${INSERT_LABELS[$(((k + j) % ${#INSERT_LABELS[@]}))]}" oltp_insert "$thr"
-    done
-    k=$((k + 1))
+    run_round oltp_insert "$thr" "${INSERT_LABELS[@]}"
   done
   for thr in $POINT_THREADS; do
     log "oltp_point_select, $thr threads (round $r/$ROUNDS)"
-    for ((j = 0; j < ${#POINT_LABELS[@]}; j++)); do
-      run_one "${POINT_LABELS[$(((k + j) % ${#POINT_LABELS[@]}))]}" oltp_point_select "$thr"
-    done
-    k=$((k + 1))
+    run_round oltp_point_select "$thr" "${POINT_LABELS[@]}"
   done
 done
 
