@@ -30,10 +30,12 @@
 //	                             3. append the frame to the current segment file (pwrite)
 //	                             4. hand the group to a sync goroutine; go to 1 for the next
 //	                          sync goroutine: fdatasync the segment
-//	                          completer (in group order): apply the frame to Badger
-//	                             (one txn, accepted records as references into the
-//	                             segment, m/segpos = the frame's end), publish
-//	                             HardState, answer the ops
+//	                          completer (in group order): hold the group (its records
+//	                             readable from memory), publish HardState, answer the
+//	                             ops; every ApplyGroups (16) durable groups, apply the
+//	                             held frames to Badger (one txn, accepted records as
+//	                             references into the segment, m/segpos = the last
+//	                             frame's end)
 //
 // The segments (NNNNNNNNNNNNNNNN.seg, segment.go) are the write-ahead log;
 // Badger is the index over them and the home of the metadata, and is
@@ -45,8 +47,9 @@
 // (figures in the README, "Performance on one host"). Badger holds about
 // 60 bytes per instance.
 //
-// A Save returns only after its group's sync, after the group is in
-// Badger, and after every earlier group was answered, so a caller may
+// A Save returns only after its group's sync, with the group readable
+// (from Badger or from the held groups), and after every earlier group
+// was answered, so a caller may
 // answer its RPC ("persist before send"), and SaveAsync callers see
 // durability in submission order. Up to MaxSyncsInFlight (4) groups are
 // written and syncing at once: while group k syncs, group k+1 is written
@@ -57,7 +60,8 @@
 // # Crash recovery
 //
 // Badger receives a frame only after the frame is durable, so Badger never
-// holds what the segments lost; it may hold less. Open replays every frame
+// holds what the segments lost; it may hold less (the held groups, up to
+// ApplyGroups of them, are in memory only until their apply). Open replays every frame
 // after m/segpos (replay.go), after an fdatasync of the segments it reads:
 // a process crash leaves written frames in the page cache, whole but not
 // yet on disk, and Badger must not keep them where a later power cut
