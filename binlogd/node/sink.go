@@ -150,16 +150,20 @@ func (s *leaseSink) Propose(ctx context.Context, info capture.BatchInfo, txns []
 }
 
 // fragmentsAhead bounds the fragments of big transactions queued on the
-// log and not yet applied, across Propose calls: capture hands a big
+// log and not yet applied, across Propose calls. Capture hands a big
 // transaction over in pieces of FragmentBytes (2 MiB, 4 entries of
-// entryEventBytes) back to back, and a bound per Propose alone let
-// those pieces queue up to capture's BufferBytes (16 MiB) ahead of a
-// lease renewal: the lease expired mid-transaction on a loaded host
-// (make bench-big, 256 MiB). The bytes held stay bounded by capture's
-// BufferBytes either way; this bounds what a renewal waits behind: 4 x
-// 512 KiB. Measured with scripts/bench-big-ahead.sh (README "Big
-// transactions").
-const fragmentsAhead = 4
+// entryEventBytes) back to back; a bound per Propose alone let those
+// pieces queue up to capture's BufferBytes (16 MiB) ahead of a lease
+// renewal, and the lease expired mid-transaction on a loaded host (make
+// bench-big, 256 MiB, 4 per Propose). The bytes held stay bounded by
+// capture's BufferBytes either way; this bounds what a renewal waits
+// behind: 2 x 512 KiB, no more than the old 1 per Propose allowed at a
+// piece boundary, with the log never idle between two fragments.
+// scripts/bench-big-ahead.sh (256 MiB COMMIT, phxgo s / plain MariaDB s,
+// two rounds on a host at load 15-27): 1: 26.5/10.6, 18.9/6.6; 2:
+// 22.5/5.1, 23.1/2.5; 4: 15.0/5.0, 28.3/6.2; 8: 24.2/2.5, then the lease
+// expired mid-COMMIT. The spread is the host's; 8 showed the risk.
+const fragmentsAhead = 2
 
 // pendingBatch is one Propose call's entries, queued in order.
 type pendingBatch struct {
