@@ -14,4 +14,12 @@
 //
 // read_only does not stop accounts holding SUPER or READ ONLY ADMIN, so
 // client-facing accounts never hold them (see mysqld.Accounts).
+//
+// Between the two shapes, a master that served writes is released
+// (quiet.go): semi-sync master off returns every waiting commit OK, so it
+// is turned off only by ReleaseSemiSync, after CheckQuiet proved that
+// read_only is on by a change that completed (ReadOnlyBarrier, bounded by
+// lock_wait_timeout), no session waits for an ACK, and gtid_binlog_pos is
+// held by the log. BecomeReplica refuses a server whose semi-sync master
+// is still on (ErrSemiSyncOn). Why each check: binlogd/rolectl/doc.go.
 package role

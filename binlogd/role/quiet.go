@@ -40,6 +40,17 @@ func ReadOnlyBarrier(ctx context.Context, db *sql.DB, wait time.Duration) error 
 	return exec(ctx, db, fmt.Sprintf("SET STATEMENT lock_wait_timeout=%d FOR SET GLOBAL read_only=ON", secs))
 }
 
+// barrierWait is how long MariaDB may wait for the read_only change: until
+// ctx's deadline, so that the server gives up about when the caller does
+// (a dropped connection ends the wait too, measured on 10.11, but only
+// once the server notices).
+func barrierWait(ctx context.Context) time.Duration {
+	if d, ok := ctx.Deadline(); ok {
+		return time.Until(d)
+	}
+	return 10 * time.Second
+}
+
 // CheckQuiet proves that a server that served writes holds nothing the
 // log lacks, in an order where each step relies on the one before:
 // read_only on by a completed change (ReadOnlyBarrier: nothing in flight,

@@ -36,7 +36,7 @@ func BecomeReplica(ctx context.Context, db *sql.DB, up Upstream) error {
 	if err != nil {
 		return fmt.Errorf("role: upstream port %q: %w", portS, err)
 	}
-	if err := exec(ctx, db, "SET GLOBAL read_only=ON"); err != nil {
+	if err := ReadOnlyBarrier(ctx, db, barrierWait(ctx)); err != nil {
 		return err
 	}
 	st, err := ReplicaStatus(ctx, db)
@@ -92,9 +92,10 @@ func BecomeMaster(ctx context.Context, db *sql.DB) error {
 }
 
 // SetReadOnly turns read_only on: the first thing a master that lost its
-// lease does.
+// lease does. It is a ReadOnlyBarrier bounded by ctx: a commit waiting for
+// an ACK makes it fail, and then read_only is still off (quiet.go).
 func SetReadOnly(ctx context.Context, db *sql.DB) error {
-	return exec(ctx, db, "SET GLOBAL read_only=ON")
+	return ReadOnlyBarrier(ctx, db, barrierWait(ctx))
 }
 
 // Applied returns the server's GTID position in the one domain

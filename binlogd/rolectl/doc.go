@@ -12,18 +12,27 @@
 //	        [LeadPaxos, MakeDurable, OpenWrites, StartCapture(e)]
 //	Replica --Observed{ready lease, MariaDB behind}--> Replica [Fence]
 //	Replica --Repoint{no ready lease, up}--> Replica [KeepReplica]
-//	Master(e) --Observed{lease lost, epoch != e, unsafe}--> Replica
-//	        [SetReadOnly, StopCapture, CountWaiting(demote)]
-//	Master(e) --StepDown--> Replica (same actions)
-//	Master(e) --PromoteFailed(e) | CaptureStopped(e)--> Replica
-//	        [MarkUnsafe?, SetReadOnly, StopCapture, Fence, CountWaiting(demote)]
+//	Replica(armed) --Repoint{no ready lease, up}--> [Release]
+//	        --Released{ok}--> Replica [KeepReplica]; otherwise [Kill]
+//	Master(e) --Observed{lease lost, epoch != e, unsafe}--> Replica(armed)
+//	        [SetReadOnly, StopCapture, CheckQuiet(demote)]
+//	Master(e) --StepDown--> Replica(armed) (same actions)
+//	Master(e) --PromoteFailed(e) | CaptureStopped(e)--> Replica(armed)
+//	        [MarkUnsafe?, SetReadOnly, StopCapture, Fence, CheckQuiet(demote)]
+//	any --Quiet(demote){not proven}--> [Kill]
 //	any --Waiting(demote){n > 0 or unknown}--> [Kill]
 //	Master(e) --Shutdown--> Stopped
-//	        [SetReadOnly, AwaitDrained, Fence, StopCapture, CountWaiting(shutdown)]
+//	        [SetReadOnly, AwaitDrained, Fence, StopCapture, CheckQuiet(shutdown)]
 //	Replica --Shutdown--> Stopped [CountWaiting(shutdown)]
+//	Replica(armed) --Shutdown--> Stopped [CheckQuiet(shutdown)]
 //	Replica --Shutdown{Handoff}--> Stopped(handoff) [CountWaiting(shutdown)]
-//	Stopped --Waiting(shutdown){0}--> [GracefulStop]; otherwise [Kill]
-//	Stopped(handoff) --Waiting(shutdown){0}--> [Handoff]; otherwise [Kill]
+//	Replica(armed) --Shutdown{Handoff}--> Stopped(handoff) [Release]
+//	Stopped --Waiting(shutdown){0} | Quiet(shutdown){proven} | Released{ok}-->
+//	        [GracefulStop]; otherwise [Kill]
+//	Stopped(handoff) --Waiting(shutdown){0} | Released{ok}--> [Handoff]; otherwise [Kill]
+//
+// Armed: a promotion arms the state (semi-sync master on, writes served);
+// only a Release that proved the server quiet, or a Kill, disarms it.
 //
 // Handoff (issue 23.3) leaves MariaDB running, a read-only replica, for
 // the next binlogd to adopt after its checks (binlogd/node/adopt.go); only
@@ -47,6 +56,57 @@
 //     zero commits waiting for an ACK; otherwise it is killed (a graceful
 //     stop would commit them in InnoDB, DESIGN.md).
 //   - Only a node that stops as a replica hands MariaDB off.
+//   - A server that served writes (armed) is never released (semi-sync
+//     off), stopped gracefully or handed off unless CheckQuiet or Release
+//     proved, at that moment, that no commit is in flight and its binlog
+//     holds nothing the log lacks; otherwise it is killed and recovery
+//     cuts what the log lacks.
+//
+// # Why a count of waiting commits is not a proof (the step-down race)
+//
+// Measured on MariaDB 10.11.19 (binlogd/role/quiet_test.go reproduces
+// each point) and read in its source:
+//
+//  1. A commit takes the BACKUP COMMIT metadata lock, then checks
+//     read_only, then writes and syncs the binlog, then waits for the
+//     semi-sync ACK (AFTER_SYNC: the group commit leader waits for its
+//     group), then commits in InnoDB, and releases the lock last
+//     (handler.cc ha_commit_trans; semisync_master.cc commit_trx).
+//  2. SET GLOBAL read_only=ON completes only when it holds the locks that
+//     exclude BACKUP COMMIT (sys_vars.cc fix_read_only:
+//     lock_global_read_lock, make_global_read_lock_block_commit): it
+//     waits for every commit in flight, including one blocked for an ACK.
+//     So a completed change is a barrier: no commit is in flight then,
+//     and no account without READ ONLY ADMIN passes the check after.
+//  3. A demoted master's commits wait for ACKs that never come, so its
+//     read_only change times out; MariaDB then leaves read_only OFF (also
+//     when the client drops the connection). Meanwhile a transaction
+//     whose statements ran earlier commits: read_only is still off, it
+//     reaches the binlog, and while another group holds the semi-sync
+//     wait it is not counted: Rpl_semi_sync_master_wait_sessions was 1
+//     with two unacknowledged commits in the binlog.
+//  4. SET GLOBAL rpl_semi_sync_master_enabled=OFF returns every waiting
+//     commit OK (Rpl_semi_sync_master_no_tx grows), and so does a KILL
+//     QUERY of a waiting commit, which any account may send to its own
+//     sessions; the commit stays in InnoDB and the binlog.
+//
+// So the old demotion (read_only, capture stopped, one count, kill if
+// above zero) could miss a commit counted as zero (3) and leave the
+// server writable after a timed-out read_only; a graceful stop after a
+// zero count could commit it in InnoDB. CheckQuiet and Release therefore
+// require, in this order, a read_only change that completed (2), a zero
+// count, and gtid_binlog_pos held by the log as valid (which also
+// catches (4) after the fact), and semi-sync goes off in the same action
+// as the checks. Not shown by experiment: a DDL checks read_only at the
+// start of the statement, before it takes its BACKUP DDL lock
+// (sql_parse.cc deny_updates_if_read_only_option); an ALTER waiting on a
+// table lock did hold it (read_only waited), but a DDL in the moment
+// between the check and the lock could run after read_only completed,
+// and later read_only changes are no-ops (already on). The binlog check
+// catches such a DDL once it is in the binlog; one still running when
+// Release passes would finish with semi-sync off. Not closed here: app
+// DDL during a step-down in that microsecond window (see the report of
+// this change; a BACKUP STAGE BLOCK_DDL barrier is the candidate).
 //
 // The named timings and the server ids derived from a node id
 // (CaptureServerID, EndpointServerID) live in state.go.
