@@ -160,9 +160,10 @@ func (s *leaseSink) Propose(ctx context.Context, info capture.BatchInfo, txns []
 // behind: 2 x 512 KiB, no more than the old 1 per Propose allowed at a
 // piece boundary, with the log never idle between two fragments.
 // scripts/bench-big-ahead.sh (256 MiB COMMIT, phxgo s / plain MariaDB s,
-// two rounds on a host at load 15-27): 1: 26.5/10.6, 18.9/6.6; 2:
-// 22.5/5.1, 23.1/2.5; 4: 15.0/5.0, 28.3/6.2; 8: 24.2/2.5, then the lease
-// expired mid-COMMIT. The spread is the host's; 8 showed the risk.
+// two rounds on a host at load 15-27, the first with the bound per
+// Propose): 1: 26.5/10.6, 18.9/6.6; 2: 22.5/5.1, 23.1/2.5; 4: 15.0/5.0,
+// 28.3/6.2; 8: 24.2/2.5, then the lease expired mid-COMMIT. The spread
+// is the host's; 8 showed the risk.
 const fragmentsAhead = 2
 
 // pendingBatch is one Propose call's entries, queued in order.
