@@ -52,6 +52,14 @@ func TestClusterFromInit(t *testing.T) {
 	}
 	t.Logf("binlogd init:\n%s", initOut)
 
+	// Registered before the processes, so it runs after their cleanups:
+	// a binlogd that had to be SIGKILLed (a slow handover under load)
+	// leaves its MariaDB behind.
+	t.Cleanup(func() {
+		for id := 1; id <= 3; id++ {
+			killByPidFile(filepath.Join(root, fmt.Sprintf("n%d", id), "mysql", "mysqld.pid"))
+		}
+	})
 	var cfgs []*config.Config
 	for id := 1; id <= 3; id++ {
 		dir := filepath.Join(out, fmt.Sprintf("node%d", id))
@@ -184,4 +192,22 @@ func readUnitEnv(t *testing.T, path string) map[string]string {
 		t.Fatal(err)
 	}
 	return env
+}
+
+// killByPidFile SIGKILLs the mariadbd a pid file names, if it still runs
+// with that file's directory as its datadir (a stale file's pid may have
+// been reused by another process).
+func killByPidFile(path string) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 1 {
+		return
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err == nil && strings.Contains(string(cmdline), "mariadbd") && strings.Contains(string(cmdline), filepath.Dir(path)) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
 }
