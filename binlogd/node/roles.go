@@ -34,8 +34,9 @@ type roleDriver struct {
 	relaxed atomic.Bool // MariaDB last set relaxed (KeepReplica), not made durable since
 	resyncs atomic.Int64
 	durable durableTracker
-	lt      leaseTracker           // events.go
-	quiet   *prometheus.CounterVec // stepdown.go
+	lt      leaseTracker                // events.go
+	quiet   *prometheus.CounterVec      // stepdown.go
+	proven  atomic.Pointer[binlog.GTID] // stepdown.go: last GTID found valid in the log
 }
 
 func registerRoleMetrics(reg *prometheus.Registry, n *Node) {

@@ -19,7 +19,7 @@ func (d *roleDriver) checkQuiet(ctx context.Context, db *sql.DB, p rolectl.Purpo
 		q.Why = errNoMySQL.Error()
 	} else {
 		qctx, cancel := context.WithTimeout(ctx, rolectl.QuietTimeout)
-		err := role.CheckQuiet(qctx, db, rolectl.BarrierWait, d.n.inLog)
+		err := role.CheckQuiet(qctx, db, rolectl.BarrierWait, d.inLog)
 		cancel()
 		q.Proven = err == nil
 		if err != nil {
@@ -42,7 +42,7 @@ func (d *roleDriver) release(ctx context.Context, db *sql.DB) rolectl.Event {
 		r.Why = errNoMySQL.Error()
 	} else {
 		qctx, cancel := context.WithTimeout(ctx, rolectl.QuietTimeout)
-		err := role.ReleaseSemiSync(qctx, db, rolectl.BarrierWait, d.n.inLog)
+		err := role.ReleaseSemiSync(qctx, db, rolectl.BarrierWait, d.inLog)
 		cancel()
 		r.OK = err == nil
 		if err != nil {
@@ -67,6 +67,22 @@ func (d *roleDriver) countQuiet(what string, ok bool) {
 		res = "not_proven"
 	}
 	d.quiet.WithLabelValues(what, res).Inc()
+}
+
+// inLog is Node.inLog that remembers the last GTID it found in the log:
+// a demoted master's binlog does not move between the step-down's check
+// and the release (read_only, not replicating yet), and by the release the
+// next master's writes have usually moved the log's last valid GTID on,
+// so the release would replay the log again for the same answer.
+func (d *roleDriver) inLog(ctx context.Context, g binlog.GTID) (bool, error) {
+	if p := d.proven.Load(); p != nil && *p == g {
+		return true, nil
+	}
+	ok, err := d.n.inLog(ctx, g)
+	if ok {
+		d.proven.Store(&g)
+	}
+	return ok, err
 }
 
 // inLog reports whether the log, as applied here, holds g as a valid
