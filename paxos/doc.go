@@ -86,7 +86,11 @@
 // promise and vote is synced, which covers the NoVote records before it.
 // A rejection naming a higher ballot, or a
 // quorum silent for 2E ticks, makes the leader step down. Duels are broken
-// by the randomized timeouts.
+// by the randomized timeouts. An acceptor that knows an instance above its
+// chosen index is chosen (it saw the quorum as the leader, then stepped
+// down) votes again when the next leader re-proposes the same value: that
+// leader learns it is chosen only from votes under its own ballot, and
+// with two voters, or a third one down, it would otherwise wait forever.
 //
 // Followers forward commands to the leader, batched like the leader's
 // values: an idle follower forwards at once, a busy one (a Forward sent
@@ -171,6 +175,8 @@
 // only, a majority being Voters()/2+1; the leader sends learners every
 // Accept as NoVote (they store the entries without a sync and learn the
 // chosen index from heartbeats) and never asks them to vote or promise;
+// a learner votes nowhere, so no promise binds it: it follows the leader
+// of an Accept even below a promise it made as a voter before a demotion;
 // a learner never probes or campaigns (Campaign: ErrNotVoter) and, when
 // it hears no leader, fetches from a member in turn (a leader added by a
 // change it missed is a stranger to it until it fetches that change). A
