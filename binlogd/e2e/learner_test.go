@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"phxgo/binlogd/localcluster"
 	pb "phxgo/proto"
 )
@@ -59,6 +62,12 @@ func TestLearner(t *testing.T) {
 		}
 	}
 	w.awaitAcks(t, 30, time.Minute)
+	// Promoting it now is refused: it cannot show it is caught up.
+	if _, err := a.PromoteMember(ctx, &pb.PromoteMemberRequest{Id: learner}); status.Code(err) != codes.FailedPrecondition {
+		t.Fatalf("promoting a stopped learner: %v, want FailedPrecondition", err)
+	} else {
+		t.Logf("promoting the stopped learner refused: %v", err)
+	}
 	if err := c.StartNode(learner); err != nil {
 		t.Fatal(err)
 	}
