@@ -11,6 +11,7 @@ import (
 	"phxgo/binlogd/binlog"
 	"phxgo/binlogd/events"
 	"phxgo/binlogd/role"
+	"phxgo/binlogd/rolectl"
 	"phxgo/masterlease"
 	pb "phxgo/proto"
 )
@@ -122,10 +123,15 @@ func (a *adminServer) Switchover(ctx context.Context, req *pb.SwitchoverRequest)
 	if err := role.SetReadOnly(ctx, db); err != nil {
 		return nil, status.Errorf(codes.Unavailable, "read_only: %v", err)
 	}
+	// Giving up, the master takes writes again only through its role
+	// controller, on an observation taken under the driver's lock
+	// (rolectl.SwitchoverAborted): turned off here, after a lease check
+	// of our own, read_only could reopen a master the controller had just
+	// demoted, or one whose lease ran out between the check and the SQL.
 	resume := func() {
-		if n.lease.Ready() {
-			_, _ = db.ExecContext(context.Background(), "SET GLOBAL read_only=OFF")
-		}
+		n.ctl.step(context.Background(), func() rolectl.Event {
+			return rolectl.SwitchoverAborted{Obs: n.observation()}
+		})
 	}
 	if err := n.waitNoWaitingCommits(ctx, 5*time.Second); err != nil {
 		resume()

@@ -66,6 +66,7 @@ type simNode struct {
 	stopped    bool // shut down; restarts later with Initial
 	late       []Event
 	promotions int
+	aborts     int  // switchovers that quiesced and later gave up (SwitchoverAborted)
 	handedOff  bool // the stop left MariaDB running for the next start
 	handoffs   int
 }
@@ -315,8 +316,14 @@ func (s *sim) run(steps int) {
 					n.late = append(n.late, CaptureStopped{Epoch: n.capEpoch, Why: "no_tx grew", Unsafe: true})
 				}
 			}
-		case r < 63:
+		case r < 62:
 			s.feed(n, StepDown{Why: "switchover"})
+		case r < 63: // a switchover quiesces (the admin's read_only on) and will give up later
+			if n.db.up {
+				n.db.barrier()
+				n.late = append(n.late, SwitchoverAborted{})
+				n.aborts++
+			}
 		case r < 72:
 			s.feed(n, Repoint{s.obs(n)})
 		case r < 85:
@@ -326,6 +333,10 @@ func (s *sim) run(steps int) {
 				k := s.rng.IntN(len(n.late))
 				ev := n.late[k]
 				n.late = append(n.late[:k], n.late[k+1:]...)
+				if _, ok := ev.(SwitchoverAborted); ok {
+					// The driver observes under its lock when it steps.
+					ev = SwitchoverAborted{s.obs(n)}
+				}
 				s.feed(n, ev)
 			}
 		case r < 93:
@@ -361,7 +372,7 @@ func TestSimRoles(t *testing.T) {
 			seeds = append(seeds, uint64(i))
 		}
 	}
-	promotions, handoffs := 0, 0
+	promotions, handoffs, aborts := 0, 0, 0
 	for _, seed := range seeds {
 		s := &sim{t: t, rng: rand.New(rand.NewPCG(seed, 0x501e)), holder: -1, failPromote: 0.1}
 		for i := 1; i <= 3; i++ {
@@ -379,6 +390,7 @@ func TestSimRoles(t *testing.T) {
 		for _, n := range s.nodes {
 			promotions += n.promotions
 			handoffs += n.handoffs
+			aborts += n.aborts
 		}
 	}
 	if handoffs == 0 {
@@ -388,5 +400,8 @@ func TestSimRoles(t *testing.T) {
 	if promotions < len(seeds) {
 		t.Fatalf("only %d promotions in %d seeds", promotions, len(seeds))
 	}
-	t.Logf("%d seeds, %d promotions, %d handoffs adopted", len(seeds), promotions, handoffs)
+	if aborts == 0 {
+		t.Fatal("no switchover was aborted in any seed")
+	}
+	t.Logf("%d seeds, %d promotions, %d handoffs adopted, %d switchovers aborted", len(seeds), promotions, handoffs, aborts)
 }

@@ -52,21 +52,29 @@ type Released struct {
 	Why string
 }
 
+// SwitchoverAborted: a switchover made this master read-only to quiesce
+// it (binlogd/node/admin.go) and then gave up before it proposed the new
+// lease (commits still waiting, the target behind). Obs is observed under
+// the driver's lock, like Observed: writes reopen only through the
+// controller, on this observation, never by the admin call itself.
+type SwitchoverAborted struct{ Obs Obs }
+
 // Shutdown: the node stops. Handoff asks to leave MariaDB running for the
 // next binlogd (a restart); it is granted only to a replica (a master
 // hands over first, by switchover, and is a replica by then; one that
 // could not still fences and stops MariaDB).
 type Shutdown struct{ Handoff bool }
 
-func (Observed) isEvent()       {}
-func (Repoint) isEvent()        {}
-func (PromoteFailed) isEvent()  {}
-func (CaptureStopped) isEvent() {}
-func (StepDown) isEvent()       {}
-func (Waiting) isEvent()        {}
-func (Shutdown) isEvent()       {}
-func (Quiet) isEvent()          {}
-func (Released) isEvent()       {}
+func (Observed) isEvent()          {}
+func (Repoint) isEvent()           {}
+func (PromoteFailed) isEvent()     {}
+func (CaptureStopped) isEvent()    {}
+func (StepDown) isEvent()          {}
+func (Waiting) isEvent()           {}
+func (Shutdown) isEvent()          {}
+func (Quiet) isEvent()             {}
+func (Released) isEvent()          {}
+func (SwitchoverAborted) isEvent() {}
 
 // Step is the role controller: the next state and the actions the driver
 // carries out, in order. It does no I/O and reads no clock.
@@ -74,8 +82,9 @@ func (Released) isEvent()       {}
 // Invariants (checked by the table test and the simulation):
 //   - OpenWrites is emitted only after MakeDurable in the same batch, and
 //     only when the newest observation says this node holds a valid,
-//     ready lease for the epoch it serves, MariaDB is up, caught up and
-//     not unsafe.
+//     ready lease for the epoch it serves, MariaDB is up and not unsafe,
+//     and (in a promotion) caught up; a SwitchoverAborted reopens only a
+//     master of that same epoch.
 //   - An observation that the lease is gone, changed epoch, or that the
 //     node is unsafe makes a master emit SetReadOnly before anything else.
 //   - GracefulStop and Handoff are emitted only for a count of zero
@@ -172,8 +181,33 @@ func Step(s State, ev Event) (State, []Action) {
 		return s, nil
 	case Shutdown:
 		return shutdown(s, ev.Handoff)
+	case SwitchoverAborted:
+		s.Obs = ev.Obs
+		return resume(s)
 	}
 	return s, nil
+}
+
+// resume reopens writes on a master a switchover quiesced and then gave
+// up on: the promotion's own path (MakeDurable, then OpenWrites), and only
+// while the observation still says this node holds a valid, ready lease
+// for the epoch it serves, MariaDB is up and the node is neither unsafe
+// nor stopping. It does not ask for CaughtUp: the master is the source of
+// its term, its MariaDB is at or ahead of the log, never behind it. A
+// master that may not resume is demoted at once rather than left a
+// read-only master: the next observation would demote it anyway (lease
+// gone, unsafe), or its capture would (MariaDB down). Anything but a
+// master (demoted meanwhile, stopped) stays as it is: its read_only is
+// the controller's and stays on.
+func resume(s State) (State, []Action) {
+	if s.Phase != Master {
+		return s, nil
+	}
+	o := s.Obs
+	if !o.LeaseMaster || o.LeaseEpoch != s.Epoch || o.Unsafe || !o.MySQLUp || o.Stopping {
+		return demote(s)
+	}
+	return s, []Action{{Kind: MakeDurable}, {Kind: OpenWrites, Epoch: s.Epoch}}
 }
 
 func observe(s State) (State, []Action) {

@@ -69,6 +69,23 @@ func TestStepTable(t *testing.T) {
 		{"capture stopped, unsafe", master(7), CaptureStopped{Epoch: 7, Unsafe: true}, "replica", "mark_unsafe read_only stop_capture fence check_quiet(1)"},
 		{"capture of an old term stopped", master(8), CaptureStopped{Epoch: 7}, "master(epoch 8)", ""},
 		{"capture stopped, replica", replica(noLease), CaptureStopped{Epoch: 7}, "replica", ""},
+		// A switchover quiesced the master and gave up: writes reopen only
+		// through the controller, on a ready lease for the epoch served.
+		{"switchover aborted, lease holds: reopen", master(7), SwitchoverAborted{ready}, "master(epoch 7)", "make_durable open_writes"},
+		{"switchover aborted, master not caught up: reopen (it is the source)", master(7),
+			SwitchoverAborted{with(ready, func(o *Obs) { o.CaughtUp = false })}, "master(epoch 7)", "make_durable open_writes"},
+		{"switchover aborted, lease lost meanwhile: demote", master(7), SwitchoverAborted{noLease}, "replica", "read_only stop_capture check_quiet(1)"},
+		{"switchover aborted, new epoch: demote", master(7), SwitchoverAborted{with(ready, func(o *Obs) { o.LeaseEpoch = 8 })}, "replica",
+			"read_only stop_capture check_quiet(1)"},
+		{"switchover aborted, unsafe: demote", master(7), SwitchoverAborted{with(ready, func(o *Obs) { o.Unsafe = true })}, "replica",
+			"read_only stop_capture check_quiet(1)"},
+		{"switchover aborted, MariaDB down: demote", master(7), SwitchoverAborted{with(ready, func(o *Obs) { o.MySQLUp = false })}, "replica",
+			"read_only stop_capture check_quiet(1)"},
+		{"switchover aborted, stopping: demote", master(7), SwitchoverAborted{with(ready, func(o *Obs) { o.Stopping = true })}, "replica",
+			"read_only stop_capture check_quiet(1)"},
+		{"switchover aborted after the controller demoted: stays read-only", armed(noLease), SwitchoverAborted{ready}, "replica", ""},
+		{"switchover aborted, replica with a ready lease: no promotion by it", replica(noLease), SwitchoverAborted{ready}, "replica", ""},
+		{"switchover aborted while stopping", stopped, SwitchoverAborted{ready}, "stopped", ""},
 		// Waiting commits after a demotion.
 		{"demoted, none waiting", replica(noLease), Waiting{Purpose: ForDemote, Known: true}, "replica", ""},
 		{"demoted, commits waiting", replica(noLease), Waiting{Purpose: ForDemote, N: 2, Known: true}, "replica", "kill"},
@@ -149,7 +166,7 @@ func TestStepInvariantsEveryPair(t *testing.T) {
 	states = append(states, master(7), master(8))
 	var events []Event
 	for _, o := range obs {
-		events = append(events, Observed{o}, Repoint{o})
+		events = append(events, Observed{o}, Repoint{o}, SwitchoverAborted{o})
 	}
 	for _, e := range []uint64{7, 8} {
 		events = append(events, PromoteFailed{Epoch: e}, CaptureStopped{Epoch: e, Unsafe: e == 8})
@@ -172,7 +189,11 @@ func TestStepInvariantsEveryPair(t *testing.T) {
 					durable = true
 				case OpenWrites:
 					o := next.Obs
-					if !durable || !o.LeaseMaster || o.LeaseEpoch != a.Epoch || !o.CaughtUp || !o.MySQLUp || o.Unsafe || next.Phase != Master {
+					_, resumed := ev.(SwitchoverAborted)
+					if resumed && (s.Phase != Master || s.Epoch != a.Epoch) {
+						t.Errorf("%s: a switchover's resume opened writes on what was not the master of that epoch", name)
+					}
+					if !durable || !o.LeaseMaster || o.LeaseEpoch != a.Epoch || (!o.CaughtUp && !resumed) || !o.MySQLUp || o.Unsafe || o.Stopping || next.Phase != Master {
 						t.Errorf("%s: open_writes without durability or a ready lease: %s", name, acts(as))
 					}
 				case GracefulStop, Handoff:
