@@ -70,7 +70,7 @@ func dial(ctx context.Context, dialer DialFunc, key poolKey, kind routeKind, db 
 		nc.Close()
 		return nil, nil, fmt.Errorf("peer timeout: %w", err)
 	}
-	c := wire.NewConn(nc)
+	c := wire.NewConnRaw(nc, wire.DefaultBufferSize)
 	_ = nc.SetDeadline(time.Now().Add(timeout))
 	b := &backend{c: c, key: key, kind: kind, db: db, stmts: map[uint32]bstmt{}}
 	werr, err := b.handshake(ctx, db, peerTLS)

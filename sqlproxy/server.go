@@ -163,7 +163,7 @@ func (s *Server) handle(nc net.Conn, mode Mode) {
 	if err := setPeerTimeout(nc, s.cfg.PeerTimeout); err != nil {
 		s.log.Warn("sqlproxy: cannot set peer timeout on client connection", "remote", nc.RemoteAddr(), "err", err)
 	}
-	sess := &session{srv: s, mode: mode, cl: wire.NewConnSize(nc, preLoginBuffer), id: s.connID.Add(1),
+	sess := &session{srv: s, mode: mode, cl: wire.NewConnRaw(nc, preLoginBuffer), id: s.connID.Add(1),
 		stmts: map[uint32]*pstmt{}, client: auth.ClientFromAddr(nc.RemoteAddr())}
 	s.metrics.conns.WithLabelValues(mode.String()).Inc()
 	defer s.metrics.conns.WithLabelValues(mode.String()).Dec()

@@ -44,7 +44,8 @@ type Conn struct {
 	// as soon as its header is read.
 	Limit int
 
-	scratch []byte // ReadPacketReuse's buffer
+	scratch []byte        // ReadPacketReuse's buffer
+	rw      io.ReadWriter // what the buffers read and write: Conn, or its raw path (rawio.go)
 }
 
 // NewConn wraps c with 64 KiB read and write buffers.
@@ -53,7 +54,15 @@ func NewConn(c net.Conn) *Conn { return NewConnSize(c, DefaultBufferSize) }
 // NewConnSize wraps c with read and write buffers of size bytes (a
 // client before login gets small ones: strangers cost little).
 func NewConnSize(c net.Conn, size int) *Conn {
-	return &Conn{Conn: c, R: bufio.NewReaderSize(c, size), W: bufio.NewWriterSize(c, size)}
+	return &Conn{Conn: c, rw: c, R: bufio.NewReaderSize(c, size), W: bufio.NewWriterSize(c, size)}
+}
+
+// NewConnRaw is NewConnSize whose buffers read and write a TCP or unix
+// socket with raw syscalls (rawio.go: no P hand-off per read or write);
+// any other net.Conn (TLS, pipes) is used as NewConnSize would.
+func NewConnRaw(c net.Conn, size int) *Conn {
+	rw := newRawIO(c)
+	return &Conn{Conn: c, rw: rw, R: bufio.NewReaderSize(rw, size), W: bufio.NewWriterSize(rw, size)}
 }
 
 // Resize replaces the buffers with ones of size bytes. Call it with the
@@ -62,13 +71,17 @@ func (c *Conn) Resize(size int) {
 	if c.R.Size() == size {
 		return
 	}
-	var src io.Reader = c.Conn
+	rw := c.rw
+	if rw == nil {
+		rw = c.Conn
+	}
+	var src io.Reader = rw
 	if n := c.R.Buffered(); n > 0 {
 		held, _ := c.R.Peek(n)
-		src = io.MultiReader(bytes.NewReader(bytes.Clone(held)), c.Conn)
+		src = io.MultiReader(bytes.NewReader(bytes.Clone(held)), rw)
 	}
 	c.R = bufio.NewReaderSize(src, size)
-	c.W = bufio.NewWriterSize(c.Conn, size)
+	c.W = bufio.NewWriterSize(rw, size)
 }
 
 // ReadPacket reads one logical packet (continuation frames joined) and
