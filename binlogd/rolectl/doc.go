@@ -17,6 +17,8 @@
 //	Master(e) --Observed{lease lost, epoch != e, unsafe}--> Replica(armed)
 //	        [SetReadOnly, StopCapture, CheckQuiet(demote)]
 //	Master(e) --StepDown--> Replica(armed) (same actions)
+//	Master(e) --SwitchoverAborted{ready lease e, up, safe}--> Master(e)
+//	        [MakeDurable, OpenWrites]; otherwise --> Replica(armed) (demote)
 //	Master(e) --PromoteFailed(e) | CaptureStopped(e)--> Replica(armed)
 //	        [MarkUnsafe?, SetReadOnly, StopCapture, Fence, CheckQuiet(demote)]
 //	any --Quiet(demote){not proven}--> [Kill]
@@ -34,6 +36,15 @@
 // Armed: a promotion arms the state (semi-sync master on, writes served);
 // only a Release that proved the server quiet, or a Kill, disarms it.
 //
+// A switchover (binlogd/node/admin.go) quiesces its master with read_only
+// on and may give up before it proposes the new lease (commits still
+// waiting, the target behind). Writes then reopen only by
+// SwitchoverAborted, on an observation taken under the driver's lock, by
+// the promotion's own MakeDurable and OpenWrites: read_only goes off only
+// by the controller. (The admin call used to turn it off itself after its
+// own lease check, outside the lock: a master the controller had just
+// demoted, or whose lease ran out in between, became writable again.)
+
 // Handoff (issue 23.3) leaves MariaDB running, a read-only replica, for
 // the next binlogd to adopt after its checks (binlogd/node/adopt.go); only
 // a replica is handed off: a master switches over first
