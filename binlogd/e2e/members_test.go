@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"phxgo/binlogd/localcluster"
 	pb "phxgo/proto"
 )
 
@@ -44,21 +45,7 @@ func TestMembersAddRemove(t *testing.T) {
 	}
 	t.Logf("node %d added (seeded from node %d) in %.2fs; %s", id, replica, time.Since(start).Seconds(), w)
 	// It catches up: its MariaDB reaches what the log held when it was added.
-	ms, err := c.Status(ctx, master)
-	if err != nil {
-		t.Fatal(err)
-	}
-	target := gtidSeq(ms.LastValidGtid)
-	for {
-		st, err := c.Status(ctx, id)
-		if err == nil && len(st.Members) == 4 && gtidSeq(st.MysqlGtidPos) >= target {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("node %d never caught up to sequence %d: %v %v", id, target, st, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	awaitMemberAt(ctx, t, c, master, id, func(st *pb.NodeStatus) bool { return len(st.Members) == 4 })
 	w.awaitAcks(t, 50, time.Minute)
 
 	// Removing the master is refused: switch over first.
@@ -84,7 +71,48 @@ func TestMembersAddRemove(t *testing.T) {
 	if len(r.Members) != 3 {
 		t.Fatalf("members after remove: %v", r.Members)
 	}
+
+	// A learner joins the running cluster the operator's way (binlogd
+	// members add -learner), follows the log without voting, and is
+	// promoted to voter and demoted back through the log.
+	seed := id
+	start = time.Now()
+	lid, err := c.AddLearner(ctx, seed, master)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("learner %d added in %.2fs; %s", lid, time.Since(start).Seconds(), w)
+	awaitMemberAt(ctx, t, c, master, lid, func(st *pb.NodeStatus) bool { return st.Learner })
+	if err := c.Promote(ctx, lid, master); err != nil {
+		t.Fatal(err)
+	}
+	awaitMemberAt(ctx, t, c, master, lid, func(st *pb.NodeStatus) bool { return !st.Learner })
+	if err := c.Demote(ctx, lid, master); err != nil {
+		t.Fatal(err)
+	}
+	awaitMemberAt(ctx, t, c, master, lid, func(st *pb.NodeStatus) bool { return st.Learner })
 	finish(t, c, w, time.Time{}, "add and remove")
+}
+
+// awaitMemberAt waits until node id says what want checks and its MariaDB
+// holds what master's log held when the wait began.
+func awaitMemberAt(ctx context.Context, t *testing.T, c *localcluster.Cluster, master, id uint32, want func(*pb.NodeStatus) bool) {
+	t.Helper()
+	ms, err := c.Status(ctx, master)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := gtidSeq(ms.LastValidGtid)
+	for {
+		st, err := c.Status(ctx, id)
+		if err == nil && want(st) && gtidSeq(st.MysqlGtidPos) >= target {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("node %d never reached sequence %d in the wanted role: %v %v", id, target, st, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // gtidSeq is the sequence number of a single-domain GTID "d-s-n".
