@@ -11,6 +11,9 @@
 //	          acknowledged one, none twice, nothing unattempted
 //	append    Elle list-append transactions (SERIALIZABLE) over a few keys;
 //	          a TEXT column appended with CONCAT; reads return the list
+//	big       256 MiB transactions of 1 MiB rows and 2 GiB loads in one
+//	          LOAD DATA LOCAL INFILE (the file generated as it is sent,
+//	          big_load.go); every batch whole exactly once or absent
 //
 // The append workload on the read/write-split port (-rwsplit): a third of
 // the ops only read, and run as ONE autocommit SELECT ... WHERE k IN (...)
