@@ -49,6 +49,12 @@ type Info struct {
 	Multi bool
 	// DB is the database of a USE statement.
 	DB string
+	// KillsQuery: the text holds a KILL that ends only a statement, not
+	// its connection (KILL [HARD|SOFT] QUERY [ID] n, KILL QUERY USER u),
+	// directly or in a literal that PREPARE or EXECUTE IMMEDIATE runs
+	// (kill.go). On MariaDB it releases a COMMIT waiting for the
+	// semi-sync ACK with OK before the write is in the Paxos log.
+	KillsQuery bool
 }
 
 // Classify looks at a statement text. It never fails: what it does not
@@ -61,7 +67,7 @@ func Classify(sql string) Info {
 	case "SELECT", "SHOW", "DESCRIBE", "DESC", "EXPLAIN", "WITH", "VALUES", "TABLE", "(":
 		info.Kind = Read
 	case "INSERT", "UPDATE", "DELETE", "REPLACE", "CREATE", "DROP", "ALTER", "TRUNCATE",
-		"RENAME", "GRANT", "REVOKE", "CALL", "LOAD", "OPTIMIZE", "ANALYZE", "REPAIR", "FLUSH", "DO", "HANDLER", "INSTALL", "UNINSTALL", "KILL", "PURGE", "RESET", "XA", "SAVEPOINT", "RELEASE", "CHECKSUM", "CHECK":
+		"RENAME", "GRANT", "REVOKE", "CALL", "LOAD", "OPTIMIZE", "ANALYZE", "REPAIR", "FLUSH", "DO", "HANDLER", "INSTALL", "UNINSTALL", "PURGE", "RESET", "XA", "SAVEPOINT", "RELEASE", "CHECKSUM", "CHECK":
 		info.Kind = Write
 	case "BEGIN":
 		info.Kind = Begin
@@ -78,7 +84,13 @@ func Classify(sql string) Info {
 		info.DB = s.ident()
 	case "SET":
 		info.Kind = Set
-	case "LOCK", "UNLOCK", "PREPARE", "EXECUTE", "DEALLOCATE":
+	case "KILL":
+		info.Kind = Write
+		info.KillsQuery = s.killsQuery(&info)
+	case "PREPARE", "EXECUTE":
+		info.Kind, info.Pins = Write, true
+		info.KillsQuery = killsInLiterals(sql)
+	case "LOCK", "UNLOCK", "DEALLOCATE":
 		info.Kind, info.Pins = Write, true
 	}
 	prev := ""
@@ -86,6 +98,17 @@ func Classify(sql string) Info {
 		w := s.word(&info)
 		if w == "" {
 			break
+		}
+		if prev == ";" {
+			// The first word of a further statement.
+			switch w {
+			case "KILL":
+				info.KillsQuery = info.KillsQuery || s.killsQuery(&info)
+				prev = ""
+				continue
+			case "PREPARE", "EXECUTE":
+				info.KillsQuery = info.KillsQuery || killsInLiterals(s.src[s.pos:])
+			}
 		}
 		switch w {
 		case ";":
@@ -151,6 +174,9 @@ type scanner struct {
 	// buffers in turn keep the previous word (Classify's prev) intact.
 	up   [2][32]byte
 	turn uint8
+	// onLit, when set, is given every quoted string (with its quotes)
+	// that word skips, back-quoted identifiers excepted.
+	onLit func(raw string)
 }
 
 // word returns the next token, upper-cased: a keyword/identifier, ":=",
@@ -176,7 +202,11 @@ func (s *scanner) word(info *Info) string {
 			}
 			s.hint(body, info)
 		case c == '\'' || c == '"' || c == '`':
+			start := s.pos
 			s.skipQuoted(c)
+			if s.onLit != nil && c != '`' {
+				s.onLit(s.src[start:s.pos])
+			}
 		case c == ';' || c == '(':
 			s.pos++
 			return string(c)

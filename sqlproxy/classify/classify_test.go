@@ -67,11 +67,15 @@ func TestClassify(t *testing.T) {
 // FuzzClassify checks that the classifier never panics or loops, and that
 // its safety-relevant verdicts are stable: a locking or multi statement is
 // never a replica candidate, and adding a leading readwrite hint never
-// makes a statement more replica-eligible.
+// makes a statement more replica-eligible. A statement kill
+// (KillsQuery, which the proxy refuses) stays one behind a leading hint
+// or after another statement.
 func FuzzClassify(f *testing.F) {
 	for _, s := range []string{"SELECT 1", "SELECT * FROM t FOR UPDATE", "/*#mode=readonly*/ SELECT 1",
 		"INSERT INTO t VALUES ('a;b')", "SET autocommit=0", "USE `a`", "/*!50001 SELECT 1 */", "SELECT 'unterminated",
-		"/* unterminated", "SELECT 1; DROP TABLE t", "SELECT `a``b` FROM t -- x"} {
+		"/* unterminated", "SELECT 1; DROP TABLE t", "SELECT `a``b` FROM t -- x",
+		"KILL HARD QUERY ID 5", "kill /**/ query user app", "EXECUTE IMMEDIATE 'KILL QUERY 5'", `PREPARE s FROM 'kill\nquery ?'`,
+		"EXECUTE IMMEDIATE 'EXECUTE IMMEDIATE ''KILL QUERY 5'' '", "KILL CONNECTION 5"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, sql string) {
@@ -85,6 +89,12 @@ func FuzzClassify(f *testing.F) {
 		h := Classify("/*#mode=readwrite*/ " + sql)
 		if h.Hint != ReadWrite {
 			t.Fatalf("%q: readwrite hint lost: %+v", sql, h)
+		}
+		if i.KillsQuery && !h.KillsQuery {
+			t.Fatalf("%q: statement kill lost behind a hint", sql)
+		}
+		if m := Classify("SELECT 1; " + sql); i.KillsQuery && !m.KillsQuery {
+			t.Fatalf("%q: statement kill lost after another statement", sql)
 		}
 	})
 }
