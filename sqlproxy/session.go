@@ -118,6 +118,9 @@ func (s *session) command(pkt []byte) error {
 		// only a copy of what outlives the command (a USE's database).
 		info := classify.Classify(unsafe.String(unsafe.SliceData(pkt[1:]), len(pkt)-1))
 		info.DB = strings.Clone(info.DB)
+		if info.KillsQuery {
+			return s.refuseKill() // kill.go
+		}
 		return s.query(pkt, info)
 	case wire.ComInitDB:
 		return s.query(pkt, classify.Info{Kind: classify.Use, DB: string(pkt[1:])})

@@ -73,6 +73,9 @@ func (s *session) prepare(pkt []byte) error {
 		return s.replyFor(s.step(txEvent{kind: evStmt, stmt: classify.Other}))
 	}
 	info := classify.Classify(string(pkt[1:]))
+	if info.KillsQuery {
+		return s.refuseKill() // kill.go
+	}
 	st := &pstmt{sql: append([]byte(nil), pkt[1:]...), readOnly: info.IsReadOnlyCandidate()}
 	// Prepare where it will execute now; executions elsewhere re-prepare.
 	b, kind, werr := s.acquire(s.route(classify.Info{Kind: classify.Other}))
