@@ -3,6 +3,7 @@ package node
 import (
 	"database/sql"
 	"testing"
+	"time"
 
 	"phxgo/binlogd/binlog"
 	"phxgo/binlogd/role"
@@ -85,6 +86,37 @@ func TestPollSameTerm(t *testing.T) {
 	for name, other := range map[string]masterlease.Status{"role": role, "master": master, "epoch": epoch} {
 		if sameTerm(base, other) {
 			t.Errorf("a change of %s kept the quiet", name)
+		}
+	}
+}
+
+// SHOW SLAVE STATUS is re-read when its view is old or may have changed:
+// never read, a replication thread started or stopped, or a new role,
+// master or term; otherwise the poll reuses it.
+func TestPollNeedRepl(t *testing.T) {
+	now := time.Now()
+	base := masterlease.Status{Role: masterlease.RoleReplica}
+	base.State.Master, base.State.Epoch = 2, 7
+	fresh := pollState{replAt: now, replLease: base, replRunning: "ON"}
+	if fresh.needRepl(base, "ON", now.Add(replStatusEvery/2)) {
+		t.Error("a fresh, unchanged view was re-read")
+	}
+	newTerm := base
+	newTerm.State.Epoch = 8
+	cases := map[string]struct {
+		ps      pollState
+		ls      masterlease.Status
+		running string
+		at      time.Time
+	}{
+		"never read":     {pollState{}, base, "ON", now},
+		"old":            {fresh, base, "ON", now.Add(replStatusEvery)},
+		"thread stopped": {fresh, base, "OFF", now},
+		"new term":       {fresh, newTerm, "ON", now},
+	}
+	for name, c := range cases {
+		if !c.ps.needRepl(c.ls, c.running, c.at) {
+			t.Errorf("%s: SHOW SLAVE STATUS not re-read", name)
 		}
 	}
 }
