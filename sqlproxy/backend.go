@@ -150,9 +150,6 @@ func (b *backend) handshake(ctx context.Context, db string, peerTLS *TLS) (*wire
 	return nil, fmt.Errorf("backend %s: too many auth rounds", b.key.addr)
 }
 
-// discard is a client side that throws responses away (state replay).
-var discard = &wire.Conn{W: bufio.NewWriterSize(io.Discard, 4096)}
-
 // exec sends one command and reads its whole response, dropping rows. The
 // caller must own b. Used to replay session state; not for client data.
 func (b *backend) exec(cmd byte, arg []byte, caps uint32) (wire.Result, error) {
@@ -161,6 +158,9 @@ func (b *backend) exec(cmd byte, arg []byte, caps uint32) (wire.Result, error) {
 	if err := b.c.WriteFlush(pkt); err != nil {
 		return wire.Result{}, err
 	}
+	// A client side that throws the response away; one per call, as
+	// sessions replay at once (a shared bufio.Writer was a data race).
+	discard := &wire.Conn{W: bufio.NewWriterSize(io.Discard, 16)}
 	if cmd == wire.ComStmtPrepare {
 		return wire.RelayPrepare(b.c, discard, caps, 0)
 	}
