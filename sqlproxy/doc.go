@@ -140,8 +140,11 @@
 // direct MariaDB. With Config.MySQLSocket (-mysql-socket) sessions reach
 // this node's MariaDB by its unix socket, cheaper per packet than
 // loopback TCP. The figures are in the README ("Performance on one
-// host", from throughput_test.go and scripts/bench-proxy.sh); see
-// cmd/sqlproxy's -procs for why it runs with fewer Ps.
+// host", from throughput_test.go and scripts/bench-proxy.sh). Client
+// and backend sockets are read and written with raw syscalls through the
+// netpoller (wire.NewConnRaw): no P hand-off and no sysmon wakeup per
+// read or write, which were a quarter of the proxy's CPU at moderate
+// rates; see cmd/sqlproxy's -procs for why it then runs one P per CPU.
 //
 // Master change. An idle session moves on its next statement: its state
 // (database, SET statements, prepared statements re-prepared lazily under

@@ -72,7 +72,7 @@ func run(args []string) error {
 	connectTimeout := fs.Duration("connect-timeout", def.LoginTimeout, "a client must finish its handshake and login within this (MariaDB's connect_timeout)")
 	maxPacket := fs.Int("max-allowed-packet", 0, "largest packet of a logged-in client in bytes (a longer one: ERR 1153, closed); 0: the master's @@max_allowed_packet (16 MiB until read)")
 	poll := fs.Duration("poll", 50*time.Millisecond, "retry interval: reopening a broken status stream, asking again for a refused read window, and polling a binlogd too old to push its status")
-	procs := fs.Int("procs", 0, "GOMAXPROCS; 0: half the CPUs (at least 1) unless $GOMAXPROCS is set")
+	procs := fs.Int("procs", 0, "GOMAXPROCS; 0: Go's default (one per CPU, or $GOMAXPROCS)")
 	verbose := fs.Bool("v", false, "debug logging (the settings file's log_level overrides it)")
 	settingsFile := fs.String("settings", "", "JSON file of reloadable settings (routing: hold, master_wait, read_master_percentage, master_preferred, max_replica_lag, max_replica_behind, causal_wait; log_level) over the flags' values; SIGHUP re-reads it and the -tls-* files")
 	showVersion := fs.Bool("version", false, "print the build and exit")
@@ -235,17 +235,16 @@ func run(args []string) error {
 	return err
 }
 
-// setProcs sets GOMAXPROCS. The proxy shares its host with MariaDB and
-// does little work per statement (four socket operations); with fewer Ps
-// the Go scheduler hands goroutines between threads less often, and each
-// such wakeup costs more than the relay itself: fewer Ps, less CPU per
-// query (figures in the README, "Performance on one host").
+// setProcs sets GOMAXPROCS when -procs asks; otherwise Go's default.
+// Half the CPUs used to save the P hand-offs of the relay's syscalls;
+// the relay's socket I/O now holds its P through a read or write
+// (wire.NewConnRaw), so one P is one thread doing I/O, and with a single
+// P a thread the host preempts mid-write stalls every session: under
+// sysbench point selects (issue 19, 2 shared cores) raw I/O with one P
+// per CPU reached the highest qps at HAProxy's CPU per query.
 func setProcs(n int) {
-	switch {
-	case n > 0:
+	if n > 0 {
 		runtime.GOMAXPROCS(n)
-	case os.Getenv("GOMAXPROCS") == "":
-		runtime.GOMAXPROCS(max(1, runtime.GOMAXPROCS(0)/2))
 	}
 }
 

@@ -8,6 +8,8 @@
 //	packet.go  Conn: a net.Conn with buffers, sequence numbers and the
 //	           proxy's read paths (ReadPacketReuse, RelayFrame)
 //	errors.go  ERR packets (Error, ParseError); proto.go OK, EOF, status
+//	rawio.go   NewConnRaw's socket I/O: RawSyscall read/write waiting
+//	           in the netpoller (the proxy's sessions; no P hand-off)
 //	accept.go  Acceptor: the accept loop with a connection cap
 //	handshake.go, scramble.go, ssl.go  both sides of the handshake
 //	relay.go, row.go, exec.go  what the proxy decodes of responses
