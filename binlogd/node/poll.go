@@ -110,33 +110,29 @@ type pollState struct {
 	repl        role.Status
 }
 
-// pollMySQL reads the applied position, then the redo LSNs (in that
-// order: the durable tracker needs the position read first) with
-// Slave_running, and the replication status when it may have changed (see
-// replStatusEvery). It reports whether MariaDB is settled (see
-// pollQuietEvery).
+// pollMySQL reads, in one round trip, the applied position and then the
+// redo LSNs (in that order: the durable tracker needs the position read
+// first) with Slave_running, and the replication status when it may have
+// changed (see replStatusEvery). It reports whether MariaDB is settled
+// (see pollQuietEvery).
 func (n *Node) pollMySQL(ctx context.Context, db *sql.DB, ls masterlease.Status, ps *pollState) (settled bool) {
 	qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	g, err := role.Applied(qctx, db)
+	r, err := readPoll(qctx, db)
 	if err != nil {
 		ps.replAt = time.Time{}
 		return false
 	}
+	g := r.applied
 	n.applied.Store(&g)
-	cur, flushed, running, err := readPollStatus(qctx, db)
-	if err != nil {
-		ps.replAt = time.Time{}
-		return false
-	}
-	n.ctl.durable.observe(g, cur, flushed)
-	if ps.needRepl(ls, running, time.Now()) {
+	n.ctl.durable.observe(g, r.lsnCurrent, r.lsnFlushed)
+	if ps.needRepl(ls, r.slaveRunning, time.Now()) {
 		st, err := role.ReplicaStatus(qctx, db)
 		if err != nil {
 			ps.replAt = time.Time{}
 			return false
 		}
-		ps.replAt, ps.replLease, ps.replRunning, ps.repl = time.Now(), ls, running, st
+		ps.replAt, ps.replLease, ps.replRunning, ps.repl = time.Now(), ls, r.slaveRunning, st
 		s := st.String()
 		n.replInfo.Store(&s)
 		lag := int64(-1)
@@ -157,49 +153,89 @@ func (ps *pollState) needRepl(ls masterlease.Status, running string, now time.Ti
 		running != ps.replRunning || !sameTerm(ls, ps.replLease)
 }
 
-// pollStatusQuery reads the redo LSNs and Slave_running in one round trip.
-const pollStatusQuery = "SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_lsn_current', 'Innodb_lsn_flushed', 'Slave_running')"
+// pollQuery is a poll's reads in one round trip (the admin connection
+// runs multi-statements): MariaDB runs the statements in order, so the
+// position is read before the LSNs, as role.Applied then readLSNs
+// (relaxed.go) were.
+const pollQuery = "SELECT @@GLOBAL.gtid_current_pos; " +
+	"SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_lsn_current', 'Innodb_lsn_flushed', 'Slave_running')"
 
-// readPollStatus is readLSNs (relaxed.go) plus Slave_running ("ON" while
-// both replication threads run; "" if the server does not report it,
-// which leaves SHOW SLAVE STATUS to its timer and the other triggers).
-func readPollStatus(ctx context.Context, db *sql.DB) (current, flushed uint64, running string, err error) {
-	rows, err := db.QueryContext(ctx, pollStatusQuery)
+// pollRead is what pollQuery answers. slaveRunning is "ON" while both
+// replication threads run ("" if the server does not report it, which
+// leaves SHOW SLAVE STATUS to its timer and the other triggers).
+type pollRead struct {
+	applied                binlog.GTID
+	lsnCurrent, lsnFlushed uint64
+	slaveRunning           string
+}
+
+func readPoll(ctx context.Context, db *sql.DB) (r pollRead, err error) {
+	rows, err := db.QueryContext(ctx, pollQuery)
 	if err != nil {
-		return 0, 0, "", fmt.Errorf("read InnoDB LSNs: %w", err)
+		return r, fmt.Errorf("poll MariaDB: %w", err)
 	}
 	defer rows.Close()
+	var pos string
+	if !rows.Next() {
+		return r, fmt.Errorf("read gtid_current_pos: no row (%v)", rows.Err())
+	}
+	if err := rows.Scan(&pos); err != nil {
+		return r, fmt.Errorf("read gtid_current_pos: %w", err)
+	}
+	if r.applied, err = onePosition(pos); err != nil {
+		return r, err
+	}
+	if !rows.NextResultSet() {
+		return r, fmt.Errorf("read InnoDB LSNs: no result (%v)", rows.Err())
+	}
 	n := 0
 	var k, v string
 	for rows.Next() {
 		if err := rows.Scan(&k, &v); err != nil {
-			return 0, 0, "", err
+			return r, err
 		}
 		var dst *uint64
 		switch k {
 		case "Innodb_lsn_current":
-			dst = &current
+			dst = &r.lsnCurrent
 		case "Innodb_lsn_flushed":
-			dst = &flushed
+			dst = &r.lsnFlushed
 		case "Slave_running":
-			running = v
+			r.slaveRunning = v
 			continue
 		default:
 			continue
 		}
 		x, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
-			return 0, 0, "", fmt.Errorf("InnoDB status %s=%q: %w", k, v, err)
+			return r, fmt.Errorf("InnoDB status %s=%q: %w", k, v, err)
 		}
 		*dst, n = x, n+1
 	}
 	if err := rows.Err(); err != nil {
-		return 0, 0, "", err
+		return r, err
 	}
 	if n != 2 {
-		return 0, 0, "", errors.New("InnoDB LSN status variables missing")
+		return r, errors.New("InnoDB LSN status variables missing")
 	}
-	return current, flushed, running, nil
+	return r, nil
+}
+
+// onePosition parses gtid_current_pos as role.Applied does: phxgo's chain
+// is one GTID domain.
+func onePosition(s string) (binlog.GTID, error) {
+	l, err := binlog.ParseGTIDList(s)
+	if err != nil {
+		return binlog.GTID{}, err
+	}
+	switch len(l) {
+	case 0:
+		return binlog.GTID{}, nil
+	case 1:
+		return l[0], nil
+	default:
+		return binlog.GTID{}, fmt.Errorf("%w: %s", role.ErrSeveralDomains, s)
+	}
 }
 
 // settledMySQL: the whole valid log applied and synced, and a replica's

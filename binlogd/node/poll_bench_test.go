@@ -1,8 +1,14 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -12,7 +18,7 @@ import (
 
 // replicatingPair starts a MariaDB replicating from another, as a
 // replica node's MariaDB does, and returns the replica's root handle.
-func replicatingPair(tb testing.TB) (replica, upstream *sql.DB) {
+func replicatingPair(tb testing.TB) (replica *sql.DB, replicaPid int) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -33,7 +39,7 @@ func replicatingPair(tb testing.TB) (replica, upstream *sql.DB) {
 	if err := role.BecomeReplica(ctx, repDB, role.Upstream{Addr: up.Addr(), User: acc.CaptureUser, Password: acc.CapturePassword}); err != nil {
 		tb.Fatal(err)
 	}
-	return repDB, upDB
+	return repDB, rep.Pid()
 }
 
 // The cheap status read of every poll sees both replication threads run
@@ -49,12 +55,16 @@ func TestPollStatusSeesReplicationRunning(t *testing.T) {
 	await := func(want string, wantThreads bool) {
 		t.Helper()
 		for {
-			cur, flushed, running, err := readPollStatus(ctx, db)
+			r, err := readPoll(ctx, db)
 			if err != nil {
 				t.Fatal(err)
 			}
+			cur, flushed, running := r.lsnCurrent, r.lsnFlushed, r.slaveRunning
 			if cur == 0 || flushed == 0 || flushed > cur {
 				t.Fatalf("LSNs current %d flushed %d", cur, flushed)
+			}
+			if want, err := role.Applied(ctx, db); err != nil || r.applied != want {
+				t.Fatalf("applied %v, role.Applied %v %v", r.applied, want, err)
 			}
 			st, err := role.ReplicaStatus(ctx, db)
 			if err != nil {
@@ -78,47 +88,79 @@ func TestPollStatusSeesReplicationRunning(t *testing.T) {
 	await("OFF", false)
 }
 
-// BenchmarkPollRound is one poll's queries against a replicating
+// BenchmarkPollRound compares one poll's queries against a replicating
 // MariaDB: before, three round trips with SHOW SLAVE STATUS every time;
-// after, two, with SHOW SLAVE STATUS once per replStatusEvery (every
-// tenth poll at pollEvery). Compare CPU per op (run with -benchtime and
-// read ns/op and allocs/op; the server's share is in another process).
+// after, one (multi-statement), with SHOW SLAVE STATUS once per replStatusEvery (every
+// tenth poll at pollEvery). It alternates turns of both, so machine load
+// falls on both alike, and reports CPU per poll of this process (the
+// binlogd side) and of mariadbd, in microseconds.
 func BenchmarkPollRound(b *testing.B) {
-	db, _ := replicatingPair(b)
+	db, pid := replicatingPair(b)
 	ctx := context.Background()
-	b.Run("before", func(b *testing.B) {
-		b.ReportAllocs()
-		for range b.N {
-			if _, err := role.Applied(ctx, db); err != nil {
-				b.Fatal(err)
-			}
-			if _, _, err := readLSNs(ctx, db); err != nil {
-				b.Fatal(err)
-			}
+	per := int(replStatusEvery / pollEvery)
+	before := func(int) {
+		if _, err := role.Applied(ctx, db); err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := readLSNs(ctx, db); err != nil {
+			b.Fatal(err)
+		}
+		st, err := role.ReplicaStatus(ctx, db)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = st.String()
+	}
+	after := func(i int) {
+		if _, err := readPoll(ctx, db); err != nil {
+			b.Fatal(err)
+		}
+		if i%per == 0 {
 			st, err := role.ReplicaStatus(ctx, db)
 			if err != nil {
 				b.Fatal(err)
 			}
 			_ = st.String()
 		}
-	})
-	b.Run("after", func(b *testing.B) {
-		b.ReportAllocs()
-		per := int(replStatusEvery / pollEvery)
-		for i := range b.N {
-			if _, err := role.Applied(ctx, db); err != nil {
-				b.Fatal(err)
+	}
+	const turn = 100
+	var self, server [2]time.Duration
+	rounds := 0
+	b.ResetTimer()
+	for done := 0; done < b.N; done += turn {
+		for k, f := range []func(int){before, after} {
+			s0, m0 := selfCPU(b), procCPU(b, pid)
+			for i := range turn {
+				f(i)
 			}
-			if _, _, _, err := readPollStatus(ctx, db); err != nil {
-				b.Fatal(err)
-			}
-			if i%per == 0 {
-				st, err := role.ReplicaStatus(ctx, db)
-				if err != nil {
-					b.Fatal(err)
-				}
-				_ = st.String()
-			}
+			self[k] += selfCPU(b) - s0
+			server[k] += procCPU(b, pid) - m0
 		}
-	})
+		rounds += turn
+	}
+	us := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(rounds) }
+	b.ReportMetric(us(self[0]), "before-binlogd-µs/poll")
+	b.ReportMetric(us(self[1]), "after-binlogd-µs/poll")
+	b.ReportMetric(us(server[0]), "before-mariadbd-µs/poll")
+	b.ReportMetric(us(server[1]), "after-mariadbd-µs/poll")
+}
+
+func selfCPU(tb testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// procCPU is a process's user+system CPU from /proc (clock ticks of 10 ms).
+func procCPU(tb testing.TB, pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond
 }
