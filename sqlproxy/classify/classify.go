@@ -99,21 +99,11 @@ func Classify(sql string) Info {
 		if w == "" {
 			break
 		}
-		if prev == ";" {
-			// The first word of a further statement.
-			switch w {
-			case "KILL":
-				info.KillsQuery = info.KillsQuery || s.killsQuery(&info)
-				prev = ""
-				continue
-			case "PREPARE", "EXECUTE":
-				info.KillsQuery = info.KillsQuery || killsInLiterals(s.src[s.pos:])
-			}
-		}
 		switch w {
 		case ";":
 			if s.rest() {
 				info.Multi = true
+				info.KillsQuery = info.KillsQuery || s.nextKillsQuery()
 			}
 		case "UPDATE":
 			if prev == "FOR" {

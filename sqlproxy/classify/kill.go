@@ -13,6 +13,21 @@ func (s *scanner) killsQuery(info *Info) bool {
 	return w == "QUERY"
 }
 
+// nextKillsQuery reports whether the statement after a ";" is a
+// statement kill, leaving s where it was (only multi-statement texts pay).
+func (s *scanner) nextKillsQuery() bool {
+	save := *s
+	defer func() { *s = save }()
+	var scratch Info
+	switch s.word(&scratch) {
+	case "KILL":
+		return s.killsQuery(&scratch)
+	case "PREPARE", "EXECUTE":
+		return killsInLiterals(s.src[s.pos:])
+	}
+	return false
+}
+
 // killsInLiterals reports whether a string literal in sql (the text of a
 // PREPARE … FROM '…' or EXECUTE IMMEDIATE '…') is, or holds, a statement
 // kill. Text built at run time (FROM @var, CONCAT(…)) cannot be seen
