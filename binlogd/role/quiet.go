@@ -69,6 +69,13 @@ func CheckQuiet(ctx context.Context, db *sql.DB, wait time.Duration, inLog InLog
 	if n > 0 {
 		return fmt.Errorf("%w: %d sessions wait for an ACK", ErrNotQuiet, n)
 	}
+	// A statement that passed its read_only check before the barrier can
+	// still be running, or start its work only now: a DDL checks read_only
+	// before it takes its backup lock, so it queued behind the barrier and
+	// runs after it (ddl_test.go). Nothing that runs now may finish.
+	if err := interruptStatements(ctx, db); err != nil {
+		return fmt.Errorf("%w: %v", ErrNotQuiet, err)
+	}
 	g, err := BinlogPos(ctx, db)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrNotQuiet, err)
@@ -95,7 +102,23 @@ func ReleaseSemiSync(ctx context.Context, db *sql.DB, wait time.Duration, inLog 
 	if err := CheckQuiet(ctx, db, wait, inLog); err != nil {
 		return err
 	}
-	return exec(ctx, db, "SET GLOBAL rpl_semi_sync_master_enabled=OFF")
+	g, err := BinlogPos(ctx, db)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrNotQuiet, err)
+	}
+	if err := exec(ctx, db, "SET GLOBAL rpl_semi_sync_master_enabled=OFF"); err != nil {
+		return err
+	}
+	// Nothing can have moved the binlog (read_only, nothing running);
+	// if it did, semi-sync is off already and only a kill is left.
+	h, err := BinlogPos(ctx, db)
+	if err != nil {
+		return fmt.Errorf("%w: after the release: %v", ErrNotQuiet, err)
+	}
+	if h != g {
+		return fmt.Errorf("%w: the binlog moved from %s to %s during the release", ErrNotQuiet, g, h)
+	}
+	return nil
 }
 
 // BinlogPos returns the server's @@gtid_binlog_pos in the one domain.
