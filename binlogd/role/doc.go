@@ -19,7 +19,9 @@
 // (quiet.go): semi-sync master off returns every waiting commit OK, so it
 // is turned off only by ReleaseSemiSync, after CheckQuiet proved that
 // read_only is on by a change that completed (ReadOnlyBarrier, bounded by
-// lock_wait_timeout), no session waits for an ACK, and gtid_binlog_pos is
-// held by the log. BecomeReplica refuses a server whose semi-sync master
+// lock_wait_timeout), no session waits for an ACK, every client statement
+// still running was interrupted and has ended (interrupt.go: a DDL that
+// passed its read_only check before the barrier runs after it), and
+// gtid_binlog_pos is held by the log (re-read after the release). BecomeReplica refuses a server whose semi-sync master
 // is still on (ErrSemiSyncOn). Why each check: binlogd/rolectl/doc.go.
 package role

@@ -18,8 +18,9 @@ import (
 // ran once read_only was on. A copying ALTER of seconds then passed
 // CheckQuiet and the release (not in the binlog yet, not waiting), and
 // returned OK with semi-sync off: a GTID the log lacks. BACKUP STAGE
-// BLOCK_DDL is no barrier for it: a copying ALTER holds a lock
-// BLOCK_DDL admits and only waits at its end, until BACKUP STAGE END.
+// BLOCK_DDL is no barrier for it (measured): granted while the ALTER
+// copied, the ALTER only waited at its end and went on after BACKUP STAGE
+// END.
 //
 // What it may interrupt: no commit (the barrier: none in flight, none can
 // start for an account without READ ONLY ADMIN) and no statement waiting

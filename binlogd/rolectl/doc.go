@@ -108,16 +108,24 @@
 // require, in this order, a read_only change that completed (2), a zero
 // count, and gtid_binlog_pos held by the log as valid (which also
 // catches (4) after the fact), and semi-sync goes off in the same action
-// as the checks. Not shown by experiment: a DDL checks read_only at the
-// start of the statement, before it takes its BACKUP DDL lock
-// (sql_parse.cc deny_updates_if_read_only_option); an ALTER waiting on a
-// table lock did hold it (read_only waited), but a DDL in the moment
-// between the check and the lock could run after read_only completed,
-// and later read_only changes are no-ops (already on). The binlog check
-// catches such a DDL once it is in the binlog; one still running when
-// Release passes would finish with semi-sync off. Not closed here: app
-// DDL during a step-down in that microsecond window (see the report of
-// this change; a BACKUP STAGE BLOCK_DDL barrier is the candidate).
+// as the checks.
+//
+//  5. A DDL checks read_only when it starts, before it takes its backup
+//     lock (sql_parse.cc deny_updates_if_read_only_option). Started while
+//     the read_only change waited for a running statement, it queued
+//     behind the change and ran once read_only was on: measured on 10.11
+//     (role/ddl_test.go), a copying ALTER passed CheckQuiet and the
+//     release (nothing waiting, not in the binlog yet) and returned OK
+//     with semi-sync off, its GTID in the binlog and not in the log. The
+//     window is as long as the longest statement the change waits for,
+//     not a microsecond. BACKUP STAGE BLOCK_DDL does not close it
+//     (measured, same setup): it was granted in 20 ms while the ALTER
+//     copied, the ALTER then waited for the backup lock at its end and
+//     went on after BACKUP STAGE END. So after the barrier and a zero count
+//     CheckQuiet interrupts every client statement still running (none is
+//     a commit: the barrier; none waits for an ACK: the count) and waits
+//     for each to end before it reads gtid_binlog_pos; the release reads
+//     it again after semi-sync off.
 //
 // The named timings and the server ids derived from a node id
 // (CaptureServerID, EndpointServerID) live in state.go.
