@@ -54,7 +54,8 @@ func barrierWait(ctx context.Context) time.Duration {
 // CheckQuiet proves that a server that served writes holds nothing the
 // log lacks, in an order where each step relies on the one before:
 // read_only on by a completed change (ReadOnlyBarrier: nothing in flight,
-// nothing can start), no session waiting for an ACK, and its
+// nothing can start), no session waiting for an ACK, every client
+// statement still running interrupted and ended (interrupt.go), and its
 // gtid_binlog_pos held by the log (a commit released without an ACK, e.g.
 // by KILL QUERY, which 10.11 answers with OK, left a GTID the log lacks).
 // It returns nil or an error wrapping ErrNotQuiet.
