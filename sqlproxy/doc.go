@@ -219,18 +219,18 @@
 // master's client port) and makes the master's proxy refuse a hop that is
 // not TLS with a certificate of the cluster CA.
 //
-// Statement kills (kill.go). KILL [HARD|SOFT] QUERY [ID] n and KILL
-// QUERY USER u are refused with 1235 (also as a prepared statement, after
-// another statement, or as a literal in PREPARE … FROM / EXECUTE
-// IMMEDIATE; classify.Info.KillsQuery): on MariaDB, killing the query of
-// a session whose COMMIT waits for the semi-sync ACK returns OK to that
-// client before the Paxos log holds the transaction, which a master
-// change then cuts. All clients share the backend account, so one client
-// could do it to another. KILL [CONNECTION] passes: the killed client
-// gets 2013 (outcome unknown). Text built at run time (PREPARE FROM @v,
-// EXECUTE IMMEDIATE CONCAT(…), a stored procedure) is not seen; binlogd's
-// capture still notices such a release afterwards (no_tx) and marks the
-// node UNSAFE.
+// Kills (kill.go). Every KILL (and COM_PROCESS_KILL) is refused with
+// 1235 (also as a prepared statement, after another statement, or as a
+// literal in PREPARE … FROM / EXECUTE IMMEDIATE; classify.Info.Kills): on
+// MariaDB, killing the query of a session whose COMMIT waits for the
+// semi-sync ACK returns OK to that client before the Paxos log holds the
+// transaction, and killing the connection of a group commit's leader
+// released the commits queued behind it with OK; a master change then
+// cuts them. All clients share the backend account, so one client could
+// do it to another. Text built at run time (PREPARE FROM @v, EXECUTE
+// IMMEDIATE CONCAT(…), a stored procedure) is not seen; binlogd's capture
+// still notices such a release afterwards (no_tx) and marks the node
+// UNSAFE.
 //
 // Reload (reload.go; SIGHUP in cmd/sqlproxy). Server.Reload re-reads the
 // TLS files of Config.PeerTLS and Config.SettingsFile and puts them in

@@ -2,20 +2,23 @@ package sqlproxy
 
 import "phxgo/sqlproxy/wire"
 
-// errKillQuery refuses a statement kill (classify.Info.KillsQuery). On
-// MariaDB, KILL QUERY of a session whose COMMIT waits for the semi-sync
-// ACK ends the wait and the client gets OK although the transaction is
-// not in the Paxos log yet: a master change or crash then cuts it from
-// the binlog, an acknowledged write lost. Every client shares the
-// backend account, so any client could do it to any other. KILL
-// CONNECTION is let through: the killed client sees a lost connection
-// (outcome unknown), never a false OK. The statement was not run.
-var errKillQuery = &wire.Error{Code: 1235, SQLState: "42000",
-	Message: "phxgo: KILL QUERY is refused (it can make a commit waiting for replication report success before it is durable); use KILL CONNECTION"}
+// errKill refuses every KILL (classify.Info.Kills) and COM_PROCESS_KILL.
+// On MariaDB 10.11, measured: KILL [HARD] QUERY of a session whose COMMIT
+// waits for the semi-sync ACK ends the wait and that client gets OK
+// although the transaction is not in the Paxos log yet; KILL CONNECTION
+// of such a session gives its own client a lost connection, but when it
+// led a binlog group commit, the commits queued behind it were released
+// with OK too (seen twice). A master change or crash then cuts them from
+// the binlog: acknowledged writes lost. Every client shares the backend
+// account, so any client could do it to any other. A client cancels its
+// own statement by closing its connection (what go-sql-driver does on a
+// cancelled context). The statement was not run.
+var errKill = &wire.Error{Code: 1235, SQLState: "42000",
+	Message: "phxgo: KILL is refused through the proxy (killing a session whose commit waits for replication can make it, or commits grouped with it, report success before they are durable); close the connection to cancel a statement"}
 
-// refuseKill answers a statement kill with errKillQuery.
+// refuseKill answers a kill with errKill.
 func (s *session) refuseKill() error {
-	s.srv.metrics.errors.WithLabelValues("kill_query").Inc()
+	s.srv.metrics.errors.WithLabelValues("kill").Inc()
 	s.cl.Seq = 1
-	return s.cl.WriteFlush(errKillQuery.Packet())
+	return s.cl.WriteFlush(errKill.Packet())
 }

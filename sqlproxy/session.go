@@ -118,7 +118,7 @@ func (s *session) command(pkt []byte) error {
 		// only a copy of what outlives the command (a USE's database).
 		info := classify.Classify(unsafe.String(unsafe.SliceData(pkt[1:]), len(pkt)-1))
 		info.DB = strings.Clone(info.DB)
-		if info.KillsQuery {
+		if info.Kills {
 			return s.refuseKill() // kill.go
 		}
 		return s.query(pkt, info)
@@ -128,8 +128,10 @@ func (s *session) command(pkt []byte) error {
 		return s.prepare(pkt)
 	case wire.ComStmtExecute, wire.ComStmtFetch, wire.ComStmtReset, wire.ComStmtSendLong, wire.ComStmtClose:
 		return s.stmtCommand(pkt)
+	case wire.ComProcessKill:
+		return s.refuseKill() // kill.go
 	}
-	// Everything else (FIELD_LIST, STATISTICS, SET_OPTION, PROCESS_KILL,
+	// Everything else (FIELD_LIST, STATISTICS, SET_OPTION,
 	// RESET_CONNECTION, …) runs on the master connection.
 	return s.query(pkt, classify.Info{Kind: classify.Other})
 }

@@ -73,7 +73,7 @@ func (s *session) prepare(pkt []byte) error {
 		return s.replyFor(s.step(txEvent{kind: evStmt, stmt: classify.Other}))
 	}
 	info := classify.Classify(string(pkt[1:]))
-	if info.KillsQuery {
+	if info.Kills {
 		return s.refuseKill() // kill.go
 	}
 	st := &pstmt{sql: append([]byte(nil), pkt[1:]...), readOnly: info.IsReadOnlyCandidate()}

@@ -49,12 +49,13 @@ type Info struct {
 	Multi bool
 	// DB is the database of a USE statement.
 	DB string
-	// KillsQuery: the text holds a KILL that ends only a statement, not
-	// its connection (KILL [HARD|SOFT] QUERY [ID] n, KILL QUERY USER u),
-	// directly or in a literal that PREPARE or EXECUTE IMMEDIATE runs
-	// (kill.go). On MariaDB it releases a COMMIT waiting for the
-	// semi-sync ACK with OK before the write is in the Paxos log.
-	KillsQuery bool
+	// Kills: the text holds a KILL statement of any form, directly or in
+	// a literal that PREPARE or EXECUTE IMMEDIATE runs (kill.go). On
+	// MariaDB a KILL of a session whose COMMIT waits for the semi-sync
+	// ACK can release that commit (KILL QUERY) or the commits grouped
+	// behind it (KILL CONNECTION of the group's leader) with OK before
+	// the write is in the Paxos log.
+	Kills bool
 }
 
 // Classify looks at a statement text. It never fails: what it does not
@@ -86,10 +87,10 @@ func Classify(sql string) Info {
 		info.Kind = Set
 	case "KILL":
 		info.Kind = Write
-		info.KillsQuery = s.killsQuery(&info)
+		info.Kills = true
 	case "PREPARE", "EXECUTE":
 		info.Kind, info.Pins = Write, true
-		info.KillsQuery = killsInLiterals(sql)
+		info.Kills = killsInLiterals(sql)
 	case "LOCK", "UNLOCK", "DEALLOCATE":
 		info.Kind, info.Pins = Write, true
 	}
@@ -103,7 +104,7 @@ func Classify(sql string) Info {
 		case ";":
 			if s.rest() {
 				info.Multi = true
-				info.KillsQuery = info.KillsQuery || s.nextKillsQuery()
+				info.Kills = info.Kills || s.nextKills()
 			}
 		case "UPDATE":
 			if prev == "FOR" {

@@ -67,8 +67,8 @@ func TestClassify(t *testing.T) {
 // FuzzClassify checks that the classifier never panics or loops, and that
 // its safety-relevant verdicts are stable: a locking or multi statement is
 // never a replica candidate, and adding a leading readwrite hint never
-// makes a statement more replica-eligible. A statement kill
-// (KillsQuery, which the proxy refuses) stays one behind a leading hint
+// makes a statement more replica-eligible. A kill (Kills, which the
+// proxy refuses) stays one behind a leading hint
 // or after another statement.
 func FuzzClassify(f *testing.F) {
 	for _, s := range []string{"SELECT 1", "SELECT * FROM t FOR UPDATE", "/*#mode=readonly*/ SELECT 1",
@@ -90,11 +90,11 @@ func FuzzClassify(f *testing.F) {
 		if h.Hint != ReadWrite {
 			t.Fatalf("%q: readwrite hint lost: %+v", sql, h)
 		}
-		if i.KillsQuery && !h.KillsQuery {
-			t.Fatalf("%q: statement kill lost behind a hint", sql)
+		if i.Kills && !h.Kills {
+			t.Fatalf("%q: kill lost behind a hint", sql)
 		}
-		if m := Classify("SELECT 1; " + sql); i.KillsQuery && !m.KillsQuery {
-			t.Fatalf("%q: statement kill lost after another statement", sql)
+		if m := Classify("SELECT 1; " + sql); i.Kills && !m.Kills {
+			t.Fatalf("%q: kill lost after another statement", sql)
 		}
 	})
 }

@@ -6,14 +6,13 @@
 // connection, and Cetus routing hints (/*#mode=readwrite*/,
 // /*#mode=readonly*/).
 //
-// It also flags statement kills (Info.KillsQuery: KILL [HARD|SOFT] QUERY
-// [ID|USER], in any statement of a multi-statement text and in the string
-// literals of PREPARE and EXECUTE [IMMEDIATE]; kill.go), which the proxy
-// refuses. Only KILL, PREPARE and EXECUTE pay for that check.
+// It also flags kills (Info.Kills: KILL in any form, in any statement of
+// a multi-statement text and in the string literals of PREPARE and
+// EXECUTE [IMMEDIATE]; kill.go), which the proxy refuses. Only KILL, PREPARE and EXECUTE pay for that check.
 //
 // It errs toward the master: anything it does not recognise is Other, and
 // only Kind Read without locking, pinning or multiple statements is a
 // replica candidate. FuzzClassify (corpus in testdata/fuzz) checks it
-// never panics and keeps those safety verdicts (a statement kill stays
+// never panics and keeps those safety verdicts (a kill stays
 // flagged behind a hint and after another statement).
 package classify

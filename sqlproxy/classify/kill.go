@@ -2,26 +2,15 @@ package classify
 
 import "strings"
 
-// killsQuery reads what follows KILL: [HARD|SOFT] then QUERY makes it a
-// statement kill (KILL QUERY n, KILL QUERY ID n, KILL QUERY USER u);
-// CONNECTION, USER or a thread id kill the connection.
-func (s *scanner) killsQuery(info *Info) bool {
-	w := s.word(info)
-	if w == "HARD" || w == "SOFT" {
-		w = s.word(info)
-	}
-	return w == "QUERY"
-}
-
-// nextKillsQuery reports whether the statement after a ";" is a
-// statement kill, leaving s where it was (only multi-statement texts pay).
-func (s *scanner) nextKillsQuery() bool {
+// nextKills reports whether the statement after a ";" is a KILL,
+// leaving s where it was (only multi-statement texts pay).
+func (s *scanner) nextKills() bool {
 	save := *s
 	defer func() { *s = save }()
 	var scratch Info
 	switch s.word(&scratch) {
 	case "KILL":
-		return s.killsQuery(&scratch)
+		return true
 	case "PREPARE", "EXECUTE":
 		return killsInLiterals(s.src[s.pos:])
 	}
@@ -29,14 +18,13 @@ func (s *scanner) nextKillsQuery() bool {
 }
 
 // killsInLiterals reports whether a string literal in sql (the text of a
-// PREPARE … FROM '…' or EXECUTE IMMEDIATE '…') is, or holds, a statement
-// kill. Text built at run time (FROM @var, CONCAT(…)) cannot be seen
+// PREPARE … FROM '…' or EXECUTE IMMEDIATE '…') is, or holds, a KILL. Text built at run time (FROM @var, CONCAT(…)) cannot be seen
 // here; doc.go says so.
 func killsInLiterals(sql string) bool {
 	found := false
 	s := scanner{src: sql}
 	s.onLit = func(raw string) {
-		if !found && Classify(unquote(raw)).KillsQuery {
+		if !found && Classify(unquote(raw)).Kills {
 			found = true
 		}
 	}

@@ -2,9 +2,9 @@ package classify
 
 import "testing"
 
-// TestKillsQuery: every KILL that ends only a statement is flagged (the
-// proxy refuses it), connection kills are not.
-func TestKillsQuery(t *testing.T) {
+// TestKills: every KILL is flagged (the proxy refuses it), wherever it
+// stands in the text; a KILL inside data is not.
+func TestKills(t *testing.T) {
 	cases := []struct {
 		sql  string
 		want bool
@@ -32,23 +32,23 @@ func TestKillsQuery(t *testing.T) {
 		{"PREPARE s FROM /* it's */ 'KILL QUERY ?'", true},
 		{"SELECT 1; PREPARE s FROM 'KILL QUERY ?'", true},
 
-		{"KILL 5", false},
-		{"KILL CONNECTION 5", false},
-		{"KILL HARD CONNECTION 5", false},
-		{"KILL SOFT 5", false},
-		{"KILL USER app", false},
-		{"KILL CONNECTION USER app", false},
+		{"KILL 5", true},
+		{"KILL CONNECTION 5", true},
+		{"KILL HARD CONNECTION 5", true},
+		{"KILL SOFT 5", true},
+		{"KILL USER app", true},
+		{"KILL CONNECTION USER app", true},
 		{"SELECT 'KILL QUERY 5'", false},
 		{"SELECT * FROM query", false},
 		{"INSERT INTO t VALUES ('KILL QUERY 5')", false},
 		{"SELECT 1 -- KILL QUERY 5", false},
-		{"EXECUTE IMMEDIATE 'KILL 5'", false},
+		{"EXECUTE IMMEDIATE 'KILL 5'", true},
 		{"PREPARE s FROM 'SELECT ''KILL QUERY 5'''", false},
 		{"EXECUTE s USING @a", false},
 	}
 	for _, c := range cases {
-		if got := Classify(c.sql).KillsQuery; got != c.want {
-			t.Errorf("Classify(%q).KillsQuery = %v, want %v", c.sql, got, c.want)
+		if got := Classify(c.sql).Kills; got != c.want {
+			t.Errorf("Classify(%q).Kills = %v, want %v", c.sql, got, c.want)
 		}
 	}
 }
