@@ -49,7 +49,10 @@
 //     state, for the election condition, the catch-up check, and status;
 //     every 100 ms while anything moves, once a second while MariaDB is
 //     settled (whole log applied and synced, replica without lag), since
-//     then it only re-reads the same answers at a real cost. Status (admin.go,
+//     then it only re-reads the same answers at a real cost. Position,
+//     LSNs and Slave_running come in one round trip each poll; the wide
+//     SHOW SLAVE STATUS (lag seconds, state text) at most once a second
+//     unless a thread starts or stops or the term changes. Status (admin.go,
 //     status_extra.go) also reports the build (binlogd/version), whether
 //     MariaDB answers, and replica lag: valid transactions MariaDB has not
 //     applied, and its Seconds_Behind_Master (0 on the master, which is
