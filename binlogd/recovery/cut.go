@@ -66,8 +66,9 @@ func MakePlan(groups []Group, valid []bool) (Plan, error) {
 	return p, nil
 }
 
-// Apply truncates the binlog per p: the cut file to p.Offset, later files
-// removed, the index rewritten atomically (temp file, fsync, rename).
+// Apply truncates the binlog per p: the cut file to p.Offset and marked in
+// use, later files removed, the index rewritten atomically (temp file,
+// fsync, rename).
 func Apply(indexPath string, p Plan) (Plan, error) {
 	if p.File == "" {
 		return p, nil
@@ -86,6 +87,12 @@ func Apply(indexPath string, p Plan) (Plan, error) {
 		return p, fmt.Errorf("recovery: %s is not in %s", p.File, indexPath)
 	}
 	if err := truncateSync(files[keep], p.Offset); err != nil {
+		return p, err
+	}
+	// The cut file becomes the newest binlog: it must look in use so the
+	// server's crash recovery rolls back the cut prepared transactions,
+	// even if the server had rotated away from it (markInUse).
+	if err := markInUse(files[keep]); err != nil {
 		return p, err
 	}
 	var lines []string

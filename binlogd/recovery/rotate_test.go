@@ -1,0 +1,112 @@
+package recovery
+
+import (
+	"database/sql"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"phxgo/binlogd/binlog"
+)
+
+// Issue 20.4: MariaDB rotated (big transactions) past the point the log
+// holds, then was killed. The cut lands in an older file the server had
+// closed cleanly on rotation (in-use flag clear) and removes the newer ones.
+// The cut must leave that file marked in use, or mariadbd skips its crash
+// recovery and refuses to start with the cut transactions still prepared.
+func TestCutIntoRotatedFileRollsBack(t *testing.T) {
+	inst, ctx, db := startServer(t, 11, 3*time.Minute)
+	mustExec(t, db, "CREATE TABLE r.t (id INT PRIMARY KEY) ENGINE=InnoDB")
+	for i := 1; i <= 3; i++ {
+		mustExec(t, db, "INSERT INTO r.t VALUES (?)", i)
+	}
+	before := gtidPos(t, db)
+	held, err := binlog.ParseGTID(before)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cutFile := masterFile(t, db)
+	// The first group the log does not hold, in cutFile. It cannot be a
+	// commit waiting for its ACK: FLUSH BINARY LOGS waits behind those
+	// (measured on 10.11). So it is a committed one, in a table of its own:
+	// InnoDB keeps it whatever the cut does.
+	mustExec(t, db, "CREATE TABLE r.u (id INT PRIMARY KEY) ENGINE=InnoDB")
+	for i := 0; i < 2; i++ {
+		mustExec(t, db, "FLUSH BINARY LOGS")
+	}
+	if masterFile(t, db) == cutFile {
+		t.Fatal("FLUSH BINARY LOGS did not rotate")
+	}
+	// The commit prepared and waiting for its ACK, in the newest file.
+	mustExec(t, db, "SET GLOBAL rpl_semi_sync_master_enabled=ON")
+	pending := startPendingCommit(ctx, t, db)
+	if err := inst.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-pending; err == nil {
+		t.Fatal("pending commit reported success")
+	}
+
+	groups, err := Scan(inst.BinlogIndex())
+	if err != nil {
+		t.Fatal(err)
+	}
+	valid := make([]bool, len(groups))
+	for i, g := range groups {
+		valid[i] = g.GTID.Seq <= held.Seq
+	}
+	plan, err := MakePlan(groups, valid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.File != cutFile || len(plan.Cut) != 2 || plan.LastKept != held || plan.Cut[1] != groups[len(groups)-1].GTID {
+		t.Fatalf("plan %v; log holds up to %s in %s", plan, before, cutFile)
+	}
+	if clean, err := ClosedCleanly(inst.BinlogIndex()); err != nil || clean {
+		t.Fatalf("binlog after kill -9: clean=%v err=%v", clean, err)
+	}
+	if plan, err = Apply(inst.BinlogIndex(), plan); err != nil {
+		t.Fatal(err)
+	}
+	t.Log(plan)
+	if len(plan.Removed) != 2 {
+		t.Fatalf("removed %v, want the 2 rotated files", plan.Removed)
+	}
+	files, err := Files(inst.BinlogIndex())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Base(files[len(files)-1]) != cutFile {
+		t.Fatalf("index ends with %s, want %s", files[len(files)-1], cutFile)
+	}
+
+	if err := inst.Start(ctx); err != nil {
+		t.Fatal(err) // without markInUse: "Found 1 prepared transactions!"
+	}
+	var n int
+	if err := db.QueryRow("SELECT COUNT(*) FROM r.t WHERE id=100").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("cut transactions present after restart: n=%d err=%v", n, err)
+	}
+	if err := db.QueryRow("SELECT COUNT(*) FROM r.t WHERE id IN (1, 2, 3)").Scan(&n); err != nil || n != 3 {
+		t.Fatalf("kept rows: %d %v", n, err)
+	}
+	if got := gtidPos(t, db); got != before {
+		t.Fatalf("gtid_binlog_pos after cut = %s, want %s", got, before)
+	}
+	// The cut file still ends at the cut: the server recovered from it and
+	// opened the next file, appending nothing to it.
+	st, err := os.Stat(filepath.Join(inst.DataDir(), cutFile))
+	if err != nil || st.Size() != plan.Offset {
+		t.Fatalf("%s after restart: %v %v, cut at %d", cutFile, st, err, plan.Offset)
+	}
+}
+
+func masterFile(t *testing.T, db *sql.DB) string {
+	t.Helper()
+	var file, pos, doDB, ignoreDB string
+	if err := db.QueryRow("SHOW MASTER STATUS").Scan(&file, &pos, &doDB, &ignoreDB); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
