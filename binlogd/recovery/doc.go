@@ -8,7 +8,16 @@
 //     term, a Fence is chosen first so none of its batches can become valid
 //     later).
 //  3. Cut: truncate the file at the start of the first group that is not
-//     valid, remove every later binlog file, rewrite binlog.index atomically.
+//     valid, mark it in use, remove every later binlog file, rewrite
+//     binlog.index atomically.
+//
+// Marking in use (LOG_EVENT_BINLOG_IN_USE_F in the file's format
+// description) matters when MariaDB had rotated away from the cut file: it
+// cleared the flag then, and a newest binlog without the flag makes it skip
+// crash recovery and refuse to start with the cut transactions prepared
+// (issue 20.4, TestCutIntoRotatedFileRollsBack). The flag is outside the
+// event's checksum. The file's Binlog_checkpoint events name only it or
+// older files, all kept, so recovery's scan finds every file it needs.
 //
 // At the next start InnoDB's XA recovery rolls back exactly the prepared
 // transactions whose XID is no longer in the binlog: a transaction commits

@@ -2,6 +2,8 @@ package recovery
 
 import (
 	"database/sql"
+	"encoding/binary"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"testing"
@@ -81,6 +83,10 @@ func TestCutIntoRotatedFileRollsBack(t *testing.T) {
 		t.Fatalf("index ends with %s, want %s", files[len(files)-1], cutFile)
 	}
 
+	// The flag is outside the FD event's CRC32 (MariaDB checksums it
+	// with the flag clear), so setting it keeps the event valid.
+	fdChecksumIgnoresInUse(t, filepath.Join(inst.DataDir(), cutFile))
+
 	if err := inst.Start(ctx); err != nil {
 		t.Fatal(err) // without markInUse: "Found 1 prepared transactions!"
 	}
@@ -109,4 +115,27 @@ func masterFile(t *testing.T, db *sql.DB) string {
 		t.Fatal(err)
 	}
 	return file
+}
+
+// fdChecksumIgnoresInUse checks that path's FORMAT_DESCRIPTION event has the
+// in-use flag set and a CRC32 that matches only with the flag cleared.
+func fdChecksumIgnoresInUse(t *testing.T, path string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := int(binary.LittleEndian.Uint32(data[4+9:]))
+	ev := append([]byte(nil), data[4:4+size]...)
+	if ev[17]&logInUse == 0 {
+		t.Fatalf("%s: FD flags %#x, in-use not set", path, ev[17])
+	}
+	stored := binary.LittleEndian.Uint32(ev[size-4:])
+	if crc32.ChecksumIEEE(ev[:size-4]) == stored {
+		t.Fatalf("%s: FD checksum covers the in-use flag", path)
+	}
+	ev[17] &^= logInUse
+	if crc32.ChecksumIEEE(ev[:size-4]) != stored {
+		t.Fatalf("%s: FD checksum %#x matches neither flag value", path, stored)
+	}
 }
