@@ -226,9 +226,15 @@ func (n *Node) validGTIDs(ctx context.Context, gtids []binlog.GTID) ([]bool, err
 }
 
 func (n *Node) validGTIDsOnce(gtids []binlog.GTID) ([]bool, error) {
+	return n.newLogSource().validGTIDs(gtids)
+}
+
+// validGTIDs replays the log from its base up to what is applied (see
+// Node.validGTIDs).
+func (s *logSource) validGTIDs(gtids []binlog.GTID) ([]bool, error) {
 	want := map[binlog.GTID]int{}
 	out := make([]bool, len(gtids))
-	c, _, first, err := n.newLogSource().baseCursor()
+	c, _, first, err := s.baseCursor()
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +246,7 @@ func (n *Node) validGTIDsOnce(gtids []binlog.GTID) ([]bool, error) {
 		}
 		want[g] = i
 	}
-	end := n.px.Applied()
+	end := s.px.Applied()
 	for c.next <= end {
 		moved, err := c.fill()
 		if err != nil {
@@ -252,6 +258,9 @@ func (n *Node) validGTIDsOnce(gtids []binlog.GTID) ([]bool, error) {
 			}
 		}
 		c.queue = c.queue[:0]
+		if i, ok := want[c.partialDone]; ok && !c.partialDone.IsZero() {
+			out[i] = true
+		}
 		if !moved {
 			break
 		}

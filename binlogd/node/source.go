@@ -69,6 +69,11 @@ type logCursor struct {
 	// skipPartial: the base state holds a split transaction whose first
 	// fragments were compacted away; its remaining fragments are dropped.
 	skipPartial bool
+	// partialDone: that transaction's last fragment was valid, so the log
+	// holds it whole although its start was compacted away. A replica
+	// cannot be sent it (it is reseeded), but validGTIDs must count it:
+	// recovery would otherwise cut a transaction InnoDB has committed.
+	partialDone binlog.GTID
 	split       splitState // the split transaction being read ahead or shipped
 }
 

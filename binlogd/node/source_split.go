@@ -89,6 +89,11 @@ func (c *logCursor) stepSplit(before masterlease.State, v masterlease.Verdict, e
 	if c.skipPartial {
 		if b.Continued {
 			c.skipPartial = b.More
+			if !b.More {
+				// A replica positioned on it resumes after it.
+				c.partialDone = binlog.GTID(b.Last)
+				c.found = c.found || c.partialDone == c.after
+			}
 			return false, nil
 		}
 		c.skipPartial = false
