@@ -96,7 +96,7 @@ func (n *Node) compactNow(index uint64) (uint64, error) {
 	hs := n.storage.HardState()
 	best := -1
 	for i, c := range n.ckpts {
-		if c.index+1 <= index && c.index <= hs.Applied {
+		if c.index+1 <= index && c.index <= hs.Applied && (n.cfg.CompactBase == nil || n.cfg.CompactBase(c.snap)) {
 			best = i
 		}
 	}

@@ -98,3 +98,38 @@ func TestGRPCCompactCatchUp(t *testing.T) {
 		t.Fatalf("after restart node 3 holds %d commands, want >= %d", len(l), len(ref))
 	}
 }
+
+// TestCompactBaseRefused: a checkpoint Config.CompactBase refuses never
+// becomes the log's base; Compact rounds down to an accepted one, or
+// leaves the log whole.
+func TestCompactBaseRefused(t *testing.T) {
+	c := newTestCluster(t, 1)
+	c.stop(1)
+	cfg := testConfig(1, c.peers, c.dirs[1])
+	cfg.SnapshotEvery = 4
+	var asked int
+	cfg.CompactBase = func(snap []byte) bool {
+		asked++ // the applier goroutine; read after Compact returned
+		return false
+	}
+	c.startWith(1, nil, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := 0; i < 20; i++ {
+		if _, err := propose(ctx, c.nodes[1], fmt.Sprintf("a%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	last, err := c.nodes[1].Barrier(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _, _ := c.nodes[1].Base()
+	first, err := c.nodes[1].Compact(ctx, last+1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after, _, _ := c.nodes[1].Base(); first != before+1 || after != before || asked == 0 {
+		t.Fatalf("Compact(%d) with every base refused: first %d, base %d -> %d, CompactBase asked %d times", last+1, first, before, after, asked)
+	}
+}

@@ -67,6 +67,11 @@ type Config struct {
 	// (applied, snapshot) pairs; Stop persists one too. Entries applied
 	// after the last one are re-applied to the restored snapshot at start.
 	SnapshotEvery int
+	// CompactBase, if set, says whether a persisted snapshot may become
+	// the log's base in a compaction; Compact then rounds down to the
+	// newest checkpoint it accepts (binlogd refuses one taken inside a
+	// split transaction: its replicas could not be served from there).
+	CompactBase func(snap []byte) bool
 	// ReadTailBytes bounds the values of the newest applied entries kept
 	// in memory for ReadNext (readtail.go); 0 turns the tail off, so
 	// every read goes to storage.

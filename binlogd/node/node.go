@@ -140,6 +140,7 @@ func (n *Node) Run(ctx context.Context) error {
 	pcfg.Learners = n.cfg.Learners()
 	pcfg.Thrifty = n.cfg.Thrifty()
 	pcfg.WALSegmentBytes = walSegmentBytes(n.cfg.LogRetentionBytes)
+	pcfg.CompactBase = compactBaseWhole
 	n.peerLink = append(paxos.PeerDialOptions(pcfg), n.dialOption(), grpc.WithContextDialer(n.dialFromSelf))
 	px, err := paxos.Start(pcfg, lease, paxos.WithDialOptions(n.dialOption(), grpc.WithContextDialer(n.dialFromSelf)),
 		paxos.WithCommitObserver(func(d time.Duration) { n.m.commitLatency.Observe(d.Seconds()) }))

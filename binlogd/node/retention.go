@@ -279,3 +279,14 @@ func dirSize(dir string) int64 {
 	})
 	return total
 }
+
+// compactBaseWhole accepts a checkpoint as the log's base only when no
+// split transaction is in flight there. Retention picks such points, but
+// paxos rounds a compaction down to a checkpoint (one every
+// SnapshotEvery entries, wherever it falls); a base inside a split
+// transaction leaves its first fragments compacted away, so a replica at
+// the GTID before it must be reseeded.
+func compactBaseWhole(snap []byte) bool {
+	st, err := masterlease.DecodeState(snap)
+	return err == nil && st.Partial.IsZero()
+}

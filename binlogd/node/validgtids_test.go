@@ -77,3 +77,14 @@ func TestValidGTIDsSplitAcrossBase(t *testing.T) {
 		t.Fatalf("split transaction voided after the base: valid %v, want %v", got, want)
 	}
 }
+
+// TestCompactBaseWhole: paxos may make a checkpoint the log's base only
+// where no split transaction is in flight.
+func TestCompactBaseWhole(t *testing.T) {
+	whole := masterlease.State{Epoch: 1, Master: 1, LastGTID: masterlease.GTID{Server: 1, Seq: 3}}
+	split := whole
+	split.Partial, split.PartialBytes = masterlease.GTID{Server: 1, Seq: 4}, 300
+	if !compactBaseWhole(masterlease.EncodeState(whole)) || compactBaseWhole(masterlease.EncodeState(split)) || compactBaseWhole([]byte("garbage")) {
+		t.Fatal("compactBaseWhole: want true for a state without Partial, false with one or for bytes that do not decode")
+	}
+}
