@@ -96,7 +96,7 @@ func (n *Node) compactNow(index uint64) (uint64, error) {
 	hs := n.storage.HardState()
 	best := -1
 	for i, c := range n.ckpts {
-		if c.index+1 <= index && c.index <= hs.Applied && (n.cfg.CompactBase == nil || n.cfg.CompactBase(c.snap)) {
+		if c.index+1 <= index && c.index <= hs.Applied && n.baseAccepted(c.snap) {
 			best = i
 		}
 	}
@@ -192,6 +192,16 @@ func (n *Node) Base() (index uint64, snap []byte, err error) {
 		return 0, nil, err
 	}
 	return hs.FirstIndex - 1, rest, nil
+}
+
+// baseAccepted asks Config.CompactBase about the state machine's part of
+// an engine snapshot.
+func (n *Node) baseAccepted(engine []byte) bool {
+	if n.cfg.CompactBase == nil {
+		return true
+	}
+	sm, err := StateMachineSnapshot(engine)
+	return err == nil && n.cfg.CompactBase(sm)
 }
 
 // StateMachineSnapshot returns the state machine's part of an engine

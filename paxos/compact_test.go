@@ -3,6 +3,7 @@ package paxos
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"testing"
@@ -110,6 +111,10 @@ func TestCompactBaseRefused(t *testing.T) {
 	var asked int
 	cfg.CompactBase = func(snap []byte) bool {
 		asked++ // the applier goroutine; read after Compact returned
+		// listSM's snapshot: uvarint lengths before each command ("a0", ...).
+		if _, k := binary.Uvarint(snap); k <= 0 || !bytes.HasPrefix(snap[k:], []byte("a0")) {
+			t.Errorf("CompactBase got %q, not the state machine's snapshot", snap)
+		}
 		return false
 	}
 	c.startWith(1, nil, cfg)

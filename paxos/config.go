@@ -67,8 +67,9 @@ type Config struct {
 	// (applied, snapshot) pairs; Stop persists one too. Entries applied
 	// after the last one are re-applied to the restored snapshot at start.
 	SnapshotEvery int
-	// CompactBase, if set, says whether a persisted snapshot may become
-	// the log's base in a compaction; Compact then rounds down to the
+	// CompactBase, if set, says whether a persisted snapshot (the state
+	// machine's part, as Base returns it) may become the log's base in a
+	// compaction; Compact then rounds down to the
 	// newest checkpoint it accepts (binlogd refuses one taken inside a
 	// split transaction: its replicas could not be served from there).
 	CompactBase func(snap []byte) bool
