@@ -66,23 +66,26 @@ func TestLearnerReadsLagAware(t *testing.T) {
 		}
 		return seen
 	}
-	awaitLearnerHealth := func(healthy bool) {
+	awaitHealthAt := func(what, httpAddr string, healthy bool) {
 		t.Helper()
 		deadline := time.Now().Add(60 * time.Second)
 		for {
-			h, why := learnerHealth(ctx, c.ProxyHTTPAddr(master))
+			h, why := learnerHealth(ctx, httpAddr)
 			if h == healthy {
-				t.Logf("master's proxy: learner healthy=%v (%s)", h, why)
+				t.Logf("%s: learner healthy=%v (%s)", what, h, why)
 				return
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("master's proxy: learner healthy=%v (%s), want %v", h, why, healthy)
+				t.Fatalf("%s: learner healthy=%v (%s), want %v", what, h, why, healthy)
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
+	awaitLearnerHealth := func(healthy bool) { t.Helper(); awaitHealthAt("master's proxy", c.ProxyHTTPAddr(master), healthy) }
 	awaitLearnerHealth(true)
-	causal := startCausalProxy(t, c, 4)
+	causal, causalHTTP := startCausalProxy(t, c, 4)
+	// A new proxy checks its backends before it sends them reads.
+	awaitHealthAt("causal proxy", causalHTTP, true)
 	causalReads(t, ctx, c, causal, 30, true)
 	for _, via := range []uint32{4, master} {
 		seen := readsFrom(c.RWSplitAddr(via), 60)
@@ -143,10 +146,10 @@ func learnerHealth(ctx context.Context, httpAddr string) (bool, string) {
 
 // startCausalProxy starts one more sqlproxy for node id, in causal mode
 // on its own port (the node's unused offsets 7 and 8), and returns its
-// address; it is stopped when the test ends.
-func startCausalProxy(t *testing.T, c *Cluster, id uint32) string {
+// client and HTTP addresses; it is stopped when the test ends.
+func startCausalProxy(t *testing.T, c *Cluster, id uint32) (listen, httpAddr string) {
 	t.Helper()
-	listen, httpAddr := c.Spec.addr(int(id), 7), c.Spec.addr(int(id), 8)
+	listen, httpAddr = c.Spec.addr(int(id), 7), c.Spec.addr(int(id), 8)
 	var args []string
 	in := c.proxyArgs(id)
 	for i := 0; i < len(in); i++ {
@@ -182,7 +185,7 @@ func startCausalProxy(t *testing.T, c *Cluster, id uint32) string {
 			t.Logf("==== causal proxy ====\n%s", b)
 		}
 	})
-	return listen
+	return listen, httpAddr
 }
 
 // causalReads writes a row through the causal proxy and reads it back at
