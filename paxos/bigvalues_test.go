@@ -20,7 +20,7 @@ import (
 func TestLargeCommandsUnderLoad(t *testing.T) {
 	opts := wal.Options{MemTableSize: 4 << 20}
 	c := newTestClusterWAL(t, 3, &opts)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // a deadline, not a speed target: -race under make test's load took over a minute
 	defer cancel()
 	var lead uint32
 	await(t, 10*time.Second, "a leader", func() bool { lead = c.leader(); return lead != 0 })
