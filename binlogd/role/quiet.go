@@ -124,22 +124,7 @@ func ReleaseSemiSync(ctx context.Context, db *sql.DB, wait time.Duration, inLog 
 
 // BinlogPos returns the server's @@gtid_binlog_pos in the one domain.
 func BinlogPos(ctx context.Context, db *sql.DB) (binlog.GTID, error) {
-	var s string
-	if err := db.QueryRowContext(ctx, "SELECT @@GLOBAL.gtid_binlog_pos").Scan(&s); err != nil {
-		return binlog.GTID{}, fmt.Errorf("role: read gtid_binlog_pos: %w", err)
-	}
-	l, err := binlog.ParseGTIDList(s)
-	if err != nil {
-		return binlog.GTID{}, err
-	}
-	switch len(l) {
-	case 0:
-		return binlog.GTID{}, nil
-	case 1:
-		return l[0], nil
-	default:
-		return binlog.GTID{}, fmt.Errorf("%w: %s", ErrSeveralDomains, s)
-	}
+	return globalGTID(ctx, db, "gtid_binlog_pos")
 }
 
 // SemiSyncOn reads @@rpl_semi_sync_master_enabled.

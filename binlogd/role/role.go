@@ -101,9 +101,15 @@ func SetReadOnly(ctx context.Context, db *sql.DB) error {
 // Applied returns the server's GTID position in the one domain
 // (@@gtid_current_pos: what it committed, as master or replica).
 func Applied(ctx context.Context, db *sql.DB) (binlog.GTID, error) {
+	return globalGTID(ctx, db, "gtid_current_pos")
+}
+
+// globalGTID reads a global GTID-list variable that phxgo keeps to one
+// domain; more than one is ErrSeveralDomains.
+func globalGTID(ctx context.Context, db *sql.DB, variable string) (binlog.GTID, error) {
 	var s string
-	if err := db.QueryRowContext(ctx, "SELECT @@GLOBAL.gtid_current_pos").Scan(&s); err != nil {
-		return binlog.GTID{}, fmt.Errorf("role: read gtid_current_pos: %w", err)
+	if err := db.QueryRowContext(ctx, "SELECT @@GLOBAL."+variable).Scan(&s); err != nil {
+		return binlog.GTID{}, fmt.Errorf("role: read %s: %w", variable, err)
 	}
 	l, err := binlog.ParseGTIDList(s)
 	if err != nil {
