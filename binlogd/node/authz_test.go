@@ -59,6 +59,12 @@ func TestAuthorizeTable(t *testing.T) {
 		{pb.Admin_Members_FullMethodName, node2, nil, allow},
 		{pb.Admin_Members_FullMethodName, proxy2, nil, deny},
 		{pb.Admin_Members_FullMethodName, admin, nil, allow},
+		{pb.Admin_PromoteMember_FullMethodName, node2, nil, deny},
+		{pb.Admin_PromoteMember_FullMethodName, proxy2, nil, deny},
+		{pb.Admin_PromoteMember_FullMethodName, admin, nil, allow},
+		{pb.Admin_DemoteMember_FullMethodName, node2, nil, deny},
+		{pb.Admin_DemoteMember_FullMethodName, proxy2, nil, deny},
+		{pb.Admin_DemoteMember_FullMethodName, admin, nil, allow},
 		{pb.Admin_RecoverPoint_FullMethodName, node2, &pb.RecoverPointRequest{NodeId: 2}, allow},
 		{pb.Admin_RecoverPoint_FullMethodName, node2, &pb.RecoverPointRequest{NodeId: 1}, deny}, // fencing another node's term
 		{pb.Admin_RecoverPoint_FullMethodName, admin, &pb.RecoverPointRequest{NodeId: 1}, allow},
