@@ -67,7 +67,8 @@ type Config struct {
 	// or the client's own timeout would hide a hang.
 	LatencyBound time.Duration
 	// Schedule, if set, replaces nemesis.DefaultSchedule (its Kinds are
-	// taken from Nemesis). A testing knob; no flag sets it.
+	// taken from Nemesis). Tests set it whole; cmd/jepsen's -quiet sets
+	// the default with a longer Quiet (a 2 GiB load between faults).
 	Schedule *nemesis.Schedule
 }
 

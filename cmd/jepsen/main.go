@@ -66,6 +66,7 @@ func main() {
 	flag.BoolVar(&cfg.KeepData, "keep", false, "keep the cluster's data directory after a run that is not valid")
 	flag.BoolVar(&cfg.RWSplit, "rwsplit", false, "append: clients use the proxies' read/write-split port (read-only ops become one SELECT a replica may serve; checked for what that port promises)")
 	flag.DurationVar(&cfg.LatencyBound, "latency-bound", 0, "if > 0: no op may wait longer than this with no fault in place (below -op-timeout; e.g. -nemesis logd -op-timeout 60s -latency-bound 10s)")
+	quiet := flag.Duration("quiet", 0, "time with no fault before each fault (0: the default, 2x -lease and at least 5s); longer than one operation lets it finish between faults (big: -quiet 7m for a 2 GiB load)")
 	onLazyFS := flag.Bool("lazyfs", false, "put each node's directory on jepsen/lazyfs (needs root and /dev/fuse; implied by -nemesis power)")
 	showVersion := flag.Bool("version", false, "print the build and exit")
 	runHostsTest := flag.Bool("hosts", false, "run the separate-machines scenario (jepsen/hosts, make hosts-test) instead of a workload; run from the checkout")
@@ -77,6 +78,16 @@ func main() {
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, nil)))
 	// go-sql-driver logs every dropped connection; the history has them.
 	_ = mysql.SetLogger(log.New(io.Discard, "", 0))
+	if *quiet < 0 {
+		fmt.Fprintf(os.Stderr, "jepsen: -quiet must be >= 0, got %s\n", *quiet)
+		os.Exit(2)
+	}
+	if *quiet > 0 {
+		// Only the quiet period changes; the holds stay scaled by the lease.
+		s := nemesis.DefaultSchedule(nil, cfg.Lease)
+		s.Quiet = *quiet
+		cfg.Schedule = &s
+	}
 	if kinds, _ := nemesis.ParseKinds(cfg.Nemesis); *onLazyFS || slices.Contains(kinds, nemesis.Power) {
 		launcher = phxcluster.Launcher(phxcluster.Options{LazyFS: true})
 	}
