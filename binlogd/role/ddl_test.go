@@ -6,39 +6,14 @@ import (
 	"strconv"
 	"testing"
 	"time"
-
-	"phxgo/binlogd/mysqld"
 )
 
 // ddlMaster is semiSyncMaster with app.big, a table whose copying ALTER
-// takes seconds, filled before semi-sync goes on (a write with semi-sync on
-// and no replica would wait for an ACK forever).
+// takes seconds.
 func ddlMaster(t *testing.T, rows int) (*sql.DB, *sql.DB) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	inst := mysqld.NewTestInstance(t, 1)
-	acc := mysqld.DefaultAccounts()
-	admin, err := inst.DB("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { admin.Close() })
-	if err := mysqld.Bootstrap(ctx, admin, acc); err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{"CREATE DATABASE app", "CREATE TABLE app.t (id INT PRIMARY KEY)", "INSERT INTO app.t VALUES (0)",
-		"CREATE TABLE app.big (id INT PRIMARY KEY, pad VARCHAR(200))",
-		"INSERT INTO app.big SELECT seq, REPEAT('x', 200) FROM app.seq_1_to_" + strconv.Itoa(rows),
-		"SET GLOBAL rpl_semi_sync_master_enabled=ON", "SET GLOBAL read_only=OFF"} {
-		if _, err := admin.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	app := appDB(t, inst, acc)
-	app.SetMaxOpenConns(8)
-	t.Cleanup(func() { _ = inst.Kill() })
-	return admin, app
+	return semiSyncMasterWith(t, 3*time.Minute, "CREATE TABLE app.big (id INT PRIMARY KEY, pad VARCHAR(200))",
+		"INSERT INTO app.big SELECT seq, REPEAT('x', 200) FROM app.seq_1_to_"+strconv.Itoa(rows))
 }
 
 func stateOf(admin *sql.DB, prefix string) string {

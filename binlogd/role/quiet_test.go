@@ -15,9 +15,16 @@ import (
 // wait_no_slave, no timeout) with no semi-sync replica: every commit of the
 // application account waits for an ACK that never comes, which is what a
 // demoted master's commits do once its capture stopped.
-func semiSyncMaster(t *testing.T) (*mysqld.Instance, *sql.DB, *sql.DB) {
+func semiSyncMaster(t *testing.T) (*sql.DB, *sql.DB) {
+	return semiSyncMasterWith(t, time.Minute)
+}
+
+// semiSyncMasterWith is semiSyncMaster with the statements of fill run
+// (within setup) before semi-sync goes on: a write with semi-sync on and
+// no replica would wait for an ACK forever.
+func semiSyncMasterWith(t *testing.T, setup time.Duration, fill ...string) (*sql.DB, *sql.DB) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), setup)
 	defer cancel()
 	inst := mysqld.NewTestInstance(t, 1)
 	acc := mysqld.DefaultAccounts()
@@ -29,8 +36,8 @@ func semiSyncMaster(t *testing.T) (*mysqld.Instance, *sql.DB, *sql.DB) {
 	if err := mysqld.Bootstrap(ctx, admin, acc); err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{"CREATE DATABASE app", "CREATE TABLE app.t (id INT PRIMARY KEY)", "INSERT INTO app.t VALUES (0)",
-		"SET GLOBAL rpl_semi_sync_master_enabled=ON", "SET GLOBAL read_only=OFF"} {
+	qs := append([]string{"CREATE DATABASE app", "CREATE TABLE app.t (id INT PRIMARY KEY)", "INSERT INTO app.t VALUES (0)"}, fill...)
+	for _, q := range append(qs, "SET GLOBAL rpl_semi_sync_master_enabled=ON", "SET GLOBAL read_only=OFF") {
 		if _, err := admin.ExecContext(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
@@ -39,7 +46,7 @@ func semiSyncMaster(t *testing.T) (*mysqld.Instance, *sql.DB, *sql.DB) {
 	app.SetMaxOpenConns(8)
 	// The killed server's waiting clients return errors; the test ends.
 	t.Cleanup(func() { _ = inst.Kill() })
-	return inst, admin, app
+	return admin, app
 }
 
 // logAt is the log as a demoted master's binlogd sees it: it holds the
@@ -77,7 +84,7 @@ func await(t *testing.T, what string, cond func() bool) {
 // off would return both commits OK; CheckQuiet and ReleaseSemiSync refuse.
 func TestQuietRefusesCommitsInFlight(t *testing.T) {
 	ctx := context.Background()
-	_, admin, app := semiSyncMaster(t)
+	admin, app := semiSyncMaster(t)
 	before, err := BinlogPos(ctx, admin)
 	if err != nil {
 		t.Fatal(err)
@@ -156,7 +163,7 @@ func TestQuietRefusesCommitsInFlight(t *testing.T) {
 // the position, the release turns semi-sync off and BecomeReplica may go on.
 func TestQuietRefusesBinlogAheadOfLog(t *testing.T) {
 	ctx := context.Background()
-	_, admin, app := semiSyncMaster(t)
+	admin, app := semiSyncMaster(t)
 	before, err := BinlogPos(ctx, admin)
 	if err != nil {
 		t.Fatal(err)
