@@ -33,12 +33,7 @@ func TestDDLCutSurvives(t *testing.T) {
 			mustExec(t, db, c.setup)
 		}
 		before := state(t, db, c.check)
-		mustExec(t, db, "SET GLOBAL rpl_semi_sync_master_enabled=ON")
-		done := startWaiting(ctx, t, db, c.ddl)
-		if err := inst.Kill(); err != nil {
-			t.Fatal(err)
-		}
-		<-done
+		_ = killWhileWaiting(ctx, t, inst, db, c.ddl)
 		groups, err := Scan(inst.BinlogIndex())
 		if err != nil {
 			t.Fatal(err)

@@ -28,21 +28,8 @@ func gtidPos(t *testing.T, db *sql.DB) string {
 // roll it back: the transaction never happened.
 func TestCutPendingCommitRollsBack(t *testing.T) {
 	inst, ctx, db := startServer(t, 7, 3*time.Minute)
-	mustExec(t, db, "CREATE TABLE r.t (id INT PRIMARY KEY) ENGINE=InnoDB")
-	for i := 1; i <= 3; i++ {
-		mustExec(t, db, "INSERT INTO r.t VALUES (?)", i)
-	}
-	before := gtidPos(t, db)
-	mustExec(t, db, "SET GLOBAL rpl_semi_sync_master_enabled=ON")
-
-	// The pending commit: no semi-sync replica, so it waits forever.
-	pending := startPendingCommit(ctx, t, db)
-	if err := inst.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-pending; err == nil {
-		t.Fatal("pending commit reported success")
-	}
+	before := threeRows(t, db)
+	killPendingCommit(ctx, t, inst, db)
 	if clean, err := ClosedCleanly(inst.BinlogIndex()); err != nil || clean {
 		t.Fatalf("binlog after kill -9: clean=%v err=%v", clean, err)
 	}
@@ -81,16 +68,7 @@ func TestCutPendingCommitRollsBack(t *testing.T) {
 	if err := inst.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	var n int
-	if err := db.QueryRow("SELECT COUNT(*) FROM r.t WHERE id=100").Scan(&n); err != nil || n != 0 {
-		t.Fatalf("cut transaction present after restart: n=%d err=%v", n, err)
-	}
-	if err := db.QueryRow("SELECT COUNT(*) FROM r.t").Scan(&n); err != nil || n != 3 {
-		t.Fatalf("kept rows: %d %v", n, err)
-	}
-	if got := gtidPos(t, db); got != before {
-		t.Fatalf("gtid_binlog_pos after cut = %s, want %s", got, before)
-	}
+	cutRolledBack(t, db, before)
 	// The cut GTID's sequence number is reused by the next commit: the
 	// reason BinlogBatch carries an epoch (DESIGN.md).
 	mustExec(t, db, "SET GLOBAL rpl_semi_sync_master_enabled=OFF")
@@ -207,6 +185,55 @@ func TestGracefulShutdownCommittedPastCut(t *testing.T) {
 	if err := db.QueryRow("SELECT COUNT(*) FROM r.t WHERE id=100").Scan(&n); err != nil || n != 1 {
 		t.Fatalf("expected the committed-at-shutdown row to be there (the reason for the check): n=%d err=%v", n, err)
 	}
+}
+
+// threeRows creates r.t (InnoDB) with the ids 1 to 3 and returns the
+// binlog position after them.
+func threeRows(t *testing.T, db *sql.DB) string {
+	t.Helper()
+	mustExec(t, db, "CREATE TABLE r.t (id INT PRIMARY KEY) ENGINE=InnoDB")
+	for i := 1; i <= 3; i++ {
+		mustExec(t, db, "INSERT INTO r.t VALUES (?)", i)
+	}
+	return gtidPos(t, db)
+}
+
+// cutRolledBack checks, after the restart, that the cut pending commit
+// (id 100) is gone and threeRows' rows and binlog position are back.
+func cutRolledBack(t *testing.T, db *sql.DB, before string) {
+	t.Helper()
+	var n int
+	if err := db.QueryRow("SELECT COUNT(*) FROM r.t WHERE id=100").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("cut transaction present after restart: n=%d err=%v", n, err)
+	}
+	if err := db.QueryRow("SELECT COUNT(*) FROM r.t WHERE id IN (1, 2, 3)").Scan(&n); err != nil || n != 3 {
+		t.Fatalf("kept rows: %d %v", n, err)
+	}
+	if got := gtidPos(t, db); got != before {
+		t.Fatalf("gtid_binlog_pos after cut = %s, want %s", got, before)
+	}
+}
+
+// killPendingCommit kills the server (SIGKILL) while the insert of id 100
+// into r.t is in its binlog and waits for its semi-sync ACK (no replica, so
+// it waits forever), and fails the test if that commit reported success.
+func killPendingCommit(ctx context.Context, t *testing.T, inst *mysqld.Instance, db *sql.DB) {
+	t.Helper()
+	if err := killWhileWaiting(ctx, t, inst, db, "INSERT INTO r.t VALUES (100)"); err == nil {
+		t.Fatal("pending commit reported success")
+	}
+}
+
+// killWhileWaiting turns semi-sync on, runs stmt until it waits for its
+// ACK, kills the server (SIGKILL) and returns stmt's outcome.
+func killWhileWaiting(ctx context.Context, t *testing.T, inst *mysqld.Instance, db *sql.DB, stmt string) error {
+	t.Helper()
+	mustExec(t, db, "SET GLOBAL rpl_semi_sync_master_enabled=ON")
+	done := startWaiting(ctx, t, db, stmt)
+	if err := inst.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	return <-done
 }
 
 // startPendingCommit inserts id 100 into r.t in the background and waits

@@ -19,11 +19,7 @@ import (
 // recovery and refuses to start with the cut transactions still prepared.
 func TestCutIntoRotatedFileRollsBack(t *testing.T) {
 	inst, ctx, db := startServer(t, 11, 3*time.Minute)
-	mustExec(t, db, "CREATE TABLE r.t (id INT PRIMARY KEY) ENGINE=InnoDB")
-	for i := 1; i <= 3; i++ {
-		mustExec(t, db, "INSERT INTO r.t VALUES (?)", i)
-	}
-	before := gtidPos(t, db)
+	before := threeRows(t, db)
 	held, err := binlog.ParseGTID(before)
 	if err != nil {
 		t.Fatal(err)
@@ -41,14 +37,7 @@ func TestCutIntoRotatedFileRollsBack(t *testing.T) {
 		t.Fatal("FLUSH BINARY LOGS did not rotate")
 	}
 	// The commit prepared and waiting for its ACK, in the newest file.
-	mustExec(t, db, "SET GLOBAL rpl_semi_sync_master_enabled=ON")
-	pending := startPendingCommit(ctx, t, db)
-	if err := inst.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-pending; err == nil {
-		t.Fatal("pending commit reported success")
-	}
+	killPendingCommit(ctx, t, inst, db)
 
 	groups, err := Scan(inst.BinlogIndex())
 	if err != nil {
@@ -90,16 +79,7 @@ func TestCutIntoRotatedFileRollsBack(t *testing.T) {
 	if err := inst.Start(ctx); err != nil {
 		t.Fatal(err) // without markInUse: "Found 1 prepared transactions!"
 	}
-	var n int
-	if err := db.QueryRow("SELECT COUNT(*) FROM r.t WHERE id=100").Scan(&n); err != nil || n != 0 {
-		t.Fatalf("cut transactions present after restart: n=%d err=%v", n, err)
-	}
-	if err := db.QueryRow("SELECT COUNT(*) FROM r.t WHERE id IN (1, 2, 3)").Scan(&n); err != nil || n != 3 {
-		t.Fatalf("kept rows: %d %v", n, err)
-	}
-	if got := gtidPos(t, db); got != before {
-		t.Fatalf("gtid_binlog_pos after cut = %s, want %s", got, before)
-	}
+	cutRolledBack(t, db, before)
 	// The cut file still ends at the cut: the server recovered from it and
 	// opened the next file, appending nothing to it.
 	st, err := os.Stat(filepath.Join(inst.DataDir(), cutFile))
