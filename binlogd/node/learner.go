@@ -142,19 +142,13 @@ func (a *adminServer) caughtUp(ctx context.Context, id uint32) error {
 // graceful stop uses (to the most caught-up voter), or fences its term
 // if there is none. Writes pause for about one switchover.
 func (n *Node) demotedMasterLoop(ctx context.Context) {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, time.Second, func() {
 		if !n.learner() || n.lease.State().Master != n.cfg.ID {
-			continue
+			return
 		}
 		lease := n.cfg.LeaseDuration.Duration
 		sctx, cancel := context.WithTimeout(ctx, 2*lease)
+		defer cancel()
 		to, err := n.handoverTarget(sctx)
 		if err == nil {
 			n.log.Warn("this node is a learner but holds the master lease: switching over", "to", to)
@@ -164,6 +158,5 @@ func (n *Node) demotedMasterLoop(ctx context.Context) {
 			n.log.Warn("this node is a learner but holds the master lease and cannot switch over: fencing its term", "err", err)
 			n.fenceIfHolder()
 		}
-		cancel()
-	}
+	})
 }
