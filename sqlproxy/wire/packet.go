@@ -46,6 +46,9 @@ type Conn struct {
 
 	scratch []byte        // ReadPacketReuse's buffer
 	rw      io.ReadWriter // what the buffers read and write: Conn, or its raw path (rawio.go)
+	// mixedR: R reads bytes kept from before a Resize ahead of rw, so
+	// rw's readiness does not say whether R has a byte (FlushAwaitReply).
+	mixedR bool
 }
 
 // NewConn wraps c with 64 KiB read and write buffers.
@@ -79,6 +82,7 @@ func (c *Conn) Resize(size int) {
 	if n := c.R.Buffered(); n > 0 {
 		held, _ := c.R.Peek(n)
 		src = io.MultiReader(bytes.NewReader(bytes.Clone(held)), rw)
+		c.mixedR = true
 	}
 	c.R = bufio.NewReaderSize(src, size)
 	c.W = bufio.NewWriterSize(rw, size)
@@ -133,8 +137,31 @@ func (c *Conn) ReadPacketReuse() ([]byte, error) {
 // splitting it into frames as needed. Call Flush to send.
 func (c *Conn) WritePacket(payload []byte) error {
 	var err error
-	c.Seq, err = WritePacket(c.W, c.Seq, payload)
+	c.Seq, err = writePacketBuf(c.W, c.Seq, payload)
 	return err
+}
+
+// writePacketBuf is WritePacket into a bufio.Writer. The header goes in
+// byte by byte: a slice of it passed to Write (which may hand it to the
+// underlying writer) made it one allocation per packet.
+func writePacketBuf(w *bufio.Writer, seq uint8, payload []byte) (uint8, error) {
+	for {
+		n := min(len(payload), MaxPayload)
+		hdr := frameHeader(n, seq)
+		seq++
+		for _, b := range hdr {
+			if err := w.WriteByte(b); err != nil {
+				return seq, err
+			}
+		}
+		if _, err := w.Write(payload[:n]); err != nil {
+			return seq, err
+		}
+		payload = payload[n:]
+		if n < MaxPayload {
+			return seq, nil
+		}
+	}
 }
 
 // WriteFlush writes one packet and flushes.
@@ -143,6 +170,28 @@ func (c *Conn) WriteFlush(payload []byte) error {
 		return err
 	}
 	return c.W.Flush()
+}
+
+// WriteRequest writes one packet that is a request the caller reads the
+// answer of next, and flushes it. On the raw path (NewConnRaw, nothing
+// read ahead) the flush then waits until the answer starts to arrive,
+// so the read that follows finds it rather than failing first with
+// EAGAIN and waiting (rawio.go: writeAwait). Only for a peer that sends
+// nothing unasked (a MariaDB or proxy between commands): bytes it sent
+// before the request would not end the wait. A failed wait (a closed
+// connection) shows on the next read.
+func (c *Conn) WriteRequest(payload []byte) error {
+	if err := c.WritePacket(payload); err != nil {
+		return err
+	}
+	r, ok := c.rw.(*rawIO)
+	if !ok || c.mixedR || c.R.Buffered() > 0 {
+		return c.W.Flush()
+	}
+	r.awaitReply = true
+	err := c.W.Flush()
+	r.awaitReply = false
+	return err
 }
 
 // Frame is the header of one frame and the first bytes of its payload,

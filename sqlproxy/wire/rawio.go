@@ -39,6 +39,14 @@ type rawIO struct {
 	readFn  func(uintptr) bool
 	writeFn func(uintptr) bool
 	network string
+
+	// awaitReply: the next Write is a request whose answer the caller
+	// reads next (Conn.FlushAwaitReply); awaitFn is its callback.
+	awaitReply bool
+	awaitFn    func(uintptr) bool
+	wsent      bool // awaitFn: the request is written, now waiting
+
+	emptyReads int // reads that found nothing (EAGAIN): tests count them
 }
 
 // newRawIO returns c's raw reader-writer, or c itself when c is not a TCP
@@ -59,7 +67,7 @@ func newRawIO(c net.Conn) io.ReadWriter {
 		return c
 	}
 	r := &rawIO{c: c, rc: rc, network: network}
-	r.readFn, r.writeFn = r.doRead, r.doWrite
+	r.readFn, r.writeFn, r.awaitFn = r.doRead, r.doWrite, r.doWriteAwait
 	return r
 }
 
@@ -70,6 +78,7 @@ func (r *rawIO) doRead(fd uintptr) bool {
 		case syscall.EINTR:
 			continue
 		case syscall.EAGAIN:
+			r.emptyReads++
 			return false // RawConn waits for readiness (or the deadline) and calls again
 		case 0:
 			r.rn = int(n)
@@ -99,6 +108,64 @@ func (r *rawIO) doWrite(fd uintptr) bool {
 	return true
 }
 
+// doWriteAwait is Write's callback in awaitReply mode, run by RawConn's
+// Read: the poller's read readiness was reset before the first call, so
+// once the request is written any byte of the answer wakes the wait
+// below, and the read that follows finds it instead of failing with
+// EAGAIN first (a peer answers no sooner than tens of µs after it is
+// woken: a read right after the write nearly always finds nothing, one
+// wasted system call per request). Called again after that wake, it
+// returns at once; the caller's next Read does the read. A write that
+// would block, or fails, ends the wait: Write finishes the normal way.
+func (r *rawIO) doWriteAwait(fd uintptr) bool {
+	if r.wsent {
+		return true
+	}
+	for len(r.wbuf) > 0 {
+		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(unsafe.SliceData(r.wbuf))), uintptr(len(r.wbuf)))
+		switch e {
+		case syscall.EINTR:
+			continue
+		case 0:
+			r.wn += int(n)
+			r.wbuf = r.wbuf[n:]
+			continue
+		case syscall.EAGAIN:
+		default:
+			r.werr = e
+		}
+		return true // socket buffer full, or an error: no wait here
+	}
+	r.wsent = true
+	return false // wait until readable (or closed, or the read deadline)
+}
+
+// writeAwait writes p and waits until the connection is readable (see
+// doWriteAwait). A request that did not fit the socket buffer is
+// finished with a plain write and not waited for. It must only be used
+// when the peer sends nothing unasked: an answer that arrived before
+// the wait began would not wake it. A MariaDB (or proxy) connection
+// between commands is such a peer; if it closes the connection
+// meanwhile, the write fails or the reset wakes the wait.
+func (r *rawIO) writeAwait(p []byte) (int, error) {
+	r.wbuf, r.wsent = p, false
+	err := r.rc.Read(r.awaitFn)
+	n, e := r.wn, r.werr
+	rest := r.wbuf
+	r.wbuf, r.wn, r.werr, r.wsent = nil, 0, 0, false
+	switch {
+	case e != 0:
+		return n, r.opError("write", e)
+	case len(rest) > 0 && err == nil:
+		m, err := r.Write(rest)
+		return n + m, err
+	case err != nil && len(rest) > 0:
+		return n, err // closed before any wait: as Write would
+	}
+	// Written. A failed wait (deadline, closed) shows on the next read.
+	return n, nil
+}
+
 // Read is net.Conn's Read: one read(2), io.EOF at the end of the stream.
 func (r *rawIO) Read(p []byte) (int, error) {
 	if len(p) == 0 {
@@ -123,6 +190,10 @@ func (r *rawIO) Read(p []byte) (int, error) {
 func (r *rawIO) Write(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
+	}
+	if r.awaitReply {
+		r.awaitReply = false
+		return r.writeAwait(p)
 	}
 	r.wbuf = p
 	err := r.rc.Write(r.writeFn)
