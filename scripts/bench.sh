@@ -32,7 +32,10 @@
 #   BENCH_SECONDS        seconds per sysbench run (default 20; BENCH_QUICK=1: 5)
 #   BENCH_THREADS        insert thread counts (default "16 64"; the first is the last line's)
 #   BENCH_POINT_THREADS  point-select threads (default 16; empty: no point selects)
-#   BENCH_ROUNDS         repetitions; the report takes each figure's median run (default 1)
+#   BENCH_ROUNDS         repetitions of the insert runs; the report takes each figure's median run (default 1)
+#   BENCH_POINT_ROUNDS   repetitions of the point-select runs (default 5, at least BENCH_ROUNDS): one
+#                        20 s sample per proxy swung 2-4x under load; the proxies run in turns, and a
+#                        line before the report gives the median over rounds of each round's ratio
 #   BENCH_TABLES, BENCH_TABLE_SIZE   sysbench data (default 4 x 10000 rows)
 #   BENCH_PS_MODE        sysbench --db-ps-mode (default auto)
 #   BENCH_RELAXED_REPLICAS=1  baseline replicas with sync_binlog=0, innodb_flush_log_at_trx_commit=2
@@ -50,6 +53,8 @@ SECS=${BENCH_SECONDS:-20}
 THREADS=${BENCH_THREADS:-16 64}
 POINT_THREADS=${BENCH_POINT_THREADS-16}
 ROUNDS=${BENCH_ROUNDS:-1}
+POINT_ROUNDS=${BENCH_POINT_ROUNDS:-5}
+[ "$POINT_ROUNDS" -ge "$ROUNDS" ] || POINT_ROUNDS=$ROUNDS
 TABLES=${BENCH_TABLES:-4}
 TABLE_SIZE=${BENCH_TABLE_SIZE:-10000}
 PS_MODE=${BENCH_PS_MODE:-auto}
@@ -133,9 +138,14 @@ BASE_REPLICAS=127.0.0.1:$((PORT + 2)),127.0.0.1:$((PORT + 3))
 BASE_PIDS=$(cat "$BASE_DIR"/node{1,2,3}/mysqld.pid | paste -sd,)
 
 log "starting HAProxy (tcp mode) on 127.0.0.1:$HA_PORT in front of $BASE_ADDR"
+# nbthread: as many threads as CPUs, which is also the GOMAXPROCS every
+# sqlproxy runs with (Go's default; phxcluster passes no -procs): both
+# relays may use every core, and neither stalls all its sessions when
+# its one thread is preempted on a shared host.
 cat >"$WORK/haproxy.cfg" <<EOF
 global
   maxconn 4096
+  nbthread $(nproc)
 defaults
   mode tcp
   timeout connect 5s
@@ -275,7 +285,9 @@ rejected_now() { bin/sqlbench rejected -metrics "$PHX_METRICS" 2>/dev/null || ec
 REJ0=$(rejected_now)
 
 INSERT_LABELS=(semisync-direct semisync-haproxy phxgo-proxy-master phxgo-proxy-other phxgo-direct)
-POINT_LABELS=(semisync-direct semisync-haproxy phxgo-haproxy phxgo-proxy-master phxgo-proxy-other)
+# The proxies next to their HAProxy anchor, so each round's ratio
+# compares runs back to back.
+POINT_LABELS=(phxgo-proxy-master phxgo-haproxy phxgo-proxy-other semisync-direct semisync-haproxy)
 # run_round TEST THREADS LABEL...: one run of TEST per label, starting one
 # label later at each call (k), so no system always runs first.
 k=0
@@ -292,8 +304,10 @@ for ((r = 1; r <= ROUNDS; r++)); do
     log "oltp_insert, $thr threads, $SECS s per run (round $r/$ROUNDS)"
     run_round oltp_insert "$thr" "${INSERT_LABELS[@]}"
   done
+done
+for ((r = 1; r <= POINT_ROUNDS; r++)); do
   for thr in $POINT_THREADS; do
-    log "oltp_point_select, $thr threads (round $r/$ROUNDS)"
+    log "oltp_point_select, $thr threads (round $r/$POINT_ROUNDS)"
     run_round oltp_point_select "$thr" "${POINT_LABELS[@]}"
   done
 done
@@ -320,5 +334,24 @@ echo
 echo "phxgo failovers: $FAILOVERS; failed prepares through the proxy: $PREPARE_TRIES; failed runs (retried): $RUN_FAILURES"
 echo "sysbench $SECS s per run, $ROUNDS round(s), $TABLES x $TABLE_SIZE rows, db-ps-mode=$PS_MODE, baseline replicas" \
   "$([ ${#RELAXED[@]} -gt 0 ] && echo relaxed || echo durable), $(nproc) cores"
+# point_ratios THREADS: each round's qps of phxgo's proxies over HAProxy in
+# front of the same MariaDB (a label's i-th record is round i: a failed
+# run writes none, its retry one), and the median of those ratios.
+point_ratios() {
+  jq -rs --argjson t "$1" '
+    def qps: if .run_s > 0 then .queries / .run_s else 0 end;
+    def med: sort | if length == 0 then null else .[(length - 1) / 2 | floor] end;
+    def f: if . == null then "NaN" else . * 1000 | round / 1000 | tostring end;
+    [.[] | select(.test == "oltp_point_select" and .threads == $t)] as $r
+    | [$r[] | select(.label == "phxgo-haproxy") | qps] as $h
+    | def per($l): [$r[] | select(.label == $l) | qps] as $p
+        | [range(0; [$p, $h] | map(length) | min) | if $h[.] > 0 then $p[.] / $h[.] else 0 end];
+      per("phxgo-proxy-master") as $m | per("phxgo-proxy-other") as $o
+    | "point selects, \($t) threads, \($m | length) rounds: median of the rounds ratios to HAProxy:"
+      + " master_proxy=\($m | med | f) other_proxy=\($o | med | f)"
+      + " (per round: \($m | map(f) | join(" ")) / \($o | map(f) | join(" ")))"
+  ' "$RESULTS" 2>/dev/null || echo "point selects, $1 threads: no ratios (jq failed)"
+}
+for thr in $POINT_THREADS; do point_ratios "$thr"; done
 echo
 bin/sqlbench report -results "$RESULTS" -anchor-threads "$ANCHOR" "${REJ[@]}"
