@@ -78,6 +78,7 @@ type Option func(*options)
 
 type options struct {
 	commitObserver func(time.Duration)
+	stageObserver  func(Stage, time.Duration)
 	storage        Storage
 	dialOptions    []grpc.DialOption
 	transport      func(n *Node) transport

@@ -33,6 +33,7 @@ type Node struct {
 	tailReads   atomic.Uint64       // ReadNext calls served from tail
 	storeReads  atomic.Uint64       // ReadNext calls that read storage
 	observe     func(time.Duration) // WithCommitObserver; nil: none
+	stages      *stageClock         // WithStageObserver; nil: none
 	lingerArmed bool
 	lingerTimer *time.Timer
 
@@ -124,6 +125,7 @@ func Start(cfg Config, sm StateMachine, opts ...Option) (*Node, error) {
 	n := &Node{
 		cfg:        cfg,
 		observe:    o.commitObserver,
+		stages:     newStageClock(o.stageObserver),
 		log:        cfg.Logger.With("paxos_node", cfg.ID),
 		storage:    st,
 		app:        newApplier(sm),
@@ -231,7 +233,7 @@ func (n *Node) submit(ctx context.Context, data []byte, flags byte) proposeResul
 // goroutine reach the core in that order (propc is FIFO).
 func (n *Node) enqueue(ctx context.Context, data []byte, flags byte) (*proposal, error) {
 	p := &proposal{data: data, flags: flags, done: make(chan proposeResult, 1)}
-	if n.observe != nil {
+	if n.observe != nil || n.stages != nil {
 		p.start = time.Now()
 	}
 	select {
@@ -389,6 +391,9 @@ func (n *Node) emit() {
 		n.followMembers(rd.Members)
 		rd.Members = nil
 	}
+	if n.stages != nil {
+		n.stages.emitted(&rd, n.rn.Soft())
+	}
 	if len(rd.Early) > 0 {
 		n.tr.send(rd.Early)
 		rd.Early = nil
@@ -447,6 +452,7 @@ func (n *Node) applyLoop() {
 			n.sinceSnap++
 		}
 		n.applied.Store(n.app.applied)
+		n.stages.applied(n.app.applied)
 		n.finishApplied()
 		if n.sinceSnap >= n.cfg.SnapshotEvery && !n.failed.Load() {
 			n.startSnapshotSave()
@@ -464,6 +470,9 @@ func (n *Node) onApplied(cmd command, result any) {
 	delete(n.waiters, cmd.Seq)
 	n.wmu.Unlock()
 	if p != nil {
+		if at := n.stages.proposedAt(n.app.applied + 1); !at.IsZero() && !p.start.IsZero() {
+			n.stages.observe(StageQueue, at.Sub(p.start))
+		}
 		n.doneBuf = append(n.doneBuf, appliedDone{p, proposeResult{index: n.app.applied + 1, result: result}})
 	}
 }

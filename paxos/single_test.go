@@ -135,3 +135,36 @@ func TestReadNextRefusesAGap(t *testing.T) {
 		t.Fatalf("ReadNext over a lost instance %d = %d commands, next %d, %v; want 2, %d, ErrStorage", idx[2], len(cmds), next, err, idx[2])
 	}
 }
+
+// The stage observer splits a leader's commits: every stage is seen, and
+// each value's accept round and apply once.
+func TestStageObserver(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[Stage]int{}
+	cfg := testConfig(1, map[uint32]string{1: "127.0.0.1:1"}, t.TempDir())
+	n, err := Start(cfg, &lockedSM{}, WithStageObserver(func(s Stage, d time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		if d < 0 {
+			t.Errorf("stage %v: %v", s, d)
+		}
+		seen[s]++
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := range 20 {
+		if _, err := propose(ctx, n, fmt.Sprint("cmd", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	values := int(n.Status().ValuesProposed)
+	mu.Lock()
+	defer mu.Unlock()
+	if seen[StageQueue] != 20 || seen[StageAcceptRound] == 0 || seen[StageAcceptRound] > values || seen[StageChosenToApplied] != seen[StageAcceptRound] {
+		t.Fatalf("stages seen %v, values %d", seen, values)
+	}
+}

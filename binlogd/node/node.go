@@ -143,7 +143,8 @@ func (n *Node) Run(ctx context.Context) error {
 	pcfg.CompactBase = compactBaseWhole
 	n.peerLink = append(paxos.PeerDialOptions(pcfg), n.dialOption(), grpc.WithContextDialer(n.dialFromSelf))
 	px, err := paxos.Start(pcfg, lease, paxos.WithDialOptions(n.dialOption(), grpc.WithContextDialer(n.dialFromSelf)),
-		paxos.WithCommitObserver(func(d time.Duration) { n.m.commitLatency.Observe(d.Seconds()) }))
+		paxos.WithCommitObserver(func(d time.Duration) { n.m.commitLatency.Observe(d.Seconds()) }),
+		paxos.WithStageObserver(stageObserver(n.m.reg)))
 	if err != nil {
 		return fmt.Errorf("paxos: %w", err)
 	}
