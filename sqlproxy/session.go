@@ -226,7 +226,7 @@ func (s *session) afterWrite(b *backend, kind routeKind) bool {
 // and the client answered; the caller must not touch b again.
 func (s *session) roundTrip(b *backend, pkt, sql []byte, relay func() (wire.Result, error)) (res wire.Result, dropped bool, err error) {
 	b.c.Seq = 0
-	err = b.c.WriteFlush(pkt)
+	err = b.c.WriteRequest(pkt) // the answer is read next (no read that finds nothing first)
 	if err == nil {
 		res, err = relay()
 	}
