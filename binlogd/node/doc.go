@@ -33,7 +33,11 @@
 //     (roles.go) carries its actions out under one lock. On a ready grant
 //     for a MariaDB that applied every valid batch before it: make it
 //     durable and flush it, STOP SLAVE, semi-sync on, read_only off,
-//     capture from the last valid GTID. On losing the lease (expired,
+//     capture from the last valid GTID. The driver looks when the lease
+//     publishes a change, when its own deadline passes (a timer at the
+//     deadline), when the node's own state moves (MariaDB up or down,
+//     applied position of a master or candidate: wakeRole), and every
+//     lease RetryInterval otherwise; no fixed tick. On losing the lease (expired,
 //     newer term, rejected batch, capture failure): read_only on at once,
 //     stop capture, and SIGKILL mysqld if any commit waits for an ACK (a
 //     graceful shutdown would commit it in InnoDB); the supervisor restarts
@@ -49,7 +53,9 @@
 //     state, for the election condition, the catch-up check, and status;
 //     every 100 ms while anything moves, once a second while MariaDB is
 //     settled (whole log applied and synced, replica without lag), since
-//     then it only re-reads the same answers at a real cost. Position,
+//     then it only re-reads the same answers at a real cost; settled, it
+//     sleeps until the log or the lease moves, MariaDB restarts, or a
+//     query is due, rather than waking every 100 ms to find no work. Position,
 //     LSNs and Slave_running come in one round trip each poll; the wide
 //     SHOW SLAVE STATUS (lag seconds, state text) at most once a second
 //     unless a thread starts or stops or the term changes. Status (admin.go,

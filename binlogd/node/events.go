@@ -13,7 +13,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	"phxgo/binlogd/events"
-	"phxgo/binlogd/rolectl"
 	"phxgo/masterlease"
 	pb "phxgo/proto"
 )
@@ -24,7 +23,7 @@ import (
 // (admin.go), recovery cuts from recovery (mysql.go); changes of the lease
 // master by noteLease; of the members and the UNSAFE/RESEED states by
 // watchEvents, which looks at the node every
-// rolectl.TickInterval (the states are set in several places; watching
+// eventsCheckEvery (the states are set in several places; watching
 // them keeps those places unchanged). Failover versus switchover is told
 // by the role loop itself (noteLease), so that became_master, published
 // when capture starts, already knows it.
@@ -128,12 +127,16 @@ func (n *Node) lastMasterChange() masterChange {
 }
 
 // watchEvents publishes the changes that have no single place in the
-// code: membership, UNSAFE and RESEED.
+// code: membership, UNSAFE and RESEED. They are news for operators, not
+// inputs to any decision, so it looks every eventsCheckEvery rather than
+// on the role loop's old 50 ms tick, and rebuilds the member list only
+// when the log's membership changed.
 func (n *Node) watchEvents(ctx context.Context) {
-	t := time.NewTicker(rolectl.TickInterval)
+	t := time.NewTicker(eventsCheckEvery)
 	defer t.Stop()
 	var (
 		members         string
+		membersAt       uint64
 		unsafe          string
 		reseed          bool
 		lastReseedCheck time.Time
@@ -144,11 +147,14 @@ func (n *Node) watchEvents(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		ids := memberIDs(n)
-		if members != "" && ids != members {
-			n.publish(events.MembershipChange, "members", ids, "before", members)
+		if m, _ := n.px.Membership(); members == "" || m.Index != membersAt {
+			membersAt = m.Index
+			ids := memberIDs(n)
+			if members != "" && ids != members {
+				n.publish(events.MembershipChange, "members", ids, "before", members)
+			}
+			members = ids
 		}
-		members = ids
 
 		u := ""
 		if r := n.unsafe.Load(); r != nil {
@@ -170,6 +176,10 @@ func (n *Node) watchEvents(ctx context.Context) {
 		}
 	}
 }
+
+// eventsCheckEvery is how late a membership change or UNSAFE shows in
+// the event stream at most.
+const eventsCheckEvery = 500 * time.Millisecond
 
 func memberIDs(n *Node) string {
 	ms := n.members()

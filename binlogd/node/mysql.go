@@ -37,6 +37,7 @@ func (n *Node) supervise(ctx context.Context) {
 		}
 		backoff = time.Second
 		n.mysqlUp.Store(true)
+		n.wakeLoops()
 		n.m.mysqldStarts.Inc()
 		select {
 		case <-ctx.Done():
@@ -44,6 +45,7 @@ func (n *Node) supervise(ctx context.Context) {
 		case <-n.inst.Done():
 		}
 		n.mysqlUp.Store(false)
+		n.wakeLoops()
 		n.dbMu.Lock()
 		if n.db != nil {
 			n.db.Close()

@@ -14,19 +14,24 @@ import (
 	"phxgo/masterlease"
 )
 
-// pollEvery is the poll's tick, and how often MariaDB is asked while
-// anything is in motion. pollQuietEvery is how often it is asked while it
-// is settled: it has applied the whole valid log, InnoDB has synced that
-// position, and a replica replicates with no lag. Settled, the three
-// queries of a poll only read the same answers again (on an idle cluster
-// they were about 2/3 of each MariaDB's CPU and 1/8 of binlogd's). A new
-// entry in the log, a candidacy, a change of role, master or term, a
-// restarted MariaDB or stopping ends the quiet at the next tick, so
-// failover (canAcquire, MarkCaughtUp), the durable position and lag under
-// load are as fresh as before. What only MariaDB sees while the log
-// stands still (a replication thread stopping, a local write) shows
-// within pollQuietEvery; mariadbd's death is seen at once through its
-// process (supervise) and the capture stream.
+// pollEvery is how often MariaDB is asked while anything is in motion.
+// pollQuietEvery is how often it is asked while it is settled: it has
+// applied the whole valid log, InnoDB has synced that position, and a
+// replica replicates with no lag. Settled, the three queries of a poll
+// only read the same answers again (on an idle cluster they were about
+// 2/3 of each MariaDB's CPU and 1/8 of binlogd's). A new entry in the
+// log (the log's applied index moves), a change of role, master or term
+// (the lease's notification), a restarted MariaDB or stopping ends the
+// quiet at once (wakeLoops), so failover (canAcquire, MarkCaughtUp), the durable
+// position and lag under load are as fresh as before. What only MariaDB
+// sees while the log stands still (a replication thread stopping, a
+// local write) shows within pollQuietEvery; mariadbd's death is seen at
+// once through its process (supervise) and the capture stream.
+//
+// Settled, the loop sleeps until one of those wakes it (the lease's
+// renewals move the log every RenewInterval; each costs a look at the
+// state, no query) instead of ticking every pollEvery to find nothing
+// to do: 10 wake-ups a second on every idle node.
 const (
 	pollEvery      = 100 * time.Millisecond
 	pollQuietEvery = time.Second
@@ -36,34 +41,48 @@ const (
 // pointed at its own endpoint, and tells the lease when a new master has
 // caught up.
 func (n *Node) poll(ctx context.Context) {
-	t := time.NewTicker(pollEvery)
+	t := time.NewTimer(pollEvery)
 	defer t.Stop()
+	leaseCh, cancel := n.lease.Watch()
+	defer cancel()
 	var lastRepoint, lastQuery time.Time
 	var lastDB *sql.DB
 	var lastLease masterlease.Status // the lease as it was at the last query
 	var ps pollState
 	settled := false
+	var appliedCh <-chan struct{} // set while settled: the log moving ends the quiet
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-leaseCh:
+		case <-appliedCh:
+		case <-n.ctl.pollWake:
 		}
+		appliedCh = nil
 		db := n.conn()
 		if db == nil {
 			settled, ps = false, pollState{}
+			t.Reset(pollEvery)
 			continue
 		}
 		if db != lastDB {
 			ps = pollState{}
 		}
+		logCh := n.px.AppliedCh() // before the lease is read: a move after the read closes it
 		ls := n.lease.Status()
 		g := *n.applied.Load()
-		if !(settled && db == lastDB && sameTerm(ls, lastLease) && quiet(ls, g, n.stopping.Load()) && time.Since(lastQuery) < pollQuietEvery) {
+		calm := settled && db == lastDB && sameTerm(ls, lastLease) && quiet(ls, g, n.stopping.Load())
+		if !calm || time.Since(lastQuery) >= pollQuietEvery {
 			lastDB, lastQuery, lastLease = db, time.Now(), ls
+			before := g
 			settled = n.pollMySQL(ctx, db, ls, &ps)
 			n.m.mysqlPolls.Inc()
-			g = *n.applied.Load()
+			if g = *n.applied.Load(); g != before && ls.Role != masterlease.RoleReplica {
+				n.wakeRole() // CaughtUp, which a master or candidate's controller reads
+			}
+			calm = settled && quiet(ls, g, n.stopping.Load())
 		}
 		if ls.Role == masterlease.RoleCandidate && g == binlog.GTID(ls.State.LastGTID) {
 			n.lease.MarkCaughtUp(ls.State.LastBatchIndex)
@@ -72,6 +91,14 @@ func (n *Node) poll(ctx context.Context) {
 			lastRepoint = time.Now()
 			n.repoint(ctx)
 		}
+		wait := pollEvery
+		if calm {
+			// Asleep until the next due query or repoint, or until the
+			// log or the lease moves.
+			appliedCh = logCh
+			wait = max(min(pollQuietEvery-time.Since(lastQuery), rolectl.RepointInterval-time.Since(lastRepoint)), pollEvery)
+		}
+		t.Reset(wait)
 	}
 }
 

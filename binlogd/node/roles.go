@@ -29,6 +29,9 @@ type roleDriver struct {
 	st      rolectl.State
 	capStop context.CancelFunc
 	capDone chan struct{}
+	// wake and pollWake (wakeRole, wakeLoops): node state the lease does
+	// not publish changed; the role and poll loops look again.
+	wake, pollWake chan struct{}
 
 	serving atomic.Bool // Master phase and its promotion carried out, for status readers
 	relaxed atomic.Bool // MariaDB last set relaxed (KeepReplica), not made durable since
@@ -59,6 +62,7 @@ func registerRoleMetrics(reg *prometheus.Registry, n *Node) {
 
 func newRoleDriver(n *Node) *roleDriver {
 	return &roleDriver{n: n, st: rolectl.Initial(n.cfg.SuperviseMySQL),
+		wake: make(chan struct{}, 1), pollWake: make(chan struct{}, 1),
 		quiet: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "phxgo", Subsystem: "binlogd", Name: "quiet_checks_total",
 			Help: "proofs that a MariaDB which served writes holds no commit the log lacks (check: at a step-down or stop; release: before semi-sync goes off), by result; not_proven means SIGKILL"},
 			[]string{"what", "result"})}
@@ -81,21 +85,34 @@ func (n *Node) observation() rolectl.Obs {
 	}
 }
 
-// roleLoop feeds the controller the lease's changes, and its status at
-// least every TickInterval (the own deadline passes without a change).
+// roleLoop feeds the controller an observation whenever something it
+// reads may have changed, rather than on a 50 ms tick (20 wake-ups a
+// second on every node, idle or not):
+//   - the lease publishes a change of role, master or epoch (Watch);
+//   - the own lease deadline passes, which the lease publishes only at
+//     its next RetryInterval: a timer set to the deadline itself, so a
+//     master steps down at the deadline, no later than the tick did;
+//   - wakeRole: the applied position, MariaDB up or down, UNSAFE or
+//     stopping changed (node state the lease does not watch);
+//   - otherwise every lease RetryInterval (250 ms at the default 5 s
+//     lease), which retries an action that failed and bounds the delay
+//     of any change a wakeRole was missed for.
 func (n *Node) roleLoop(ctx context.Context) {
 	ch, cancel := n.lease.Watch()
 	defer cancel()
-	t := time.NewTicker(rolectl.TickInterval)
+	t := time.NewTimer(0)
 	defer t.Stop()
 	lastCampaign := time.Now()
 	go n.watchEvents(ctx)
+	recheck := n.lease.Config().RetryInterval
 	for {
 		var st masterlease.Status
 		select {
 		case <-ctx.Done():
 			return
 		case st = <-ch:
+		case <-n.ctl.wake:
+			st = n.lease.Status()
 		case <-t.C:
 			st = n.lease.Status()
 		}
@@ -108,6 +125,35 @@ func (n *Node) roleLoop(ctx context.Context) {
 		// The observation is taken under the driver's lock: a step that
 		// waited for a running action must not act on an older view.
 		n.ctl.step(ctx, func() rolectl.Event { return rolectl.Observed{Obs: n.observation()} })
+		t.Reset(nextLook(n.lease.Status().Deadline, time.Now(), recheck))
+	}
+}
+
+// nextLook is how long the role loop may wait for a notification before
+// it looks again: until the own lease deadline passes (a timer fires at
+// or after it, never before), and at most recheck.
+func nextLook(deadline, now time.Time, recheck time.Duration) time.Duration {
+	if deadline.IsZero() {
+		return recheck
+	}
+	return max(min(deadline.Sub(now), recheck), 0)
+}
+
+// wakeRole asks the role loop for a fresh observation now (it never
+// blocks: one pending wake covers any number of changes).
+func (n *Node) wakeRole() { nudge(n.ctl.wake) }
+
+// wakeLoops wakes the role loop and the poll: MariaDB came up or went
+// down, the node became UNSAFE or is stopping.
+func (n *Node) wakeLoops() {
+	nudge(n.ctl.wake)
+	nudge(n.ctl.pollWake)
+}
+
+func nudge(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
 	}
 }
 

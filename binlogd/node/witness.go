@@ -7,7 +7,7 @@ import (
 
 	"phxgo/binlogd/binlog"
 	"phxgo/binlogd/config"
-	"phxgo/binlogd/rolectl"
+	"phxgo/masterlease"
 	pb "phxgo/proto"
 )
 
@@ -72,25 +72,28 @@ func leaseTargetError(members []config.Member, self, to uint32) error {
 
 // witnessLoop is a witness's role loop: it follows the lease for the
 // metrics, the event stream and the status push, and carries out
-// nothing, since there is no MariaDB to switch.
+// nothing, since there is no MariaDB to switch. Like roleLoop it waits
+// for the lease's notifications, looking again when its own deadline
+// passes (a witness never holds one) or every lease RetryInterval.
 func (n *Node) witnessLoop(ctx context.Context) {
 	ch, cancel := n.lease.Watch()
 	defer cancel()
-	t := time.NewTicker(rolectl.TickInterval)
+	t := time.NewTimer(0)
 	defer t.Stop()
 	go n.watchEvents(ctx)
+	recheck := n.lease.Config().RetryInterval
 	for {
+		var st masterlease.Status
 		select {
 		case <-ctx.Done():
 			return
-		case st := <-ch:
-			n.m.observe(st)
-			n.noteLease(st)
+		case st = <-ch:
 		case <-t.C:
-			st := n.lease.Status()
-			n.m.observe(st)
-			n.noteLease(st)
+			st = n.lease.Status()
 		}
+		n.m.observe(st)
+		n.noteLease(st)
+		t.Reset(nextLook(st.Deadline, time.Now(), recheck))
 	}
 }
 
