@@ -29,3 +29,34 @@ func QueryStrings(ctx context.Context, q Querier, query string, args ...any) ([]
 	}
 	return out, rows.Err()
 }
+
+// QueryRowMap runs a query and returns its first row as column name to
+// value, NULL as "" (an empty map for no rows): for the wide, versioned
+// rows of SHOW SLAVE STATUS and the like, read by column name.
+func QueryRowMap(ctx context.Context, q Querier, query string, args ...any) (map[string]string, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	if !rows.Next() {
+		return out, rows.Err()
+	}
+	vals := make([]sql.NullString, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	if err := rows.Scan(ptrs...); err != nil {
+		return nil, err
+	}
+	for i, c := range cols {
+		out[c] = vals[i].String
+	}
+	return out, nil
+}

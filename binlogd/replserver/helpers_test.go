@@ -188,28 +188,11 @@ func (r *replica) follow(t *testing.T, addr string, heartbeat float64) {
 
 func (r *replica) status(t *testing.T) map[string]string {
 	t.Helper()
-	rows, err := r.db.Query("SHOW SLAVE STATUS")
+	m, err := mysqld.QueryRowMap(context.Background(), r.db, "SHOW SLAVE STATUS")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rows.Close()
-	cols, _ := rows.Columns()
-	out := map[string]string{}
-	if !rows.Next() {
-		return out
-	}
-	vals := make([]sql.NullString, len(cols))
-	ptrs := make([]any, len(cols))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	if err := rows.Scan(ptrs...); err != nil {
-		t.Fatal(err)
-	}
-	for i, c := range cols {
-		out[c] = vals[i].String
-	}
-	return out
+	return m
 }
 
 func (r *replica) statusVar(t *testing.T, name string) string {

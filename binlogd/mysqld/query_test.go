@@ -1,0 +1,38 @@
+package mysqld
+
+import (
+	"context"
+	"reflect"
+	"testing"
+	"time"
+)
+
+func TestQueryHelpers(t *testing.T) {
+	inst := NewTestInstance(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	db, err := inst.DB("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+
+	m, err := QueryRowMap(ctx, db, "SELECT 1 AS a, NULL AS b, ? AS c UNION ALL SELECT 2, 'y', 'z'", "x")
+	if want := map[string]string{"a": "1", "b": "", "c": "x"}; err != nil || !reflect.DeepEqual(m, want) {
+		t.Fatalf("QueryRowMap = %v, %v; want the first row %v", m, err, want)
+	}
+	if m, err := QueryRowMap(ctx, db, "SHOW SLAVE STATUS"); err != nil || len(m) != 0 {
+		t.Fatalf("QueryRowMap of no rows = %v, %v; want an empty map", m, err)
+	}
+	if _, err := QueryRowMap(ctx, db, "SELECT nosuchcolumn"); err == nil {
+		t.Fatal("QueryRowMap of a bad query: no error")
+	}
+
+	s, err := QueryStrings(ctx, db, "SELECT 'a' UNION ALL SELECT 'b'")
+	if err != nil || !reflect.DeepEqual(s, []string{"a", "b"}) {
+		t.Fatalf("QueryStrings = %q, %v", s, err)
+	}
+	if s, err := QueryStrings(ctx, db, "SELECT 'a' FROM DUAL WHERE 0"); err != nil || s != nil {
+		t.Fatalf("QueryStrings of no rows = %q, %v; want nil", s, err)
+	}
+}
