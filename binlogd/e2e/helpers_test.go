@@ -20,6 +20,25 @@ func gtidPos(ctx context.Context, db *sql.DB) (binlog.GTID, error) {
 	return binlog.ParseGTID(s)
 }
 
+// watch runs check every 100ms in the background until stop is called
+// (it returns once the running check has returned): for the invariants a
+// test asserts for as long as it runs.
+func watch(check func(ctx context.Context)) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			check(ctx)
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
 // awaitSameData waits until every node's MariaDB is at the same GTID
 // position and then compares CHECKSUM TABLE of tables on all of them.
 func awaitSameData(t *testing.T, c *localcluster.Cluster, tables ...string) binlog.GTID {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"regexp"
-	"sync"
 	"testing"
 	"time"
 
@@ -151,29 +150,19 @@ func awaitMySQLCaughtUp(ctx context.Context, t *testing.T, c *localcluster.Clust
 // watchLearnerNeverMaster polls every node's status until stopped and
 // fails the test if any names a current learner master.
 func watchLearnerNeverMaster(t *testing.T, c *localcluster.Cluster, learner uint32) (stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for ctx.Err() == nil {
-			ls, err := c.Status(ctx, learner)
-			if err == nil && ls.Learner {
-				for _, id := range c.IDs() {
-					st, err := c.Status(ctx, id)
-					if err == nil && st.MasterId == learner {
-						t.Errorf("node %d sees the learner (node %d) as master", id, learner)
-					}
-				}
-				if ls.Role == pb.Role_ROLE_MASTER || ls.Role == pb.Role_ROLE_CANDIDATE {
-					t.Errorf("the learner reports role %v", ls.Role)
-				}
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(100 * time.Millisecond):
+	return watch(func(ctx context.Context) {
+		ls, err := c.Status(ctx, learner)
+		if err != nil || !ls.Learner {
+			return
+		}
+		for _, id := range c.IDs() {
+			st, err := c.Status(ctx, id)
+			if err == nil && st.MasterId == learner {
+				t.Errorf("node %d sees the learner (node %d) as master", id, learner)
 			}
 		}
-	}()
-	return func() { cancel(); wg.Wait() }
+		if ls.Role == pb.Role_ROLE_MASTER || ls.Role == pb.Role_ROLE_CANDIDATE {
+			t.Errorf("the learner reports role %v", ls.Role)
+		}
+	})
 }

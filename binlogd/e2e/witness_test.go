@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -131,31 +130,20 @@ func awaitAppliedIndex(t *testing.T, c *localcluster.Cluster, id, of uint32, wit
 // test if any names the witness master or the witness reports another
 // role.
 func watchNeverMaster(t *testing.T, c *localcluster.Cluster, witness uint32) (stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for ctx.Err() == nil {
-			for _, id := range c.IDs() {
-				st, err := c.Status(ctx, id)
-				if err != nil {
-					continue
-				}
-				if st.MasterId == witness {
-					t.Errorf("node %d sees the witness (node %d) as master", id, witness)
-				}
-				if id == witness && st.Role != pb.Role_ROLE_WITNESS {
-					t.Errorf("the witness reports role %v", st.Role)
-				}
+	return watch(func(ctx context.Context) {
+		for _, id := range c.IDs() {
+			st, err := c.Status(ctx, id)
+			if err != nil {
+				continue
 			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(100 * time.Millisecond):
+			if st.MasterId == witness {
+				t.Errorf("node %d sees the witness (node %d) as master", id, witness)
+			}
+			if id == witness && st.Role != pb.Role_ROLE_WITNESS {
+				t.Errorf("the witness reports role %v", st.Role)
 			}
 		}
-	}()
-	return func() { cancel(); wg.Wait() }
+	})
 }
 
 func awaitFirstIndexAbove(t *testing.T, c *localcluster.Cluster, id uint32, first uint64, within time.Duration) {
