@@ -119,27 +119,11 @@ func (r *outsideReplica) follow(id uint32, gtidPos string) {
 
 func (r *outsideReplica) status() map[string]string {
 	r.t.Helper()
-	rows, err := r.db.Query("SHOW SLAVE STATUS")
+	m, err := mysqld.QueryRowMap(context.Background(), r.db, "SHOW SLAVE STATUS")
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	defer rows.Close()
-	cols, _ := rows.Columns()
-	out := map[string]string{}
-	if rows.Next() {
-		vals := make([]sql.NullString, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			r.t.Fatal(err)
-		}
-		for i, c := range cols {
-			out[c] = vals[i].String
-		}
-	}
-	return out
+	return m
 }
 
 // awaitRows waits until the replica holds n rows in e2e.o, failing at
