@@ -12,7 +12,7 @@
 #   BENCH_SECONDS  seconds per sysbench run (default 10)
 #   BENCH_ROUNDS   rounds of direct/relay/proxy (default 2)
 #   BENCH_THREADS  sysbench threads (default 8)
-#   BENCH_PROCS    GOMAXPROCS of the relay and proxy, comma-separated (default 1, as cmd/sqlproxy on 2 CPUs)
+#   BENCH_PROCS    GOMAXPROCS of the relay and proxy, comma-separated (default 0: Go's, one per CPU, as cmd/sqlproxy)
 #   BENCH_PROFILE  directory for the proxy's CPU and allocation profiles (first round)
 # Needs mariadbd and sysbench (scripts/install-deps.sh).
 set -euo pipefail
@@ -21,7 +21,7 @@ export PATH=/usr/local/go/bin:$PATH
 command -v sysbench >/dev/null || { echo "bench-proxy: sysbench not installed (scripts/install-deps.sh)" >&2; exit 1; }
 args=(-throughput -throughput.gosql=false
 	-throughput.time="${BENCH_SECONDS:-10}s" -throughput.rounds="${BENCH_ROUNDS:-2}"
-	-throughput.threads="${BENCH_THREADS:-8}" -throughput.procs="${BENCH_PROCS:-1}")
+	-throughput.threads="${BENCH_THREADS:-8}" -throughput.procs="${BENCH_PROCS:-0}")
 if [ -n "${BENCH_PROFILE:-}" ]; then
 	mkdir -p "$BENCH_PROFILE"
 	args+=(-throughput.profile="$(cd "$BENCH_PROFILE" && pwd)")

@@ -128,7 +128,13 @@
 //
 // Cost per statement. A relayed statement costs four socket operations
 // (read client, write backend, read backend, write client), each through
-// 64 KiB buffers with one write per flushed response; the client's
+// 64 KiB buffers with one write per flushed response. The backend write
+// arms the read wait before it writes (wire.Conn.WriteRequest), so the
+// answer is read once it is there, not first tried and found missing:
+// a MariaDB answers tens of µs after the write, so that try failed
+// (EAGAIN) on nearly every statement. The client's next command still
+// costs such a try: a client may pipeline, so what it sent before the
+// wait began must be read first. The client's
 // command is read into a reused buffer, rows are copied once from the
 // backend's read buffer into the client's write buffer, the hold timer is
 // armed once per hold window (not reset per statement), the topology view

@@ -9,7 +9,9 @@
 //	           proxy's read paths (ReadPacketReuse, RelayFrame)
 //	errors.go  ERR packets (Error, ParseError); proto.go OK, EOF, status
 //	rawio.go   NewConnRaw's socket I/O: RawSyscall read/write waiting
-//	           in the netpoller (the proxy's sessions; no P hand-off)
+//	           in the netpoller (the proxy's sessions; no P hand-off);
+//	           Conn.WriteRequest sends a request and waits for its
+//	           answer in one poll (no empty read before the answer)
 //	accept.go  Acceptor: the accept loop with a connection cap
 //	handshake.go, scramble.go, ssl.go  both sides of the handshake
 //	relay.go, row.go, exec.go  what the proxy decodes of responses

@@ -13,9 +13,8 @@ import (
 // (syscall.RawConn), so deadlines, Close and readiness behave as for a
 // plain net.Conn; what goes away is the runtime's syscall bookkeeping.
 //
-// Why: a proxy runs a handful of Ps (cmd/sqlproxy: GOMAXPROCS = half the
-// CPUs, 1 on two cores) and makes two reads and two writes per point
-// select. A Syscall marks the P as in a syscall; sysmon, polling every
+// Why: a proxy runs a handful of Ps (cmd/sqlproxy: Go's default, one
+// per CPU) and makes two reads and two writes per point select. A Syscall marks the P as in a syscall; sysmon, polling every
 // 20 µs while it finds such Ps, takes the P from any write that spans
 // one of its ticks (a write that wakes the reader can, on a loaded host)
 // and starts another thread to run it: a thread hand-off per query and
