@@ -28,18 +28,8 @@ type master struct {
 
 func newMaster(t *testing.T) *master {
 	t.Helper()
-	inst := mysqld.NewTestInstance(t, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	db, err := inst.DB("")
-	if err != nil {
-		t.Fatal(err)
-	}
+	inst, db := mysqld.NewTestServer(t, 1)
 	db.SetMaxOpenConns(64)
-	t.Cleanup(func() { db.Close() })
-	if err := mysqld.Bootstrap(ctx, db, mysqld.DefaultAccounts()); err != nil {
-		t.Fatal(err)
-	}
 	mustExec(t, db, "CREATE DATABASE t", "CREATE TABLE t.x (id INT PRIMARY KEY, v LONGBLOB)",
 		"SET GLOBAL rpl_semi_sync_master_enabled=ON")
 	return &master{inst: inst, db: db}

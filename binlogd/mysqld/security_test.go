@@ -50,18 +50,8 @@ func mysqlErr(t *testing.T, what string, err error, codes ...uint16) {
 
 func bootstrapped(t *testing.T) (*Instance, *sql.DB) {
 	t.Helper()
-	inst := NewTestInstance(t, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	admin, err := inst.DB("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { admin.Close() })
-	if err := Bootstrap(ctx, admin, DefaultAccounts()); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := admin.ExecContext(ctx, "SET GLOBAL read_only=OFF"); err != nil {
+	inst, admin := NewTestServer(t, 1)
+	if _, err := admin.Exec("SET GLOBAL read_only=OFF"); err != nil {
 		t.Fatal(err)
 	}
 	return inst, admin

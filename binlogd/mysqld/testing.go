@@ -2,6 +2,7 @@ package mysqld
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"math/rand"
 	"net"
@@ -84,4 +85,23 @@ func NewTestInstance(t testing.TB, serverID uint32, extra ...string) *Instance {
 	}
 	t.Cleanup(func() { _ = inst.Kill() })
 	return inst
+}
+
+// NewTestServer is NewTestInstance bootstrapped with binlogd's accounts
+// (DefaultAccounts), as a node's MariaDB has them, and its root handle,
+// closed when the test ends.
+func NewTestServer(t testing.TB, serverID uint32, extra ...string) (*Instance, *sql.DB) {
+	t.Helper()
+	inst := NewTestInstance(t, serverID, extra...)
+	db, err := inst.DB("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := Bootstrap(ctx, db, DefaultAccounts()); err != nil {
+		t.Fatal(err)
+	}
+	return inst, db
 }

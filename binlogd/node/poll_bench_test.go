@@ -22,17 +22,9 @@ func replicatingPair(tb testing.TB) (replica *sql.DB, replicaPid int) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	up := mysqld.NewTestInstance(tb, 1)
-	rep := mysqld.NewTestInstance(tb, 2)
+	up, upDB := mysqld.NewTestServer(tb, 1)
+	rep, repDB := mysqld.NewTestServer(tb, 2)
 	acc := mysqld.DefaultAccounts()
-	upDB, _ := up.DB("")
-	repDB, _ := rep.DB("")
-	tb.Cleanup(func() { upDB.Close(); repDB.Close() })
-	for _, db := range []*sql.DB{upDB, repDB} {
-		if err := mysqld.Bootstrap(ctx, db, acc); err != nil {
-			tb.Fatal(err)
-		}
-	}
 	if _, err := upDB.ExecContext(ctx, "SET GLOBAL read_only=OFF"); err != nil {
 		tb.Fatal(err)
 	}

@@ -26,23 +26,14 @@ func semiSyncMasterWith(t *testing.T, setup time.Duration, fill ...string) (*sql
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), setup)
 	defer cancel()
-	inst := mysqld.NewTestInstance(t, 1)
-	acc := mysqld.DefaultAccounts()
-	admin, err := inst.DB("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { admin.Close() })
-	if err := mysqld.Bootstrap(ctx, admin, acc); err != nil {
-		t.Fatal(err)
-	}
+	inst, admin := mysqld.NewTestServer(t, 1)
 	qs := append([]string{"CREATE DATABASE app", "CREATE TABLE app.t (id INT PRIMARY KEY)", "INSERT INTO app.t VALUES (0)"}, fill...)
 	for _, q := range append(qs, "SET GLOBAL rpl_semi_sync_master_enabled=ON", "SET GLOBAL read_only=OFF") {
 		if _, err := admin.ExecContext(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	app := appDB(t, inst, acc)
+	app := appDB(t, inst, mysqld.DefaultAccounts())
 	app.SetMaxOpenConns(8)
 	// The killed server's waiting clients return errors; the test ends.
 	t.Cleanup(func() { _ = inst.Kill() })

@@ -19,18 +19,9 @@ import (
 func TestReplicaRefusesAppWritesThenBecomesMaster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	up := mysqld.NewTestInstance(t, 1)
-	rep := mysqld.NewTestInstance(t, 2)
+	up, upDB := mysqld.NewTestServer(t, 1)
+	rep, repDB := mysqld.NewTestServer(t, 2)
 	acc := mysqld.DefaultAccounts()
-	upDB, _ := up.DB("")
-	repDB, _ := rep.DB("")
-	defer upDB.Close()
-	defer repDB.Close()
-	for _, db := range []*sql.DB{upDB, repDB} {
-		if err := mysqld.Bootstrap(ctx, db, acc); err != nil {
-			t.Fatal(err)
-		}
-	}
 	if _, err := upDB.Exec("SET GLOBAL read_only=OFF; CREATE DATABASE app; CREATE TABLE app.t (id INT PRIMARY KEY); INSERT INTO app.t VALUES (1)"); err != nil {
 		t.Fatal(err)
 	}
