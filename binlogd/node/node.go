@@ -225,6 +225,7 @@ func (n *Node) Run(ctx context.Context) error {
 	<-ctx.Done()
 	hs.Shutdown() // NOT_SERVING while stopping
 	n.stopping.Store(true)
+	n.wakeLoops()
 	if n.testHookStopping != nil {
 		n.testHookStopping()
 	}
@@ -253,6 +254,7 @@ func (n *Node) conn() *sql.DB {
 
 func (n *Node) setUnsafe(reason string) {
 	n.unsafe.Store(&reason)
+	n.wakeLoops()
 	n.log.Error("node marked unsafe; it gives up the lease and will not ask for it again until restarted", "reason", reason)
 }
 

@@ -32,6 +32,7 @@ type roleDriver struct {
 	// wake and pollWake (wakeRole, wakeLoops): node state the lease does
 	// not publish changed; the role and poll loops look again.
 	wake, pollWake chan struct{}
+	changed        notice // serving, UNSAFE, MariaDB up/down changed: WatchStatus looks (watch.go)
 
 	serving atomic.Bool // Master phase and its promotion carried out, for status readers
 	relaxed atomic.Bool // MariaDB last set relaxed (KeepReplica), not made durable since
@@ -143,11 +144,12 @@ func nextLook(deadline, now time.Time, recheck time.Duration) time.Duration {
 // blocks: one pending wake covers any number of changes).
 func (n *Node) wakeRole() { nudge(n.ctl.wake) }
 
-// wakeLoops wakes the role loop and the poll: MariaDB came up or went
-// down, the node became UNSAFE or is stopping.
+// wakeLoops wakes the role loop, the poll and the status watchers:
+// MariaDB came up or went down, the node became UNSAFE or is stopping.
 func (n *Node) wakeLoops() {
 	nudge(n.ctl.wake)
 	nudge(n.ctl.pollWake)
+	n.ctl.changed.notify()
 }
 
 func nudge(c chan struct{}) {
@@ -196,8 +198,8 @@ func (d *roleDriver) step(ctx context.Context, mk func() rolectl.Event) {
 		// step-down's actions, but on only once a promotion's actions all
 		// succeeded. Turned on with the Master phase, it reported a ready
 		// master whose MariaDB was still read-only, and clients got 1290.
-		if d.st.Phase != rolectl.Master {
-			d.serving.Store(false)
+		if d.st.Phase != rolectl.Master && d.serving.Swap(false) {
+			d.changed.notify()
 		}
 		if prev.Phase == rolectl.Master && d.st.Phase != rolectl.Master {
 			d.n.publish(events.SteppedDown, "epoch_served", prev.Epoch, "why", stepDownWhy(ev), "now", d.st.String())
@@ -216,8 +218,8 @@ func (d *roleDriver) step(ctx context.Context, mk func() rolectl.Event) {
 				break
 			}
 		}
-		if done && d.st.Phase == rolectl.Master {
-			d.serving.Store(true)
+		if done && d.st.Phase == rolectl.Master && !d.serving.Swap(true) {
+			d.changed.notify()
 		}
 	}
 }

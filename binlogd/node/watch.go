@@ -25,14 +25,19 @@ import (
 // runs out (sqlproxy/doc.go, "One hop").
 //
 // Changes come from the lease's own notifications (role, master, epoch:
-// a step-down is published before its entry is proposed) and, for what
-// other parts of the node set (serving after a promotion, UNSAFE, MariaDB
-// up, members), from a cheap look every watchCheckInterval: a few atomic
-// loads and one mutex, no Status built, no message sent.
+// a step-down is published before its entry is proposed), from the
+// node's (serving after a promotion, UNSAFE, MariaDB up or down:
+// Node.ctl.changed), and from the log: the lease version and the
+// members change only when an entry is applied, so a watcher looks
+// after each applied entry, but at most once per watchCheckInterval
+// (under load entries come hundreds of times a second). A look is a few
+// atomic loads and one mutex, no Status built, no message sent. An idle
+// node's watchers so wake for the lease's renewals and the keepalive,
+// not 40 times a second each as with the old fixed tick.
 
 const (
-	// watchCheckInterval bounds how late a proxy hears of a promotion's
-	// end (serving) or of UNSAFE: the old poll's 50 ms, halved.
+	// watchCheckInterval bounds how late a proxy hears of a new lease
+	// version or members: the old poll's 50 ms, halved.
 	watchCheckInterval = 25 * time.Millisecond
 	defaultKeepalive   = time.Second
 	minKeepalive       = 100 * time.Millisecond
@@ -69,27 +74,46 @@ func (a *adminServer) WatchStatus(req *pb.WatchStatusRequest, stream pb.Admin_Wa
 
 	ch, cancel := n.lease.Watch()
 	defer cancel()
-	check := time.NewTicker(watchCheckInterval)
-	defer check.Stop()
+	t := time.NewTimer(keep)
+	defer t.Stop()
 	var last watchKey
-	var sentAt time.Time
+	var sentAt, lookedAt time.Time
 	send := func(k watchKey, reason string) error {
 		last, sentAt = k, time.Now()
 		wm.pushes.WithLabelValues(reason).Inc()
 		return stream.Send(n.Status())
 	}
+	// Both channels are taken before the look they follow, so a change
+	// during the look wakes the next wait.
+	changed, applied := n.ctl.changed.wait(), n.px.AppliedCh()
 	if err := send(n.watchKey(<-ch), "first"); err != nil {
 		return err
 	}
 	for {
+		// The log's channel only once watchCheckInterval has passed since
+		// the last look; the timer covers the rest of that interval.
+		var logCh <-chan struct{}
+		wait := time.Until(sentAt.Add(keep))
+		if since := time.Since(lookedAt); since >= watchCheckInterval {
+			logCh = applied
+		} else {
+			wait = min(wait, watchCheckInterval-since)
+		}
+		t.Reset(max(wait, 0))
 		var ls masterlease.Status
 		select {
 		case <-stream.Context().Done():
 			return nil
 		case ls = <-ch:
-		case <-check.C:
+		case <-changed:
+			ls = n.lease.Status()
+		case <-logCh:
+			ls = n.lease.Status()
+		case <-t.C:
 			ls = n.lease.Status()
 		}
+		lookedAt = time.Now()
+		changed, applied = n.ctl.changed.wait(), n.px.AppliedCh()
 		k := n.watchKey(ls)
 		var err error
 		switch {
