@@ -22,10 +22,7 @@ func TestBigTransaction(t *testing.T) {
 	m := newMaster(t)
 	m.exec(t, "CREATE DATABASE app", "CREATE TABLE app.big (id INT PRIMARY KEY, b LONGBLOB)")
 	m.sync(t)
-	srv := startEndpoint(t, m.src, "127.0.0.1:0", time.Second)
-	r := newReplica(t, 2)
-	r.follow(t, srv.Addr(), 1)
-	r.waitCaughtUp(t, m.gtidBinlogPos(t), time.Minute)
+	srv, r := followingReplica(t, m)
 	id := 0
 	for _, mb := range sizes {
 		conn, err := m.db.Conn(ctxT(t))

@@ -36,11 +36,7 @@ type master struct {
 func newMaster(t *testing.T) *master {
 	t.Helper()
 	inst := mysqld.NewTestInstance(t, 1)
-	db, err := inst.DB("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := inst.TestDB(t)
 	return &master{inst: inst, db: db, src: NewMemorySource(0)}
 }
 
@@ -274,6 +270,18 @@ func sameTables(t *testing.T, m *master, r *replica, tables ...string) {
 			t.Fatalf("table %s: master checksum %s, replica %s", tb, a[tb], b[tb])
 		}
 	}
+}
+
+// followingReplica serves m's log on an endpoint (heartbeat 1s) and
+// returns it with a replica (server id 2) that follows it and has caught
+// up with m.
+func followingReplica(t *testing.T, m *master) (*Server, *replica) {
+	t.Helper()
+	srv := startEndpoint(t, m.src, "127.0.0.1:0", time.Second)
+	r := newReplica(t, 2)
+	r.follow(t, srv.Addr(), 1)
+	r.waitCaughtUp(t, m.gtidBinlogPos(t), time.Minute)
+	return srv, r
 }
 
 // startEndpoint serves src on addr ("127.0.0.1:0" for any port).

@@ -19,10 +19,7 @@ func TestReplicaFollowsLog(t *testing.T) {
 		"INSERT INTO app.t VALUES (1, 'one', NULL), (2, 'two', x'00ff')",
 	)
 	m.sync(t)
-	srv := startEndpoint(t, m.src, "127.0.0.1:0", time.Second)
-	r := newReplica(t, 2)
-	r.follow(t, srv.Addr(), 1)
-	r.waitCaughtUp(t, m.gtidBinlogPos(t), time.Minute)
+	srv, r := followingReplica(t, m)
 	sameTables(t, m, r, "app.t")
 
 	// Live: the replica is waiting in the dump when new transactions arrive.
@@ -76,10 +73,7 @@ func TestManySmallTransactions(t *testing.T) {
 	m := newMaster(t)
 	m.exec(t, "CREATE DATABASE app", "CREATE TABLE app.s (id INT PRIMARY KEY, v INT)")
 	m.sync(t)
-	srv := startEndpoint(t, m.src, "127.0.0.1:0", time.Second)
-	r := newReplica(t, 2)
-	r.follow(t, srv.Addr(), 1)
-	r.waitCaughtUp(t, m.gtidBinlogPos(t), time.Minute)
+	_, r := followingReplica(t, m)
 	const n = 1000
 	for i := 0; i < n; i++ {
 		m.exec(t, fmt.Sprintf("INSERT INTO app.s VALUES (%d, %d)", i, i*i))
