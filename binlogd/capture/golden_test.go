@@ -38,11 +38,7 @@ func TestGenTestdata(t *testing.T) {
 		t.Skip("run with -capture.gen-testdata to regenerate")
 	}
 	inst := mysqld.NewTestInstance(t, 1)
-	db, err := inst.DB("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := inst.TestDB(t)
 	conn, err := db.Conn(t.Context())
 	if err != nil {
 		t.Fatal(err)

@@ -16,11 +16,7 @@ func TestHandoffAdoptAndRefuse(t *testing.T) {
 	inst := NewTestInstance(t, 7)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	db, err := inst.DB("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := inst.TestDB(t)
 
 	if _, err := db.ExecContext(ctx, "SET GLOBAL read_only=OFF"); err != nil {
 		t.Fatal(err)

@@ -10,11 +10,7 @@ func TestStartWriteKillRestart(t *testing.T) {
 	inst := NewTestInstance(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	db, err := inst.DB("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := inst.TestDB(t)
 	if _, err := db.ExecContext(ctx, "CREATE DATABASE t; CREATE TABLE t.x (id INT PRIMARY KEY); INSERT INTO t.x VALUES (1),(2)"); err != nil {
 		t.Fatal(err)
 	}

@@ -11,11 +11,7 @@ func TestQueryHelpers(t *testing.T) {
 	inst := NewTestInstance(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	db, err := inst.DB("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := inst.TestDB(t)
 
 	m, err := QueryRowMap(ctx, db, "SELECT 1 AS a, NULL AS b, ? AS c UNION ALL SELECT 2, 'y', 'z'", "x")
 	if want := map[string]string{"a": "1", "b": "", "c": "x"}; err != nil || !reflect.DeepEqual(m, want) {

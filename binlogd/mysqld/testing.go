@@ -93,15 +93,23 @@ func NewTestInstance(t testing.TB, serverID uint32, extra ...string) *Instance {
 func NewTestServer(t testing.TB, serverID uint32, extra ...string) (*Instance, *sql.DB) {
 	t.Helper()
 	inst := NewTestInstance(t, serverID, extra...)
-	db, err := inst.DB("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := inst.TestDB(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	if err := Bootstrap(ctx, db, DefaultAccounts()); err != nil {
 		t.Fatal(err)
 	}
 	return inst, db
+}
+
+// TestDB is a root handle on the instance for test t, closed when the
+// test ends.
+func (i *Instance) TestDB(t testing.TB) *sql.DB {
+	t.Helper()
+	db, err := i.DB("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }

@@ -130,11 +130,7 @@ func startServer(t *testing.T, id uint32, timeout time.Duration) (*mysqld.Instan
 	inst := mysqld.NewTestInstance(t, id)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	t.Cleanup(cancel)
-	db, err := inst.DB("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := inst.TestDB(t)
 	mustExec(t, db, "SET GLOBAL read_only=OFF")
 	mustExec(t, db, "CREATE DATABASE r")
 	return inst, ctx, db

@@ -50,11 +50,7 @@ func TestResyncBinlogAheadOfInnoDB(t *testing.T) {
 	in := mysqld.NewTestInstance(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	db, err := in.DB("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := in.TestDB(t)
 	db.SetMaxOpenConns(1) // session variables below
 	q := func(s string) {
 		t.Helper()
