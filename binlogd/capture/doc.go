@@ -26,7 +26,11 @@
 //	    event ending a transaction the master waits for has flag 0x01.
 //	 3. The reader reads packets itself (MariaDB resets packet sequence
 //	    numbers around ACKs, so they are not checked), verifies every
-//	    event's CRC32 with go-mysql's BinlogParser and cuts transactions.
+//	    event's CRC32 and cuts transactions. It decodes only what cutting
+//	    needs (decode.go: the GTID, a query's text, the checksum
+//	    algorithm), reusing one packet buffer, rather than building a Go
+//	    value per event with go-mysql's BinlogParser (TestDecodeMatchesGoMySQL
+//	    checks the two agree on a real binlog).
 //	    A transaction bigger than FragmentBytes is not held whole: the
 //	    grouper hands it on in pieces (about FragmentBytes each, cut at
 //	    event boundaries) as its events arrive, and each piece is a

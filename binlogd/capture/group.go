@@ -43,9 +43,8 @@ type unit struct {
 // durable already, after checking they are the bytes that were made
 // durable (CRC32).
 type grouper struct {
-	parser    *replication.BinlogParser
 	file      string    // binlog file of the last ROTATE; "" before the first
-	fdSeen    bool      // a CRC32 FORMAT_DESCRIPTION arrived: the parser verifies every CRC
+	fdSeen    bool      // a CRC32 FORMAT_DESCRIPTION arrived: every event's CRC32 is verified
 	cur       *building // nil between transactions
 	fragBytes int       // cut pieces of this size; 0: whole transactions only
 	resume    *resumePoint
@@ -69,29 +68,7 @@ type resumePoint struct {
 	crc   uint32 // CRC32 (IEEE) of those bytes
 }
 
-func newGrouper() *grouper {
-	p := replication.NewBinlogParser()
-	p.SetFlavor("mariadb")
-	p.SetVerifyChecksum(true)
-	// Rows are copied, never interpreted: skip their decoding.
-	p.SetRowsEventDecodeFunc(func(*replication.RowsEvent, []byte) error { return nil })
-	return &grouper{parser: p}
-}
-
-// parse decodes ev with go-mysql's parser, verifying its CRC32. A
-// malformed event is an error, never a crash.
-func (g *grouper) parse(ev []byte) (e *replication.BinlogEvent, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			e, err = nil, fmt.Errorf("%w: undecodable event: %v", ErrProtocol, r)
-		}
-	}()
-	e, err = g.parser.Parse(ev)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrProtocol, err)
-	}
-	return e, nil
-}
+func newGrouper() *grouper { return &grouper{} }
 
 // feed takes one event (as sent, CRC32 included). It returns a unit when
 // the event ends a transaction, nil otherwise.
@@ -128,30 +105,29 @@ func (g *grouper) feed(ev []byte, needAck bool) (*unit, error) {
 		return nil, fmt.Errorf("%w: compressed %v event (log_bin_compress must be OFF)", ErrProtocol, typ)
 	}
 	if typ != replication.FORMAT_DESCRIPTION_EVENT && !g.fdSeen {
-		// Without a FORMAT_DESCRIPTION the parser verifies no checksum.
+		// Before a FORMAT_DESCRIPTION no checksum algorithm is known.
 		return nil, fmt.Errorf("%w: %v event before FORMAT_DESCRIPTION", ErrProtocol, typ)
 	}
-	e, err := g.parse(ev)
+	e, err := decodeEvent(ev, g.fdSeen)
 	if err != nil {
 		return nil, err
 	}
 	ends := false
-	switch v := e.Event.(type) {
-	case *replication.FormatDescriptionEvent:
+	switch typ {
+	case replication.FORMAT_DESCRIPTION_EVENT:
 		if g.cur != nil {
 			return nil, fmt.Errorf("%w: FORMAT_DESCRIPTION inside transaction %v", ErrProtocol, g.cur.gtid)
 		}
-		if v.ChecksumAlgorithm != replication.BINLOG_CHECKSUM_ALG_CRC32 {
+		if !e.crc32 {
 			return nil, fmt.Errorf("%w: binlog file %q is not checksummed with CRC32 (binlog_checksum must be CRC32)", ErrProtocol, g.file)
 		}
 		g.fdSeen = true
-	case *replication.MariadbGTIDEvent:
+	case replication.MARIADB_GTID_EVENT:
 		if g.cur != nil {
-			return nil, fmt.Errorf("%w: GTID %d-%d-%d inside transaction %v", ErrProtocol,
-				v.GTID.DomainID, v.GTID.ServerID, v.GTID.SequenceNumber, g.cur.gtid)
+			return nil, fmt.Errorf("%w: GTID %v inside transaction %v", ErrProtocol, e.gtid, g.cur.gtid)
 		}
-		gtid := binlog.GTID{Domain: v.GTID.DomainID, Server: v.GTID.ServerID, Seq: v.GTID.SequenceNumber}
-		g.cur = &building{gtid: gtid, standalone: v.IsStandalone()}
+		gtid := e.gtid
+		g.cur = &building{gtid: gtid, standalone: e.standalone}
 		if r := g.resume; r != nil {
 			switch {
 			case gtid == r.gtid:
@@ -170,13 +146,11 @@ func (g *grouper) feed(ev []byte, needAck bool) (*unit, error) {
 		if err := g.take(ev); err != nil {
 			return nil, err
 		}
-		switch v := e.Event.(type) {
-		case *replication.XIDEvent:
+		switch typ {
+		case replication.XID_EVENT, replication.XA_PREPARE_LOG_EVENT:
 			ends = true
-		case *replication.QueryEvent:
-			ends = g.cur.standalone || endsGroup(v.Query)
-		case *replication.GenericEvent:
-			ends = typ == replication.XA_PREPARE_LOG_EVENT
+		case replication.QUERY_EVENT:
+			ends = g.cur.standalone || endsGroup(e.query)
 		}
 	}
 	if !ends {

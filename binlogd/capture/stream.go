@@ -29,7 +29,7 @@ const maxPacket = 1<<30 + 64
 type stream struct {
 	c            *client.Conn
 	conn         net.Conn
-	rd           *wire.Reader
+	rd           *dumpReader
 	id           uint32 // server connection id, to KILL a zombie before re-registering
 	writeTimeout time.Duration
 }
@@ -98,7 +98,7 @@ func (s *stream) start(cfg Config, after binlog.GTID) error {
 	// Every reply so far was read in full by client.Conn, and the master
 	// sends nothing unasked before the dump, so no stream bytes sit in
 	// client.Conn's buffer: the raw reader takes over from here.
-	s.rd = newPacketReader(s.conn, cfg.ReadTimeout, maxPacket)
+	s.rd = newDumpReader(s.conn, cfg.ReadTimeout, maxPacket)
 	return nil
 }
 
@@ -138,11 +138,12 @@ func binlogDump(serverID uint32) []byte {
 	return binary.LittleEndian.AppendUint32(b, serverID) // empty file name follows
 }
 
-// next returns the next event and its ACK request flag.
+// next returns the next event and its ACK request flag; the event is
+// valid until the next call (dumpReader reuses its buffer).
 func (s *stream) next() ([]byte, bool, error) {
-	p, err := s.rd.ReadPacket()
+	p, err := s.rd.readPacket()
 	if errors.Is(err, wire.ErrTooBig) {
-		return nil, false, fmt.Errorf("%w: packet over %d bytes", ErrProtocol, s.rd.Limit)
+		return nil, false, fmt.Errorf("%w: packet over %d bytes", ErrProtocol, s.rd.limit)
 	}
 	if err != nil {
 		return nil, false, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -95,13 +96,65 @@ func decodeAck(b []byte) (Position, error) {
 	return Position{File: string(b[13:]), Pos: binary.LittleEndian.Uint64(b[5:])}, nil
 }
 
-// newPacketReader reads the dump stream's packets, joining 16 MB
-// continuation frames, without sequence checks (see above). Each frame's
-// header read gets its own deadline of timeout.
-func newPacketReader(conn net.Conn, timeout time.Duration, max int) *wire.Reader {
-	r := &wire.Reader{R: bufio.NewReaderSize(conn, 256<<10), Limit: max}
-	if timeout > 0 {
-		r.BeforeFrame = func() error { return conn.SetReadDeadline(time.Now().Add(timeout)) }
+// dumpReader reads the dump stream's packets, joining 16 MB
+// continuation frames, without sequence checks (see above), into one
+// buffer it reuses: a packet is valid until the next read (the grouper
+// copies what it keeps). Each frame header read has at least timeout
+// left before its read deadline; the deadline is moved only when less
+// than that remains, to timeout plus a slack of timeout/8, instead of
+// before every frame (a timer update per event).
+type dumpReader struct {
+	r        *bufio.Reader
+	conn     net.Conn
+	timeout  time.Duration
+	deadline time.Time
+	limit    int
+	buf      []byte
+}
+
+func newDumpReader(conn net.Conn, timeout time.Duration, max int) *dumpReader {
+	return &dumpReader{r: bufio.NewReaderSize(conn, 256<<10), conn: conn, timeout: timeout, limit: max}
+}
+
+// readPacket returns the next packet's payload, or wire.ErrTooBig past
+// the limit.
+func (d *dumpReader) readPacket() ([]byte, error) {
+	out := d.buf[:0]
+	for {
+		if d.timeout > 0 {
+			if now := time.Now(); d.deadline.Sub(now) < d.timeout {
+				d.deadline = now.Add(d.timeout + d.timeout/8)
+				if err := d.conn.SetReadDeadline(d.deadline); err != nil {
+					return nil, err
+				}
+			}
+		}
+		var hdr [4]byte
+		if _, err := io.ReadFull(d.r, hdr[:]); err != nil {
+			return nil, err
+		}
+		n := int(hdr[0]) | int(hdr[1])<<8 | int(hdr[2])<<16
+		if d.limit > 0 && len(out)+n > d.limit {
+			return nil, wire.ErrTooBig
+		}
+		// Grown as bytes arrive, not to what the header announces.
+		for k := n; k > 0; {
+			if len(out) == cap(out) {
+				out = slices.Grow(out, min(k, max(cap(out), 16<<10)))
+			}
+			m := min(k, cap(out)-len(out))
+			got, err := io.ReadFull(d.r, out[len(out):len(out)+m])
+			out = out[:len(out)+got]
+			k -= got
+			if err != nil {
+				return nil, err
+			}
+		}
+		if n < wire.MaxPayload {
+			if cap(out) <= 1<<20 {
+				d.buf = out // a big transaction's packet is not kept
+			}
+			return out, nil
+		}
 	}
-	return r
 }
