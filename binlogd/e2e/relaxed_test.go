@@ -50,9 +50,8 @@ func awaitDurability(t *testing.T, c *localcluster.Cluster, id uint32, what stri
 // replica whose mariadbd is killed re-syncs from the log; a switchover to
 // it makes it durable before read_only goes off (sampled all along), the
 // demoted master becomes relaxed, and no acknowledged write is lost or
-// doubled.
-func TestRelaxedReplicasPromoteDurable(t *testing.T) {
-	c, master, w := setupWorkload(t)
+// doubled. A scenario of TestFailover.
+func relaxedReplicasPromoteDurable(t *testing.T, c *localcluster.Cluster, master uint32, w *writers) {
 	var replicas []uint32
 	for _, id := range c.IDs() {
 		if id != master {

@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"phxgo/binlogd/localcluster"
 )
 
 // The step-down race (binlogd/rolectl/doc.go): a master loses its lease
@@ -22,9 +24,9 @@ import (
 //
 // It is a targeted stress test, not a deterministic reproduction (that is
 // binlogd/role/quiet_test.go, on one server): without the fix it fails
-// only when a count lands on zero while a commit is in the window.
-func TestStepDownRaceNoAckedLoss(t *testing.T) {
-	c, master, w := setupWorkload(t)
+// only when a count lands on zero while a commit is in the window. A
+// scenario of TestFailover.
+func stepDownRaceNoAckedLoss(t *testing.T, c *localcluster.Cluster, master uint32, w *writers) {
 	const held = 12
 	type heldTx struct {
 		id int

@@ -5,14 +5,14 @@ import (
 	"testing"
 	"time"
 
+	"phxgo/binlogd/localcluster"
 	pb "phxgo/proto"
 )
 
 // A switchover hands the lease to a chosen caught-up node without waiting
 // for expiry; writes continue on the new master and no acknowledged write
-// is lost.
-func TestSwitchover(t *testing.T) {
-	c, master, w := setupWorkload(t)
+// is lost. A scenario of TestFailover.
+func switchover(t *testing.T, c *localcluster.Cluster, master uint32, w *writers) {
 	to := master%3 + 1
 	admin, err := c.Admin(master)
 	if err != nil {
