@@ -72,12 +72,14 @@ type logReader interface {
 //
 // persist.go does all four, for Node and the simulation alike.
 //
-// Early holds only messages that claim nothing about durable state: the
-// leader's proposals (Accept with Chosen = 0: a follower may accept
-// before the leader's own accept is durable) and a follower's Forwards. The
-// leader counts its own vote at once, but the resulting chosen index only
+// Early holds only messages that claim nothing about state not yet
+// durable: the leader's proposals (a follower may accept before the
+// leader's own accept is durable) and a follower's Forwards. The leader
+// counts its own vote at once, so a proposal's Accept carries as its
+// chosen index only stable, which Advance raised once the saves holding
+// the leader's accepts up to it were durable; a chosen index above that
 // leaves through Messages or Committed of a later Ready, i.e. after its
-// own accept is durable. Prepares never go early: a ballot is durable
+// own accept is durable (the simulation checks every Early Accept). Prepares never go early: a ballot is durable
 // before anyone sees it, so a restarted node never reuses one.
 type Ready struct {
 	// Install, if set, goes first: durable before Update, applied after
@@ -508,7 +510,12 @@ func (c *core) ready() Ready {
 	if len(c.acceptBuf) > 0 {
 		c.sendProposals()
 	}
-	if c.role == leader && c.chosen > c.chosenSent {
+	if c.role == leader && c.chosen > c.chosenSent && c.inflight() == 0 {
+		// A chosen notice of its own only when the pipeline empties:
+		// while values are in flight, the next proposal's Accepts carry
+		// the chosen index (sendProposals), saving two messages and a
+		// follower's answer per value; the heartbeat announces it on
+		// every tick whatever happens.
 		c.heartbeatElapsed = 0
 		c.broadcast(Message{Type: MsgAccept, Ballot: c.ballot, Chosen: c.chosen})
 	}

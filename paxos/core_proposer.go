@@ -117,13 +117,20 @@ func (c *core) sendProposals() {
 			m := Message{Type: MsgAccept, From: c.id, To: p, Ballot: c.ballot, Entries: part, NoVote: spare}
 			if spare {
 				// Off the commit's path: the spare's work waits for our save,
-				// while the voter's sync runs.
+				// while the voter's sync runs. It leaves after this Ready's
+				// save, so it may announce everything chosen so far (as the
+				// chosen broadcast would).
+				m.Chosen = c.chosen
 				c.msgs = append(c.msgs, m)
 			} else {
+				// Early, so it announces only what is chosen with our own
+				// accepts durable: stable (see Ready).
+				m.Chosen = c.stable
 				c.early = append(c.early, m)
 			}
 		}
 	}
+	c.chosenSent = max(c.chosenSent, c.stable)
 }
 
 // chunkEntries splits es into runs of at most FetchMaxBytes of values (at

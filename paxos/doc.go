@@ -24,6 +24,11 @@
 // merges waiting Readys into one save and submits it without waiting, so
 // several saves can be syncing at once; a completer takes them in order
 // and does 4 and 5 for each once it and every earlier one is durable.
+// While a save syncs, the completer already applies what the saves queued
+// behind it commit if no pending save holds its accept (applyAhead): a
+// value chosen by a vote no longer waits for a later value's fsync.
+// WithStageObserver times a leader's commits in three parts (queue,
+// accept round, chosen to applied; stages.go).
 // Both stages are plain functions over a small environment (pipeEnv), so
 // the simulation runs this same persist-and-order code on its simulated
 // disk and network. A
@@ -65,7 +70,13 @@
 // flight, each value a batch of commands (BatchMaxBytes; an idle pipeline
 // proposes at once, a busy one waits BatchLinger to fill a batch), one
 // Accept message carrying many instances. The leader's chosen index rides
-// on every Accept and heartbeat (an Accept without entries); a follower
+// on every Accept and heartbeat (an Accept without entries): a proposal's
+// Accept to a voter leaves before the leader's save, so it carries the
+// chosen index only as far as the leader's own accepts are durable
+// (stable), and the spares' Accepts, sent after that save, carry all of
+// it. A chosen index gets an Accept of its own only when the pipeline
+// empties (nothing in flight whose vote brings the next proposal) and on
+// every heartbeat, so under load a value costs no separate notice; a follower
 // marks index i chosen if it accepted i under that same leader ballot
 // (the only value that leader proposed there) and fetches anything else
 // in FetchMaxBytes batches. Thrifty (Config.Thrifty, on by default), the

@@ -57,6 +57,9 @@ type saveJob struct {
 	after    [][]Entry          // committed, durable with this save
 	messages [][]Message
 	last     uint64 // last committed index, 0 if none
+	// saved: the indexes whose accepts save holds (nil: none), for
+	// applyAhead.
+	saved map[uint64]struct{}
 }
 
 // pendingSave is a submitted save; wait returns once it is durable (or
@@ -165,7 +168,47 @@ func planSave(env pipeEnv, batch []Ready) *saveJob {
 	if need || u.Chosen > 0 {
 		job.save = env.submit(u)
 	}
+	job.saved = inBatch
 	return job
+}
+
+// applyAhead applies, while head's save is still syncing, the committed
+// entries of the jobs queued behind it (ahead, in order) that are durable
+// already: their accepts are in no save still pending (head's or an
+// earlier one of ahead). It stops at the first entry that must wait, at
+// an install, and behind any entry that waits (head's after), so entries
+// are still applied in index order. Why: a leader proposes a value every
+// linger while busy, so when a vote makes a value chosen, a later
+// value's save is usually still syncing, and in completion order the
+// chosen value waited for it too (about a fsync more per commit).
+// Messages and advance still wait for their own save and every earlier one.
+func applyAhead(env pipeEnv, head *saveJob, ahead []*saveJob) {
+	if len(head.after) > 0 || head.install != nil {
+		return
+	}
+	pending := []map[uint64]struct{}{head.saved}
+	for _, j := range ahead {
+		if j.install != nil {
+			return
+		}
+		if len(j.before) > 0 {
+			for _, e := range j.before {
+				for _, p := range pending {
+					if _, ok := p[e.Index]; ok {
+						return
+					}
+				}
+			}
+			env.apply(applyItem{entries: j.before})
+			j.before = nil
+		}
+		if len(j.after) > 0 {
+			return
+		}
+		if j.saved != nil {
+			pending = append(pending, j.saved)
+		}
+	}
 }
 
 // wait waits for the job's save, if any.
@@ -176,17 +219,25 @@ func (j *saveJob) wait() error {
 	return j.save.wait()
 }
 
+// startSave applies what job installs and the entries durable before its
+// save (completeSave's first step), and drops them from job.
+func startSave(env pipeEnv, job *saveJob) {
+	if job.install != nil {
+		env.apply(applyItem{install: job.install})
+		job.install = nil
+	}
+	if len(job.before) > 0 {
+		env.apply(applyItem{entries: job.before})
+		job.before = nil
+	}
+}
+
 // completeSave is stage 2 for one job, called in submission order: apply
 // what was durable already, wait, apply the rest, send, advance. An
 // error is a storage failure: nothing after the failed save may be sent
 // or applied, and the node must stop.
 func completeSave(env pipeEnv, job *saveJob) error {
-	if job.install != nil {
-		env.apply(applyItem{install: job.install})
-	}
-	if len(job.before) > 0 {
-		env.apply(applyItem{entries: job.before})
-	}
+	startSave(env, job)
 	if err := job.wait(); err != nil {
 		return fmt.Errorf("%w: save: %w", ErrStorage, err)
 	}
@@ -285,20 +336,83 @@ func (n *Node) persister() {
 	}
 }
 
-// completer is stage 2 on its own goroutine.
+// completer is stage 2 on its own goroutine. While a job's save syncs it
+// takes the jobs queued behind it and applies what they commit that is
+// durable already (applyAhead).
 func (n *Node) completer() {
 	defer func() {
 		close(n.applyQ)
 		n.tr.close()
 	}()
 	env := nodePipe{n}
-	for job := range n.completeQ {
+	var ahead []*saveJob
+	open := true
+	for {
+		var job *saveJob
+		if len(ahead) > 0 {
+			job, ahead = ahead[0], ahead[1:]
+		} else if j, ok := <-n.completeQ; ok {
+			job = j
+		} else {
+			return
+		}
 		if n.failed.Load() {
 			job.wait()
 			continue
+		}
+		if open {
+			job, ahead, open = n.awaitAhead(env, job, ahead)
 		}
 		if err := completeSave(env, job); err != nil {
 			n.fail(err)
 		}
 	}
+}
+
+// awaitAhead runs the start of completeSave for job (its install and the
+// entries durable before its save), then, until its save is durable,
+// queues the jobs that arrive behind it and applies what they commit
+// that is durable already. It returns job with its save's outcome in
+// place, so completeSave finishes it, the jobs queued, and whether
+// completeQ is still open.
+func (n *Node) awaitAhead(env pipeEnv, job *saveJob, ahead []*saveJob) (*saveJob, []*saveJob, bool) {
+	ps, ok := job.save.(partSaves)
+	if !ok || len(ps) == 0 {
+		return job, ahead, true
+	}
+	startSave(env, job)
+	last := ps[len(ps)-1]
+	applyAhead(env, job, ahead)
+	for {
+		// At most maxSavesInFlight queued here too: together with
+		// completeQ's capacity that bounds the saves in flight.
+		q := n.completeQ
+		if len(ahead) >= maxSavesInFlight {
+			q = nil
+		}
+		select {
+		case err := <-last:
+			job.save = doneSave{ps[:len(ps)-1], err}
+			return job, ahead, true
+		case j, ok := <-q:
+			if !ok {
+				return job, ahead, false
+			}
+			ahead = append(ahead, j)
+			applyAhead(env, job, ahead)
+		}
+	}
+}
+
+// doneSave is a partSaves whose last part was answered already (err).
+type doneSave struct {
+	rest partSaves
+	err  error
+}
+
+func (d doneSave) wait() error {
+	if err := d.rest.wait(); err != nil {
+		return err
+	}
+	return d.err
 }

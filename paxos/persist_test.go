@@ -129,3 +129,38 @@ func TestPipelinePersistsBeforeSend(t *testing.T) {
 		})
 	}
 }
+
+// TestApplyAhead: while a save syncs, the completer applies what later
+// jobs commit only if no pending save holds its accept, in index order.
+func TestApplyAhead(t *testing.T) {
+	b := Ballot{Round: 1, Node: 1}
+	acc := func(i uint64) Ready {
+		return Ready{Update: wal.Update{Accepted: []wal.Accepted{{Index: i, Ballot: b}}}}
+	}
+	commit := func(i uint64) Ready { return Ready{Committed: []Entry{{Index: i, Ballot: b}}} }
+	p := &recPipe{}
+	var jobs []*saveJob
+	for _, rd := range []Ready{acc(1), acc(2), commit(1), commit(2)} {
+		if err := persistBatch(p, []Ready{rd}, func(j *saveJob) { jobs = append(jobs, j) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Save 0 (accept 1) pending: entry 1 must wait, and 2 behind it.
+	startSave(p, jobs[0])
+	applyAhead(p, jobs[0], jobs[1:])
+	if err := completeSave(p, jobs[0]); err != nil {
+		t.Fatal(err)
+	}
+	// Save 1 (accept 2) pending: entry 1 is durable now, 2 is not.
+	startSave(p, jobs[1])
+	applyAhead(p, jobs[1], jobs[2:])
+	for _, j := range jobs[1:] {
+		if err := completeSave(p, j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{"submit 0", "submit 1", "durable 0", "apply 1", "durable 1", "advance 1", "apply 2", "advance 2"}
+	if !slices.Equal(p.events, want) {
+		t.Fatalf("events\n got %q\nwant %q", p.events, want)
+	}
+}

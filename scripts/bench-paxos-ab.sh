@@ -13,7 +13,7 @@
 #   ab a_p95_ratio= b_p95_ratio= a_avg_ratio= b_avg_ratio= a_binlogd_us= b_binlogd_us= a_txn_per_value= b_txn_per_value=
 #
 # Usage: scripts/bench-paxos-ab.sh BIN_A BIN_B  (dirs with binlogd, phxcluster, sqlbench)
-# Knobs: ROUNDS (2), SECONDS_PER_RUN (20), THREADS (16), PORT (33000), OUT (temp dir, kept)
+# Knobs: ROUNDS (2), SECONDS_PER_RUN (20), THREADS (16), RATE (none: closed loop), PORT (33000), OUT (temp dir, kept)
 set -euo pipefail
 [ $# -eq 2 ] || { echo "usage: $0 BIN_A BIN_B" >&2; exit 2; }
 A=$(cd "$1" && pwd) B=$(cd "$2" && pwd)
@@ -32,6 +32,11 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 jf() { grep -o "\"$2\": *\"[^\"]*\"" "$1" | sed 's/.*: *"\(.*\)"/\1/'; }
 SB=(--db-driver=mysql --mysql-db=sbtest --tables=4 --table-size=10000 --db-ps-mode=auto)
+# RATE: a fixed transaction rate (sysbench --rate) instead of a closed
+# loop, so both builds and the baseline carry the same load and CPU per
+# transaction compares on a loaded host (idle costs are spread alike).
+RUN_SB=("${SB[@]}")
+[ -n "${RATE:-}" ] && RUN_SB+=(--rate="$RATE")
 
 # The phxgo cluster's password is generated; the baseline gets the same.
 "$A/phxcluster" up -dir "$PHX" -base-port "$PHX_PORT" -bin "$A" -proxy=false >"$OUT/up-first.txt" 2>&1 ||
@@ -85,7 +90,7 @@ phx_turn() { # phx_turn TAG BIN
   "$bin/sqlbench" run -label "$tag" -test oltp_insert -threads "$THR" -seconds "$SECS" -target "${my[$M]}" \
     -master "${my[$M]}" -replicas "${my[$r1]},${my[$r2]}" -pids "binlogd=$pids" \
     -metrics "$(printf 'http://%s/metrics,' "${ht[@]}")" \
-    -out "$OUT/results.jsonl" -log "$OUT/sysbench-$tag.txt" -- "${SB[@]}" >&2
+    -out "$OUT/results.jsonl" -log "$OUT/sysbench-$tag.txt" -- "${RUN_SB[@]}" >&2
   scrape "$OUT/metrics-$tag-after.txt"
   stages "$tag"
 }
@@ -94,7 +99,7 @@ base_turn() {
   "$A/sqlbench" waitapplied -master "$BASE_ADDR" -replicas "$BASE_REPLICAS" >/dev/null
   "$A/sqlbench" run -label "$1" -test oltp_insert -threads "$THR" -seconds "$SECS" -target "$BASE_ADDR" \
     -master "$BASE_ADDR" -replicas "$BASE_REPLICAS" -pids "mariadbd=$BASE_PIDS" \
-    -out "$OUT/results.jsonl" -log "$OUT/sysbench-$1.txt" -- "${SB[@]}" >&2
+    -out "$OUT/results.jsonl" -log "$OUT/sysbench-$1.txt" -- "${RUN_SB[@]}" >&2
 }
 
 # stages TAG: the master's commit-path means over the turn, from the
