@@ -29,11 +29,15 @@ var (
 	shortBinErr  error
 )
 
-// TestMain removes the binaries shortCluster built.
+// TestMain removes the binaries shortCluster built and the solo cases'
+// template datadir.
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if shortBin != "" {
 		os.RemoveAll(shortBin)
+	}
+	if soloTemplate.dir != "" {
+		os.RemoveAll(soloTemplate.dir)
 	}
 	os.Exit(code)
 }

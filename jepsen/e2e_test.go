@@ -41,17 +41,12 @@ func soloLauncher(t *testing.T) Launcher {
 		host := spec.Hosts[0]
 		c := &soloCluster{spec: spec, cnf: filepath.Join(spec.Dir, "my.cnf"),
 			node: Node{ID: 1, Host: host, ProxyAddr: host + ":3306", MySQLAddr: host + ":3306", User: "jepsen", Password: "jpw"}}
-		cnf := fmt.Sprintf("[mysqld]\ndatadir=%s\nsocket=%s\nport=3306\nbind-address=%s\nuser=root\n"+
-			"skip-name-resolve\nskip-log-bin\nperformance_schema=OFF\ninnodb_buffer_pool_size=32M\n"+
-			"innodb_log_file_size=48M\ninnodb_flush_log_at_trx_commit=1\nlog-error=%s\n",
-			filepath.Join(spec.Dir, "data"), c.socket(), host, filepath.Join(spec.LogDir, "mariadb.err"))
+		cnf := soloCnf(filepath.Join(spec.Dir, "data"), c.socket(), host, filepath.Join(spec.LogDir, "mariadb.err"))
 		if err := os.WriteFile(c.cnf, []byte(cnf), 0o644); err != nil {
 			return nil, err
 		}
-		out, err := exec.CommandContext(ctx, "mariadb-install-db", "--defaults-file="+c.cnf, "--user=root",
-			"--auth-root-authentication-method=socket", "--skip-test-db").CombinedOutput() // root by socket only, as on a phxgo node
-		if err != nil {
-			return nil, fmt.Errorf("install-db: %w: %s", err, out)
+		if err := soloDatadir(ctx, filepath.Join(spec.Dir, "data")); err != nil {
+			return nil, err
 		}
 		if err := c.Restart(ctx, 1); err != nil {
 			c.Stop()
@@ -76,6 +71,53 @@ func soloLauncher(t *testing.T) Launcher {
 		}
 		return c, nil
 	}
+}
+
+func soloCnf(datadir, socket, host, errLog string) string {
+	return fmt.Sprintf("[mysqld]\ndatadir=%s\nsocket=%s\nport=3306\nbind-address=%s\nuser=root\n"+
+		"skip-name-resolve\nskip-log-bin\nperformance_schema=OFF\ninnodb_buffer_pool_size=32M\n"+
+		"innodb_log_file_size=48M\ninnodb_flush_log_at_trx_commit=1\nlog-error=%s\n",
+		datadir, socket, host, errLog)
+}
+
+// soloTemplate is a datadir made by mariadb-install-db once per test
+// binary (removed by TestMain); each case starts from a copy. An
+// install-db apiece cost make test several seconds of fsyncs per case,
+// and its files do not depend on the case (no path or address is in them).
+var soloTemplate struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// soloDatadir copies the template datadir (made on first use) to dst.
+func soloDatadir(ctx context.Context, dst string) error {
+	soloTemplate.once.Do(func() {
+		dir, err := os.MkdirTemp("", "jepsen-solo-datadir-")
+		if err != nil {
+			soloTemplate.err = err
+			return
+		}
+		soloTemplate.dir = dir
+		cnf := filepath.Join(dir, "my.cnf")
+		if err := os.WriteFile(cnf, []byte(soloCnf(filepath.Join(dir, "data"), filepath.Join(dir, "mysqld.sock"),
+			"127.0.0.1", filepath.Join(dir, "mariadb.err"))), 0o644); err != nil {
+			soloTemplate.err = err
+			return
+		}
+		out, err := exec.CommandContext(ctx, "mariadb-install-db", "--defaults-file="+cnf, "--user=root",
+			"--auth-root-authentication-method=socket", "--skip-test-db").CombinedOutput() // root by socket only, as on a phxgo node
+		if err != nil {
+			soloTemplate.err = fmt.Errorf("install-db: %w: %s", err, out)
+		}
+	})
+	if soloTemplate.err != nil {
+		return soloTemplate.err
+	}
+	if out, err := exec.CommandContext(ctx, "cp", "-a", filepath.Join(soloTemplate.dir, "data"), dst).CombinedOutput(); err != nil {
+		return fmt.Errorf("copy the template datadir: %w: %s", err, out)
+	}
+	return nil
 }
 
 func (c *soloCluster) socket() string                         { return filepath.Join(c.spec.Dir, "mysqld.sock") }
