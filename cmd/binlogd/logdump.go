@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 
 	"phxgo/binlogd/binlog"
-	"phxgo/binlogd/config"
 	"phxgo/masterlease"
 	"phxgo/paxos"
 	"phxgo/wal"
@@ -21,10 +20,7 @@ func cmdLog(args []string) error {
 	cfgPath := fs.String("config", "binlogd.json", "config file")
 	from := fs.Uint64("from", 1, "first index to print (replay still starts at the log's first index)")
 	onlyBad := fs.Bool("rejected", false, "print only rejected entries")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	cfg, err := config.Load(*cfgPath)
+	cfg, err := parseConfig(fs, args, cfgPath)
 	if err != nil {
 		return err
 	}

@@ -217,10 +217,7 @@ func cmdRecover(args []string) error {
 	cfgPath := fs.String("config", "binlogd.json", "config file")
 	dryRun := fs.Bool("dry-run", false, "print the plan, change nothing")
 	skip := fs.Bool("unsafe-skip", false, "with the cluster unreachable, start without cutting (may keep transactions the log does not hold)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	cfg, err := config.Load(*cfgPath)
+	cfg, err := parseConfig(fs, args, cfgPath)
 	if err != nil {
 		return err
 	}

@@ -51,10 +51,7 @@ func cmdReseed(args []string) error {
 	discardOld := fs.Bool("discard-old", false, "remove the old datadir after the swap instead of keeping it as <datadir>.old-<time>")
 	every := fs.Duration("progress", time.Second, "interval of the progress lines on stderr")
 	tf := addTLSFileFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	cfg, err := config.Load(*cfgPath)
+	cfg, err := parseConfig(fs, args, cfgPath)
 	if err != nil {
 		return err
 	}

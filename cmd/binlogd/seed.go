@@ -19,7 +19,6 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"phxgo/binlogd/config"
 	"phxgo/binlogd/mysqld"
 )
 
@@ -44,10 +43,7 @@ func cmdSeed(args []string) error {
 	from := fs.String("from", "", "source replica's MariaDB host:port (instead of -from-socket)")
 	fromUser := fs.String("from-user", "root", "with -from: account (needs SELECT, SHOW VIEW, TRIGGER, EVENT, LOCK TABLES, RELOAD)")
 	fromPassFile := fs.String("from-password-file", "", "with -from: file holding the password (mode 0600)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	cfg, err := config.Load(*cfgPath)
+	cfg, err := parseConfig(fs, args, cfgPath)
 	if err != nil {
 		return err
 	}

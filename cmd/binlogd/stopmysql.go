@@ -15,7 +15,6 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"phxgo/binlogd/config"
 	"phxgo/binlogd/mysqld"
 	"phxgo/binlogd/role"
 )
@@ -30,10 +29,7 @@ func cmdStopMySQL(args []string) error {
 	fs := flag.NewFlagSet("stop-mysql", flag.ContinueOnError)
 	cfgPath := fs.String("config", "binlogd.json", "config file")
 	wait := fs.Duration("wait", 5*time.Second, "how long waiting commits may take to be acknowledged")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	cfg, err := config.Load(*cfgPath)
+	cfg, err := parseConfig(fs, args, cfgPath)
 	if err != nil {
 		return err
 	}

@@ -22,10 +22,7 @@ func cmdWALRepair(args []string) error {
 	seg := fs.Uint64("segment", 0, "segment to cut (default: the first damaged one)")
 	at := fs.Int64("truncate-at-offset", -1, "cut the segment at this byte offset (the damage's offset, or an earlier frame boundary) and delete every later segment")
 	yes := fs.Bool("yes", false, "really cut (without it, only say what would be dropped)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	cfg, err := config.Load(*cfgPath)
+	cfg, err := parseConfig(fs, args, cfgPath)
 	if err != nil {
 		return err
 	}
