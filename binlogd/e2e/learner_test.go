@@ -42,7 +42,7 @@ func TestLearner(t *testing.T) {
 	defer stopWatch()
 
 	w := startWorkload(t, c, master)
-	awaitMySQLCaughtUp(ctx, t, c, learner, master)
+	awaitMemberAt(ctx, t, c, master, learner, nil)
 
 	a, err := c.Admin(master)
 	if err != nil {
@@ -70,7 +70,7 @@ func TestLearner(t *testing.T) {
 	if err := c.StartNode(learner); err != nil {
 		t.Fatal(err)
 	}
-	awaitMySQLCaughtUp(ctx, t, c, learner, master)
+	awaitMemberAt(ctx, t, c, master, learner, nil)
 
 	// One voter's binlogd down (not the master's): two of three voters.
 	voter := master%3 + 1
@@ -124,27 +124,6 @@ func TestLearner(t *testing.T) {
 	}
 	finish(t, c, w, time.Time{}, "learner")
 	w.checkAckedOn(t, learner)
-}
-
-// awaitMySQLCaughtUp waits until node id's MariaDB holds the last valid
-// transaction node of's log held when the wait began.
-func awaitMySQLCaughtUp(ctx context.Context, t *testing.T, c *localcluster.Cluster, id, of uint32) {
-	t.Helper()
-	ref, err := c.Status(ctx, of)
-	if err != nil {
-		t.Fatal(err)
-	}
-	target := gtidSeq(ref.LastValidGtid)
-	for {
-		st, err := c.Status(ctx, id)
-		if err == nil && gtidSeq(st.MysqlGtidPos) >= target {
-			return
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("node %d's MariaDB never reached sequence %d: %v %v", id, target, st, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // watchLearnerNeverMaster polls every node's status until stopped and
