@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"phxgo/binlogd/localcluster"
+	"phxgo/binlogd/mysqld"
 )
 
 // TestBigTransactionStreams: a 64 MiB transaction (64 row events of 1
@@ -185,32 +186,17 @@ func procKiB(t *testing.T, pid int, field string) int64 {
 // sqlErrno is the replica's Last_SQL_Errno (0 when it is no replica).
 func sqlErrno(t *testing.T, ctx context.Context, db *sql.DB) int {
 	t.Helper()
-	rows, err := db.QueryContext(ctx, "SHOW SLAVE STATUS")
+	m, err := mysqld.QueryRowMap(ctx, db, "SHOW SLAVE STATUS")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !rows.Next() {
+	if len(m) == 0 {
 		return 0
 	}
-	vals := make([]sql.RawBytes, len(cols))
-	ptrs := make([]any, len(cols))
-	for i := range vals {
-		ptrs[i] = &vals[i]
+	v, ok := m["Last_SQL_Errno"]
+	if !ok {
+		t.Fatal("SHOW SLAVE STATUS without Last_SQL_Errno")
 	}
-	if err := rows.Scan(ptrs...); err != nil {
-		t.Fatal(err)
-	}
-	for i, c := range cols {
-		if c == "Last_SQL_Errno" {
-			n, _ := strconv.Atoi(string(vals[i]))
-			return n
-		}
-	}
-	t.Fatal("SHOW SLAVE STATUS without Last_SQL_Errno")
-	return 0
+	n, _ := strconv.Atoi(v)
+	return n
 }
