@@ -92,14 +92,34 @@ func (s *Server) dump(nc net.Conn, seq byte, sess *session, d binlogDump, log *s
 		return
 	}
 	defer s.releaseDump(d.serverID, h)
-	cur, err := s.src.Open(ctx, pos)
+	st := &stream{w: w, serverID: s.cfg.ServerID, fileNo: 1, pos: binlogStart,
+		annotate: d.flags&binlogSendAnnotateRowsEvts != 0, rotateAt: s.rotateAt,
+		artificialCRC: !strings.EqualFold(cs, "NONE")}
+	st.last = pos
+	if g, ok := pos.Domain(s.cfg.Domain); ok {
+		st.last = binlog.GTIDList{g}
+	}
+	period := s.cfg.HeartbeatPeriod
+	if v, ok := sess.userVar("master_heartbeat_period"); ok {
+		var ns int64
+		if _, err := fmt.Sscan(v, &ns); err == nil && ns > 0 && time.Duration(ns) < period {
+			period = time.Duration(ns)
+		}
+	}
+	idle := time.NewTimer(period)
+	defer idle.Stop()
+	cur, openErr, err := s.openBeating(ctx, pos, st, idle, period)
 	if err != nil {
-		refuse(err.Error())
+		log.Info("dump ended while the log was sought", "err", err)
+		return
+	}
+	if openErr != nil {
+		refuse(openErr.Error())
 		return
 	}
 	defer cur.Close()
 	s.count(func(st *Stats) { st.Dumps++ })
-	log.Info("dump started", "gtid_pos", pos.String(), "annotate", d.flags&binlogSendAnnotateRowsEvts != 0)
+	log.Info("dump started", "gtid_pos", pos.String(), "annotate", d.flags&binlogSendAnnotateRowsEvts != 0, "sought_beating", st.begun)
 
 	// The replica sends nothing during a dump: a read returning means it
 	// closed the connection (STOP SLAVE, kill) or sent garbage.
@@ -115,26 +135,12 @@ func (s *Server) dump(nc net.Conn, seq byte, sess *session, d binlogDump, log *s
 	txns := make(chan fetched, prefetch)
 	go readAhead(ctx, cur, txns)
 
-	st := &stream{w: w, serverID: s.cfg.ServerID, fileNo: 1, pos: binlogStart,
-		annotate: d.flags&binlogSendAnnotateRowsEvts != 0, rotateAt: s.rotateAt,
-		artificialCRC: !strings.EqualFold(cs, "NONE")}
-	st.last = pos
-	if g, ok := pos.Domain(s.cfg.Domain); ok {
-		st.last = binlog.GTIDList{g}
-	}
-	if err := st.preamble(); err != nil {
-		log.Info("dump ended", "err", err)
-		return
-	}
-	period := s.cfg.HeartbeatPeriod
-	if v, ok := sess.userVar("master_heartbeat_period"); ok {
-		var ns int64
-		if _, err := fmt.Sscan(v, &ns); err == nil && ns > 0 && time.Duration(ns) < period {
-			period = time.Duration(ns)
+	if !st.begun {
+		if err := st.preamble(); err != nil {
+			log.Info("dump ended", "err", err)
+			return
 		}
 	}
-	idle := time.NewTimer(period)
-	defer idle.Stop()
 	for {
 		select {
 		case f := <-txns:
@@ -198,14 +204,65 @@ type stream struct {
 	artificialCRC bool
 	last          binlog.GTIDList // position after the last transaction sent
 	open          binlog.GTID     // a split transaction with pieces sent and its end to come
+	begun         bool            // the preamble was sent (early, if the seek was slow)
 	scratch       []byte
 }
 
 func (st *stream) file() string { return fmt.Sprintf("phxgo-bin.%06d", st.fileNo) }
 
+// openBeating opens the cursor at pos. Seeking a position behind a
+// multi-GiB transaction can outlast the replica's slave_net_timeout (10 s
+// in Jepsen big/kill at load average 40: the replica gave up, reconnected,
+// and every retry sought again, so it never caught up). So when Open has
+// not returned by the first idle tick, the preamble goes out and then a
+// heartbeat every period until it does. A quick Open (or refusal) sends
+// nothing first, as before. openErr is Open's own error (to refuse with);
+// err is a write error or the dump's end.
+func (s *Server) openBeating(ctx context.Context, pos binlog.GTIDList, st *stream, idle *time.Timer, period time.Duration) (cur Cursor, openErr, err error) {
+	type opened struct {
+		cur Cursor
+		err error
+	}
+	done := make(chan opened, 1)
+	go func() {
+		c, err := s.src.Open(ctx, pos)
+		done <- opened{c, err}
+	}()
+	// abandon closes the cursor of an Open nobody waits for any more.
+	abandon := func() {
+		go func() {
+			if o := <-done; o.err == nil {
+				o.cur.Close()
+			}
+		}()
+	}
+	for {
+		select {
+		case o := <-done:
+			return o.cur, o.err, nil
+		case <-idle.C:
+			if !st.begun {
+				err = st.preamble()
+			} else {
+				err = st.heartbeat()
+			}
+			if err != nil {
+				abandon()
+				return nil, nil, err
+			}
+			s.count(func(x *Stats) { x.Heartbeats++ })
+			idle.Reset(period)
+		case <-ctx.Done():
+			abandon()
+			return nil, nil, ctx.Err()
+		}
+	}
+}
+
 // preamble sends what a MariaDB master sends before the first
 // transaction of a file: (fake) ROTATE, FORMAT_DESCRIPTION, GTID_LIST.
 func (st *stream) preamble() error {
+	st.begun = true
 	if err := st.send(st.artificial(fakeRotate(st.serverID, st.file(), binlogStart))); err != nil {
 		return err
 	}
