@@ -89,15 +89,16 @@ func (a *adminServer) WatchStatus(req *pb.WatchStatusRequest, stream pb.Admin_Wa
 	if err := send(n.watchKey(<-ch), "first"); err != nil {
 		return err
 	}
+	logDue := false // the log moved within watchCheckInterval of the last look
 	for {
-		// The log's channel only once watchCheckInterval has passed since
-		// the last look; the timer covers the rest of that interval.
-		var logCh <-chan struct{}
+		// After the log moved, the next look waits out the rest of
+		// watchCheckInterval since the last one (the timer), rather than
+		// follow every applied entry.
+		logCh := applied
 		wait := time.Until(sentAt.Add(keep))
-		if since := time.Since(lookedAt); since >= watchCheckInterval {
-			logCh = applied
-		} else {
-			wait = min(wait, watchCheckInterval-since)
+		if logDue {
+			logCh = nil
+			wait = min(wait, watchCheckInterval-time.Since(lookedAt))
 		}
 		t.Reset(max(wait, 0))
 		var ls masterlease.Status
@@ -108,10 +109,15 @@ func (a *adminServer) WatchStatus(req *pb.WatchStatusRequest, stream pb.Admin_Wa
 		case <-changed:
 			ls = n.lease.Status()
 		case <-logCh:
+			if time.Since(lookedAt) < watchCheckInterval {
+				logDue = true
+				continue
+			}
 			ls = n.lease.Status()
 		case <-t.C:
 			ls = n.lease.Status()
 		}
+		logDue = false
 		lookedAt = time.Now()
 		changed, applied = n.ctl.changed.wait(), n.px.AppliedCh()
 		k := n.watchKey(ls)
