@@ -14,18 +14,24 @@ type Querier interface {
 // them in order (nil for no rows). Errors are returned as the driver gives
 // them; the caller says which query failed.
 func QueryStrings(ctx context.Context, q Querier, query string, args ...any) ([]string, error) {
+	return QueryColumn[string](ctx, q, query, args...)
+}
+
+// QueryColumn is QueryStrings for a column of any type database/sql
+// scans into (uint64 for connection ids, say).
+func QueryColumn[T any](ctx context.Context, q Querier, query string, args ...any) ([]T, error) {
 	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []string
+	var out []T
 	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
+		var v T
+		if err := rows.Scan(&v); err != nil {
 			return nil, err
 		}
-		out = append(out, s)
+		out = append(out, v)
 	}
 	return out, rows.Err()
 }

@@ -31,4 +31,10 @@ func TestQueryHelpers(t *testing.T) {
 	if s, err := QueryStrings(ctx, db, "SELECT 'a' FROM DUAL WHERE 0"); err != nil || s != nil {
 		t.Fatalf("QueryStrings of no rows = %q, %v; want nil", s, err)
 	}
+	if ids, err := QueryColumn[uint64](ctx, db, "SELECT CONNECTION_ID() UNION ALL SELECT 18446744073709551615"); err != nil || len(ids) != 2 || ids[0] == 0 || ids[1] != 1<<64-1 {
+		t.Fatalf("QueryColumn[uint64] = %v, %v", ids, err)
+	}
+	if _, err := QueryColumn[uint64](ctx, db, "SELECT 'x'"); err == nil {
+		t.Fatal("QueryColumn[uint64] of a string: no error")
+	}
 }
