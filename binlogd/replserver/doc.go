@@ -21,6 +21,12 @@
 //	        log_pos rewritten to the virtual file, CRC32 recomputed
 //	  7 ◀── HEARTBEAT when idle for min(HeartbeatPeriod, replica's period)
 //
+// A slow seek. Open may take longer than the replica's slave_net_timeout
+// (a position behind a multi-GiB transaction in the log). If it has not
+// returned after one heartbeat period, 5 goes out early and heartbeats
+// follow until it does; a refusal then comes after the preamble. Silent,
+// the replica reconnected and each retry sought again, forever.
+//
 // The virtual binlog. Every dump connection streams its own virtual file,
 // phxgo-bin.000001 from position 4: each event's log_pos is its end offset
 // there and its CRC32 is recomputed; the transaction bytes are otherwise
