@@ -226,7 +226,7 @@ func (c *core) onLearn(m Message) {
 	if len(m.Meta) > 0 && (c.hist != nil || m.Chosen >= c.applied) {
 		_ = c.adoptMeta(m.Meta) // a bad one is ignored; another seed answers
 	}
-	progress := false
+	progress, superseded := false, false
 	for _, e := range m.Entries {
 		if e.Index <= c.chosen {
 			continue
@@ -235,10 +235,22 @@ func (c *core) onLearn(m Message) {
 			break
 		}
 		in := c.inst(e.Index)
+		if c.role == leader && in.proposed && !bytes.Equal(in.value, e.Value) {
+			// Another value chosen where we proposed: a higher ballot
+			// has led (our phase 1 covered this index, so a value chosen
+			// below our ballot is the one we re-proposed). Our chosen
+			// notices are trusted as "accepted under our ballot is
+			// chosen" (learnChosen), which no longer holds here: a
+			// follower holding our value would mark it chosen.
+			superseded = true
+		}
 		in.ballot, in.value, in.chosen = e.Ballot, e.Value, true
 		c.persistAccepted(wal.Accepted{Index: e.Index, Ballot: e.Ballot, Value: e.Value})
 		c.setChosen(e.Index)
 		progress = true
+	}
+	if superseded {
+		c.becomeFollower(0)
 	}
 	if c.role == leader {
 		c.advanceChosen()
