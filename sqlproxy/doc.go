@@ -182,7 +182,11 @@
 // after about that long (peer.go). When a non-master node is cut off
 // while its client is inside a transaction, the master's proxy thus ends
 // the forwarded session and closes its MariaDB connection, which rolls
-// the transaction back and frees its row locks for everyone else.
+// the transaction back and frees its row locks for everyone else. Linux
+// applies TCP_USER_TIMEOUT to a zero window as well (a live server that
+// does not read): a LOAD DATA LOCAL relay lifts it from its backend until
+// the load's answer, as a row waiting for a lock stops MariaDB reading
+// the file for as long as the lock wait lasts (wire/patience_linux.go).
 // Independently, a forwarded session (hop) idle inside a transaction for
 // Config.IdleInTxTimeout (default 10 s) has its backend closed and gets
 // 1290/40001 on its next statement (idletx.go); clients connected to the

@@ -126,6 +126,9 @@ type bufConn struct {
 
 func (c bufConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
+// NetConn lets wire reach the socket under a TLS hop (wire.bearStall).
+func (c bufConn) NetConn() net.Conn { return c.Conn }
+
 // startServerTLS upgrades a client connection after its SSLRequest and
 // returns the new framed Conn (sequence number carried on) and whether
 // the client may forward as a hop: it presented a certificate the CA

@@ -32,6 +32,10 @@ type relayer struct {
 	be, cl *Conn
 	caps   uint32
 	res    Result
+	// restore puts back the backend's TCP_USER_TIMEOUT after a LOAD DATA
+	// LOCAL: it stays lifted until the load's answer (bearStall), as the
+	// file's tail may wait in the socket while the server is stalled.
+	restore func()
 }
 
 // RelayResponse copies the backend's complete response to command cmd
@@ -42,6 +46,9 @@ type relayer struct {
 func RelayResponse(be, cl *Conn, cmd byte, caps uint32) (Result, error) {
 	r := &relayer{be: be, cl: cl, caps: caps}
 	err := r.response(cmd)
+	if r.restore != nil {
+		r.restore()
+	}
 	if ferr := cl.W.Flush(); ferr != nil && err == nil {
 		err = fmt.Errorf("%w: %v", ErrClientSide, ferr)
 	}
@@ -217,7 +224,9 @@ func (r *relayer) untilEOF(more bool) error {
 // as they come (sequence ids untouched: the server checks them), until
 // the empty packet that ends the file. An empty frame right after one of
 // MaxPayload bytes only completes that packet: the file goes on. A file
-// is never held: a multi-GiB LOAD DATA LOCAL streams through.
+// is never held: a multi-GiB LOAD DATA LOCAL streams through. A server
+// that stops reading for a while (a row waiting for a lock) stalls the
+// relay without ending it: see bearStall.
 //
 // Whatever the client sends is file data to the server; a client that
 // breaks the framing (sequence out of order) gets the server's error. A
@@ -226,6 +235,9 @@ func (r *relayer) untilEOF(more bool) error {
 func (r *relayer) localInfile() error {
 	if err := r.cl.W.Flush(); err != nil {
 		return fmt.Errorf("%w: %v", ErrClientSide, err)
+	}
+	if r.restore == nil {
+		r.restore = bearStall(r.be.Conn)
 	}
 	cont := false
 	for {
