@@ -64,6 +64,12 @@ func (c *core) maybePropose() {
 // proposeAt proposes v at index i under our ballot; our own acceptor
 // accepts it in the same Ready (durable before anyone hears of it).
 func (c *core) proposeAt(i uint64, v []byte) {
+	if i <= c.chosen {
+		// Chosen already, perhaps by a snapshot that deleted the entry
+		// (inst would make a fresh one): a vote here would be a log entry
+		// at or below the stable index that is never dropped.
+		return
+	}
 	in := c.inst(i)
 	if in.chosen {
 		return

@@ -68,6 +68,15 @@ func (c *core) onSnapshot(m Message) {
 	if m.Index <= c.chosen || len(m.Snapshot) == 0 {
 		return
 	}
+	if c.role == leader && c.proposedUpTo(m.Index) {
+		// The snapshot decides indexes we proposed and have not seen
+		// chosen. We cannot compare its values with ours, and our chosen
+		// notices are trusted as "accepted under our ballot is chosen"
+		// (learnChosen): a follower holding our value there would mark
+		// it chosen even if a higher ballot chose another. Step down, as
+		// onLearn does on a different value.
+		c.becomeFollower(0)
+	}
 	for i := range c.log {
 		if i <= m.Index {
 			delete(c.log, i)
@@ -92,4 +101,15 @@ func (c *core) onSnapshot(m Message) {
 		c.advanceChosen()
 		c.maybePropose()
 	}
+}
+
+// proposedUpTo reports whether we proposed, under the current ballot, an
+// instance at or below idx that we have not seen chosen.
+func (c *core) proposedUpTo(idx uint64) bool {
+	for i, in := range c.log {
+		if i <= idx && in.proposed && !in.chosen {
+			return true
+		}
+	}
+	return false
 }
