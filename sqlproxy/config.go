@@ -96,8 +96,12 @@ type Config struct {
 	// and every backend connection (MariaDB, the master's proxy) get TCP
 	// keepalive probes every max(1s, PeerTimeout/5) and TCP_USER_TIMEOUT
 	// PeerTimeout, so the kernel fails the connection after about
-	// PeerTimeout without an answer. 0 keeps the kernel's defaults
-	// (minutes). Must be 0 or at least 1s (keepalive has 1 s granularity).
+	// PeerTimeout without an answer. A client's connection with data in
+	// flight gets max(PeerTimeout, 60 s) instead: the kernel counts a
+	// client that stops reading a big result (zero window) as silent, and
+	// MariaDB itself allows net_write_timeout (60 s). 0 keeps the
+	// kernel's defaults (minutes). Must be 0 or at least 1s (keepalive
+	// has 1 s granularity).
 	PeerTimeout time.Duration
 	// IdleInTxTimeout: a forwarded session (a hop from another node's
 	// proxy) that stays idle inside a transaction this long loses it: its

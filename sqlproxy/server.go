@@ -160,7 +160,7 @@ func (s *Server) handle(nc net.Conn, mode Mode) {
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
-	if err := setPeerTimeout(nc, s.cfg.PeerTimeout); err != nil {
+	if err := setClientPeerTimeout(nc, s.cfg.PeerTimeout); err != nil {
 		s.log.Warn("sqlproxy: cannot set peer timeout on client connection", "remote", nc.RemoteAddr(), "err", err)
 	}
 	sess := &session{srv: s, mode: mode, cl: wire.NewConnRaw(nc, preLoginBuffer), id: s.connID.Add(1),
