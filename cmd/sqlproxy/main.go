@@ -56,7 +56,7 @@ func run(args []string) error {
 	maxLag := fs.Duration("max-replica-lag", def.MaxReplicaLag, "replicas further behind get no reads")
 	maxBehind := fs.Int64("max-replica-behind", def.MaxReplicaBehind, "replicas lacking more transactions than this (GTID position vs the master's) get no reads")
 	causalWait := fs.Duration("causal-wait", def.CausalWait, "causal mode: how long a replica may take to apply a session's last write before the read goes to the master")
-	peerTimeout := fs.Duration("peer-timeout", def.PeerTimeout, "fail a client or backend connection whose peer stops answering (partition, no RST) after about this long: TCP keepalive + TCP_USER_TIMEOUT; 0: kernel defaults")
+	peerTimeout := fs.Duration("peer-timeout", def.PeerTimeout, "fail a client or backend connection whose peer stops answering (partition, no RST) after about this long: TCP keepalive + TCP_USER_TIMEOUT (a client with data in flight, which may be reading slowly: at least 60 s, as MariaDB's net_write_timeout); 0: kernel defaults")
 	idleTx := fs.Duration("idle-in-tx-timeout", def.IdleInTxTimeout, "roll back a forwarded session's transaction (from another node's proxy) idle this long, freeing its locks on the master; 0 disables")
 	httpAddr := fs.String("http", "127.0.0.1:9307", "admin HTTP (/metrics, /backends); empty disables; an empty host (:9307) means loopback")
 	allow := fs.String("allow", sqlproxy.DefaultAllow, "client networks that may connect (CIDRs or IPs, comma-separated; \"all\" for any); others get ERR 1130")
