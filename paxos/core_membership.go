@@ -196,12 +196,9 @@ func (c *core) joinTick() {
 // not learned is a stranger to it whose messages it drops: without this a
 // learner that missed that change would wait for it forever. The Learn
 // answer carries the change (and the sender's chosen index), so it then
-// knows and follows the new leader. A node that the latest change it
-// knows removed asks too: a later change it missed may have added it
-// back (seed 289 of TestSimMembership/3+2nodes waited forever), and a
-// member that no longer knows it drops the request.
+// knows and follows the new leader.
 func (c *core) learnerFetch() {
-	if c.hist == nil || len(c.targets) == 0 {
+	if !c.member() || len(c.targets) == 0 {
 		return
 	}
 	to := c.targets[int(c.tick)%len(c.targets)]
