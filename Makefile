@@ -33,10 +33,10 @@ build:
 # after the -race run's; make test fails if either part fails. Each part
 # prints its wall time (test-time lines) to compare CI runs.
 TEST_BG = t=$$(date +%s); $(GO) test -count=1 -timeout 30m ./jepsen/ 2>&1; j=$$?; \
-	$(GO) test -count=1 -timeout 10m ./paxos/ -run '^TestSim' -seeds=500 2>&1; s=$$?; \
+	$(GO) test -count=1 -timeout 10m ./paxos/ -run '^(TestSim|TestLargeCommandsUnderLoad)' -seeds=500 2>&1; s=$$?; \
 	echo "test-time background=$$(($$(date +%s)-t))s (jepsen package, then simulation)" >&2; exit $$((j|s))
 test: lint build
-	@echo "$(GO) test -count=1 -timeout 30m ./jepsen/, then $(GO) test -count=1 -timeout 10m ./paxos/ -run '^TestSim' -seeds=500 (in the background, printed below)"
+	@echo "$(GO) test -count=1 -timeout 30m ./jepsen/, then $(GO) test -count=1 -timeout 10m ./paxos/ -run '^(TestSim|TestLargeCommandsUnderLoad)' -seeds=500 (in the background, printed below)"
 	@bg=$$(mktemp); t0=$$(date +%s); \
 	( $(TEST_BG) ) >$$bg 2>$$bg.time & bgpid=$$!; \
 	echo "$(GO) test -race -count=1 -timeout 15m \$$($(GO) list ./... | grep -v '^phxgo/jepsen\$$')"; \
