@@ -2,6 +2,7 @@ package sqlproxy
 
 import (
 	"context"
+	"database/sql"
 	"testing"
 	"time"
 
@@ -21,22 +22,8 @@ import (
 // where MariaDB itself waits net_write_timeout (60 s).
 func TestClientPausesReadingBigResult(t *testing.T) {
 	const peer = time.Second
-	master := startInstances(t, 1)[0]
-	root, err := master.DB("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
+	phop, root := hopToMaster(t, peer)
 	mustExec(t, root, "CREATE DATABASE test")
-	ca := mtlstest.MakeCA(t, 2)
-	authAddrs := []string{master.Addr()}
-	pa := startProxy(t, 1, masterView(master), Linearizable, authAddrs, func(c *Config) {
-		c.PeerTLS, c.PeerTimeout = loadMaterial(t, proxyFiles(ca, 1)), peer
-	})
-	hopView := topology.View{MasterID: 1, MasterProxyAddr: pa.addr, MasterMySQLAddr: master.Addr(), SelfMySQLAddr: master.Addr()}
-	phop := startProxy(t, 2, hopView, Linearizable, authAddrs, func(c *Config) {
-		c.PeerTLS, c.PeerTimeout = loadMaterial(t, proxyFiles(ca, 2)), peer
-	})
 	acc := mysqld.DefaultAccounts()
 	db := clientDB(t, phop.addr, acc.AppUser, acc.AppPassword, "test", func(*mysql.Config) {})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -69,4 +56,26 @@ func TestClientPausesReadingBigResult(t *testing.T) {
 	if n != rows {
 		t.Fatalf("%d rows, want %d", n, rows)
 	}
+}
+
+// hopToMaster starts a MariaDB, its node's proxy and another node's
+// proxy that reaches it over the TLS hop, both with PeerTimeout peer; it
+// returns the other node's proxy and a root handle on the MariaDB.
+func hopToMaster(t *testing.T, peer time.Duration) (*testProxy, *sql.DB) {
+	t.Helper()
+	master := startInstances(t, 1)[0]
+	root, err := master.DB("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { root.Close() })
+	ca := mtlstest.MakeCA(t, 2)
+	authAddrs := []string{master.Addr()}
+	pa := startProxy(t, 1, masterView(master), Linearizable, authAddrs, func(c *Config) {
+		c.PeerTLS, c.PeerTimeout = loadMaterial(t, proxyFiles(ca, 1)), peer
+	})
+	hopView := topology.View{MasterID: 1, MasterProxyAddr: pa.addr, MasterMySQLAddr: master.Addr(), SelfMySQLAddr: master.Addr()}
+	return startProxy(t, 2, hopView, Linearizable, authAddrs, func(c *Config) {
+		c.PeerTLS, c.PeerTimeout = loadMaterial(t, proxyFiles(ca, 2)), peer
+	}), root
 }

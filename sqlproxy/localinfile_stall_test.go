@@ -9,9 +9,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"phxgo/binlogd/mtls/mtlstest"
 	"phxgo/binlogd/mysqld"
-	"phxgo/sqlproxy/topology"
 )
 
 // TestLocalInfileStall: a LOAD DATA LOCAL whose first row waits for a
@@ -24,25 +22,11 @@ import (
 // big, issue 20.4: a second 2 GiB load behind the first's AUTO-INC lock).
 func TestLocalInfileStall(t *testing.T) {
 	const peer = time.Second
-	master := startInstances(t, 1)[0]
-	root, err := master.DB("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
+	phop, root := hopToMaster(t, peer)
 	for _, q := range []string{"CREATE DATABASE test",
 		"CREATE TABLE test.stall (k INT PRIMARY KEY, pad VARCHAR(200) NOT NULL)"} {
 		mustExec(t, root, q)
 	}
-	ca := mtlstest.MakeCA(t, 2)
-	authAddrs := []string{master.Addr()}
-	pa := startProxy(t, 1, masterView(master), Linearizable, authAddrs, func(c *Config) {
-		c.PeerTLS, c.PeerTimeout = loadMaterial(t, proxyFiles(ca, 1)), peer
-	})
-	hopView := topology.View{MasterID: 1, MasterProxyAddr: pa.addr, MasterMySQLAddr: master.Addr(), SelfMySQLAddr: master.Addr()}
-	phop := startProxy(t, 2, hopView, Linearizable, authAddrs, func(c *Config) {
-		c.PeerTLS, c.PeerTimeout = loadMaterial(t, proxyFiles(ca, 2)), peer
-	})
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
