@@ -103,31 +103,61 @@ func (l *Lease) prepareFence(epoch uint64) []byte {
 // loop at once wins a fresh term for itself (epoch advances twice). Run it
 // only when to has caught up (binlogd checks). ErrNotMaster if this node
 // does not hold a valid lease.
+//
+// A renewal of this node's own, queued before it stepped down, may be
+// chosen ahead of the grant and reject it for a changed version. Such a
+// renewal leaves this node master of the same term and cannot give it its
+// deadline back (a renewal extends only an unbroken own lease), so the
+// grant is proposed again on the new version; any other change (a new
+// term, a fence) ends the switchover with the rejection.
 func (l *Lease) Switchover(ctx context.Context, to uint32) (Verdict, error) {
 	lg, err := l.logOrErr()
 	if err != nil {
 		return Verdict{}, err
 	}
-	cmd, err := l.prepareSwitchover(to)
+	r, err := l.prepareSwitchover(to)
 	if err != nil {
 		return Verdict{}, err
 	}
-	return l.propose(ctx, lg, cmd)
+	epoch := r.epoch
+	for attempt := 0; ; attempt++ {
+		v, err := l.propose(ctx, lg, r.grant(to))
+		ownRenewal := err == nil && v.Reason == ReasonVersionMismatch &&
+			v.State.Master == l.id && v.State.Epoch == epoch
+		if !ownRenewal || attempt == maxSwitchoverRetries {
+			return v, err
+		}
+		r.version = v.State.Version
+	}
 }
 
-// prepareSwitchover steps down and returns the grant for to to propose.
-func (l *Lease) prepareSwitchover(to uint32) ([]byte, error) {
+// maxSwitchoverRetries bounds the grants Switchover proposes again after
+// its own renewals overtook them: only renewals queued before it stepped
+// down can, a handful at most.
+const maxSwitchoverRetries = 8
+
+// switchoverFrom is the term a switchover hands over: its epoch and the
+// lease version the grant must see.
+type switchoverFrom struct{ epoch, version uint64 }
+
+// grant is the LeaseRequest that hands the term to node to.
+func (f switchoverFrom) grant(to uint32) []byte {
+	return EncodeLeaseRequest(LeaseRequest{Candidate: to, SeenVersion: f.version})
+}
+
+// prepareSwitchover steps down and returns the term to hand over.
+func (l *Lease) prepareSwitchover(to uint32) (switchoverFrom, error) {
 	if to == 0 {
-		return nil, fmt.Errorf("%w: switchover to node 0", ErrMalformed)
+		return switchoverFrom{}, fmt.Errorf("%w: switchover to node 0", ErrMalformed)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.deadlineLocked(l.clock.Now()).IsZero() {
-		return nil, fmt.Errorf("%w: switchover needs the lease", ErrNotMaster)
+		return switchoverFrom{}, fmt.Errorf("%w: switchover needs the lease", ErrNotMaster)
 	}
-	version := l.st.Version
+	from := switchoverFrom{epoch: l.st.Epoch, version: l.st.Version}
 	l.stepDownLocked()
-	return EncodeLeaseRequest(LeaseRequest{Candidate: to, SeenVersion: version}), nil
+	return from, nil
 }
 
 func (l *Lease) stepDownLocked() {

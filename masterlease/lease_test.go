@@ -420,3 +420,67 @@ func TestRun(t *testing.T) {
 	s.setCut(first.ID(), false)
 	await("old master learns", func() bool { m, _, _ := first.Master(); return m != first.ID() && m != 0 })
 }
+
+// overtakingLog chooses the queued commands ahead of the next command
+// proposed through it, the way a renewal queued in Paxos before the
+// master stepped down is chosen ahead of its switchover grant.
+type overtakingLog struct {
+	nodeLog
+	queued [][]byte
+}
+
+func (o *overtakingLog) Propose(ctx context.Context, cmd []byte) (uint64, any, error) {
+	for _, q := range o.queued {
+		if _, _, err := o.nodeLog.Propose(ctx, q); err != nil {
+			return 0, nil, err
+		}
+	}
+	o.queued = nil
+	return o.nodeLog.Propose(ctx, cmd)
+}
+
+// A renewal of the master's own chosen ahead of its switchover grant
+// changes the lease version the grant saw; the switchover goes through
+// on the new version (it failed with "lease version changed" in
+// TestFailover/SwitchoverEvents), and the renewal does not give the
+// stepped-down master its deadline back.
+func TestSwitchoverOvertakenByOwnRenewal(t *testing.T) {
+	cfg := DefaultConfig()
+	s, clk, ls := cluster(t, cfg, 3)
+	a := ls[0]
+	step(a, nil)
+	clk.Advance(cfg.RenewInterval)
+	renewal, ok := a.nextProposal(nil)
+	if e, _ := Decode(renewal); !ok || !e.Lease.Renew {
+		t.Fatalf("want a renewal, got %+v", e)
+	}
+	a.Attach(&overtakingLog{nodeLog: nodeLog{s: s, id: 1}, queued: [][]byte{renewal}})
+	v, err := a.Switchover(context.Background(), 2)
+	if err != nil || !v.Valid || v.State.Master != 2 {
+		t.Fatalf("switchover: %+v %v", v, err)
+	}
+	if n := len(s.entries); n != 4 {
+		t.Fatalf("%d entries, want 4: term, renewal, rejected grant, grant", n)
+	}
+	if !a.Deadline().IsZero() {
+		t.Fatal("the renewal chosen after the step-down gave the old master its deadline back")
+	}
+}
+
+// A new term chosen ahead of the grant ends the switchover: only the old
+// master's own renewals are worth proposing the grant again for.
+func TestSwitchoverOvertakenByNewTerm(t *testing.T) {
+	cfg := DefaultConfig()
+	s, _, ls := cluster(t, cfg, 3)
+	a := ls[0]
+	step(a, nil)
+	a.Attach(&overtakingLog{nodeLog: nodeLog{s: s, id: 1},
+		queued: [][]byte{EncodeLeaseRequest(LeaseRequest{Candidate: 3, SeenVersion: 1})}})
+	v, err := a.Switchover(context.Background(), 2)
+	if err != nil || v.Valid || v.Reason != ReasonVersionMismatch || v.State.Master != 3 {
+		t.Fatalf("switchover after a new term: %+v %v", v, err)
+	}
+	if n := len(s.entries); n != 3 {
+		t.Fatalf("%d entries, want 3: the grant proposed once", n)
+	}
+}

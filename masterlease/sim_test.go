@@ -187,9 +187,9 @@ func (s *sim) tick(nd *simNode) {
 	case r < 51 && s.faulty == 0 && !s.healed:
 		to := uint32(1 + s.rnd.IntN(len(s.nodes)))
 		if to != nd.id {
-			if cmd, err := nd.lease.prepareSwitchover(to); err == nil {
+			if from, err := nd.lease.prepareSwitchover(to); err == nil {
 				s.stats.switchovers++
-				s.propose(nd, cmd, false)
+				s.propose(nd, from.grant(to), false)
 			}
 		}
 	case r < 52 && !s.healed:
