@@ -25,8 +25,10 @@
 # last the line
 #   sustained_insert_ratio= p95_ratio= binlogd_us_per_txn= catchup_s= proxy_vs_haproxy= rejected_batches=
 # (at the first of BENCH_THREADS; cmd/sqlbench/report.go says which runs
-# each figure compares; rejected_batches is binlogd's counter from the
-# first run to the last, retried runs included).
+# each figure compares; proxy_vs_haproxy is the median over the rounds of
+# each round's ratio, the proxy and HAProxy having run side by side;
+# rejected_batches is binlogd's counter from the first run to the last,
+# retried runs included).
 #
 # Knobs (environment):
 #   BENCH_SECONDS        seconds per sysbench run (default 20; BENCH_QUICK=1: 5)

@@ -151,12 +151,35 @@ func summarize(r results, thr int, rejected float64) summary {
 		s.BinlogdUS = ratio(p.CPUus["binlogd"], p.Txns)
 		s.CatchupS = p.CatchupS
 	}
-	pp, ok1 := r.get(phxMaster, testPoint, thr)
-	hp, ok2 := haproxyFor(r, phxMaster, thr)
-	if ok1 && ok2 {
-		s.ProxyVsHAProxy = ratio(pp.qps(), hp.qps())
-	}
+	s.ProxyVsHAProxy = pointRatio(r, phxMaster, thr)
 	return s
+}
+
+// pointRatio compares label's point selects with HAProxy's (haproxyFor).
+// With several rounds against phxgo's own HAProxy (bench.sh runs them in
+// turns, proxy and HAProxy side by side in each round) it is the median of
+// the rounds' ratios: on a shared host the load drifts between rounds by
+// more than the difference measured, and a ratio taken within one round
+// cancels the drift, a ratio of two medians from different rounds does
+// not. One round, or HAProxy in front of the baseline instead: the ratio
+// of the median runs.
+func pointRatio(r results, label string, thr int) float64 {
+	p := r[rkey{label, testPoint, thr}]
+	h := r[rkey{phxHAProxy, testPoint, thr}]
+	if n := min(len(p), len(h)); n > 1 {
+		rs := make([]float64, n)
+		for i := range n {
+			rs[i] = ratio(p[i].qps(), h[i].qps())
+		}
+		sort.Float64s(rs)
+		return rs[(n-1)/2]
+	}
+	pp, ok1 := r.get(label, testPoint, thr)
+	hp, ok2 := haproxyFor(r, label, thr)
+	if !ok1 || !ok2 {
+		return math.NaN()
+	}
+	return ratio(pp.qps(), hp.qps())
 }
 
 // chooseRejected picks the rejected-batch count of the last line:
@@ -362,7 +385,7 @@ func printPointSelects(w io.Writer, r results) {
 		return
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "oltp_point_select: qps, latency ms, ratio to the semi-sync master directly and to HAProxy in front of the same system's master, proxy CPU µs per query")
+	fmt.Fprintln(w, "oltp_point_select: qps, latency ms, ratio to the semi-sync master directly and to HAProxy in front of the same system's master (median of the rounds' ratios), proxy CPU µs per query")
 	fmt.Fprintf(w, "%-19s %4s %9s %7s %7s %7s %8s %8s %8s\n", "system", "thr", "qps", "avg", "p95", "p99", "x direct", "x haprx", "proxy_us")
 	for _, thr := range thrs {
 		d, okd := r.get(semiDirect, testPoint, thr)
@@ -371,13 +394,12 @@ func printPointSelects(w io.Writer, r results) {
 			if !ok {
 				continue
 			}
-			h, okh := haproxyFor(r, l, thr)
 			rd, rh := "-", "-"
 			if okd {
 				rd = fmt.Sprintf("%.3f", ratio(x.qps(), d.qps()))
 			}
-			if okh {
-				rh = fmt.Sprintf("%.3f", ratio(x.qps(), h.qps()))
+			if q := pointRatio(r, l, thr); !math.IsNaN(q) {
+				rh = fmt.Sprintf("%.3f", q)
 			}
 			proxy := x.CPUus["sqlproxy"] + x.CPUus["haproxy"]
 			fmt.Fprintf(w, "%-19s %4d %9.0f %7.2f %7.2f %7.2f %8s %8s %8.1f\n",

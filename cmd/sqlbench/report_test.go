@@ -123,3 +123,19 @@ func TestReadRecordsRoundTrip(t *testing.T) {
 		t.Error("bad line accepted")
 	}
 }
+
+// With several rounds, the proxy's figure is the median of each round's
+// ratio to HAProxy measured beside it, not the ratio of the two median
+// runs: here the load fell between rounds, so the median runs come from
+// different rounds (270k over 400k = 0.675) while in every round the
+// proxy ran at 0.9 of HAProxy or better.
+func TestProxyRatioPairsRounds(t *testing.T) {
+	recs := []record{
+		pointRun(phxHAProxy, 16, 200000, 20), pointRun(phxMaster, 16, 180000, 20), // round 1: 0.9
+		pointRun(phxHAProxy, 16, 400000, 20), pointRun(phxMaster, 16, 380000, 20), // round 2: 0.95
+		pointRun(phxHAProxy, 16, 600000, 20), pointRun(phxMaster, 16, 270000, 20), // round 3: 0.45
+	}
+	if s := summarize(index(recs), 16, 0); math.Abs(s.ProxyVsHAProxy-0.9) > 1e-9 {
+		t.Errorf("proxy_vs_haproxy %v, want 0.9 (median of 0.9, 0.95, 0.45)", s.ProxyVsHAProxy)
+	}
+}
