@@ -15,9 +15,10 @@ import (
 //     entry out (ready), on every node in the same order, and the new
 //     history leaves with that Ready as Meta, durable before the entry is
 //     applied;
-//   - the leader proposes instance j only when j <= chosen+Alpha (it then
-//     knows the members of j) and its phase-1 promisers are a majority of
-//     them; otherwise it defers (becomeLeader) or runs phase 1 again;
+//   - the leader proposes instance j only when j <= applied+Alpha (it then
+//     knows the members of j: applied, not chosen, as changes are recorded
+//     at hand-out) and its phase-1 promisers are a majority of them;
+//     otherwise it defers (becomeLeader) or runs phase 1 again;
 //   - an acceptor refuses to vote in an instance whose configuration, as it
 //     knows it, excludes it, and refuses Prepares and probes from
 //     non-voters; a node that is not a voter (a learner, or no member)
@@ -28,11 +29,20 @@ import (
 //     correct learner never sends) are dropped (DropLearnerVote).
 
 // window is the leader's bound on instances in flight: Window, but never
-// above Alpha, so every instance it proposes lies within chosen+Alpha.
+// above Alpha. The proposal loops also stop at the horizon.
 func (c *core) window() int { return min(c.cfg.Window, Alpha) }
 
-// horizon is the highest instance whose configuration this core knows.
-func (c *core) horizon() uint64 { return c.chosen + Alpha }
+// horizon is the highest instance whose configuration this core knows:
+// applied+Alpha, as a change is recorded when its entry is handed out
+// (ready), not when it is chosen. Within one step chosen may run ahead of
+// applied (a vote or a Learn completes a run of instances), and a change
+// among them is unknown until the Ready: with chosen+Alpha a leader
+// proposed up to 463 under the members before a change at 399 that it had
+// just seen chosen (applied 396, chosen 401), counting the quorum among
+// the wrong voters. TestSimLearners seed 614 (with a removed node
+// fetching) stalled there: the change left the leader the only voter of
+// 463, but the instance waited for the vote of the removed node.
+func (c *core) horizon() uint64 { return c.applied + Alpha }
 
 // known adds id to c.peers (append-only positions).
 func (c *core) known(id uint32) {
@@ -196,9 +206,15 @@ func (c *core) joinTick() {
 // not learned is a stranger to it whose messages it drops: without this a
 // learner that missed that change would wait for it forever. The Learn
 // answer carries the change (and the sender's chosen index), so it then
-// knows and follows the new leader.
+// knows and follows the new leader. A node that the latest change it
+// knows removed asks too: a later change it missed may have added it
+// back, and the leader of that configuration is a stranger to it
+// (TestSimMembership/3+2nodes seed 289 waited forever). What it learns is
+// chosen entries, as any fetch; it votes only where the history it then
+// records makes it a voter. A member that no longer knows it drops the
+// request (a stranger).
 func (c *core) learnerFetch() {
-	if !c.member() || len(c.targets) == 0 {
+	if c.hist == nil || len(c.targets) == 0 {
 		return
 	}
 	to := c.targets[int(c.tick)%len(c.targets)]
@@ -297,7 +313,7 @@ func (c *core) proposeDeferred() {
 // active yet, so it becomes active without waiting for client traffic.
 func (c *core) flushChange() {
 	act := c.hist.latest().Active
-	for c.role == leader && len(c.queue) == 0 && c.next < act && c.inflight() < c.window() && c.deferFrom > c.deferTo {
+	for c.role == leader && len(c.queue) == 0 && c.next < act && c.inflight() < c.window() && c.next <= c.horizon() && c.deferFrom > c.deferTo {
 		if !c.canLead(c.next) {
 			return
 		}

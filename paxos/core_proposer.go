@@ -35,7 +35,7 @@ func (c *core) maybePropose() {
 		return
 	}
 	c.proposeDeferred()
-	for c.role == leader && len(c.queue) > 0 && c.inflight() < c.window() && c.deferFrom > c.deferTo &&
+	for c.role == leader && len(c.queue) > 0 && c.inflight() < c.window() && c.next <= c.horizon() && c.deferFrom > c.deferTo &&
 		(c.inflight() == 0 || c.flush || c.queueBytes >= c.cfg.BatchMaxBytes) {
 		if !c.canLead(c.next) {
 			return

@@ -143,13 +143,15 @@
 // Why it is safe:
 //
 //   - Every quorum is counted among the members of the configuration that
-//     governs the instance. For i <= chosen+Alpha a node knows that
-//     configuration exactly: only changes at indexes <= chosen can be
-//     active by then, and those are chosen and recorded in order.
-//   - The leader keeps at most min(Window, Alpha) instances in flight, so
-//     every instance it proposes is within its horizon chosen+Alpha.
-//     Instances above the horizon that phase 1 recovered (the new leader
-//     lags) are deferred until its chosen index catches up.
+//     governs the instance. For i <= applied+Alpha a node knows that
+//     configuration exactly: only changes at indexes <= applied can be
+//     active by then, and those are chosen and recorded in order (a
+//     change is recorded when its entry is handed out, so one chosen in
+//     the current step, above applied, is not known yet).
+//   - The leader keeps at most min(Window, Alpha) instances in flight and
+//     proposes none above its horizon applied+Alpha. Instances above the
+//     horizon that phase 1 recovered (the new leader lags) are deferred
+//     until it catches up.
 //   - Phase 1 covers every instance above the candidate's chosen index,
 //     a range that may span a change. The candidate wins only when its
 //     promisers are a majority of EVERY configuration it knows that
@@ -175,6 +177,11 @@
 //     removal), a non-member never probes or campaigns, and a leader
 //     steps down once its own removal is active. Until then its votes on
 //     the instances the old members govern are still needed and counted.
+//     A removed node that hears no leader fetches the log from the
+//     members it knows, as a learner does: a later change may have added
+//     it back under a leader it does not know yet. Fetching stores only
+//     chosen entries, and it votes again only where the history it then
+//     records makes it a voter.
 //   - While a change waits for activation the leader fills the pipeline
 //     with Noops, so an idle cluster activates it within one round trip.
 //

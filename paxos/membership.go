@@ -232,8 +232,8 @@ func genesis(ms []Member) *history {
 func (h *history) latest() *Membership { return &h.items[len(h.items)-1] }
 
 // at returns the configuration that governs instance j: the last one
-// active at j. Only authoritative for j <= chosen+Alpha (every change that
-// could activate by then is chosen, hence known).
+// active at j. Only authoritative for j <= applied+Alpha (every change that
+// could activate by then is chosen and recorded, hence known).
 func (h *history) at(j uint64) *Membership {
 	for k := len(h.items) - 1; k > 0; k-- {
 		if h.items[k].Active <= j {

@@ -195,7 +195,9 @@ func (s *sim) crash(n *simNode) {
 // pipeline, persisting it (and sending and applying what depends on that)
 // may lag behind, and a crash loses what was not persisted yet.
 func (s *sim) process(n *simNode) {
+	known := n.core.applied // changes are recorded up to here (horizon)
 	rd := n.rn.Ready()
+	s.checkHorizon(n, &rd, known)
 	for _, m := range rd.Early {
 		s.checkEarlyChosen(n, &rd, m)
 		s.sendMsg(m)
@@ -209,6 +211,20 @@ func (s *sim) process(n *simNode) {
 	}
 	if s.rng.Intn(10) < persistOdds {
 		s.persist(n)
+	}
+}
+
+// checkHorizon: a leader proposes only instances whose configuration it
+// knows, at most Alpha above the last entry it handed out (changes are
+// recorded at hand-out): beyond, its quorum for the instance would be
+// counted among the members before a change it had seen chosen but not
+// recorded (TestSimLearners seed 614 proposed 461-465 with applied 396,
+// chosen 401, a change at 399 unknown).
+func (s *sim) checkHorizon(n *simNode, rd *Ready, known uint64) {
+	for _, a := range rd.Update.Accepted {
+		if a.Ballot.Node == n.id && a.Ballot == n.core.ballot && a.Index > known+Alpha {
+			s.fatalf("node %d proposed instance %d under %v with changes recorded only up to %d (horizon %d)", n.id, a.Index, a.Ballot, known, known+Alpha)
+		}
 	}
 }
 
@@ -1143,17 +1159,32 @@ func (s *sim) checkHistories() {
 //     just decided was proposed again (a vote at or below the chosen
 //     index, and an Early Accept claiming it chosen before its save);
 //   - wal 31: a leader installed a snapshot over an index it had
-//     proposed in the same Ready and stayed leader.
+//     proposed in the same Ready and stayed leader;
+//   - membership 289: a node removed by the latest change it knew never
+//     asked for the log, so it never learned that it had been added back
+//     (the new leader was a stranger to it);
+//   - learners 614 (with 289's fix): a leader proposed instances up to
+//     chosen+Alpha while a change chosen in the same step was not recorded
+//     yet (checkHorizon), so it counted their quorum among the old voters
+//     and one waited forever for a removed node's vote.
 //
-// They pass since proposeAt refuses chosen indexes and a leader steps
-// down when a snapshot covers its own unchosen proposals.
+// They pass since proposeAt refuses chosen indexes, a leader steps down
+// when a snapshot covers its own unchosen proposals, a removed node still
+// fetches, and the horizon is applied+Alpha.
 func TestSimFoundSeeds(t *testing.T) {
+	faults := func(seed int64, o simOpts) {
+		s := newSim(t, seed, o)
+		s.faulty = true
+		s.faults()
+		s.heal()
+		s.close()
+	}
 	o := simOpts{nodes: 3, steps: 4000, drop: 0.1, dup: 0.05, partitions: true, crashes: true, campaigns: true, compact: true}
-	s := newSim(t, 364, o)
-	s.faulty = true
-	s.faults()
-	s.heal()
-	s.close()
+	faults(364, o)
 	o.useWAL, o.steps = true, 2000
 	runSim(t, 31, o)
+	m := simOpts{nodes: 3, spares: 2, changes: true, steps: 12000, drop: 0.1, dup: 0.05, partitions: true, crashes: true, campaigns: true}
+	faults(289, m)
+	m.learners = true
+	faults(614, m)
 }
