@@ -178,8 +178,15 @@ func (g *grouper) take(ev []byte) error {
 	if cur.skip == 0 {
 		if n := len(cur.buf) + len(ev); g.fragBytes > 0 && n > cap(cur.buf) && n > 64<<10 {
 			// A big transaction: size the piece's buffer once instead of
-			// doubling it (up to twice FragmentBytes held per piece).
-			nb := make([]byte, len(cur.buf), max(n, g.fragBytes+len(ev)))
+			// doubling it (up to twice FragmentBytes held per piece). A
+			// piece that reaches FragmentBytes with this event is cut
+			// right after it: it needs no room for another (with 1 MiB
+			// rows, room for one more would hold 1.5 MiB per 1 MiB piece).
+			want := n
+			if n < g.fragBytes {
+				want = g.fragBytes + len(ev)
+			}
+			nb := make([]byte, len(cur.buf), want)
 			copy(nb, cur.buf)
 			cur.buf = nb
 		}
