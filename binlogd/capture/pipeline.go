@@ -278,6 +278,10 @@ func (p *pipeline) durable(r result) error {
 		// Invariant: outcomes come back in proposal order (one waiter).
 		return fmt.Errorf("%w: outcome of batch %d out of order", ErrProtocol, b.info.Seq)
 	}
+	// Clear the slot: the array's front, behind the slice, would keep
+	// up to MaxInFlight durable batches (and their events: 16 MiB of a
+	// big transaction's pieces) reachable until append moves it.
+	p.inflight[0] = nil
 	p.inflight = p.inflight[1:]
 	if p.failed {
 		return fmt.Errorf("%w: batch %d follows a batch that is not durable", ErrRejected, b.info.Seq)
