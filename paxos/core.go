@@ -202,6 +202,7 @@ type core struct {
 	promises    map[uint32]Message
 	prepareFrom uint64
 	prepareTick int64
+	prepareSent int // Prepare rounds sent in this phase 1 (prepareDue)
 
 	// probe (follower) and campaign (see core_election.go)
 	probing      bool
@@ -242,6 +243,7 @@ type core struct {
 	// learner catch-up
 	fetching   bool
 	fetchTick  int64
+	fetchMiss  int    // fetches in a row that expired unanswered (fetchExpired)
 	joinAsked  int64  // tick of a joining node's last ask for the members
 	peerChosen uint64 // highest chosen index a peer reported
 	fetchFrom  uint32 // the peer that reported it
@@ -409,7 +411,7 @@ func (c *core) tickOnce() {
 		c.electionElapsed++
 		if c.electionElapsed >= c.electionTimeout {
 			c.electionTimedOut()
-		} else if c.tick-c.prepareTick >= int64(c.cfg.RetransmitTicks) {
+		} else if c.prepareDue() {
 			c.sendPrepares()
 		}
 	case leader:
@@ -430,7 +432,7 @@ func (c *core) tickOnce() {
 		c.flush = true
 		c.maybePropose()
 	}
-	if c.fetching && c.tick-c.fetchTick >= int64(c.cfg.RetransmitTicks) {
+	if c.fetching && c.fetchExpired() {
 		c.fetching = false
 	}
 	c.joinTick()

@@ -24,7 +24,7 @@ func (c *core) onPrepare(m Message) {
 		// Our old leader's accepts will be refused from now on.
 		c.becomeFollower(0)
 	}
-	p := c.promiseFor(m.Ballot, m.Index)
+	p := c.promiseFor(m.Ballot, m.Index, m.Entries)
 	p.To = m.From
 	c.send(p)
 }
@@ -219,8 +219,24 @@ func (c *core) onFetch(m Message) {
 	c.send(reply)
 }
 
+// fetchExpired reports whether the fetch out (fetching) has gone
+// unanswered long enough to ask again: RetransmitTicks, then twice as long
+// after each miss in a row (up to RetransmitTicks << maxResendShift), as
+// for Accepts and Prepares. Why: an answer is up to FetchMaxBytes read
+// from the peer's wal; re-asked every RetransmitTicks, a slow peer (-race
+// on a loaded host, TestLargeCommandsUnderLoad) spent its run loop reading
+// the same range for copies of the request and answered nothing else.
+func (c *core) fetchExpired() bool {
+	if c.tick-c.fetchTick < int64(c.cfg.RetransmitTicks)<<min(c.fetchMiss, maxResendShift) {
+		return false
+	}
+	c.fetchMiss++
+	return true
+}
+
 func (c *core) onLearn(m Message) {
 	c.fetching = false
+	c.fetchMiss = 0
 	// A history covers the changes up to its sender's chosen index; ours
 	// must cover every entry handed out already.
 	if len(m.Meta) > 0 && (c.hist != nil || m.Chosen >= c.applied) {

@@ -180,8 +180,9 @@ func (c *core) startElection() {
 	c.electionElapsed = 0
 	c.electionTimeout = c.randomTimeout()
 	c.prepareFrom = c.chosen + 1
+	c.prepareSent = 0
 	c.persistPromise(c.ballot)
-	c.promises = map[uint32]Message{c.id: c.promiseFor(c.ballot, c.prepareFrom)}
+	c.promises = map[uint32]Message{c.id: c.promiseFor(c.ballot, c.prepareFrom, nil)}
 	c.sendPrepares()
 	if c.promiseQuorum() {
 		c.becomeLeader()
@@ -190,23 +191,80 @@ func (c *core) startElection() {
 
 func (c *core) sendPrepares() {
 	c.prepareTick = c.tick
+	c.prepareSent++
+	held := c.heldBallots()
 	for _, p := range c.targets {
 		// A learner's promise would not count (and is dropped): ask voters.
 		if _, ok := c.promises[p]; !ok && c.votesFrom(p) {
-			c.send(Message{Type: MsgPrepare, To: p, Ballot: c.ballot, Index: c.prepareFrom, Chosen: c.chosen})
+			c.send(Message{Type: MsgPrepare, To: p, Ballot: c.ballot, Index: c.prepareFrom, Chosen: c.chosen, Entries: held})
 		}
 	}
+}
+
+// heldBallots lists, without values, the entries of this candidate's own
+// promise (what becomeLeader will weigh with the others'): a Prepare
+// carries them so an acceptor leaves out of its Promise every entry the
+// candidate holds under an equal or higher ballot (promiseFor). Safe:
+// becomeLeader takes the highest ballot reported at each index, its own
+// promise included; an entry left out has a ballot at most the
+// candidate's there, so it loses or ties, and a tie is the same value
+// (a ballot proposes one value per index); the candidate's own entry
+// also keeps the highest index reported. Why: a Promise carried every
+// accepted entry above the candidate's chosen index, 4 MB under 64 KiB
+// commands, which a slow host (-race, TestLargeCommandsUnderLoad) took
+// longer to send and decode than the election timeout: no candidate got
+// one in time, the next one's Prepares asked for it again, and nothing
+// was chosen for minutes. Usually the candidate holds what the acceptors
+// hold, so Promises are now small. Past the message limit it sends none
+// (the acceptor then reports everything, as before).
+func (c *core) heldBallots() []Entry {
+	own := c.promises[c.id].Entries
+	if len(own) == 0 || len(own) > c.lim.listLen {
+		return nil
+	}
+	held := make([]Entry, len(own))
+	for k, e := range own {
+		held[k] = Entry{Index: e.Index, Ballot: e.Ballot}
+	}
+	return held
+}
+
+// prepareDue reports whether a candidate re-sends its Prepares to the
+// voters that have not promised: RetransmitTicks after the first round,
+// then twice as long after each (up to RetransmitTicks << maxResendShift).
+// Why the backoff: every Prepare is answered with a Promise carrying each
+// accepted entry above the candidate's chosen index, megabytes under 64
+// KiB commands. Re-sent every RetransmitTicks, a slow receiver (-race on
+// a loaded host: TestLargeCommandsUnderLoad) got a new copy of that
+// Promise before it had decoded the last one (n3 -> n2: 10 Promises, 28
+// MB, in 2 s); decoding the stale copies took the CPU, no candidate got
+// its promises within its election timeout, and the next candidate's
+// Prepares started it again: nothing was chosen for minutes.
+func (c *core) prepareDue() bool {
+	return c.tick-c.prepareTick >= int64(c.cfg.RetransmitTicks)<<min(max(c.prepareSent-1, 0), maxResendShift)
 }
 
 // promiseFor is this acceptor's phase-1b answer for b (already promised).
 // It walks the instances held, not the index range up to c.last: an
 // instance restored far above the rest (a forged Accept stored before
-// inputs were checked) made that range astronomically long.
-func (c *core) promiseFor(b Ballot, from uint64) Message {
+// inputs were checked) made that range astronomically long. held is what
+// the candidate holds (its Prepare's entries, heldBallots): an entry of
+// ours under a ballot at most the candidate's at that index is left out.
+func (c *core) promiseFor(b Ballot, from uint64, held []Entry) Message {
 	m := Message{Type: MsgPromise, From: c.id, Ballot: b, Chosen: c.chosen}
 	lo := max(from, c.chosen+1)
+	var has map[uint64]Ballot
+	if len(held) > 0 {
+		has = make(map[uint64]Ballot, len(held))
+		for _, e := range held {
+			has[e.Index] = e.Ballot
+		}
+	}
 	for i, in := range c.log {
 		if i >= lo && !in.ballot.IsZero() {
+			if hb, ok := has[i]; ok && !hb.Less(in.ballot) {
+				continue
+			}
 			m.Entries = append(m.Entries, Entry{Index: i, Ballot: in.ballot, Value: in.value})
 		}
 	}

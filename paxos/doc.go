@@ -63,9 +63,14 @@
 // majority: a follower hears only the leader, so in a cluster of 5 or
 // more only the campaign's answers show a majority (rawnode.go). Each
 // acceptor answers with its chosen index and every instance it accepted
-// above it. The new leader takes max chosen index C among the promises;
-// above C it re-proposes, per index, the highest-ballot accepted value, or
-// a Noop (the empty value) for holes; it fetches (C_own, C] from the peer
+// above it, except those the candidate holds under an equal or higher
+// ballot (a Prepare lists the ballots it holds, without values: under
+// large commands a full Promise outlasted the election timeout on a slow
+// host); a candidate re-sends unanswered Prepares with a backoff, as a
+// leader its Accepts and a lagging node its Fetches. The new leader takes
+// max chosen index C among the promises; above C it re-proposes, per
+// index, the highest-ballot accepted value, or a Noop (the empty value)
+// for holes; it fetches (C_own, C] from the peer
 // that reported C. It then runs phase 2 only: up to Window instances in
 // flight, each value a batch of commands (BatchMaxBytes; an idle pipeline
 // proposes at once, a busy one waits BatchLinger to fill a batch), one

@@ -1,6 +1,7 @@
 package paxos
 
 import (
+	"slices"
 	"testing"
 
 	"phxgo/wal"
@@ -89,5 +90,71 @@ func TestRetransmitsBackOff(t *testing.T) {
 		if at[i] != want[i] {
 			t.Fatalf("resent at ticks %v, want %v", at, want)
 		}
+	}
+}
+
+// TestPrepareRetransmitsBackOff: a candidate whose Prepares get no
+// Promise resends them after RetransmitTicks, then after twice as long
+// each time (as Accepts, TestRetransmitsBackOff). Each Prepare is
+// answered with every accepted entry above the candidate's chosen index
+// (megabytes under 64 KiB commands): resent every RetransmitTicks, they
+// buried a slow acceptor in copies of its own Promise and no election
+// finished for minutes (TestLargeCommandsUnderLoad under -race).
+func TestPrepareRetransmitsBackOff(t *testing.T) {
+	n := newThriftyNet(t, 1, 2, 3)
+	n.hold = func(m Message) bool { return m.Type == MsgPromise }
+	c := n.cores[1]
+	c.campaign()
+	n.settle()
+	if c.role != candidate {
+		t.Fatalf("node 1 is %v, want candidate", c.role)
+	}
+	c.electionTimeout = 1 << 20 // one phase 1 throughout
+	ballot := c.ballot
+	var at []int
+	for tick := 1; tick <= 40; tick++ {
+		n.sent = nil
+		c.tickOnce()
+		n.settle()
+		if c.role != candidate || c.ballot != ballot {
+			t.Fatalf("tick %d: node 1 left phase 1 (%v, ballot %v)", tick, c.role, c.ballot)
+		}
+		for _, m := range n.sent {
+			if m.Type == MsgPrepare && !m.Probe && m.From == 1 && m.To == 2 {
+				at = append(at, tick)
+			}
+		}
+	}
+	// RetransmitTicks = 2 in thriftyNet: 2, +4, +8, +16, then every 16.
+	if want := []int{2, 6, 14, 30}; !slices.Equal(at, want) {
+		t.Fatalf("Prepares resent at ticks %v, want %v", at, want)
+	}
+}
+
+// TestFetchRetriesBackOff: a node behind a peer's chosen index re-asks
+// for the log after RetransmitTicks without an answer, then after twice
+// as long each time. Each answer is up to FetchMaxBytes read from the
+// peer's wal: re-asked every RetransmitTicks, a slow peer spent its run
+// loop on copies of the request (TestLargeCommandsUnderLoad under -race).
+func TestFetchRetriesBackOff(t *testing.T) {
+	n := newThriftyNet(t, 1, 2, 3)
+	n.hold = func(m Message) bool { return m.Type == MsgLearn }
+	c := n.cores[2]
+	c.peerChosen, c.fetchFrom = 5, 1
+	var at []int
+	for tick := 1; tick <= 50; tick++ {
+		n.sent = nil
+		c.tickOnce()
+		n.settle()
+		for _, m := range n.sent {
+			if m.Type == MsgFetch && m.From == 2 {
+				at = append(at, tick)
+			}
+		}
+	}
+	// RetransmitTicks = 2 in thriftyNet: asked at once, then after 2, 4,
+	// 8, 16, 16 ticks.
+	if want := []int{1, 3, 7, 15, 31, 47}; !slices.Equal(at, want) {
+		t.Fatalf("fetched at ticks %v, want %v", at, want)
 	}
 }

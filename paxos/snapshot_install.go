@@ -64,7 +64,7 @@ func (c *core) answerCompacted(m Message) bool {
 // onSnapshot installs a peer's snapshot when it takes us past our chosen
 // index; everything up to its index is chosen (the peer applied it).
 func (c *core) onSnapshot(m Message) {
-	c.fetching = false
+	c.fetching, c.fetchMiss = false, 0
 	if m.Index <= c.chosen || len(m.Snapshot) == 0 {
 		return
 	}
