@@ -41,7 +41,11 @@ type Config struct {
 	// Window is how many instances the leader keeps in flight (capped at
 	// Alpha, the membership activation distance).
 	Window int
-	// HeartbeatInterval is the leader's heartbeat period and the engine's tick.
+	// HeartbeatInterval is the engine's tick: retransmits, election
+	// timeouts and batch retries count in it. The leader's heartbeat goes
+	// every heartbeatTicks ticks (a fifth of ElectionTimeout, at least one
+	// tick): each costs a message and its answer per peer, and
+	// five per election timeout still leave a follower four to miss.
 	HeartbeatInterval time.Duration
 	// ElectionTimeout is how long a follower waits without hearing the
 	// leader before it runs phase 1 (randomized in [T, 2T)).
@@ -171,7 +175,7 @@ func (c Config) coreConfig(seed int64, seqStart uint64) coreConfig {
 		Learners:        slices.Clone(c.Learners),
 		Join:            c.Join,
 		ElectionTicks:   et,
-		HeartbeatTicks:  1,
+		HeartbeatTicks:  heartbeatTicks(et),
 		RetransmitTicks: 2,
 		RetryTicks:      2 * et,
 		Window:          c.Window,
@@ -184,3 +188,11 @@ func (c Config) coreConfig(seed int64, seqStart uint64) coreConfig {
 		SeqStart:        seqStart,
 	}
 }
+
+// heartbeatTicks is the leader's heartbeat period in ticks for an
+// election timeout of et ticks: et/5, at least 1. Idle, heartbeats and
+// their answers were most of a node's wake-ups (ten a second per peer
+// and side at the default 50 ms tick); a follower still hears five per
+// election timeout, and failure detection (the timeout, in ticks) is
+// unchanged.
+func heartbeatTicks(et int) int { return max(1, et/5) }

@@ -145,7 +145,7 @@ func (s *sim) cfg(n *simNode) coreConfig {
 		addrs[p] = fmt.Sprintf("sim-%d", p)
 	}
 	return coreConfig{ID: id, Peers: peers, Addrs: addrs, Join: n.join, Meta: n.meta,
-		ElectionTicks: 10, HeartbeatTicks: 1, RetransmitTicks: 2,
+		ElectionTicks: 10, HeartbeatTicks: *flagSimHeartbeat, RetransmitTicks: 2,
 		RetryTicks: 20, Window: 8, BatchMaxBytes: 64, FetchMaxBytes: 200,
 		Thrifty: s.seed%4 != 0,
 		Seed:    s.seed*1000 + int64(id)*100 + int64(inc), SeqStart: inc << 32}
