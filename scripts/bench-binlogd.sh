@@ -13,7 +13,8 @@
 #
 # Usage: scripts/bench-binlogd.sh BIN_A BIN_B   (directories with binlogd,
 # sqlproxy, phxcluster and sqlbench)
-# Knobs: ROUNDS (2), SECONDS_PER_RUN (20), THREADS (16), PORT (31000),
+# Knobs: ROUNDS (2), SECONDS_PER_RUN (20), THREADS (16), RATE (none:
+#        closed loop; e.g. 300 tps), PORT (31000),
 #        PROFILE (0), OUT (a temp dir, kept), BB_DIR (cluster directory;
 #        default a temp dir, removed at exit). A's and B's environment
 #        can differ: ENV_A / ENV_B (e.g. ENV_B=GOMAXPROCS=1).
@@ -33,6 +34,11 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 jf() { grep -o "\"$2\": *\"[^\"]*\"" "$1" | sed 's/.*: *"\(.*\)"/\1/'; } # every value of "KEY" in FILE
 SB=(--db-driver=mysql --mysql-db=sbtest --tables=4 --table-size=10000 --db-ps-mode=auto)
+# RATE: a fixed transaction rate (sysbench --rate) instead of a closed
+# loop, so both builds carry the same load and their idle costs are
+# spread over the same number of transactions.
+RUN_SB=("${SB[@]}")
+[ -n "${RATE:-}" ] && RUN_SB+=(--rate="$RATE")
 
 turn() { # turn TAG BIN ENV
   local tag=$1 bin=$2 env=$3 m=-1 i t
@@ -69,7 +75,7 @@ turn() { # turn TAG BIN ENV
   "$bin/sqlbench" run -label "$tag" -test oltp_insert -threads "$THR" -seconds "$SECS" -target "${my[$m]}" \
     -master "${my[$m]}" -replicas "${my[$r1]},${my[$r2]}" \
     -pids "master_binlogd=$mp" -pids "replica_binlogd=$p1,$p2" \
-    -out "$OUT/results.jsonl" -log "$OUT/sysbench-$tag.txt" -- "${SB[@]}" >&2
+    -out "$OUT/results.jsonl" -log "$OUT/sysbench-$tag.txt" -- "${RUN_SB[@]}" >&2
   wait
 }
 

@@ -60,12 +60,16 @@ for r in $(seq "$ROUNDS"); do
     sleep "$SETTLE"
     bfiles=("$DIR"/node{1,2,3}/binlogd.pid) pfiles=("$DIR"/node{1,2,3}/sqlproxy.pid)
     b0=$(ticks "${bfiles[@]}") p0=$(ticks "${pfiles[@]}")
+    n0=$(for f in "${bfiles[@]}"; do ticks "$f"; done)
     sleep "$SECS"
     b1=$(ticks "${bfiles[@]}") p1=$(ticks "${pfiles[@]}")
+    n1=$(for f in "${bfiles[@]}"; do ticks "$f"; done)
     db=$((b1 - b0)) dp=$((p1 - p0))
     bl[$v]=$((bl[$v] + db)) px[$v]=$((px[$v] + dp))
-    awk -v v="$v" -v r="$r" -v b="$db" -v p="$dp" -v hz="$HZ" -v s="$SECS" \
-      'BEGIN { printf "round=%d build=%s binlogds_ms_per_s=%.1f proxies_ms_per_s=%.1f\n", r, v, b*1000/hz/s, p*1000/hz/s }'
+    # each binlogd's ms/s too (node1..3; the leader costs most)
+    each=$(paste <(echo "$n0") <(echo "$n1") | awk -v hz="$HZ" -v s="$SECS" '{ printf "%s%.1f", (NR>1?",":""), ($2-$1)*1000/hz/s }')
+    awk -v v="$v" -v r="$r" -v b="$db" -v p="$dp" -v hz="$HZ" -v s="$SECS" -v e="$each" \
+      'BEGIN { printf "round=%d build=%s binlogds_ms_per_s=%.1f each=%s proxies_ms_per_s=%.1f\n", r, v, b*1000/hz/s, e, p*1000/hz/s }'
   done
 done
 awk -v ba="${bl[A]}" -v bb="${bl[B]}" -v pa="${px[A]}" -v pb="${px[B]}" 'BEGIN {
