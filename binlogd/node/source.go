@@ -253,6 +253,7 @@ func (c *logCursor) Next(ctx context.Context) (binlog.Txn, error) {
 		return binlog.Txn{}, err
 	}
 	t := c.queue[0]
+	c.queue[0] = binlog.Txn{} // the array, behind the slice, would keep it
 	c.queue = c.queue[1:]
 	return t, nil
 }
@@ -266,6 +267,11 @@ func (c *logCursor) NextBatch(ctx context.Context, max int) ([]binlog.Txn, error
 	n := min(len(c.queue), max)
 	out := c.queue[:n:n] // the cursor appends only past its queue's end
 	c.queue = c.queue[n:]
+	if len(c.queue) == 0 {
+		// The next fill starts a new array: this one, holding out's
+		// pieces, goes when the endpoint is done with out.
+		c.queue = nil
+	}
 	return out, nil
 }
 
