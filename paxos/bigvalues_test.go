@@ -21,9 +21,15 @@ import (
 func TestLargeCommandsUnderLoad(t *testing.T) {
 	if raceEnabled && os.Getenv("PHXGO_LARGE_RACE") == "" {
 		// make test runs it without -race, next to the simulation. Under
-		// -race on a loaded host one of the 64 proposals stayed open past
-		// the 3-minute deadline three times (it passes alone in 5-25 s);
-		// that stall is not understood yet. PHXGO_LARGE_RACE=1 runs it.
+		// -race on a starved host (GOMAXPROCS=1 on a core shared with a
+		// busy loop) nothing is chosen for minutes: no leader holds
+		// within the 200 ms election timeout while moving a window of
+		// 64 KiB values (waiters and proposals are all there). Three
+		// amplifiers of that are fixed (ef0654f: 4 MB Promises, Prepare
+		// and Fetch re-sends); what is left is leader churn, each new
+		// leader re-proposing ~25 MB to each follower. With a 1 s
+		// election timeout it passes there in 14-20 s. PHXGO_LARGE_RACE=1
+		// runs it.
 		t.Skip("runs without -race in make test (PHXGO_LARGE_RACE=1 to run it here)")
 	}
 	opts := wal.Options{MemTableSize: 4 << 20}
