@@ -45,12 +45,7 @@ func patchFile(t *testing.T, path string, fn func([]byte) []byte) {
 // accepting instance i, and returns the segment they are in.
 func twentyPromises(t *testing.T, dir string) uint64 {
 	t.Helper()
-	return twentyPromisesWith(t, dir, quietOptions())
-}
-
-func twentyPromisesWith(t *testing.T, dir string, opts Options) uint64 {
-	t.Helper()
-	l := openTest(t, dir, opts)
+	l := openTest(t, dir, quietOptions())
 	for i := uint64(1); i <= 20; i++ {
 		p := Ballot{Round: i, Node: 1}
 		mustSave(t, l, Update{Promised: &p, Accepted: []Accepted{acc(i, i)}})
@@ -222,45 +217,32 @@ func TestTornLastFrameDropped(t *testing.T) {
 		}},
 		"garbage then a frame": {damage: true, tail: func(s, o uint64) []byte { return append(bytes.Repeat([]byte{0xa5}, 77), frame21(s, o+77)...) }},
 	} {
-		// zero-filled: the tail is written over the zeros after the last
-		// frame; appended: a log written before segments were zero-filled.
-		for _, appended := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/appended=%v", name, appended), func(t *testing.T) {
-				dir := t.TempDir()
-				opts := quietOptions()
-				opts.SegmentBytes, opts.appendSegments = 64<<10, appended
-				seg := twentyPromisesWith(t, dir, opts)
-				starts := frameStarts(t, dir, seg)
-				end := starts[len(starts)-1]
-				path := filepath.Join(dir, segName(seg))
-				patchFile(t, path, func(b []byte) []byte {
-					tail := c.tail(seg, end)
-					if int(end)+len(tail) <= len(b) {
-						copy(b[end:], tail)
-						return b
-					}
-					return append(b[:end], tail...)
-				})
-				l, err := Open(dir, opts)
-				if c.damage {
-					var dmg *DamageError
-					if !errors.As(err, &dmg) || dmg.Offset != end {
-						t.Fatalf("Open = %v, want damage at %d", err, end)
-					}
-					return
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			seg := twentyPromises(t, dir)
+			starts := frameStarts(t, dir, seg)
+			end := starts[len(starts)-1]
+			path := filepath.Join(dir, segName(seg))
+			patchFile(t, path, func(b []byte) []byte { return append(b, c.tail(seg, end)...) })
+			l, err := Open(dir, quietOptions())
+			if c.damage {
+				var dmg *DamageError
+				if !errors.As(err, &dmg) || dmg.Offset != end {
+					t.Fatalf("Open = %v, want damage at %d", err, end)
 				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer l.Close()
-				if hs := l.HardState(); hs.Promised.Round != 20 || l.LastIndex() != 20 {
-					t.Fatalf("promised %v, last %d; want 20, 20", hs.Promised, l.LastIndex())
-				}
-				if fi, err := os.Stat(path); err != nil || uint64(fi.Size()) != end {
-					t.Fatalf("tail not cut to %d bytes: %v %v", end, fi.Size(), err)
-				}
-			})
-		}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			if hs := l.HardState(); hs.Promised.Round != 20 || l.LastIndex() != 20 {
+				t.Fatalf("promised %v, last %d; want 20, 20", hs.Promised, l.LastIndex())
+			}
+			if fi, err := os.Stat(path); err != nil || uint64(fi.Size()) != end {
+				t.Fatalf("tail not cut to %d bytes: %v %v", end, fi.Size(), err)
+			}
+		})
 	}
 }
 

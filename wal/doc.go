@@ -27,8 +27,7 @@
 //	RPC handler ─ Save(u) ─┼─▶ queue ─▶ commit goroutine:
 //	RPC handler ─ Save(u) ─┘     1. take queued ops (≤ MaxGroupOps) that fit ONE Badger txn
 //	                             2. frame them (accepted records + max(promised), max(chosen), applied)
-//	                             3. write the frame after the last one in the current
-//	                                segment file (pwrite over its zeros)
+//	                             3. append the frame to the current segment file (pwrite)
 //	                             4. hand the group to a sync goroutine; go to 1 for the next
 //	                          sync goroutine: fdatasync the segment
 //	                          completer (in group order): hold the group (its records
@@ -73,18 +72,9 @@
 // on the current one's fill, per Badger v4's layout) first fdatasyncs the
 // current one. TestFillBoundHolds checks the bound against Badger.
 //
-// A segment is zero-filled to its full size before it takes frames (see
-// "Segment files on disk"), so its frames normally end in zeros up to the
-// end of the file: zeros, and only zeros, after the last frame are that
-// normal end, silently (the newest segment's are cut off at Open, since
-// writes go on in a new segment). A log whose segments grew by appending
-// (written before 2026-12-02) ends at the end of the file instead and
-// opens the same way.
-//
-// Where a segment's frames stop before the end of its file with anything
-// else (a frame that is not whole and intact: length, CRC32C, its own
-// segment and offset; or zeros followed by other bytes), Open looks for a
-// valid frame further on (scan.go: every later
+// Where a segment's frames stop before the end of its file (a frame that
+// is not whole and intact: length, CRC32C, its own segment and offset; or
+// zeros), Open looks for a valid frame further on (scan.go: every later
 // offset whose bytes name this segment and that offset is checked in
 // full). If one follows, the bad bytes are damage, not a torn write (a
 // crash only loses the unsynced END of the newest segment, and the frames
@@ -92,10 +82,9 @@
 // with a *DamageError (ErrCorrupt) naming the file, the byte offset, what
 // is there and where valid frames resume, in any segment. If nothing
 // valid follows, in the newest segment it is a torn tail: never answered,
-// logged and cut off (a partial frame followed by zeros too); in an older
-// segment (synced before the next one began) bad bytes are ErrCorrupt and
-// zeros followed by other bytes are logged and left. The scan runs only at
-// Open, only where frames stop early, and skips a window of zeros whole. Inspect and Repair
+// logged and cut off; in an older segment (synced before the next one
+// began) bad bytes are ErrCorrupt and zeros are logged and left. The scan
+// runs only at Open and only where frames stop early. Inspect and Repair
 // (repair.go; binlogd wal-repair) report damage offline and, when the
 // operator says so, cut the log at a frame boundary before it (refusing
 // where Badger already holds what lies beyond). A cut forgets promises and
@@ -113,30 +102,6 @@
 // peers' syncs on a shared disk. The paxos engine saves lazily what it
 // stores without voting for it (thrifty phase 2) and its chosen index: a
 // crash may roll those back, never past a synced group.
-//
-// # Segment files on disk
-//
-// A segment that grows by appending makes every fdatasync also commit the
-// file's new size through ext4's journal; into blocks already written an
-// fdatasync writes only the data. So each segment is written full of
-// zeros and synced, size and directory entry included, before its first
-// frame (prealloc.go; fallocate alone would leave unwritten extents, whose
-// conversion on first write is again a metadata change; PostgreSQL
-// zero-fills its WAL for the same reason). Measured through the Log on
-// this host (BenchmarkPreallocSync, serial synced Saves of 2,000 bytes,
-// turns alternated): 0.70-0.83x the CPU and 0.69-0.81x the wall time per
-// sync of appending. The next segment is zero-filled in the background
-// while the current one fills (as next-segment.filling, renamed to
-// next-segment.ready once synced), so a rotation only renames it; a
-// half-filled one left by a crash is removed at Open, a ready one is used.
-// Open zero-fills its first segment itself when none is ready.
-//
-// Disk use: every segment takes its full Options.SegmentBytes from the
-// start, plus one more prepared ahead, so a log holds at least two
-// segments' worth (128 MiB at the default). Where the filesystem cannot
-// take a whole segment and keep Options.MinFreeBytes free, the segment
-// grows by appending instead (slower syncs, the same safety); with
-// Options.NoSync, which has no syncs to spare, segments always do.
 //
 // # Segment collection
 //

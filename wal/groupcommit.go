@@ -371,23 +371,12 @@ func (l *Log) rotateSegment() error {
 		return err
 	}
 	l.collectSegments()
-	if l.prep != nil {
-		// Ready long before unless segments are tiny; create zero-fills
-		// here if the preparation failed.
-		if err := <-l.prep; err != nil {
-			l.opts.Logger.Warn("wal: preparing the next segment", "dir", l.dir, "err", err)
-		}
-		l.prep = nil // consumed: Close must not wait for it again
-	}
 	f, err := l.segs.create(l.segID + 1)
 	if err != nil {
 		return l.fail(err)
 	}
 	l.segID, l.segFile, l.segOff = l.segID+1, f, 0
 	l.stats.segments.Add(1)
-	if l.segs.fill > 0 {
-		l.prep = l.segs.prepare()
-	}
 	return nil
 }
 

@@ -47,9 +47,6 @@ type Log struct {
 	segID   uint64
 	segFile *os.File
 	segOff  uint64
-	// prep yields the outcome of the next segment's zero-fill
-	// (prealloc.go); nil when segments grow by appending.
-	prep <-chan error
 	// lazyDirty: the last group written was lazy, so the segment holds
 	// unsynced groups, lazyBytes of them (commit goroutine only).
 	lazyDirty bool
@@ -168,9 +165,6 @@ func Open(dir string, opts Options) (*Log, error) {
 	}
 	l.mem.fill = newFill(fillBase)
 	l.segs = newSegments(dir)
-	if !opts.appendSegments && !opts.NoSync { // zeros only spare the syncs their metadata (prealloc.go)
-		l.segs.fill, l.segs.minFree = opts.SegmentBytes, opts.MinFreeBytes
-	}
 	if err := l.openSegments(); err != nil {
 		l.segs.closeAll()
 		db.Close()
@@ -178,9 +172,6 @@ func Open(dir string, opts Options) (*Log, error) {
 		return nil, fmt.Errorf("wal: open %s: %w", dir, err)
 	}
 	l.whs, l.wlast = l.hs, l.last
-	if l.segs.fill > 0 {
-		l.prep = l.segs.prepare()
-	}
 	// What a crash left below FirstIndex is reclaimed like a truncation's.
 	l.drop = dropState{pending: l.hs.FirstIndex >> bucketShift, since: time.Now(), rotationsAt: -reclaimRotations}
 	go l.run()
@@ -387,9 +378,6 @@ func (l *Log) Close() error {
 	l.mu.Unlock()
 	l.signal()
 	<-l.done
-	if l.prep != nil {
-		<-l.prep // its file stays for the next Open; an error is the next Open's to see
-	}
 	l.rw.Lock()
 	defer l.rw.Unlock()
 	err := l.db.Close()

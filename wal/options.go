@@ -55,9 +55,6 @@ type Options struct {
 	// whatever Badger lacks from the segments; applyHeldBytes of frames
 	// are applied whatever the count.
 	ApplyGroups int
-	// appendSegments: segments grow by appending instead of being
-	// zero-filled first (prealloc.go); tests and benchmarks compare the two.
-	appendSegments bool
 	// NoSync skips the fsync of each group: a Save is then durable against
 	// a process crash but not a machine crash. For simulations and
 	// benchmarks only.

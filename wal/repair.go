@@ -82,8 +82,6 @@ func Inspect(dir string, opts Options) (*Report, error) {
 				r.Problems = append(r.Problems, p)
 			case err != nil:
 				return err
-			case tail != nil && tail.allZero:
-				// the unused rest of a zero-filled segment (prealloc.go)
 			case tail != nil:
 				r.Problems = append(r.Problems, Problem{Segment: id, Path: path, Offset: tail.off, Reason: tail.reason.Error(),
 					Bytes: size - tail.off, Applied: have && (segPos{id, tail.off}).less(pos)})

@@ -1,7 +1,6 @@
 package wal
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -37,9 +36,6 @@ func (l *Log) openSegments() error {
 	}
 	ids, err := segFiles(l.dir)
 	if err != nil {
-		return err
-	}
-	if err := l.segs.dropHalfFilled(); err != nil {
 		return err
 	}
 	for _, id := range ids {
@@ -89,7 +85,7 @@ func (l *Log) openSegments() error {
 	next := uint64(1)
 	if len(ids) > 0 {
 		next = ids[len(ids)-1] + 1
-		if l.noFrames(next - 1) {
+		if fi, err := l.segs.files[next-1].Stat(); err == nil && fi.Size() == 0 {
 			next-- // an empty newest segment (an Open or a rotation without writes after it) is reused
 		}
 	}
@@ -98,31 +94,11 @@ func (l *Log) openSegments() error {
 		if f, err = l.segs.create(next); err != nil {
 			return err
 		}
-	} else if fi, err := f.Stat(); err != nil {
-		return fmt.Errorf("wal: stat segment %d: %w", next, err)
-	} else if fi.Size() < l.segs.fill && l.segs.roomToFill() {
-		// Reused and holding no frame (written by appending, or cut):
-		// fill it like a new one.
-		if err := zeroFill(f, l.segs.fill); err != nil {
-			return err
-		}
 	}
 	l.segID, l.segFile, l.segOff = next, f, 0
 	l.stats.segments.Add(1)
 	l.collectSegments()
 	return l.failure()
-}
-
-// noFrames reports whether segment id (after its replay: no torn tail
-// left) holds no frame: empty, or zeros from its start.
-func (l *Log) noFrames(id uint64) bool {
-	f := l.segs.files[id]
-	fi, err := f.Stat()
-	if err != nil {
-		return false
-	}
-	_, _, _, err = readFrame(f, uint64(fi.Size()), id, 0)
-	return errors.Is(err, errFrameEnd)
 }
 
 // replaySegment applies the frames of segment id from off on and returns
@@ -158,20 +134,16 @@ func (l *Log) replaySegment(id, off uint64, last bool) (int, error) {
 		return n, err
 	case tail == nil:
 		return n, nil
-	case tail.allZero && last && tail.off > 0:
-		// The unused rest of a zero-filled segment: the normal end of its
-		// frames. Writes go on in a new segment, so give the space back.
-		if err := l.cutSegment(f, id, tail.off); err != nil {
-			return n, err
-		}
-		return n, nil
-	case tail.allZero:
-		return n, nil // an older segment's unused rest, or a newest one with no frames (reused)
 	case last:
 		l.opts.Logger.Warn("wal: cutting off a torn tail (groups never answered; nothing valid follows)",
 			"dir", l.dir, "segment", path, "offset", tail.off, "bytes", fi.Size()-int64(tail.off), "reason", tail.reason)
-		if err := l.cutSegment(f, id, tail.off); err != nil {
-			return n, err
+		if err := f.Truncate(int64(tail.off)); err != nil {
+			return n, fmt.Errorf("wal: cut segment %d: %w", id, err)
+		}
+		if !l.opts.NoSync {
+			if err := fdatasync(f); err != nil {
+				return n, fmt.Errorf("wal: sync segment %d: %w", id, err)
+			}
 		}
 		return n, nil
 	case tail.zeros:
@@ -181,19 +153,6 @@ func (l *Log) replaySegment(id, off uint64, last bool) (int, error) {
 	default:
 		return n, fmt.Errorf("%w: segment %d (file %s) at offset %d: %w", ErrCorrupt, id, path, tail.off, tail.reason)
 	}
-}
-
-// cutSegment truncates segment id to off, durably.
-func (l *Log) cutSegment(f *os.File, id, off uint64) error {
-	if err := f.Truncate(int64(off)); err != nil {
-		return fmt.Errorf("wal: cut segment %d: %w", id, err)
-	}
-	if !l.opts.NoSync {
-		if err := fdatasync(f); err != nil {
-			return fmt.Errorf("wal: sync segment %d: %w", id, err)
-		}
-	}
-	return nil
 }
 
 // collectSegments deletes the segments below the one Badger has applied

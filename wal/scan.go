@@ -61,13 +61,9 @@ func (e *DamageError) Unwrap() error { return ErrCorrupt }
 
 // segTail: the bytes from off to the end of a segment hold no valid frame.
 type segTail struct {
-	off   uint64
-	zeros bool // they start with a zero frame header (never written)
-	// allZero: every byte from off to the end is zero: the unused rest
-	// of a zero-filled segment (prealloc.go), the normal end of its
-	// frames, not a torn write.
-	allZero bool
-	reason  error // why the bytes at off are not a frame
+	off    uint64
+	zeros  bool  // they start with a zero frame header (never written)
+	reason error // why the bytes at off are not a frame
 }
 
 // errZeros is the reason of a tail that starts with a zero header.
@@ -100,14 +96,14 @@ func walkSegment(r io.ReaderAt, path string, size, seg, off uint64, apply func(e
 		default:
 			return nil, fmt.Errorf("wal: read segment %s at offset %d: %w", path, off, err)
 		}
-		at, found, nonzero, err := findFrame(r, size, seg, off+1)
+		at, found, err := findFrame(r, size, seg, off+1)
 		if err != nil {
 			return nil, fmt.Errorf("wal: read segment %s after offset %d: %w", path, off, err)
 		}
 		if found {
 			return nil, &DamageError{Path: path, Segment: seg, Offset: off, Reason: reason, Next: at}
 		}
-		return &segTail{off: off, zeros: reason == errZeros, allZero: reason == errZeros && !nonzero, reason: reason}, nil
+		return &segTail{off: off, zeros: reason == errZeros, reason: reason}, nil
 	}
 }
 
@@ -115,53 +111,31 @@ func walkSegment(r io.ReaderAt, path string, size, seg, off uint64, apply func(e
 const scanChunk = 1 << 20
 
 // findFrame returns the offset of the first valid frame of segment seg at
-// or after from (see "Resync" above), and, when there is none, whether
-// any byte from from to size is not zero. A window of zeros holds no
-// candidate (segment ids start at 1), so it is skipped whole: the unused
-// rest of a zero-filled segment costs a read, not a probe per byte.
-func findFrame(r io.ReaderAt, size, seg, from uint64) (at uint64, found, nonzero bool, err error) {
+// or after from (see "Resync" above).
+func findFrame(r io.ReaderAt, size, seg, from uint64) (uint64, bool, error) {
 	const probe = frameHeader + 16 // header, then the body's segment and offset
 	buf := make([]byte, scanChunk+probe)
-	for base := from; base < size; base += scanChunk {
+	for base := from; base+probe <= size; base += scanChunk {
 		n := min(uint64(len(buf)), size-base)
 		if m, err := r.ReadAt(buf[:n], int64(base)); uint64(m) < n {
 			if err == nil {
 				err = io.ErrUnexpectedEOF
 			}
-			return 0, false, nonzero, err
+			return 0, false, err
 		}
 		b := buf[:n]
-		if allZeros(b) {
-			continue
-		}
-		nonzero = true
 		for p := 0; p+probe <= len(b) && p < scanChunk; p++ {
 			if binary.BigEndian.Uint64(b[p+frameHeader:]) != seg || binary.BigEndian.Uint64(b[p+frameHeader+8:]) != base+uint64(p) {
 				continue
 			}
 			_, _, _, err := readFrame(r, size, seg, base+uint64(p))
 			if err == nil {
-				return base + uint64(p), true, true, nil
+				return base + uint64(p), true, nil
 			}
 			if !errors.Is(err, errBadRecord) && !errors.Is(err, errFrameEnd) {
-				return 0, false, true, err
+				return 0, false, err
 			}
 		}
 	}
-	return 0, false, nonzero, nil
-}
-
-func allZeros(b []byte) bool {
-	for len(b) >= 8 {
-		if binary.LittleEndian.Uint64(b) != 0 {
-			return false
-		}
-		b = b[8:]
-	}
-	for _, c := range b {
-		if c != 0 {
-			return false
-		}
-	}
-	return true
+	return 0, false, nil
 }

@@ -184,10 +184,6 @@ type segments struct {
 	// maxIndex is the highest accepted index each segment holds (as far
 	// as this process knows; m/segmax/<id> in Badger across restarts).
 	maxIndex map[uint64]uint64
-	// fill is the size a new segment is zero-filled to before it takes
-	// frames (prealloc.go); 0: segments grow by appending.
-	fill    int64
-	minFree int64 // Options.MinFreeBytes
 }
 
 func newSegments(dir string) *segments {
@@ -232,29 +228,11 @@ func (s *segments) open(id uint64) (*os.File, error) {
 	return f, nil
 }
 
-// create makes segment id, durably (the directory entry too), zero-filled
-// to s.fill: from the prepared file if one is ready (prealloc.go), else
-// here and now.
+// create makes segment id, durably (the directory entry too).
 func (s *segments) create(id uint64) (*os.File, error) {
-	var f *os.File
-	var ok bool
-	var err error
-	if s.fill > 0 {
-		if f, ok, err = s.takePrepared(id); err != nil {
-			return nil, err
-		}
-	}
-	if !ok {
-		if f, err = os.OpenFile(s.path(id), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err != nil {
-			return nil, fmt.Errorf("wal: create segment %d: %w", id, err)
-		}
-		if s.fill > 0 && s.roomToFill() {
-			if err := zeroFill(f, s.fill); err != nil {
-				f.Close()
-				os.Remove(s.path(id))
-				return nil, err
-			}
-		}
+	f, err := os.OpenFile(s.path(id), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("wal: create segment %d: %w", id, err)
 	}
 	if err := syncDir(s.dir); err != nil {
 		f.Close()
