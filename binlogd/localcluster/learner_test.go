@@ -87,6 +87,10 @@ func TestLearnerReadsLagAware(t *testing.T) {
 	// A new proxy checks its backends before it sends them reads.
 	awaitHealthAt("causal proxy", causalHTTP, true)
 	causalReads(t, ctx, c, causal, 30, true)
+	// Each proxy sends the learner reads only once its own check found it
+	// caught up: node 4's proxy judges by itself (in CI it had not yet
+	// when the master's had, and sent every read to the other replicas).
+	awaitHealthAt("node 4's proxy", c.ProxyHTTPAddr(4), true)
 	for _, via := range []uint32{4, master} {
 		seen := readsFrom(c.RWSplitAddr(via), 60)
 		t.Logf("reads via node %d's rw-split port, by server: %v", via, seen)
