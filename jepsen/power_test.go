@@ -28,7 +28,10 @@ import (
 // nothing unacknowledged came back. Results are kept on failure, with the
 // seed (PHXGO_JEPSEN_SEED reruns one). Seed 1 found that a node could
 // not open its Paxos log after a power loss (a zero-length Badger file;
-// wal/powerloss.go).
+// wal/powerloss.go), and, when the power loss of all nodes came while
+// node 1's InnoDB was still in crash recovery, a datadir MariaDB could
+// not recover: binlogd now gives it up and the heal reseeds it
+// (TestLostDatadirIsReseeded).
 func TestJepsenPowerShort(t *testing.T) {
 	bin := shortCluster(t) // skips in -short or without namespaces; binaries shared with the other short tests
 	if err := lazyfs.Supported(); err != nil {
@@ -70,6 +73,9 @@ func TestJepsenPowerShort(t *testing.T) {
 	}
 	for _, c := range res.Checks {
 		t.Logf("check %s: %s %v", c.Checker, c.Valid, c.Info)
+	}
+	for _, r := range res.Reseeded {
+		t.Logf("reseeded (datadir lost): %s", r) // TestLostDatadirIsReseeded
 	}
 	if res.NotRecovered != "" {
 		t.Errorf("cluster did not recover after heal: %s", res.NotRecovered)

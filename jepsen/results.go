@@ -87,6 +87,9 @@ func (r *Results) Summary() string {
 			}
 		}
 	}
+	for _, rs := range r.Reseeded {
+		fmt.Fprintf(&b, "reseeded (datadir lost) %s\n", rs)
+	}
 	if r.NotRecovered != "" {
 		fmt.Fprintf(&b, "NOT RECOVERED after the final heal: %s\n", r.NotRecovered)
 	} else if !r.Interrupted {

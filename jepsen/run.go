@@ -157,6 +157,9 @@ func Run(ctx context.Context, cfg Config, launch Launcher) (res *Results, err er
 		}
 		r.finals(ctx, 2*time.Minute)
 	}
+	if rs, ok := c.(interface{ Reseeded() []string }); ok {
+		res.Reseeded = rs.Reseeded()
+	}
 	res.fill(rec.Ops(), w, cfg.OutDir, interrupted)
 	if err := res.write(filepath.Join(cfg.OutDir, "results.json")); err != nil {
 		return res, err
@@ -318,7 +321,10 @@ type Results struct {
 	NotRecovered    string           `json:"not_recovered,omitempty"`
 	Interrupted     bool             `json:"interrupted,omitempty"`
 	Checks          []checker.Result `json:"checks"`
-	latencyBound    time.Duration    // Config.LatencyBound
+	// Reseeded: nodes the harness reseeded, as an operator would, because
+	// their MariaDB datadir could not be recovered (phxcluster reseed.go).
+	Reseeded     []string      `json:"reseeded,omitempty"`
+	latencyBound time.Duration // Config.LatencyBound
 }
 
 // removeStaleScratch deletes scratch directories (TMPDIR/phxjepsen-<pid>-*)

@@ -202,6 +202,7 @@ func (i *Instance) Start(ctx context.Context) error {
 		i.mu.Unlock()
 		return err
 	}
+	logFrom := i.logSize()
 	cmd := exec.Command(bin, "--defaults-file="+i.ConfigFile())
 	// Own process group: a Ctrl-C to the parent must not reach mariadbd
 	// before binlogd decides how to stop it.
@@ -222,10 +223,13 @@ func (i *Instance) Start(ctx context.Context) error {
 		i.exited(cmd.Process.Pid, done)
 	}()
 	i.opts.Logger.Info("mariadbd started", "pid", cmd.Process.Pid, "addr", i.Addr(), "dir", i.opts.Dir)
-	return i.waitReady(ctx, done)
+	return i.waitReady(ctx, done, logFrom)
 }
 
-func (i *Instance) waitReady(ctx context.Context, done <-chan struct{}) error {
+// waitReady returns once mariadbd answers; if it exits first, the error
+// quotes its error log and wraps ErrUnrecoverable when the lines this
+// start wrote (from logFrom on) show a datadir InnoDB cannot recover.
+func (i *Instance) waitReady(ctx context.Context, done <-chan struct{}, logFrom int64) error {
 	db, err := i.open("")
 	if err != nil {
 		return err
@@ -247,6 +251,9 @@ func (i *Instance) waitReady(ctx context.Context, done <-chan struct{}) error {
 		}
 		select {
 		case <-done:
+			if err := unrecoverableIn(i.logSince(logFrom)); err != nil {
+				return fmt.Errorf("mysqld: mariadbd exited during start (see %s): %w", i.ErrorLog(), err)
+			}
 			return fmt.Errorf("mysqld: mariadbd exited during start; see %s:\n%s", i.ErrorLog(), i.errorLogTail())
 		case <-ctx.Done():
 			return fmt.Errorf("mysqld: waiting for %s: %w (last error: %v)", i.Addr(), ctx.Err(), err)

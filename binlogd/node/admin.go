@@ -75,6 +75,9 @@ func (n *Node) Status() *pb.NodeStatus {
 	}
 	n.statusExtra(st)
 	n.retentionStatus(st)
+	if n.datadirLost.Load() {
+		st.ReseedNeeded = true // datadir_lost.go
+	}
 	if n.witness() {
 		witnessStatus(st)
 	}

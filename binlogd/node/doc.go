@@ -25,7 +25,9 @@
 //     A cut that would remove DDL (or a write to a non-transactional
 //     table), or any cut after a clean shutdown, cannot be undone by
 //     MariaDB: the node goes UNSAFE with a reseed message and its mysqld
-//     stays stopped, rather than rejoin with a forked schema. binlogd
+//     stays stopped, rather than rejoin with a forked schema. So does a
+//     datadir InnoDB refuses to recover, after two starts that fail alike
+//     (datadir_lost.go; status reseed_needed). binlogd
 //     talks to its MariaDB as the socket-only admin (mysqld.AdminUser).
 //  2. election: masterlease.Run, asking for the lease only when this
 //     node's MariaDB has applied the whole valid log.

@@ -20,10 +20,20 @@ import (
 // recovery, which cuts the binlog back to what the log holds.
 func (n *Node) supervise(ctx context.Context) {
 	backoff := time.Second
+	unrecoverable := 0
 	for ctx.Err() == nil {
 		err := n.startMySQL(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
+				return
+			}
+			if errors.Is(err, mysqld.ErrUnrecoverable) {
+				unrecoverable++
+			} else {
+				unrecoverable = 0
+			}
+			if unrecoverable >= unrecoverableStarts {
+				n.giveUpDatadir(ctx, err)
 				return
 			}
 			n.log.Error("mariadbd not started; retrying", "err", err, "retry_in", backoff)

@@ -55,6 +55,8 @@ type Node struct {
 	applied  atomic.Pointer[binlog.GTID] // MariaDB's gtid_current_pos
 	replInfo atomic.Pointer[string]
 	unsafe   atomic.Pointer[string]
+	// datadirLost: MariaDB's datadir cannot be recovered (datadir_lost.go).
+	datadirLost atomic.Bool
 
 	// ctl carries out the role controller (roles.go, binlogd/rolectl):
 	// the only code that changes MariaDB's role.

@@ -18,8 +18,9 @@
 // The client side (Receive, run by `binlogd reseed` on the node to be
 // reseeded, with its binlogd stopped) extracts the stream with
 // `mbstream -x` into a NEW directory next to the datadir, printing bytes,
-// rate and ETA every second, runs `mariadb-backup --prepare` on it, reads
-// the position of the copied data and only then swaps it in: the old
+// rate and ETA every second, runs `mariadb-backup --prepare` on it, flushes
+// every file and directory of it to disk (durable.go), reads the
+// position of the copied data and only then swaps it in: the old
 // datadir is kept as <datadir>.old-<time> (or removed when asked). A
 // failed or interrupted reseed therefore leaves the old datadir where it
 // was and removes its partial copy; it needs room for both copies.

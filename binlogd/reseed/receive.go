@@ -144,6 +144,9 @@ func receiveInto(ctx context.Context, recv func() (*pb.BackupChunk, error), dir,
 		return fmt.Errorf("%s: mariadb-backup --prepare: %v: %s", label, err, perr.String())
 	}
 	res.Prepare = time.Since(start)
+	if err := syncTree(dir); err != nil {
+		return err
+	}
 	res.Position, res.PositionFrom, err = Position(dir)
 	return err
 }
@@ -166,6 +169,10 @@ func swapIn(newDir string, t Target, stamp string, res *Result) error {
 			res.OldDir = ""
 		}
 		return fmt.Errorf("reseed: move the copy into place: %w", err)
+	}
+	// The renames are durable once the directory holding both names is.
+	if err := syncPath(filepath.Dir(t.DataDir)); err != nil {
+		return fmt.Errorf("reseed: flush the swap to disk: %w", err)
 	}
 	if t.DiscardOld && res.OldDir != "" {
 		if err := os.RemoveAll(res.OldDir); err != nil {

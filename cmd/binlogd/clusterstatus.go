@@ -45,7 +45,7 @@ const (
 	healthOK           = "ok"
 	healthUnreachable  = "unreachable"   // its Status call failed or timed out
 	healthUnsafe       = "unsafe"        // role UNSAFE: refuses to serve (unsafe_reason)
-	healthReseedNeeded = "reseed_needed" // its MariaDB needs binlog the log no longer holds
+	healthReseedNeeded = "reseed_needed" // its MariaDB needs binlog the log no longer holds, or its datadir cannot be recovered
 	healthMariaDBDown  = "mariadb_down"  // binlogd cannot reach its MariaDB
 	healthLagging      = "lagging"       // over -max-lag-seconds or -max-lag-transactions
 )

@@ -63,6 +63,9 @@ func (c *Cluster) WaitHealthy(ctx context.Context) error {
 	var target binlog.GTID // see localcluster.HealthyUpTo
 	report := time.Now()
 	for {
+		if err := c.reseedLost(ctx); err != nil {
+			return err
+		}
 		last = c.healthy(ctx, &target)
 		if last == nil {
 			return nil

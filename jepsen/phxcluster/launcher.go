@@ -131,6 +131,7 @@ type Cluster struct {
 	paused   map[uint32][]int      // pids SIGSTOPped by Pause, per node
 	dbReady  bool                  // the jepsen database exists
 	disks    map[uint32]*lazyfs.FS // Options.LazyFS: each node's directory
+	reseeded []Reseed              // nodes reseeded after losing their datadir (reseed.go)
 	stopOnce sync.Once
 	stopErr  error
 }
