@@ -139,3 +139,18 @@ func TestProxyRatioPairsRounds(t *testing.T) {
 		t.Errorf("proxy_vs_haproxy %v, want 0.9 (median of 0.9, 0.95, 0.45)", s.ProxyVsHAProxy)
 	}
 }
+
+// With several rounds, the insert figures of the last line pair each
+// round's phxgo run with that round's semi-sync run, as point selects do:
+// a round on a loaded host slows both.
+func TestInsertRatiosPairRounds(t *testing.T) {
+	recs := []record{
+		insertRun(semiDirect, 16, 40000, 20, 0, 10, 0), insertRun(phxMaster, 16, 48000, 20, 0, 12, 0), // 1.2, p95 1.2
+		insertRun(semiDirect, 16, 20000, 20, 0, 30, 0), insertRun(phxMaster, 16, 26000, 20, 0, 33, 0), // 1.3, p95 1.1
+		insertRun(semiDirect, 16, 30000, 20, 0, 10, 0), insertRun(phxMaster, 16, 21000, 20, 0, 25, 0), // 0.7, p95 2.5
+	}
+	s := summarize(index(recs), 16, 0)
+	if math.Abs(s.SustainedRatio-1.2) > 1e-9 || math.Abs(s.P95Ratio-1.2) > 1e-9 {
+		t.Errorf("sustained %v p95 %v, want 1.2 and 1.2 (medians of the rounds' ratios)", s.SustainedRatio, s.P95Ratio)
+	}
+}
