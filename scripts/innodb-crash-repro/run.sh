@@ -20,6 +20,8 @@
 #                writes are dropped (a power loss), as the jepsen `power` nemesis
 #   TEST=recreate  the short scenario instead: CREATE TABLE, rows, crash,
 #                recovery re-creates the never-fsynced .ibd, rows, crash, ...
+#   TEST=shape   no MariaDB: InnoDB's CREATE TABLE syscalls on lazyfs, then a
+#                drop; fails while lazyfs leaves a 16 KiB .ibd ext4 cannot.
 #
 # The implementation is the Go test jepsen/lazyfs/innodb_repro_test.go
 # (skipped unless INNODB_REPRO=1, so `make test` never runs it). Needs root
@@ -27,26 +29,40 @@
 # Every mariadbd it starts is its own child on its own datadir and is killed
 # at the end; the lazyfs mount is unmounted; DIR is removed unless given.
 #
-# Findings (2026-12-02, MariaDB 10.11.19, see the commit message for figures):
-# ext4 + kill -9 never failed; lazyfs failed permanently with
-# "The size of tablespace file './repro/cN_M.ibd' is only 16384, should be at
-# least 65536" -- a state ext4 cannot produce (lazyfs keeps a fallocate's size
-# extension volatile while a later directory fsync makes the new .ibd's name
-# durable and an O_DIRECT write makes its first page durable).
+# Findings (2026-12-02, MariaDB 10.11.19-0+deb12u1, 2 shared cores under load):
+#  - MODE=ext4 LOGBUF=ON ITER=80: 157 kills during starts (102 in "crash
+#    recovery", 22 applying, 21 after ready, 8 between log open and crash
+#    recovery...), recoveries up to 14 s and LSN 1.4e9: no start ever failed.
+#  - MODE=lazyfs LOGSIZE=64M: two runs failed for good (rounds 7 and 11) with
+#    "The size of tablespace file './repro/cN_M.ibd' is only 16384, should be
+#    at least 65536!" -- a state ext4 cannot produce: lazyfs keeps a new file's
+#    fallocate'd size volatile while a later directory fsync (the next CREATE
+#    TABLE's) makes its name durable and an O_DIRECT write makes its first 16 KiB
+#    durable (TestInnoDBIbdCreateShape shows it without MariaDB). With lazyfs
+#    patched so that fallocate's extension is durable at once: 60 rounds, 120
+#    kills, no failure.
+#  - Issue 20's exact message was not reproduced (loop, TEST=recreate with up
+#    to 8 crashes, DROPCREATE). strace (STRACE=) shows a start killed before
+#    the end of recovery writes nothing InnoDB reads back (no log or ibdata1
+#    write, no io_uring submission), so a kill during recovery cannot be what
+#    breaks the log here.
 set -euo pipefail
 
 usage() {
 	cat <<USAGE
 usage: $0 [ITER=n] [MODE=ext4|lazyfs] [LOAD=s] [SEED=n] [LOGSIZE=512M] [LOGBUF=ON|OFF]
-          [TEST=loop|recreate] [CRASHES=n] [KEEP=dir] [DIR=dir] [STRACE=prefix]
+          [TEST=loop|recreate|shape] [CRASHES=n] [DROPCREATE=1] [STRICT_NAMES=1]
+          [KEEP=dir] [DIR=dir] [STRACE=prefix]
   ITER     rounds (loop)                              default 20
   MODE     ext4: kill -9 only; lazyfs: power loss      default ext4
   LOAD     seconds of write load per round             default 4
   SEED     random seed (kill points, load)             default: time
   LOGSIZE  innodb_log_file_size                        default 512M (64M for recreate)
   LOGBUF   innodb_log_file_buffering (ON = as on FUSE) default: server's
-  TEST     loop or recreate                            default loop
+  TEST     loop, recreate, or shape (lazyfs alone)     default loop
   CRASHES  crashes in TEST=recreate                    default 2
+  DROPCREATE=1  recreate: drop and re-create the table (same name, new id) first
+  STRICT_NAMES=1  recreate/shape: lazyfs without FsyncPersistsName
   KEEP     copy the datadir here when a start fails
   DIR      work directory, kept (default: a temporary one, removed)
   STRACE   strace -f every start after the first to STRACE.NN
@@ -57,11 +73,11 @@ examples:
 USAGE
 }
 
-ITER=20 MODE=ext4 LOAD=4 SEED= LOGSIZE= LOGBUF= TEST=loop CRASHES=2 KEEP= DIR= STRACE=
+ITER=20 MODE=ext4 LOAD=4 SEED= LOGSIZE= LOGBUF= TEST=loop CRASHES=2 DROPCREATE= STRICT_NAMES= KEEP= DIR= STRACE=
 for a in "$@"; do
 	case "$a" in
 	-h | --help) usage; exit 0 ;;
-	ITER=* | MODE=* | LOAD=* | SEED=* | LOGSIZE=* | LOGBUF=* | TEST=* | CRASHES=* | KEEP=* | DIR=* | STRACE=*)
+	ITER=* | MODE=* | LOAD=* | SEED=* | LOGSIZE=* | LOGBUF=* | TEST=* | CRASHES=* | DROPCREATE=* | STRICT_NAMES=* | KEEP=* | DIR=* | STRACE=*)
 		declare "$a" ;;
 	*) echo "unknown argument: $a" >&2; usage >&2; exit 2 ;;
 	esac
@@ -70,7 +86,8 @@ case "$MODE" in ext4 | lazyfs) ;; *) echo "MODE=$MODE: want ext4 or lazyfs" >&2;
 case "$TEST" in
 loop) run='^TestInnoDBCrashRepro$' ;;
 recreate) run='^TestInnoDBCrashReproRecreate$' ;;
-*) echo "TEST=$TEST: want loop or recreate" >&2; exit 2 ;;
+shape) run='^TestInnoDBIbdCreateShape$' ;;
+*) echo "TEST=$TEST: want loop, recreate or shape" >&2; exit 2 ;;
 esac
 for v in ITER LOAD CRASHES; do
 	[[ ${!v} =~ ^[0-9]+$ ]] || { echo "$v=${!v}: want a number" >&2; exit 2; }
@@ -83,6 +100,8 @@ export INNODB_REPRO=1 INNODB_REPRO_MODE="$MODE" INNODB_REPRO_ITER="$ITER" \
 [[ -n $SEED ]] && export INNODB_REPRO_SEED="$SEED"
 [[ -n $LOGSIZE ]] && export INNODB_REPRO_LOGSIZE="$LOGSIZE"
 [[ -n $LOGBUF ]] && export INNODB_REPRO_LOGBUF="$LOGBUF"
+[[ -n $DROPCREATE ]] && export INNODB_REPRO_DROPCREATE=1
+[[ -n $STRICT_NAMES ]] && export INNODB_REPRO_STRICT_NAMES=1
 [[ -n $KEEP ]] && export INNODB_REPRO_KEEP="$KEEP"
 [[ -n $DIR ]] && export INNODB_REPRO_DIR="$DIR"
 [[ -n $STRACE ]] && export INNODB_REPRO_STRACE="$STRACE"
