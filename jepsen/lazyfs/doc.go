@@ -56,6 +56,10 @@
 //     is fsynced; if only the target is, a file has both names after a
 //     drop, a directory only the new one.
 //   - unlink, rmdir: durable after an fsync of the directory.
+//   - A fallocate that grows a file: the new size (reading as zeros) is
+//     durable at the next fsync of any file or directory on the mount, as
+//     ext4 and XFS commit their journal; the data written into it is
+//     not. InnoDB creates a tablespace that way and never fsyncs it.
 //   - O_DIRECT writes are durable at once (a disk without a volatile
 //     cache); only the bytes written. The kernel follows every O_SYNC and
 //     O_DSYNC write with an fsync of the file, so those make the whole

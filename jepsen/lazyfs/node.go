@@ -227,7 +227,10 @@ func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, 
 }
 
 func (d *dirHandle) Fsyncdir(context.Context, uint32) syscall.Errno {
-	return errno(d.n.s.dirSynced(d.n.path()))
+	if err := d.n.s.dirSynced(d.n.path()); err != nil {
+		return errno(err)
+	}
+	return errno(d.n.s.commitJournal())
 }
 
 func isEmptyDir(p string) (bool, error) {
@@ -350,7 +353,13 @@ func (f *file) Allocate(ctx context.Context, off, size uint64, mode uint32) sysc
 			return errno(err)
 		}
 	}
-	return f.LoopbackFile.Allocate(ctx, off, size, mode)
+	if e := f.LoopbackFile.Allocate(ctx, off, size, mode); e != 0 {
+		return e
+	}
+	if mode&(unix.FALLOC_FL_KEEP_SIZE|unix.FALLOC_FL_COLLAPSE_RANGE|unix.FALLOC_FL_INSERT_RANGE|unix.FALLOC_FL_PUNCH_HOLE) == 0 {
+		st.allocated(end) // the new size: durable at the next journal commit (state.commitJournal)
+	}
+	return 0
 }
 
 // Fsync (and fdatasync) makes the file's data and size durable; the
@@ -366,6 +375,9 @@ func (f *file) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 	st.io.Lock()
 	err := st.synced()
 	st.io.Unlock()
+	if err == nil {
+		err = f.n.s.commitJournal()
+	}
 	if err != nil {
 		return errno(err)
 	}

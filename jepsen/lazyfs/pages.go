@@ -29,6 +29,10 @@ type fileState struct {
 	mu    sync.Mutex
 	size  int64
 	pages map[int64][]byte
+	// allocEnd is the size a fallocate grew the file to since the last
+	// sync (0: none): a metadata change, durable at the next journal
+	// commit (commitAlloc), unlike the data written into it.
+	allocEnd int64
 }
 
 func (f *fileState) savedBytes() int64 {
@@ -142,8 +146,62 @@ func (f *fileState) synced() error {
 		return err
 	}
 	f.mu.Lock()
-	f.size, f.pages = st.Size, map[int64][]byte{}
+	f.size, f.pages, f.allocEnd = st.Size, map[int64][]byte{}, 0
 	f.mu.Unlock()
+	return nil
+}
+
+// allocated records that a fallocate grew the file to end; it reports
+// whether that is beyond the durable size (then commitAlloc has work).
+func (f *fileState) allocated(end int64) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if end <= f.size {
+		return false
+	}
+	f.allocEnd = max(f.allocEnd, end)
+	return true
+}
+
+// commitAlloc makes the size a fallocate grew the file to durable, as
+// ext4's journal commit does (the new range reads as zeros; data written
+// into it stays unsynced), capped at the file's current size (a later
+// truncate is in the same journal). Caller holds io shared.
+func (f *fileState) commitAlloc() error {
+	var st unix.Stat_t
+	if err := unix.Fstat(f.fd, &st); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	end := min(f.allocEnd, st.Size)
+	f.allocEnd = 0
+	if end <= f.size {
+		return nil
+	}
+	return f.extendDurable(end)
+}
+
+// extendDurable moves the durable size up to end: pages from the old
+// durable end on are saved as what was durable below it and zeros after
+// it. Caller holds f.mu.
+func (f *fileState) extendDurable(end int64) error {
+	old := f.size
+	for p := old / pageSize; p*pageSize < end; p++ {
+		if _, ok := f.pages[p]; ok {
+			continue
+		}
+		if p*pageSize < old {
+			b, err := f.readPage(p, old) // unsaved: its bytes below old are durable
+			if err != nil {
+				return err
+			}
+			f.pages[p] = b
+		} else {
+			f.pages[p] = make([]byte, pageSize)
+		}
+	}
+	f.size = end
 	return nil
 }
 
@@ -156,25 +214,10 @@ func (f *fileState) syncedWrite(off int64, data []byte) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if end > f.size {
-		// Pages from the old durable end to the new one: what was durable
-		// below the old end, zeros after it (the bytes of this write are
-		// copied in below).
-		old := f.size
-		for p := old / pageSize; p*pageSize < end; p++ {
-			if _, ok := f.pages[p]; ok {
-				continue
-			}
-			if p*pageSize < old {
-				b, err := f.readPage(p, old) // unsaved: its bytes below old are durable
-				if err != nil {
-					return err
-				}
-				f.pages[p] = b
-			} else {
-				f.pages[p] = make([]byte, pageSize)
-			}
+		// The bytes of this write are copied in below.
+		if err := f.extendDurable(end); err != nil {
+			return err
 		}
-		f.size = end
 	}
 	for p := off / pageSize; p*pageSize < end; p++ {
 		b, ok := f.pages[p]
