@@ -609,10 +609,10 @@ func grepLines(l, re string) string {
 // On ext4 the directory fsync commits the journal, which holds t1.ibd's
 // creation and its fallocate'd size (i_size was 64 KiB from the fallocate
 // on; it was never 16 KiB), so after a power loss t1.ibd is 64 KiB (or,
-// without the second fsync, absent). It reports what lazyfs keeps; InnoDB
-// refuses to start on a 16 KiB .ibd ("is only 16384, should be at least
-// 65536"). Behind INNODB_REPRO: it documents a model gap, it is not a
-// regression test.
+// without the second fsync, absent). InnoDB refuses to start on a 16 KiB
+// .ibd ("is only 16384, should be at least 65536"); lazyfs left one until
+// 4ad50ad (fallocate_test.go is the regression test; this one stays behind
+// INNODB_REPRO as the experiment's record).
 func TestInnoDBIbdCreateShape(t *testing.T) {
 	if os.Getenv("INNODB_REPRO") == "" {
 		t.Skip("set INNODB_REPRO=1")

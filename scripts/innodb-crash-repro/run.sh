@@ -21,7 +21,8 @@
 #   TEST=recreate  the short scenario instead: CREATE TABLE, rows, crash,
 #                recovery re-creates the never-fsynced .ibd, rows, crash, ...
 #   TEST=shape   no MariaDB: InnoDB's CREATE TABLE syscalls on lazyfs, then a
-#                drop; fails while lazyfs leaves a 16 KiB .ibd ext4 cannot.
+#                drop; failed while lazyfs left a 16 KiB .ibd ext4 cannot
+#                (fixed in lazyfs by 4ad50ad; passes since).
 #
 # The implementation is the Go test jepsen/lazyfs/innodb_repro_test.go
 # (skipped unless INNODB_REPRO=1, so `make test` never runs it). Needs root
