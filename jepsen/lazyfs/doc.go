@@ -63,9 +63,12 @@
 //   - O_DIRECT writes are durable at once (a disk without a volatile
 //     cache); only the bytes written. The kernel follows every O_SYNC and
 //     O_DSYNC write with an fsync of the file, so those make the whole
-//     file durable, as on any filesystem. An O_DIRECT set later with
-//     fcntl (InnoDB does this) is not seen here: such writes are buffered
-//     until fsync, which InnoDB's default flush method also calls.
+//     file durable, as on any filesystem. MariaDB 10.11 opens its data
+//     files with O_DIRECT, so its page writes count as durable at once
+//     (optimistic: ext4 makes an O_DIRECT write into fallocated space
+//     readable after a crash only with its next journal commit). An
+//     O_DIRECT set later with fcntl is not seen here: such writes are
+//     buffered until fsync.
 //   - Attributes other than size (mode, owner, times, xattrs) and data
 //     written through a shared mmap before msync are not tracked: they
 //     are durable at once (mmap writes reach lazyfs as writes and are
