@@ -21,8 +21,9 @@ import (
 // TestJepsenPowerShort is the short form of the power nemesis: a real
 // 3-node cluster whose node directories (binlogd's Paxos log, MariaDB's
 // datadir) are on jepsen/lazyfs, each served by a helper process (this
-// test binary's lazyfs-serve, see init), the register workload for 30 s while the power of one
-// node, then a majority, then all nodes is cut (writes not fsynced are
+// test binary's lazyfs-serve, see init), the register workload for 40 s while the power of one
+// node, then a majority, then all nodes, then one node twice (again while
+// it recovers from the first cut) is cut (writes not fsynced are
 // dropped, every process SIGKILLed) and the nodes come back through
 // binlogd's recovery. Valid means every acknowledged write survived and
 // nothing unacknowledged came back. Results are kept on failure, with the
@@ -41,10 +42,11 @@ func TestJepsenPowerShort(t *testing.T) {
 	out := resultsDir(t, "jepsen-power-", "")
 	cfg := DefaultConfig()
 	cfg.Workload, cfg.Nemesis, cfg.Nodes = "register", nemesis.Power, 3
-	cfg.Time, cfg.Concurrency, cfg.Rate, cfg.Seed = 30*time.Second, 8, 100, powerSeed(t)
+	cfg.Time, cfg.Concurrency, cfg.Rate, cfg.Seed = 40*time.Second, 8, 100, powerSeed(t)
 	cfg.Lease = 3 * time.Second
 	cfg.BinDir, cfg.OutDir, cfg.KeepData = bin, out, true
-	// Three faults (one node, a majority, all): quiet 5 s, held 3–4 s.
+	// Four faults (one node, a majority, all, one node again during its
+	// recovery): quiet 5 s, held 3–4 s.
 	cfg.Schedule = &nemesis.Schedule{Quiet: 5 * time.Second, HoldMin: 3 * time.Second, HoldMax: 4 * time.Second,
 		HealTO: 2 * time.Minute, RoundRobin: true}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -65,7 +67,7 @@ func TestJepsenPowerShort(t *testing.T) {
 			continue
 		}
 		t.Logf("fault: %s (%s %s)", op.Note, op.Outcome, op.Error)
-		for _, w := range []string{"power loss master", "power loss node", "power loss majority", "power loss all"} {
+		for _, w := range []string{"power loss master", "power loss node", "power loss majority", "power loss all", "power loss in recovery"} {
 			if strings.HasPrefix(op.Note, w) && op.Outcome == history.OK {
 				cuts[strings.TrimPrefix(w, "power loss ")]++
 			}
@@ -83,8 +85,8 @@ func TestJepsenPowerShort(t *testing.T) {
 	if res.Valid != checker.Valid {
 		t.Fatalf("seed %d: %s; anomalies: %+v", cfg.Seed, res.Line(), res.Checks)
 	}
-	if cuts["majority"] == 0 || cuts["all"] == 0 || cuts["master"]+cuts["node"] == 0 {
-		t.Fatalf("power faults %v: want one node, a majority and all", cuts)
+	if cuts["majority"] == 0 || cuts["all"] == 0 || cuts["master"]+cuts["node"] == 0 || cuts["in recovery"] == 0 {
+		t.Fatalf("power faults %v: want one node, a majority, all, and one node in recovery", cuts)
 	}
 	if res.OK < 100 {
 		t.Fatalf("only %d ok operations", res.OK)

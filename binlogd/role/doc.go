@@ -10,7 +10,10 @@
 // A relaxed replica's binlog and InnoDB can lose different tails in a
 // host crash; ResyncBinlog resets the binlog to InnoDB's gtid_slave_pos
 // (BecomeReplica records a demoted master's own transactions there), and
-// replication fetches the rest again.
+// replication fetches the rest again. Relay logs hold nothing of their
+// own (the position is a GTID), so when MariaDB refuses CHANGE MASTER
+// because the relay log its metadata names is gone (error 1201, after a
+// power loss), BecomeReplica resets them (RESET SLAVE ALL) and follows on.
 //
 // read_only does not stop accounts holding SUPER or READ ONLY ADMIN, so
 // client-facing accounts never hold them (see mysqld.Accounts).

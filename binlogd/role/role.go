@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/go-sql-driver/mysql"
+
 	"phxgo/binlogd/binlog"
 	"phxgo/binlogd/mysqld"
 )
@@ -53,18 +55,45 @@ func BecomeReplica(ctx context.Context, db *sql.DB, up Upstream) error {
 	} else if on {
 		return ErrSemiSyncOn
 	}
-	stmts := []string{
+	for _, s := range []string{
 		"STOP SLAVE",
 		// A demoted master's own transactions are in gtid_current_pos but
 		// not in gtid_slave_pos; recording them there (durably: the server
 		// is still durable at this point) makes the slave pos the whole
 		// truth of what InnoDB holds, which ResyncBinlog relies on.
 		"SET GLOBAL gtid_slave_pos=@@GLOBAL.gtid_current_pos",
+	} {
+		if err := exec(ctx, db, s); err != nil {
+			return err
+		}
+	}
+	follow := []string{
 		fmt.Sprintf("CHANGE MASTER TO MASTER_HOST=%s, MASTER_PORT=%d, MASTER_USER=%s, MASTER_PASSWORD=%s, "+
 			"MASTER_USE_GTID=current_pos, MASTER_CONNECT_RETRY=1, MASTER_HEARTBEAT_PERIOD=1",
 			mysqld.Quote(host), port, mysqld.Quote(up.User), mysqld.Quote(up.Password)),
 		"START SLAVE",
 	}
+	err = execAll(ctx, db, follow)
+	var me *mysql.MySQLError
+	if errors.As(err, &me) && me.Number == erMasterInfo {
+		// The replication metadata names a relay log that is gone (a
+		// power loss kept relay-log.info but not the file it names), and
+		// MariaDB refuses every CHANGE MASTER until it is reset. Relay
+		// logs hold nothing of their own here: the position is the GTID
+		// just recorded, so dropping them and the metadata loses nothing.
+		if rerr := exec(ctx, db, "RESET SLAVE ALL"); rerr != nil {
+			return errors.Join(err, rerr)
+		}
+		err = execAll(ctx, db, follow)
+	}
+	return err
+}
+
+// erMasterInfo is ER_MASTER_INFO, "Could not initialize master info
+// structure": the replica's relay log or its metadata is broken.
+const erMasterInfo = 1201
+
+func execAll(ctx context.Context, db *sql.DB, stmts []string) error {
 	for _, s := range stmts {
 		if err := exec(ctx, db, s); err != nil {
 			return err

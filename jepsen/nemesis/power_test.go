@@ -29,13 +29,23 @@ func TestPowerOneMajorityAll(t *testing.T) {
 	c := &fakePower{}
 	n := New(c, nil, 7, time.Second)
 	ctx := context.Background()
-	for i, size := range []int{1, 2, 3, 1} {
+	// One node, a majority, all, one node twice (again while it restarts), one node.
+	for i, size := range []int{1, 2, 3, 1, 1} {
+		cutsBefore, callsBefore := len(c.cuts), len(c.calls)
 		a, err := n.Inject(ctx, Power)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := len(c.cuts[i]); got != size {
-			t.Fatalf("fault %d (%s): %d nodes cut, want %d", i, a.Desc, got, size)
+		cuts := c.cuts[cutsBefore:]
+		if i == 3 {
+			if len(cuts) != 2 || len(cuts[0]) != 1 || !slices.Equal(cuts[0], cuts[1]) {
+				t.Fatalf("fault %d (%s): cuts %v, want one node cut twice", i, a.Desc, cuts)
+			}
+			if between := c.calls[callsBefore+1 : len(c.calls)-1]; len(between) != 1 || between[0] != fmt.Sprint("restart ", cuts[0][0]) {
+				t.Fatalf("fault %d (%s): between the cuts %v, want the node's restart", i, a.Desc, between)
+			}
+		} else if len(cuts) != 1 || len(cuts[0]) != size {
+			t.Fatalf("fault %d (%s): cuts %v, want %d nodes cut once", i, a.Desc, cuts, size)
 		}
 		before := len(c.calls)
 		if err := a.Heal(ctx); err != nil {
