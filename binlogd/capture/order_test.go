@@ -115,14 +115,21 @@ func txnUnit(seq uint64) *unit {
 func startPipeline(t *testing.T, s Sink, maxInFlight int) (*Capture, chan *unit, func() (error, error)) {
 	t.Helper()
 	cfg := DefaultConfig()
-	cfg.Addr, cfg.User, cfg.ServerID, cfg.MaxInFlight = "x:1", "u", 9, maxInFlight
+	cfg.MaxInFlight = maxInFlight
+	return startPipelineWith(t, s, cfg, make(chan *unit, 1024))
+}
+
+// startPipelineWith is startPipeline with cfg (its connection fields are
+// filled in) reading units.
+func startPipelineWith(t *testing.T, s Sink, cfg Config, units chan *unit) (*Capture, chan *unit, func() (error, error)) {
+	t.Helper()
+	cfg.Addr, cfg.User, cfg.ServerID = "x:1", "u", 9
 	c, err := New(cfg, s)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := newPipeline(ctx, c, nil)
-	units := make(chan *unit, 1024)
 	runErr := make(chan error, 1)
 	go func() { runErr <- p.run(units, make(chan error)) }()
 	var once sync.Once
@@ -220,7 +227,7 @@ func TestPipelineProposesInStreamOrder(t *testing.T) {
 func TestPipelineBatchesWhatIsWaiting(t *testing.T) {
 	sink := &orderSink{t: t}
 	cfg := DefaultConfig()
-	cfg.Addr, cfg.User, cfg.ServerID = "x:1", "u", 9
+	cfg.Addr, cfg.User, cfg.ServerID, cfg.MaxInFlight = "x:1", "u", 9, 16
 	c, err := New(cfg, sink)
 	if err != nil {
 		t.Fatal(err)
