@@ -191,7 +191,10 @@ func cmdStatus(args []string) error {
 	fmt.Printf("members         %v\n", ids)
 	fmt.Printf("replica lag     %d transactions, %s\nversion         %s\n", st.LagTransactions, lagSeconds(st.LagSeconds), orNone(st.Version))
 	fmt.Printf("log             first index %d, first GTID %s, %d bytes\n", st.FirstIndex, orNone(st.FirstGtid), st.LogBytes)
-	if st.ReseedNeeded {
+	switch {
+	case st.ReseedNeeded && strings.HasPrefix(st.UnsafeReason, node.DatadirLostReason):
+		fmt.Printf("RESEED          reseed this node: its MariaDB datadir cannot be recovered (see UNSAFE)\n")
+	case st.ReseedNeeded:
 		fmt.Printf("RESEED          reseed this node: its MariaDB (at %s) needs binlog before %s, which the log no longer holds (see README \"Log retention\")\n",
 			orNone(st.MysqlGtidPos), st.FirstGtid)
 	}
