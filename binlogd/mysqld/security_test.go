@@ -300,7 +300,9 @@ func TestLegacyDatadirRepaired(t *testing.T) {
 		t.Fatal(err)
 	}
 	me := AdminUser() // the OS user: root, or (run as another user) the adoptLegacyAdmin path
-	if err := os.WriteFile(cnf, []byte("[mysqld]\ndatadir="+inst.DataDir()+"\nuser="+me+"\n"), 0o644); err != nil {
+	// Its own tmpdir: in the shared /tmp, another test's starting mariadbd
+	// removes this one's #sql temp files and install-db aborts (seen once).
+	if err := os.WriteFile(cnf, []byte("[mysqld]\ndatadir="+inst.DataDir()+"\ntmpdir="+inst.TmpDir()+"\nuser="+me+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out, err := exec.CommandContext(ctx, "mariadb-install-db", "--defaults-file="+cnf, "--user="+me,
