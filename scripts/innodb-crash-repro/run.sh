@@ -39,7 +39,7 @@
 #    at least 65536!" -- a state ext4 cannot produce: lazyfs keeps a new file's
 #    fallocate'd size volatile while a later directory fsync (the next CREATE
 #    TABLE's) makes its name durable and an O_DIRECT write makes its first 16 KiB
-#    durable (TestInnoDBIbdCreateShape shows it without MariaDB). With lazyfs
+#    durable (TestInnoDBCreateTableShape shows it without MariaDB). With lazyfs
 #    patched so that fallocate's extension is durable at once: 60 rounds, 120
 #    kills, no failure -- but a third unpatched run (same seed) also went 60
 #    rounds clean, so the failure is intermittent and the shape test, not the
@@ -66,7 +66,7 @@ usage: $0 [ITER=n] [MODE=ext4|lazyfs] [LOAD=s] [SEED=n] [LOGSIZE=512M] [LOGBUF=O
   TEST     loop, recreate, or shape (lazyfs alone)     default loop
   CRASHES  crashes in TEST=recreate                    default 2
   DROPCREATE=1  recreate: drop and re-create the table (same name, new id) first
-  STRICT_NAMES=1  recreate/shape: lazyfs without FsyncPersistsName
+  STRICT_NAMES=1  recreate: lazyfs without FsyncPersistsName
   KEEP     copy the datadir here when a start fails
   DIR      work directory, kept (default: a temporary one, removed)
   STRACE   strace -f every start after the first to STRACE.NN
@@ -90,7 +90,7 @@ case "$MODE" in ext4 | lazyfs) ;; *) echo "MODE=$MODE: want ext4 or lazyfs" >&2;
 case "$TEST" in
 loop) run='^TestInnoDBCrashRepro$' ;;
 recreate) run='^TestInnoDBCrashReproRecreate$' ;;
-shape) run='^TestInnoDBIbdCreateShape$' ;;
+shape) run='^TestInnoDBCreateTableShape$' ;; # lazyfs's regression test (fallocate_test.go)
 *) echo "TEST=$TEST: want loop, recreate or shape" >&2; exit 2 ;;
 esac
 for v in ITER LOAD CRASHES; do
