@@ -22,10 +22,11 @@ import (
 // TestLostDatadirIsReseeded: a node whose MariaDB datadir InnoDB cannot
 // recover must say so and stop, and the operator's reseed must bring it
 // back with every acknowledged row. TestJepsenPowerShort seed 1 found
-// such a node (a power loss during InnoDB's crash recovery from an
-// earlier one left a redo log MariaDB 10.11 refuses: "Missing
-// FILE_CREATE, FILE_DELETE or FILE_MODIFY before FILE_CHECKPOINT"); it
-// came back on every retry for 3 minutes and failed the same way. Here
+// such a node (MariaDB 10.11 refused its datadir after power losses:
+// "Missing FILE_CREATE, FILE_DELETE or FILE_MODIFY before
+// FILE_CHECKPOINT"; the disk model, lazyfs, had lost a new .ibd's
+// fallocate'd size, since fixed); it was restarted for 3 minutes and
+// failed the same way every time. Here
 // the damage is made on purpose: a replica's redo log loses its
 // checkpoint blocks while the node is down. binlogd must stop retrying
 // (UNSAFE, reseed_needed, the InnoDB error quoted), and phxcluster's

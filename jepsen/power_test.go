@@ -29,10 +29,11 @@ import (
 // nothing unacknowledged came back. Results are kept on failure, with the
 // seed (PHXGO_JEPSEN_SEED reruns one). Seed 1 found that a node could
 // not open its Paxos log after a power loss (a zero-length Badger file;
-// wal/powerloss.go), and, when the power loss of all nodes came while
-// node 1's InnoDB was still in crash recovery, a datadir MariaDB could
-// not recover: binlogd now gives it up and the heal reseeds it
-// (TestLostDatadirIsReseeded).
+// wal/powerloss.go); a datadir MariaDB could not recover (lazyfs lost a
+// new .ibd's fallocate'd size: jepsen/lazyfs fallocate_test.go; binlogd
+// now gives such a datadir up and the heal reseeds it,
+// TestLostDatadirIsReseeded); and, with the in-recovery fault, a relay
+// log lost under its metadata (role TestBecomeReplicaAfterRelayLogLost).
 func TestJepsenPowerShort(t *testing.T) {
 	bin := shortCluster(t) // skips in -short or without namespaces; binaries shared with the other short tests
 	if err := lazyfs.Supported(); err != nil {

@@ -14,15 +14,12 @@ import (
 // same way, so the caller stops retrying and the node needs a new copy
 // of the data (binlogd reseed). The error's text carries the log line.
 //
-// Seen on MariaDB 10.11 after a power loss that hit a node while its
-// InnoDB was still in crash recovery from an earlier one:
+// Seen on MariaDB 10.11 in the Jepsen power nemesis, on a disk model
+// (lazyfs) that then lost a new .ibd's fallocate'd size where ext4 keeps
+// it; on real disks, damaged or lost files end the same way:
 //
 //	InnoDB: Missing FILE_CREATE, FILE_DELETE or FILE_MODIFY before FILE_CHECKPOINT for tablespace 5
 //	InnoDB: Plugin initialization aborted with error Data structure corruption
-//
-// (InnoDB writes to its redo log during recovery; MariaDB's MDEV-34389
-// narrowed, not closed, the window in which a crash there leaves a log
-// it cannot recover.)
 var ErrUnrecoverable = errors.New("mysqld: InnoDB cannot recover the datadir")
 
 // unrecoverableSigns are error-log texts of InnoDB refusing a datadir it

@@ -72,9 +72,9 @@ func (n *Nemesis) power(ctx context.Context) (*Active, error) {
 // 0.2-3 s later: while binlogd recovers its log and MariaDB its InnoDB
 // (on a loaded host MariaDB's crash recovery takes seconds). Recovery
 // must survive its own interruption: nothing it writes may be needed
-// before it is durable. A power loss there once left a datadir InnoDB
-// refused for good (TestJepsenPowerShort seed 1); binlogd now reports
-// such a node and the heal reseeds it (phxcluster reseed.go).
+// before it is durable. Its first run (TestJepsenPowerShort seed 1) left
+// a replica whose relay log was gone under its metadata (role
+// TestBecomeReplicaAfterRelayLogLost).
 func (n *Nemesis) powerInRecovery(ctx context.Context, pc PowerCutter) (*Active, error) {
 	id := n.randomNode()
 	after := 200*time.Millisecond + time.Duration(n.rng.Int64N(int64(2800*time.Millisecond)))

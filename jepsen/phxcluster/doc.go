@@ -36,9 +36,9 @@
 //     includes the client path. A node whose status says its MariaDB
 //     datadir cannot be recovered (UNSAFE, reseed_needed) is reseeded
 //     from a replica on the way, as an operator would (reseed.go; at most
-//     twice per node, listed in the results as reseeded): MariaDB 10.11
-//     can leave such a datadir when power is lost during its crash
-//     recovery, and the checker still judges every acknowledged write.
+//     twice per node, listed in the results as reseeded): a disk can
+//     lose a datadir, and the checker still judges every acknowledged
+//     write.
 //   - Options.LazyFS: each node's directory (binlogd.json, the Paxos log,
 //     MariaDB's datadir and socket) is a jepsen/lazyfs mount over
 //     <Dir>/disks/nodeN, served by a helper process per node (`jepsen

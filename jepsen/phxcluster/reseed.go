@@ -17,8 +17,8 @@ import (
 const maxReseeds = 2
 
 // reseedLost does what an operator does for a node that reports its
-// datadir lost (UNSAFE, reseed_needed; seen after a power loss hit a
-// node whose InnoDB was in crash recovery, MariaDB's own window): it
+// datadir lost (UNSAFE, reseed_needed; seen after power losses while
+// lazyfs lost a new .ibd's fallocate'd size, a gap since fixed): it
 // reseeds the node from a replica (localcluster.ReseedNode). The
 // workload's checker still judges every acknowledged write: a reseed
 // copies a replica, it cannot bring back what the log lost. Each reseed
