@@ -114,6 +114,12 @@ type Config struct {
 	// lagging members (oldest first, never past this node's MariaDB);
 	// default 1 GiB, min 64 KiB.
 	LogRetentionBytes int64 `json:"log_retention_bytes"`
+	// group_commit_wait: while master, binlogd sets MariaDB's
+	// binlog_commit_wait_usec to this and binlog_commit_wait_count to
+	// the size the commit groups reach, so more transactions share each
+	// Paxos round (binlogd/node/groupwait.go); "0s" leaves both
+	// variables alone (default 2ms, at most 100ms).
+	GroupCommitWait *Duration `json:"group_commit_wait,omitempty"`
 	// mysql_extra: extra my.cnf lines for the node's MariaDB.
 	MySQLExtra []string `json:"mysql_extra,omitempty"`
 	// base_gtid: the GTID a cluster rebuilt from a backup starts its log's
@@ -155,6 +161,18 @@ type Credentials struct {
 	// (app, app_*, sbtest, jepsen, hostsapp, e2e, hostile, big, tlsdb,
 	// stmtdb, test, test_*).
 	AppDatabases []string `json:"app_databases,omitempty"`
+}
+
+// DefaultGroupCommitWait is group_commit_wait's default.
+const DefaultGroupCommitWait = 2 * time.Millisecond
+
+// GroupCommitWaitOrDefault is group_commit_wait, DefaultGroupCommitWait
+// when unset; 0 means binlogd leaves the group commit settings alone.
+func (c *Config) GroupCommitWaitOrDefault() time.Duration {
+	if c.GroupCommitWait == nil {
+		return DefaultGroupCommitWait
+	}
+	return c.GroupCommitWait.Duration
 }
 
 // Thrifty reports paxos_thrifty, true unless set false.
@@ -260,6 +278,9 @@ func (c *Config) Validate() error {
 	}
 	if c.LeaseDuration.Duration < 500*time.Millisecond {
 		return c.bad("lease_duration", "%v is too short (min 500ms)", c.LeaseDuration.Duration)
+	}
+	if w := c.GroupCommitWaitOrDefault(); w < 0 || w > 100*time.Millisecond {
+		return c.bad("group_commit_wait", "%v must be between 0s (off) and 100ms", w)
 	}
 	if c.LogRetention.Duration < 0 {
 		return c.bad("log_retention", "%v must be positive", c.LogRetention.Duration)

@@ -53,6 +53,16 @@ func TestLoadGoodAndDefaults(t *testing.T) {
 	if off.Thrifty() {
 		t.Fatal(`"paxos_thrifty":false loaded as true`)
 	}
+	if w := c.GroupCommitWaitOrDefault(); w != DefaultGroupCommitWait {
+		t.Fatalf("group_commit_wait defaults to %v, want %v", w, DefaultGroupCommitWait)
+	}
+	noWait, err := Load(write(t, dir, "nowait.json", strings.Replace(good, `"id":1,`, `"id":1,"group_commit_wait":"0s",`, 1), 0o644))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := noWait.GroupCommitWaitOrDefault(); w != 0 {
+		t.Fatalf(`"group_commit_wait":"0s" loaded as %v, want 0 (binlogd leaves the settings alone)`, w)
+	}
 }
 
 func TestErrorsNameTheKey(t *testing.T) {
@@ -64,6 +74,8 @@ func TestErrorsNameTheKey(t *testing.T) {
 		{`"credentials_file"`, `"bogus_key":1,"credentials_file"`, `bogus_key`},
 		{`"dir":"n1",`, `"dir":"n1","log_retention":"-1h",`, `log_retention`},
 		{`"dir":"n1",`, `"dir":"n1","log_retention_bytes":1000,`, `log_retention_bytes`},
+		{`"dir":"n1",`, `"dir":"n1","group_commit_wait":"-1ms",`, `group_commit_wait`},
+		{`"dir":"n1",`, `"dir":"n1","group_commit_wait":"1s",`, `group_commit_wait`},
 	}
 	for _, c := range cases {
 		body := strings.Replace(good, c.from, c.to, 1)

@@ -72,6 +72,8 @@ func newMetrics(n *Node) *metrics {
 	registerWALMetrics(reg, n)
 	registerRoleMetrics(reg, n)
 	registerConventionMetrics(reg, n)
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "phxgo", Subsystem: "binlogd", Name: "binlog_commit_wait_count", Help: "the master MariaDB's binlog_commit_wait_count as binlogd last set it (0: no wait; config group_commit_wait)"},
+		func() float64 { return float64(n.commitWaitCount.Load()) }))
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "phxgo", Subsystem: "paxos", Name: "applied_index", Help: "applied log index"},
 		func() float64 { return float64(n.px.Status().Applied) }))
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "phxgo", Subsystem: "paxos", Name: "first_index", Help: "first log index still stored (compaction point + 1)"},

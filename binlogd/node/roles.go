@@ -345,6 +345,11 @@ func (d *roleDriver) do(ctx context.Context, a rolectl.Action) (rolectl.Event, b
 			n.log.Warn("relaxing a replica's durability failed", "err", err)
 			return nil, false
 		}
+		if n.cfg.GroupCommitWaitOrDefault() > 0 {
+			if err := turnOffGroupWait(qctx, db); err != nil {
+				n.log.Warn("turning a replica's group commit wait off failed", "err", err)
+			}
+		}
 		d.relaxed.Store(true)
 	case rolectl.AwaitDrained:
 		if err := n.waitNoWaitingCommits(ctx, rolectl.DrainTimeout); err != nil {
@@ -403,6 +408,11 @@ func (d *roleDriver) startCapture(epoch uint64) error {
 	done := make(chan struct{})
 	d.capStop, d.capDone = ccancel, done
 	n.capture.Store(c)
+	if w := n.cfg.GroupCommitWaitOrDefault(); w > 0 {
+		if db := n.conn(); db != nil {
+			go n.tuneGroupCommit(cctx, db, w)
+		}
+	}
 	go func() {
 		err := c.Run(cctx)
 		close(done)

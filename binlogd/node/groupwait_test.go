@@ -1,0 +1,59 @@
+package node
+
+import "testing"
+
+func TestNextWaitCount(t *testing.T) {
+	g := func(commits, groups uint64) groupCounters { return groupCounters{commits: commits, groups: groups} }
+	cases := []struct {
+		name string
+		cur  int
+		d    groupCounters
+		want int
+	}{
+		{"idle keeps the count", 9, g(0, 0), 9},
+		{"a lone client keeps the wait off", 0, g(300, 300), 0},
+		{"groups of 2.5 ask for 1.5 times that, plus one", 0, g(500, 200), 5},
+		{"too few groups to turn it on", 0, g(50, 5), 0},
+		{"the count follows the groups up", 6, g(800, 100), 13},
+		{"and down", 13, g(400, 100), 7},
+		{"the count is capped", groupWaitMaxCount, g(100000, 20), groupWaitMaxCount},
+		{"a lone client behind a count turns it off", 8, g(60, 60), 0},
+		{"even from few groups", 8, g(3, 3), 0},
+		{"groups of 1.2 are no reason to wait", 3, g(120, 100), 0},
+	}
+	for _, c := range cases {
+		if got := nextWaitCount(c.cur, c.d); got != c.want {
+			t.Errorf("%s: nextWaitCount(%d, %+v) = %d, want %d", c.name, c.cur, c.d, got, c.want)
+		}
+	}
+}
+
+// A steady load settles: groups can hold at most the clients that
+// commit at once, so the count stops at half as many again, plus one,
+// and does not run away.
+func TestNextWaitCountSettles(t *testing.T) {
+	const clients = 16
+	cur := 0
+	var seen []int
+	for range 40 {
+		// A crude model: without a wait groups hold 4.7; with one they
+		// hold the count, or every client when it asks for more.
+		size := uint64(min(cur, clients))
+		if cur == 0 {
+			size = 5
+		}
+		cur = nextWaitCount(cur, groupCounters{commits: 100 * size, groups: 100})
+		seen = append(seen, cur)
+	}
+	if want := clients*3/2 + 1; seen[len(seen)-1] != want {
+		t.Fatalf("count settled at %d, want %d: %v", seen[len(seen)-1], want, seen)
+	}
+}
+
+func TestGroupCountersMinusAfterReset(t *testing.T) {
+	a := groupCounters{commits: 100, groups: 40}
+	b := groupCounters{commits: 3, groups: 2} // FLUSH STATUS between
+	if d := b.minus(a); d != (groupCounters{}) {
+		t.Fatalf("counters that went back: %+v, want zero", d)
+	}
+}
