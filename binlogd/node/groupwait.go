@@ -108,7 +108,11 @@ func (n *Node) tuneGroupCommit(ctx context.Context, db *sql.DB, usec time.Durati
 		qctx, cancel := context.WithTimeout(ctx, groupWaitPeriod)
 		now, err := readGroupCounters(qctx, db)
 		if err == nil && !known {
-			err = set(qctx, 0) // start from no wait, whatever a crash left
+			// Start from no wait, whatever a crash or a failed period
+			// left, and count from there.
+			if err = set(qctx, 0); err == nil {
+				cur = 0
+			}
 		}
 		if err != nil {
 			cancel()
