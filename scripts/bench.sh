@@ -15,6 +15,9 @@
 # Runs, in rotating turns, at each of BENCH_THREADS:
 #   oltp_insert   semisync-direct, semisync-haproxy, phxgo-proxy-master,
 #                 phxgo-proxy-other (two proxy hops), phxgo-direct (reference)
+#   oltp_insert at a fixed offered load (BENCH_RATE tps, the first of
+#                 BENCH_THREADS): semisync-direct, phxgo-proxy-master,
+#                 phxgo-direct; latency at the same work per second
 #   oltp_point_select (BENCH_POINT_THREADS): semisync-direct,
 #                 semisync-haproxy, phxgo-haproxy, phxgo-proxy-master,
 #                 phxgo-proxy-other
@@ -38,6 +41,8 @@
 #   BENCH_POINT_ROUNDS   repetitions of the point-select runs (default 5, at least BENCH_ROUNDS): one
 #                        20 s sample per proxy swung 2-4x under load; the proxies run in turns, and a
 #                        line before the report gives the median over rounds of each round's ratio
+#   BENCH_RATE           offered load of the fixed-rate insert runs, tps (default 300, below what
+#                        both systems sustain here; 0: none); one run per label in each round
 #   BENCH_TABLES, BENCH_TABLE_SIZE   sysbench data (default 4 x 10000 rows)
 #   BENCH_PS_MODE        sysbench --db-ps-mode (default auto)
 #   BENCH_RELAXED_REPLICAS=1  baseline replicas with sync_binlog=0, innodb_flush_log_at_trx_commit=2
@@ -55,6 +60,7 @@ SECS=${BENCH_SECONDS:-20}
 THREADS=${BENCH_THREADS:-16 64}
 POINT_THREADS=${BENCH_POINT_THREADS-16}
 ROUNDS=${BENCH_ROUNDS:-1}
+RATE=${BENCH_RATE:-300}
 POINT_ROUNDS=${BENCH_POINT_ROUNDS:-5}
 [ "$POINT_ROUNDS" -ge "$ROUNDS" ] || POINT_ROUNDS=$ROUNDS
 TABLES=${BENCH_TABLES:-4}
@@ -69,6 +75,7 @@ ANCHOR=${THREADS%% *}
 
 log() { printf '[bench %s] %s\n' "$(date +%T)" "$*" >&2; }
 die() { log "FATAL: $*"; exit 1; }
+[[ "$RATE" =~ ^[0-9]+$ ]] || die "BENCH_RATE=$RATE: want a whole number of transactions per second (0: no fixed-rate runs)"
 
 # --- tools and binaries ------------------------------------------------------
 for t in sysbench haproxy mariadb mariadbd; do
@@ -258,10 +265,11 @@ do
 done
 
 # --- runs ---------------------------------------------------------------------------
-# run_one LABEL TEST THREADS; a failed run (a phxgo failover) is retried once.
+# run_one LABEL TEST THREADS [RATE]; a failed run (a phxgo failover) is
+# retried once. RATE: sysbench --rate (a fixed offered load).
 RUN_FAILURES=0
 run_one() {
-  local label=$1 test=$2 thr=$3 try args
+  local label=$1 test=$2 thr=$3 rate=${4:-0} try args
   for try in 1 2; do
     catch_up
     case $label in
@@ -276,14 +284,14 @@ run_one() {
       semisync-*) args+=(-master "$BASE_ADDR" -replicas "$BASE_REPLICAS" -pids "mariadbd=$BASE_PIDS") ;;
       phxgo-*) args+=(-master "$PHX_DIRECT" -replicas "$PHX_REPLICAS_CSV" -metrics "$PHX_METRICS" "${PHX_PIDS[@]}") ;;
     esac
-    if bin/sqlbench run -label "$label" -test "$test" -threads "$thr" -seconds "$SECS" "${args[@]}" \
-      -out "$RESULTS" -log "$WORK/run-$label-$test-$thr-$try.txt" -- "${SB_OPTS[@]}" >&2; then
+    if bin/sqlbench run -label "$label" -test "$test" -threads "$thr" -rate "$rate" -seconds "$SECS" "${args[@]}" \
+      -out "$RESULTS" -log "$WORK/run-$label-$test-$thr-$rate-$try.txt" -- "${SB_OPTS[@]}" >&2; then
       return 0
     fi
     RUN_FAILURES=$((RUN_FAILURES + 1))
     log "run $label $test $thr failed (try $try)"
   done
-  die "run $label $test $thr failed twice (sysbench output in $WORK/run-$label-$test-$thr-*.txt)"
+  die "run $label $test $thr failed twice (sysbench output in $WORK/run-$label-$test-$thr-$rate-*.txt)"
 }
 
 # binlogd's rejected-batch counter around all runs: a failed (retried)
@@ -295,27 +303,32 @@ INSERT_LABELS=(semisync-direct semisync-haproxy phxgo-proxy-master phxgo-proxy-o
 # The proxies next to their HAProxy anchor, so each round's ratio
 # compares runs back to back.
 POINT_LABELS=(phxgo-proxy-master phxgo-haproxy phxgo-proxy-other semisync-direct semisync-haproxy)
-# run_round TEST THREADS LABEL...: one run of TEST per label, starting one
-# label later at each call (k), so no system always runs first.
+RATE_LABELS=(semisync-direct phxgo-proxy-master phxgo-direct)
+# run_round TEST THREADS RATE LABEL...: one run of TEST per label, starting
+# one label later at each call (k), so no system always runs first.
 k=0
 run_round() {
-  local test=$1 thr=$2 j
-  shift 2
+  local test=$1 thr=$2 rate=$3 j
+  shift 3
   for ((j = 0; j < $#; j++)); do
-    run_one "${@:$(((k + j) % $# + 1)):1}" "$test" "$thr"
+    run_one "${@:$(((k + j) % $# + 1)):1}" "$test" "$thr" "$rate"
   done
   k=$((k + 1))
 }
 for ((r = 1; r <= ROUNDS; r++)); do
   for thr in $THREADS; do
     log "oltp_insert, $thr threads, $SECS s per run (round $r/$ROUNDS)"
-    run_round oltp_insert "$thr" "${INSERT_LABELS[@]}"
+    run_round oltp_insert "$thr" 0 "${INSERT_LABELS[@]}"
   done
+  if [ "$RATE" -gt 0 ]; then
+    log "oltp_insert at $RATE tps offered, $ANCHOR threads, $SECS s per run (round $r/$ROUNDS)"
+    run_round oltp_insert "$ANCHOR" "$RATE" "${RATE_LABELS[@]}"
+  fi
 done
 for ((r = 1; r <= POINT_ROUNDS; r++)); do
   for thr in $POINT_THREADS; do
     log "oltp_point_select, $thr threads (round $r/$POINT_ROUNDS)"
-    run_round oltp_point_select "$thr" "${POINT_LABELS[@]}"
+    run_round oltp_point_select "$thr" 0 "${POINT_LABELS[@]}"
   done
 done
 

@@ -45,6 +45,29 @@ const (
 	testPoint  = "oltp_point_select"
 )
 
+// rateTest names a run at a fixed offered load (sqlbench run -rate):
+// oltp_insert@300 is oltp_insert at 300 transactions per second.
+func rateTest(test string, rate int) string {
+	if rate <= 0 {
+		return test
+	}
+	return fmt.Sprintf("%s@%d", test, rate)
+}
+
+// fixedRates lists the offered loads of test's fixed-rate runs.
+func (r results) fixedRates(test string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for k := range r {
+		if strings.HasPrefix(k.test, test+"@") && !seen[k.test] {
+			seen[k.test] = true
+			out = append(out, k.test)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 func readRecords(r io.Reader) ([]record, error) {
 	var out []record
 	sc := bufio.NewScanner(r)
@@ -298,6 +321,7 @@ func cmdReport(args []string) error {
 	r := index(recs)
 	w := os.Stdout
 	printInserts(w, r)
+	printFixedRate(w, r)
 	printPointSelects(w, r)
 	fmt.Fprintln(w)
 	if m, ok := rejectedFromMetric(r); ok {
@@ -427,5 +451,42 @@ func printPointSelects(w io.Writer, r results) {
 			fmt.Fprintf(w, "%-19s %4d %9.0f %7.2f %7.2f %7.2f %8s %8s %8.1f\n",
 				l, thr, x.qps(), x.AvgMS, x.P95MS, x.P99MS, rd, rh, ratio(proxy, x.Queries))
 		}
+	}
+}
+
+// printFixedRate shows the inserts run at a fixed offered load (bench.sh
+// BENCH_RATE): both systems carry the same work per second, and a rate
+// the semi-sync replicas keep up with spreads their apply over the run
+// as phxgo's is, where the closed loop lets semi-sync's burst have the
+// machine and apply afterwards. Ratios are medians of the rounds' paired
+// ratios to the semi-sync master reached directly.
+func printFixedRate(w io.Writer, r results) {
+	tests := r.fixedRates(testInsert)
+	if len(tests) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "oltp_insert at a fixed offered load (sysbench --rate): achieved tps, latency per commit (ms), catch-up s, ratios to semisync-direct (median of the rounds' paired ratios)")
+	fmt.Fprintf(w, "%-19s %4s %-16s %8s %7s %7s %7s %9s %7s %7s\n", "system", "thr", "offered", "tps", "avg", "p95", "p99", "catchup_s", "avg x", "p95 x")
+	var lines []string
+	for _, test := range tests {
+		for _, thr := range r.threads(test) {
+			for _, l := range labelOrder {
+				x, ok := r.get(l, test, thr)
+				if !ok {
+					continue
+				}
+				avgX := pairedRatio(r, l, semiDirect, test, thr, func(x record) float64 { return x.AvgMS })
+				p95X := pairedRatio(r, l, semiDirect, test, thr, func(x record) float64 { return x.P95MS })
+				fmt.Fprintf(w, "%-19s %4d %-16s %8.0f %7.2f %7.2f %7.2f %9.2f %7.3f %7.3f\n",
+					l, thr, test, x.burstTPS(), x.AvgMS, x.P95MS, x.P99MS, x.CatchupS, avgX, p95X)
+				if l == phxMaster {
+					lines = append(lines, fmt.Sprintf("at %s, %d threads: p95_ratio=%.3f avg_ratio=%.3f", test, thr, p95X, avgX))
+				}
+			}
+		}
+	}
+	for _, l := range lines {
+		fmt.Fprintln(w, l)
 	}
 }

@@ -154,3 +154,33 @@ func TestInsertRatiosPairRounds(t *testing.T) {
 		t.Errorf("sustained %v p95 %v, want 1.2 and 1.2 (medians of the rounds' ratios)", s.SustainedRatio, s.P95Ratio)
 	}
 }
+
+// Runs at a fixed offered load get their own table and line: the same
+// rounds paired, apart from the closed-loop runs of the same test.
+func TestFixedRateRuns(t *testing.T) {
+	at := func(label string, p95, avg float64) record {
+		r := insertRun(label, 16, 6000, 20, 0, p95, 0)
+		r.Test, r.AvgMS = rateTest(testInsert, 300), avg
+		return r
+	}
+	recs := []record{
+		insertRun(semiDirect, 16, 40000, 20, 20, 10, 0), // closed loop: not in the table
+		at(semiDirect, 6, 3), at(phxMaster, 9, 6), // round 1: p95 1.5x, avg 2x
+		at(phxMaster, 16, 8), at(semiDirect, 8, 2), // round 2: 2x, 4x
+		at(phxMaster, 30, 9), at(semiDirect, 10, 3), // round 3: 3x, 3x
+	}
+	var b strings.Builder
+	printFixedRate(&b, index(recs))
+	out := b.String()
+	if want := "at oltp_insert@300, 16 threads: p95_ratio=2.000 avg_ratio=3.000"; !strings.Contains(out, want) {
+		t.Fatalf("no %q in:\n%s", want, out)
+	}
+	if got := strings.Count(out, "oltp_insert@300"); got != 3 {
+		t.Fatalf("oltp_insert@300 appears %d times, want 2 rows and the line:\n%s", got, out)
+	}
+	var none strings.Builder
+	printFixedRate(&none, index(recs[:1]))
+	if none.Len() != 0 {
+		t.Fatalf("closed-loop runs only, yet a fixed-rate table:\n%s", none.String())
+	}
+}

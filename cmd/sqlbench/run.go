@@ -92,6 +92,7 @@ func cmdRun(args []string) error {
 	test := fs.String("test", "oltp_insert", "sysbench test")
 	threads := fs.Int("threads", 16, "sysbench threads")
 	secs := fs.Int("seconds", 20, "sysbench --time")
+	rate := fs.Int("rate", 0, "sysbench --rate: a fixed offered load in transactions per second (0: closed loop); the record's test is then TEST@RATE")
 	target := fs.String("target", "", "address sysbench connects to (host:port)")
 	master := fs.String("master", "", "the system's master MariaDB")
 	replicas := fs.String("replicas", "", "its replicas, comma-separated")
@@ -138,7 +139,14 @@ func cmdRun(args []string) error {
 	sbArgs := append([]string{*test}, fs.Args()...)
 	sbArgs = append(sbArgs, "--mysql-host="+host, "--mysql-port="+port, "--mysql-user="+*user, "--mysql-password="+pass,
 		"--threads="+strconv.Itoa(*threads), "--time="+strconv.Itoa(*secs),
-		"--report-interval=0", "--histogram=on", "--percentile=95", "run")
+		"--report-interval=0", "--histogram=on", "--percentile=95")
+	if *rate < 0 {
+		return fmt.Errorf("%w: -rate %d is negative", errBadFlags, *rate)
+	}
+	if *rate > 0 {
+		sbArgs = append(sbArgs, "--rate="+strconv.Itoa(*rate))
+	}
+	sbArgs = append(sbArgs, "run")
 	var sbOut bytes.Buffer
 	cmd := exec.Command("sysbench", sbArgs...)
 	cmd.Stdout, cmd.Stderr = &sbOut, &sbOut
@@ -173,7 +181,7 @@ func cmdRun(args []string) error {
 	}
 
 	rec := record{
-		Label: *label, Test: *test, Threads: *threads,
+		Label: *label, Test: rateTest(*test, *rate), Threads: *threads,
 		Txns: sb.Txns, Queries: sb.Queries, Errors: sb.Errors, RunS: sb.TotalS,
 		CatchupS: max(0, caught.Sub(end).Seconds()),
 		AvgMS:    sb.AvgMS, P95MS: percentile(sb.Hist, 95), P99MS: percentile(sb.Hist, 99), MaxMS: sb.MaxMS,
