@@ -165,7 +165,7 @@ func TestFixedRateRuns(t *testing.T) {
 	}
 	recs := []record{
 		insertRun(semiDirect, 16, 40000, 20, 20, 10, 0), // closed loop: not in the table
-		at(semiDirect, 6, 3), at(phxMaster, 9, 6), // round 1: p95 1.5x, avg 2x
+		at(semiDirect, 6, 3), at(phxMaster, 9, 6),       // round 1: p95 1.5x, avg 2x
 		at(phxMaster, 16, 8), at(semiDirect, 8, 2), // round 2: 2x, 4x
 		at(phxMaster, 30, 9), at(semiDirect, 10, 3), // round 3: 3x, 3x
 	}
