@@ -279,8 +279,8 @@ func (c *Config) Validate() error {
 	if c.LeaseDuration.Duration < 500*time.Millisecond {
 		return c.bad("lease_duration", "%v is too short (min 500ms)", c.LeaseDuration.Duration)
 	}
-	if w := c.GroupCommitWaitOrDefault(); w < 0 || w > 100*time.Millisecond {
-		return c.bad("group_commit_wait", "%v must be between 0s (off) and 100ms", w)
+	if w := c.GroupCommitWaitOrDefault(); w != 0 && (w < time.Microsecond || w > 100*time.Millisecond) {
+		return c.bad("group_commit_wait", "%v must be 0s (off) or between 1µs and 100ms", w)
 	}
 	if c.LogRetention.Duration < 0 {
 		return c.bad("log_retention", "%v must be positive", c.LogRetention.Duration)

@@ -35,7 +35,10 @@
 //     (roles.go) carries its actions out under one lock. On a ready grant
 //     for a MariaDB that applied every valid batch before it: make it
 //     durable and flush it, STOP SLAVE, semi-sync on, read_only off,
-//     capture from the last valid GTID. The driver looks when the lease
+//     capture from the last valid GTID, and, while the term lasts, make
+//     MariaDB's binlog groups wait a little for more transactions when
+//     commits overlap (groupwait.go: they share one Paxos round; a
+//     replica turns the wait off). The driver looks when the lease
 //     publishes a change, when its own deadline passes (a timer at the
 //     deadline), when the node's own state moves (MariaDB up or down,
 //     applied position of a master or candidate: wakeRole), and every

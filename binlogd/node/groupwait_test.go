@@ -10,7 +10,8 @@ func TestNextWaitCount(t *testing.T) {
 		d    groupCounters
 		want int
 	}{
-		{"idle keeps the count", 9, g(0, 0), 9},
+		{"idle turns it off", 9, g(0, 0), 0},
+		{"a trickle turns it off", 9, g(70, 7), 0},
 		{"a lone client keeps the wait off", 0, g(300, 300), 0},
 		{"groups of 2.5 ask for 1.5 times that, plus one", 0, g(500, 200), 5},
 		{"too few groups to turn it on", 0, g(50, 5), 0},
@@ -18,8 +19,9 @@ func TestNextWaitCount(t *testing.T) {
 		{"and down", 13, g(400, 100), 7},
 		{"the count is capped", groupWaitMaxCount, g(100000, 20), groupWaitMaxCount},
 		{"a lone client behind a count turns it off", 8, g(60, 60), 0},
-		{"even from few groups", 8, g(3, 3), 0},
 		{"groups of 1.2 are no reason to wait", 3, g(120, 100), 0},
+		{"groups of 1.4 turn it on", 0, g(140, 100), 4},
+		{"but with the wait on, 1.4 turns it off: the wait made them", 4, g(140, 100), 0},
 	}
 	for _, c := range cases {
 		if got := nextWaitCount(c.cur, c.d); got != c.want {

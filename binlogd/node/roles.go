@@ -29,6 +29,9 @@ type roleDriver struct {
 	st      rolectl.State
 	capStop context.CancelFunc
 	capDone chan struct{}
+	// tuneDone closes when this term's group commit tuner has turned the
+	// wait off (groupwait.go).
+	tuneDone chan struct{}
 	// wake and pollWake (wakeRole, wakeLoops): node state the lease does
 	// not publish changed; the role and poll loops look again.
 	wake, pollWake chan struct{}
@@ -291,7 +294,12 @@ func (d *roleDriver) do(ctx context.Context, a rolectl.Action) (rolectl.Event, b
 			case <-time.After(rolectl.CaptureStopTimeout):
 				n.log.Warn("capture did not stop in time", "timeout", rolectl.CaptureStopTimeout)
 			}
-			d.capStop, d.capDone = nil, nil
+			select {
+			case <-d.tuneDone: // its own SET is bounded by 2 s
+			case <-time.After(3 * time.Second):
+				n.log.Warn("the group commit tuner did not stop in time")
+			}
+			d.capStop, d.capDone, d.tuneDone = nil, nil, nil
 		}
 	case rolectl.CountWaiting:
 		w := rolectl.Waiting{Purpose: a.Purpose}
@@ -333,6 +341,12 @@ func (d *roleDriver) do(ctx context.Context, a rolectl.Action) (rolectl.Event, b
 		}
 		qctx, cancel := context.WithTimeout(ctx, rolectl.SQLTimeout)
 		defer cancel()
+		// Before replication starts, whatever else fails (groupwait.go).
+		if n.cfg.GroupCommitWaitOrDefault() > 0 {
+			if err := n.turnOffGroupWait(qctx, db); err != nil {
+				n.log.Warn("turning a replica's group commit wait off failed", "err", err)
+			}
+		}
 		if err := role.BecomeReplica(qctx, db, n.upstream()); err != nil {
 			n.log.Warn("keeping MariaDB a replica failed", "err", err)
 			return nil, false
@@ -344,11 +358,6 @@ func (d *roleDriver) do(ctx context.Context, a rolectl.Action) (rolectl.Event, b
 		if err := role.Relax(qctx, db); err != nil {
 			n.log.Warn("relaxing a replica's durability failed", "err", err)
 			return nil, false
-		}
-		if n.cfg.GroupCommitWaitOrDefault() > 0 {
-			if err := turnOffGroupWait(qctx, db); err != nil {
-				n.log.Warn("turning a replica's group commit wait off failed", "err", err)
-			}
 		}
 		d.relaxed.Store(true)
 	case rolectl.AwaitDrained:
@@ -408,10 +417,18 @@ func (d *roleDriver) startCapture(epoch uint64) error {
 	done := make(chan struct{})
 	d.capStop, d.capDone = ccancel, done
 	n.capture.Store(c)
-	if w := n.cfg.GroupCommitWaitOrDefault(); w > 0 {
-		if db := n.conn(); db != nil {
-			go n.tuneGroupCommit(cctx, db, w)
-		}
+	// The tuner ends with the term; StopCapture waits for it too, so its
+	// turn-off lands before the next role's statements (groupwait.go).
+	tuned := make(chan struct{})
+	d.tuneDone = tuned
+	if w := n.cfg.GroupCommitWaitOrDefault(); w > 0 && n.conn() != nil {
+		db := n.conn()
+		go func() {
+			defer close(tuned)
+			n.tuneGroupCommit(cctx, db, w)
+		}()
+	} else {
+		close(tuned)
 	}
 	go func() {
 		err := c.Run(cctx)
