@@ -115,10 +115,11 @@ type Config struct {
 	// default 1 GiB, min 64 KiB.
 	LogRetentionBytes int64 `json:"log_retention_bytes"`
 	// group_commit_wait: while master, binlogd sets MariaDB's
-	// binlog_commit_wait_usec to this and binlog_commit_wait_count to
-	// the size the commit groups reach, so more transactions share each
-	// Paxos round (binlogd/node/groupwait.go); "0s" leaves both
-	// variables alone (default 2ms, at most 100ms).
+	// binlog_commit_wait_count to the size the commit groups reach and
+	// binlog_commit_wait_usec to the mean semi-sync ACK time, at most
+	// this, so more transactions share each Paxos round
+	// (binlogd/node/groupwait.go); "0s" leaves both variables alone
+	// (default 10ms, at most 100ms).
 	GroupCommitWait *Duration `json:"group_commit_wait,omitempty"`
 	// mysql_extra: extra my.cnf lines for the node's MariaDB.
 	MySQLExtra []string `json:"mysql_extra,omitempty"`
@@ -164,7 +165,7 @@ type Credentials struct {
 }
 
 // DefaultGroupCommitWait is group_commit_wait's default.
-const DefaultGroupCommitWait = 2 * time.Millisecond
+const DefaultGroupCommitWait = 10 * time.Millisecond
 
 // GroupCommitWaitOrDefault is group_commit_wait, DefaultGroupCommitWait
 // when unset; 0 means binlogd leaves the group commit settings alone.

@@ -27,7 +27,7 @@ func TestTuneGroupCommitResumesAfterASkippedPeriod(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		n.tuneGroupCommit(ctx, db, 2*time.Millisecond)
+		n.tuneGroupCommit(ctx, db, 2*time.Millisecond, func() ackTimes { return ackTimes{} })
 	}()
 	// Each send is answered by one SHOW GLOBAL STATUS, so the tuner has
 	// finished with a reading once it asks for the next one.

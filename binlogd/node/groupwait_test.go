@@ -1,6 +1,9 @@
 package node
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func TestNextWaitCount(t *testing.T) {
 	g := func(commits, groups uint64) groupCounters { return groupCounters{commits: commits, groups: groups} }
@@ -57,5 +60,42 @@ func TestGroupCountersMinusAfterReset(t *testing.T) {
 	b := groupCounters{commits: 3, groups: 2} // FLUSH STATUS between
 	if d := b.minus(a); d != (groupCounters{}) {
 		t.Fatalf("counters that went back: %+v, want zero", d)
+	}
+}
+
+func TestNextWaitUsec(t *testing.T) {
+	const ms = time.Millisecond
+	acks := func(n uint64, sum time.Duration) ackTimes { return ackTimes{acks: n, sum: sum} }
+	cases := []struct {
+		name string
+		cur  time.Duration
+		a    ackTimes
+		most time.Duration
+		want time.Duration
+	}{
+		{"a term's first wait, before any ACK", 0, acks(0, 0), 10 * ms, 2 * ms},
+		{"... within group_commit_wait", 0, acks(0, 0), ms, ms},
+		{"1.5x the mean ACK time of the period", 2 * ms, acks(100, 320*ms), 10 * ms, 4800 * time.Microsecond},
+		{"rounded to 100µs", 2 * ms, acks(3, 4*ms), 10 * ms, 2000 * time.Microsecond},
+		{"a short round still waits 200µs", 2 * ms, acks(100, 5*ms), 10 * ms, 200 * time.Microsecond},
+		{"a slow round waits group_commit_wait at most", 2 * ms, acks(10, 400*ms), 10 * ms, 10 * ms},
+		{"no ACK timed keeps the wait", 3 * ms, acks(0, 0), 10 * ms, 3 * ms},
+		{"a smaller group_commit_wait caps a kept wait", 3 * ms, acks(0, 0), 2 * ms, 2 * ms},
+	}
+	for _, c := range cases {
+		if got := nextWaitUsec(c.cur, c.a, c.most); got != c.want {
+			t.Errorf("%s: nextWaitUsec(%v, %+v, %v) = %v, want %v", c.name, c.cur, c.a, c.most, got, c.want)
+		}
+	}
+}
+
+func TestAckTimesMinusAfterNewCapture(t *testing.T) {
+	a := ackTimes{acks: 100, sum: time.Second}
+	b := ackTimes{acks: 3, sum: 9 * time.Millisecond} // a new term's capture counts from 0
+	if d := b.minus(a); d != (ackTimes{}) {
+		t.Fatalf("counters that went back: %+v, want zero", d)
+	}
+	if d := a.minus(b); d != (ackTimes{acks: 97, sum: 991 * time.Millisecond}) {
+		t.Fatalf("a.minus(b) = %+v", d)
 	}
 }

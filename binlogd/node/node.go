@@ -64,7 +64,9 @@ type Node struct {
 	capture atomic.Pointer[capture.Capture] // this term's, for metrics; nil before the first
 	// commitWaitCount is the binlog_commit_wait_count binlogd last set (groupwait.go).
 	commitWaitCount atomic.Int64
-	lagSecs         atomic.Int64 // Seconds_Behind_Master; -1 unknown or not replicating
+	// commitWaitUsec is the binlog_commit_wait_usec binlogd last set, µs.
+	commitWaitUsec atomic.Int64
+	lagSecs        atomic.Int64 // Seconds_Behind_Master; -1 unknown or not replicating
 
 	stopping  atomic.Bool
 	keepMySQL atomic.Bool // a graceful stop hands MariaDB off (handover.go)

@@ -425,7 +425,10 @@ func (d *roleDriver) startCapture(epoch uint64) error {
 		db := n.conn()
 		go func() {
 			defer close(tuned)
-			n.tuneGroupCommit(cctx, db, w)
+			n.tuneGroupCommit(cctx, db, w, func() ackTimes {
+				st := c.Stats()
+				return ackTimes{acks: st.Acks, sum: st.AckLatency}
+			})
 		}()
 	} else {
 		close(tuned)
