@@ -73,7 +73,6 @@ const (
 	groupWaitFirstUsec = 2 * time.Millisecond
 )
 
-
 // waitSetting is what the tuner has MariaDB do: binlog_commit_wait_count
 // (0: no wait) and binlog_commit_wait_usec.
 type waitSetting struct {
