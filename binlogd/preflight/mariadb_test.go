@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 )
 
 func TestJudgeVersion(t *testing.T) {
@@ -92,8 +93,10 @@ func TestCheckMySQLExtra(t *testing.T) {
 		{"sql_mode=STRICT_TRANS_TABLES,NO_ENGINE_SUBSTITUTION", OK},
 		{"skip_name_resolve=OFF", Warn},
 		{"!includedir /etc/mysql/conf.d", Warn},
+		{"binlog_commit_wait_count=10", Warn},
+		{"binlog-commit-wait-usec = 5000", Warn},
 	} {
-		rs := CheckMySQLExtra([]string{c.line}, "/etc/phxgo/binlogd.json")
+		rs := CheckMySQLExtra([]string{c.line}, "/etc/phxgo/binlogd.json", 10*time.Millisecond)
 		if w := Worst(rs); w != c.want {
 			t.Errorf("%q: got %s %+v, want %s", c.line, w, rs, c.want)
 			continue
@@ -102,6 +105,11 @@ func TestCheckMySQLExtra(t *testing.T) {
 			t.Errorf("%q: want one result with a fix, got %+v", c.line, rs)
 		}
 	}
-	rs := CheckMySQLExtra([]string{"sync_binlog=0"}, "/etc/phxgo/binlogd.json")
+	rs := CheckMySQLExtra([]string{"sync_binlog=0"}, "/etc/phxgo/binlogd.json", 10*time.Millisecond)
 	want1(t, rs, Fail, "sync_binlog", `remove "sync_binlog=0" from mysql_extra in /etc/phxgo/binlogd.json`)
+	// With group_commit_wait "0s" the group commit lines are the operator's.
+	rs = CheckMySQLExtra([]string{"binlog_commit_wait_count=10", "binlog_commit_wait_usec=5000"}, "/etc/phxgo/binlogd.json", 0)
+	want1(t, rs, OK, "2 lines", "")
+	rs = CheckMySQLExtra([]string{"binlog_commit_wait_count=10"}, "/etc/phxgo/binlogd.json", 10*time.Millisecond)
+	want1(t, rs, Warn, "binlogd sets binlog_commit_wait_count itself", `set "group_commit_wait": "0s"`)
 }

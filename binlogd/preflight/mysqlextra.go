@@ -3,6 +3,7 @@ package preflight
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // A setting phxgo's my.cnf (binlogd/mysqld writeConfig) relies on. The
@@ -115,9 +116,14 @@ func isKnown(key string) bool {
 	return false
 }
 
+// groupWaitKeys are the variables binlogd sets at run time while
+// group_commit_wait is on (binlogd/node/groupwait.go).
+var groupWaitKeys = []string{"binlog_commit_wait_count", "binlog_commit_wait_usec"}
+
 // CheckMySQLExtra checks each mysql_extra line against the settings phxgo
-// relies on. cfgPath names the file in the fix.
-func CheckMySQLExtra(extra []string, cfgPath string) []Result {
+// relies on. cfgPath names the file in the fix; groupWait is the config's
+// group_commit_wait (0: binlogd leaves the group commit variables alone).
+func CheckMySQLExtra(extra []string, cfgPath string, groupWait time.Duration) []Result {
 	const name = "mysql_extra"
 	var out []Result
 	for _, raw := range extra {
@@ -137,6 +143,12 @@ func CheckMySQLExtra(extra []string, cfgPath string) []Result {
 			out = append(out, Result{Check: name, Status: s.sev,
 				Finding: fmt.Sprintf("%q overrides %s (phxgo: %s): %s", strings.TrimSpace(raw), l.key, s.want, s.why),
 				Fix:     fmt.Sprintf("remove %q from mysql_extra in %s", strings.TrimSpace(raw), cfgPath)})
+		}
+		if groupWait > 0 && contains(groupWaitKeys, l.key) {
+			out = append(out, Result{Check: name, Status: Warn,
+				Finding: fmt.Sprintf("%q holds only until binlogd starts: while group_commit_wait is on, binlogd sets %s itself (on the master it follows the load, on a replica it is 0)",
+					strings.TrimSpace(raw), l.key),
+				Fix: fmt.Sprintf("remove %q from mysql_extra in %s, or set \"group_commit_wait\": \"0s\" there to keep it", strings.TrimSpace(raw), cfgPath)})
 		}
 	}
 	if len(out) == 0 {

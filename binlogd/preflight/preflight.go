@@ -10,7 +10,7 @@ func Run(ctx context.Context, env *Env) []Result {
 	out := CheckConfig(env)
 	out = append(out, CheckMariaDB(ctx, env)...)
 	if env.Config != nil {
-		out = append(out, CheckMySQLExtra(env.Config.MySQLExtra, env.ConfigPath)...)
+		out = append(out, CheckMySQLExtra(env.Config.MySQLExtra, env.ConfigPath, env.Config.GroupCommitWaitOrDefault())...)
 		out = append(out, CheckPorts(ctx, env)...)
 		out = append(out, CheckDirs(env)...)
 		out = append(out, CheckSecretFiles(env)...)
