@@ -116,8 +116,8 @@ type Config struct {
 	LogRetentionBytes int64 `json:"log_retention_bytes"`
 	// group_commit_wait: while master, binlogd sets MariaDB's
 	// binlog_commit_wait_count to the size the commit groups reach and
-	// binlog_commit_wait_usec to the mean semi-sync ACK time, at most
-	// this, so more transactions share each Paxos round
+	// binlog_commit_wait_usec to 1.5x the mean semi-sync ACK time (at
+	// least 200µs, at most this), so more transactions share each Paxos round
 	// (binlogd/node/groupwait.go); "0s" leaves both variables alone
 	// (default 10ms, at most 100ms).
 	GroupCommitWait *Duration `json:"group_commit_wait,omitempty"`

@@ -66,8 +66,10 @@ const (
 	groupWaitMinGroups = 8    // groups in a period (32/s) below which the wait is off
 	groupWaitMaxCount  = 256
 	// The usec: 1.5x the period's mean ACK time, rounded to groupWaitStep, at
-	// least groupWaitMinUsec and at most group_commit_wait; a term's
-	// first wait, before any ACK was timed, is groupWaitFirstUsec.
+	// least groupWaitMinUsec and at most group_commit_wait. Until a
+	// period with a count above 0 has timed an ACK (after a reset, or
+	// when the wait turns on in a period without ACKs) the usec is
+	// groupWaitFirstUsec.
 	groupWaitStep      = 100 * time.Microsecond
 	groupWaitMinUsec   = 200 * time.Microsecond
 	groupWaitFirstUsec = 2 * time.Millisecond
@@ -88,7 +90,7 @@ type ackTimes struct {
 }
 
 func (a ackTimes) minus(o ackTimes) ackTimes {
-	if a.acks < o.acks || a.sum < o.sum { // a new capture counts from 0
+	if a.acks < o.acks || a.sum < o.sum { // cannot happen (one capture per term, counters only grow); kept as minus's guard
 		return ackTimes{}
 	}
 	return ackTimes{a.acks - o.acks, a.sum - o.sum}
@@ -100,7 +102,9 @@ func (a ackTimes) minus(o ackTimes) ackTimes {
 func nextWaitUsec(cur time.Duration, acks ackTimes, most time.Duration) time.Duration {
 	w := cur
 	if acks.acks > 0 {
-		w = (acks.sum * 3 / 2 / time.Duration(acks.acks)).Round(groupWaitStep)
+		// The floor here too: a mean under 34µs rounds to 0, which is not
+		// "none set yet".
+		w = max((acks.sum * 3 / 2 / time.Duration(acks.acks)).Round(groupWaitStep), groupWaitMinUsec)
 	}
 	if w == 0 {
 		w = groupWaitFirstUsec
@@ -152,7 +156,11 @@ func (n *Node) tuneGroupCommit(ctx context.Context, db *sql.DB, most time.Durati
 		_, err := db.ExecContext(ctx, fmt.Sprintf("SET GLOBAL binlog_commit_wait_usec=%d, GLOBAL binlog_commit_wait_count=%d", w.usec.Microseconds(), w.count))
 		if err == nil {
 			n.commitWaitCount.Store(int64(w.count))
-			n.commitWaitUsec.Store(w.usec.Microseconds())
+			if w.count == 0 {
+				n.commitWaitUsec.Store(0) // MariaDB ignores the usec then
+			} else {
+				n.commitWaitUsec.Store(w.usec.Microseconds())
+			}
 		}
 		return err
 	}
@@ -201,10 +209,13 @@ func (n *Node) tuneGroupCommit(ctx context.Context, db *sql.DB, most time.Durati
 			}
 			if next != cur {
 				if err := set(qctx, next); err != nil {
+					// MariaDB may have run it all the same: start over.
+					cancel()
+					known = false
 					n.log.Debug("group commit tuning skipped a period", "err", err)
-				} else {
-					cur = next
+					continue
 				}
+				cur = next
 			}
 		}
 		cancel()
@@ -222,6 +233,7 @@ func (n *Node) turnOffGroupWait(ctx context.Context, db *sql.DB) error {
 		return err
 	}
 	n.commitWaitCount.Store(0)
+	n.commitWaitUsec.Store(0)
 	return nil
 }
 

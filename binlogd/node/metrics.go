@@ -74,7 +74,7 @@ func newMetrics(n *Node) *metrics {
 	registerConventionMetrics(reg, n)
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "phxgo", Subsystem: "binlogd", Name: "binlog_commit_wait_count", Help: "the master MariaDB's binlog_commit_wait_count as binlogd last set it (0: no wait; config group_commit_wait)"},
 		func() float64 { return float64(n.commitWaitCount.Load()) }))
-	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "phxgo", Subsystem: "binlogd", Name: "binlog_commit_wait_seconds", Help: "the master MariaDB's binlog_commit_wait_usec as binlogd last set it, in seconds: the last period's mean ACK time, at most group_commit_wait (it matters only while binlog_commit_wait_count is above 0)"},
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "phxgo", Subsystem: "binlogd", Name: "binlog_commit_wait_seconds", Help: "the master MariaDB's binlog_commit_wait_usec as binlogd last set it, in seconds: 1.5x the last period's mean ACK time, 200µs to group_commit_wait; 0 while binlog_commit_wait_count is 0 (no wait)"},
 		func() float64 { return float64(n.commitWaitUsec.Load()) / 1e6 }))
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "phxgo", Subsystem: "paxos", Name: "applied_index", Help: "applied log index"},
 		func() float64 { return float64(n.px.Status().Applied) }))

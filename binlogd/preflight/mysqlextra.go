@@ -146,7 +146,7 @@ func CheckMySQLExtra(extra []string, cfgPath string, groupWait time.Duration) []
 		}
 		if groupWait > 0 && contains(groupWaitKeys, l.key) {
 			out = append(out, Result{Check: name, Status: Warn,
-				Finding: fmt.Sprintf("%q holds only until binlogd starts: while group_commit_wait is on, binlogd sets %s itself (on the master it follows the load, on a replica it is 0)",
+				Finding: fmt.Sprintf("%q is overridden at run time: while group_commit_wait is on, binlogd sets %s itself (on the master both follow the load; a replica's count is 0)",
 					strings.TrimSpace(raw), l.key),
 				Fix: fmt.Sprintf("remove %q from mysql_extra in %s, or set \"group_commit_wait\": \"0s\" there to keep it", strings.TrimSpace(raw), cfgPath)})
 		}
