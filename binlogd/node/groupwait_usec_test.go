@@ -123,8 +123,9 @@ func TestTuneGroupCommitUsecBelowFloor(t *testing.T) {
 	}
 }
 
-// ackScriptedServer answers the tuner's statements like scriptedServer
-// and also scripts capture's ACK counters: a reading's acks are what the
+// ackScriptedServer answers the tuner's two statements (SHOW GLOBAL
+// STATUS with the next scripted reading, SET GLOBAL by remembering it)
+// and scripts capture's ACK counters: a reading's acks are what the
 // tuner's ACK source returns from the moment the tuner takes it (the
 // driver runs on the tuner's goroutine). It keeps every SET it was sent,
 // and what was set when the tuner last asked for a reading.
