@@ -1,12 +1,9 @@
 package node
 
 import (
-	"context"
-	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"io"
-	"log/slog"
 	"testing"
 	"time"
 )
@@ -16,16 +13,7 @@ import (
 // next periods' groups ask for that same count, it saw no change to make
 // and left MariaDB without a wait for as long as the load stayed the same.
 func TestTuneGroupCommitResumesAfterASkippedPeriod(t *testing.T) {
-	srv := &ackScriptedServer{readings: make(chan ackScriptedReading)}
-	db := sql.OpenDB(srv)
-	defer db.Close()
-	n := &Node{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		n.tuneGroupCommit(ctx, db, 2*time.Millisecond, srv.ackTimes)
-	}()
+	srv, stop := startTuner(2 * time.Millisecond)
 	// Each send is answered by one SHOW GLOBAL STATUS, so the tuner has
 	// finished with a reading once it asks for the next one.
 	steady := func(i uint64) ackScriptedReading { return ackScriptedReading{commits: 100 * i, groups: 20 * i} } // groups of 5
@@ -42,8 +30,7 @@ func TestTuneGroupCommitResumesAfterASkippedPeriod(t *testing.T) {
 	if got := srv.last().count; got != 9 {
 		t.Errorf("groups of 5 again after a skipped period: binlog_commit_wait_count=%d, want 9: after the reset to 0 it still took the count to be 9, the same as the groups ask for", got)
 	}
-	cancel()
-	<-done
+	stop()
 	if got := srv.last().count; got != 0 {
 		t.Errorf("after the term: binlog_commit_wait_count=%d, want 0", got)
 	}

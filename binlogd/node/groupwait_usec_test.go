@@ -28,16 +28,7 @@ func TestTuneGroupCommitUsecFollowsAckTime(t *testing.T) {
 		us   = time.Microsecond
 		most = 10 * ms
 	)
-	srv := &ackScriptedServer{readings: make(chan ackScriptedReading)}
-	db := sql.OpenDB(srv)
-	defer db.Close()
-	n := &Node{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		n.tuneGroupCommit(ctx, db, most, srv.ackTimes)
-	}()
+	srv, stop := startTuner(most)
 	// g(i): i periods of groups of 5 (20 groups, 100 commits a period),
 	// which ask for a count of 9.
 	g := func(i uint64) (uint64, uint64) { return 100 * i, 20 * i }
@@ -79,8 +70,7 @@ func TestTuneGroupCommitUsecFollowsAckTime(t *testing.T) {
 	srv.readings <- r(6, 1000, 10*time.Second)
 	step("after a skipped period", r(7, 1100, 10*time.Second+200*ms), waitSetting{0, 2 * ms})
 	step("ACKs of 2ms after a skipped period", r(8, 1100, 10*time.Second+200*ms), waitSetting{9, 3 * ms})
-	cancel()
-	<-done
+	stop()
 	if got := srv.last(); got.count != 0 {
 		t.Errorf("after the term: count=%d, want 0", got.count)
 	}
@@ -95,21 +85,11 @@ func TestTuneGroupCommitUsecFollowsAckTime(t *testing.T) {
 // one too.
 func TestTuneGroupCommitUsecBelowFloor(t *testing.T) {
 	const most = 150 * time.Microsecond
-	srv := &ackScriptedServer{readings: make(chan ackScriptedReading)}
-	db := sql.OpenDB(srv)
-	defer db.Close()
-	n := &Node{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		n.tuneGroupCommit(ctx, db, most, srv.ackTimes)
-	}()
+	srv, stop := startTuner(most)
 	for i := range uint64(4) {
 		srv.readings <- ackScriptedReading{commits: 100 * i, groups: 20 * i, acks: ackTimes{acks: 100 * i, sum: time.Duration(i) * 300 * time.Millisecond}}
 	}
-	cancel()
-	<-done
+	stop()
 	h := srv.history()
 	on := false
 	for _, w := range h {
@@ -120,6 +100,25 @@ func TestTuneGroupCommitUsecBelowFloor(t *testing.T) {
 	}
 	if !on {
 		t.Errorf("the wait never came on: %+v", h)
+	}
+}
+
+// startTuner runs tuneGroupCommit against a new ackScriptedServer;
+// stop ends the term and waits for the tuner's turn-off.
+func startTuner(most time.Duration) (srv *ackScriptedServer, stop func()) {
+	srv = &ackScriptedServer{readings: make(chan ackScriptedReading)}
+	db := sql.OpenDB(srv)
+	n := &Node{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		n.tuneGroupCommit(ctx, db, most, srv.ackTimes)
+	}()
+	return srv, func() {
+		cancel()
+		<-done
+		db.Close()
 	}
 }
 
