@@ -3,6 +3,7 @@ package sqlproxy
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
 	"sync"
 	"time"
@@ -162,7 +163,7 @@ func (h *health) check(ctx context.Context, db *sql.DB, r topology.Replica, mast
 	st := &replicaState{ID: r.ID, Addr: r.MySQLAddr, CheckedAt: time.Now(), Behind: -1}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	lag, pos, err := replicaLag(ctx, db)
+	lag, pos, err := replicaLagFresh(ctx, db)
 	if err != nil {
 		st.Error = err.Error()
 		return st
@@ -190,9 +191,31 @@ func (h *health) check(ctx context.Context, db *sql.DB, r topology.Replica, mast
 	return st
 }
 
+// replicaLagFresh runs replicaLag on one of db's connections and closes
+// that connection if the check fails. MariaDB fixes a session's global
+// privileges when it logs in: a connection opened between binlogd's
+// CREATE USER and its GRANT SLAVE MONITOR fails SHOW SLAVE STATUS for
+// as long as it lives, and the pool would keep it (in CI a learner's
+// own proxy judged it unhealthy for a minute that way).
+func replicaLagFresh(ctx context.Context, db *sql.DB) (time.Duration, string, error) {
+	c, err := db.Conn(ctx)
+	if err != nil {
+		return 0, "", err
+	}
+	defer c.Close()
+	lag, pos, err := replicaLag(ctx, c)
+	if err != nil {
+		_ = c.Raw(func(any) error { return driver.ErrBadConn })
+	}
+	return lag, pos, err
+}
+
 // replicaLag reads Seconds_Behind_Master (-1 when replication is not
 // running) and @@gtid_current_pos.
-func replicaLag(ctx context.Context, db *sql.DB) (time.Duration, string, error) {
+func replicaLag(ctx context.Context, db interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}) (time.Duration, string, error) {
 	var pos string
 	if err := db.QueryRowContext(ctx, "SELECT @@gtid_current_pos").Scan(&pos); err != nil {
 		return 0, "", err

@@ -302,13 +302,34 @@ func TestUnsafeWhenWaitingCommitKilled(t *testing.T) {
 }
 
 // TestSinkErrorIsFatal: a rejected batch stops capture with ErrRejected.
+//
+// Two batches are in flight when the first fails: one transaction of
+// three 256 KiB rows, cut into pieces of 128 KiB, and the sink holds
+// every outcome until two are proposed. Run still reports the first
+// one's error, not the second's "follows a batch that is not durable"
+// (in CI the drain's error once replaced the cause).
 func TestSinkErrorIsFatal(t *testing.T) {
 	m := newMaster(t)
 	sink := newRecSink()
+	cfg := m.config()
+	cfg.FragmentBytes, cfg.BatchMaxBytes = 128<<10, 128<<10
+	_, done, stop := runCapture(t, cfg, sink)
+	awaitCaughtUp(t, m, sink)
 	reject := errors.New("batch invalid: stale epoch")
-	sink.fail = reject
-	_, done, stop := runCapture(t, m.config(), sink)
-	go func() { _, _ = m.db.Exec("INSERT INTO t.x VALUES (8, 'a')") }()
+	gate := make(chan struct{})
+	sink.mu.Lock()
+	sink.fail, sink.gate = reject, gate
+	before := sink.lastSeq
+	sink.mu.Unlock()
+	go func() {
+		_, _ = m.db.Exec("INSERT INTO t.x VALUES (7, REPEAT('a', 262144)), (8, REPEAT('b', 262144)), (9, REPEAT('c', 262144))")
+	}()
+	await(t, 30*time.Second, "two batches in flight", func() bool {
+		sink.mu.Lock()
+		defer sink.mu.Unlock()
+		return sink.lastSeq >= before+2
+	})
+	close(gate)
 	select {
 	case <-done:
 		if err := stop(); !errors.Is(err, ErrRejected) || !errors.Is(err, reject) {

@@ -3,6 +3,7 @@ package capture
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 )
 
@@ -61,7 +62,10 @@ func (c *Capture) session(ctx context.Context, db *sql.DB) (progressed bool, err
 	stop()
 	s.close()
 	<-readerDone
-	if werr := p.drain(); werr != nil && ctx.Err() == nil {
+	// A batch rejected in run is the cause; drain then only reports the
+	// batches after it ("follows a batch that is not durable"). Otherwise
+	// a rejection drain finds outranks the stream error that ended run.
+	if werr := p.drain(); werr != nil && ctx.Err() == nil && !errors.Is(err, ErrRejected) {
 		err = werr
 	}
 	return p.got, err
