@@ -9,18 +9,21 @@
 #       (sync_binlog=1, innodb_flush_log_at_trx_commit=1) unless
 #       BENCH_RELAXED_REPLICAS=1;
 #   (b) HAProxy (Debian's package, tcp mode) in front of the baseline master,
-#       and another in front of phxgo's master's MariaDB (the server the
-#       master node's proxy reaches, by the same unix socket): the proxy anchors;
+#       another in front of phxgo's master's MariaDB (the server the
+#       master node's proxy reaches, by the same unix socket), and a third
+#       reaching that MariaDB by TCP, as another node's proxy does: the
+#       proxy anchors;
 #   (c) a 3-node phxgo cluster with its proxies (bin/phxcluster up, TLS on).
 # Runs, in rotating turns, at each of BENCH_THREADS:
 #   oltp_insert   semisync-direct, semisync-haproxy, phxgo-proxy-master,
-#                 phxgo-proxy-other (two proxy hops), phxgo-direct (reference)
+#                 phxgo-proxy-other (to the master's MariaDB by TCP, with
+#                 a read window), phxgo-direct (reference)
 #   oltp_insert at a fixed offered load (BENCH_RATE tps, the first of
 #                 BENCH_THREADS): semisync-direct, phxgo-proxy-master,
 #                 phxgo-direct; latency at the same work per second
 #   oltp_point_select (BENCH_POINT_THREADS): semisync-direct,
 #                 semisync-haproxy, phxgo-haproxy, phxgo-proxy-master,
-#                 phxgo-proxy-other
+#                 phxgo-haproxy-tcp, phxgo-proxy-other
 # Every run is `sqlbench run`: counters, sysbench, then it waits until every
 # replica applied the master's @@gtid_binlog_pos, counters again. So
 # sustained tps, CPU per transaction (by process kind) and disk flushes
@@ -46,7 +49,7 @@
 #   BENCH_TABLES, BENCH_TABLE_SIZE   sysbench data (default 4 x 10000 rows)
 #   BENCH_PS_MODE        sysbench --db-ps-mode (default auto)
 #   BENCH_RELAXED_REPLICAS=1  baseline replicas with sync_binlog=0, innodb_flush_log_at_trx_commit=2
-#   BENCH_PORT           base port (default 23000): baseline +1..+3, HAProxy +4 and +5, phxgo +110..+136
+#   BENCH_PORT           base port (default 23000): baseline +1..+3, HAProxy +4..+6, phxgo +110..+136
 #   BENCH_LEASE          phxgo lease (default 5s)
 #   BENCH_INSECURE=1     phxgo without TLS
 #   BENCH_DIR            work directory (default: a temp dir, removed at exit); BENCH_KEEP=1 keeps it
@@ -71,6 +74,7 @@ LEASE=${BENCH_LEASE:-5s}
 PHX_BASE=$((PORT + 100))
 HA_PORT=$((PORT + 4))
 HA2_PORT=$((PORT + 5))
+HA3_PORT=$((PORT + 6))
 ANCHOR=${THREADS%% *}
 
 log() { printf '[bench %s] %s\n' "$(date +%T)" "$*" >&2; }
@@ -92,7 +96,7 @@ for c in binlogd sqlproxy phxcluster sqlbench; do
 done
 rm -f "/tmp/bench-build-$$.txt"
 
-for p in $((PORT + 1)) $((PORT + 2)) $((PORT + 3)) "$HA_PORT" "$HA2_PORT" $((PHX_BASE + 10)) $((PHX_BASE + 20)) $((PHX_BASE + 30)); do
+for p in $((PORT + 1)) $((PORT + 2)) $((PORT + 3)) "$HA_PORT" "$HA2_PORT" "$HA3_PORT" $((PHX_BASE + 10)) $((PHX_BASE + 20)) $((PHX_BASE + 30)); do
   [ -z "$(ss -Hltn "sport = :$p")" ] || die "port $p is in use; set BENCH_PORT"
 done
 
@@ -102,7 +106,7 @@ BASE_DIR=$WORK/baseline
 PHX_DIR=$WORK/phxgo
 RESULTS=$WORK/results.jsonl
 : >"$RESULTS"
-HA_PID= HA2_PID=
+HA_PID= HA2_PID= HA3_PID=
 
 cleanup() {
   local rc=$?
@@ -110,6 +114,7 @@ cleanup() {
   log "cleaning up"
   if [ -n "$HA_PID" ]; then kill "$HA_PID" 2>/dev/null || true; fi
   if [ -n "$HA2_PID" ]; then kill "$HA2_PID" 2>/dev/null || true; fi
+  if [ -n "$HA3_PID" ]; then kill "$HA3_PID" 2>/dev/null || true; fi
   if [ -d "$PHX_DIR" ]; then
     bin/phxcluster down -dir "$PHX_DIR" -base-port "$PHX_BASE" >/dev/null 2>&1 || log "phxcluster down failed"
   fi
@@ -233,6 +238,14 @@ sed -e "s/127.0.0.1:$HA_PORT/127.0.0.1:$HA2_PORT/" -e "s|server master .*|server
   "$WORK/haproxy.cfg" >"$WORK/haproxy-phxgo.cfg"
 start_haproxy HA2_PID "$WORK/haproxy-phxgo.cfg" "$WORK/haproxy-phxgo.log" "$HA2_PORT"
 HA2_ADDR=127.0.0.1:$HA2_PORT
+# And the anchor for another node's proxy: it reaches the master's
+# MariaDB by TCP (from another host it could not do otherwise), so
+# HAProxy does too here.
+log "starting HAProxy (tcp mode) on 127.0.0.1:$HA3_PORT in front of phxgo's master $PHX_DIRECT (by TCP)"
+sed -e "s/127.0.0.1:$HA_PORT/127.0.0.1:$HA3_PORT/" -e "s|server master .*|server master $PHX_DIRECT|" \
+  "$WORK/haproxy.cfg" >"$WORK/haproxy-phxgo-tcp.cfg"
+start_haproxy HA3_PID "$WORK/haproxy-phxgo-tcp.cfg" "$WORK/haproxy-phxgo-tcp.log" "$HA3_PORT"
+HA3_ADDR=127.0.0.1:$HA3_PORT
 
 catch_up() { # both systems, so no run pays for the other's (or its own previous) lag
   bin/sqlbench waitapplied -master "$BASE_ADDR" -replicas "$BASE_REPLICAS" >/dev/null
@@ -276,6 +289,7 @@ run_one() {
       semisync-direct) args=(-target "$BASE_ADDR") ;;
       semisync-haproxy) args=(-target "$HA_ADDR" -pids "haproxy=$HA_PID") ;;
       phxgo-haproxy) args=(-target "$HA2_ADDR" -pids "haproxy=$HA2_PID") ;;
+      phxgo-haproxy-tcp) args=(-target "$HA3_ADDR" -pids "haproxy=$HA3_PID") ;;
       phxgo-proxy-master) args=(-target "${PHX_PROXY[$MASTER]}") ;;
       phxgo-proxy-other) args=(-target "${PHX_PROXY[$(((MASTER + 1) % 3))]}") ;;
       phxgo-direct) args=(-target "$PHX_DIRECT") ;;
@@ -302,7 +316,7 @@ REJ0=$(rejected_now)
 INSERT_LABELS=(semisync-direct semisync-haproxy phxgo-proxy-master phxgo-proxy-other phxgo-direct)
 # The proxies next to their HAProxy anchor, so each round's ratio
 # compares runs back to back.
-POINT_LABELS=(phxgo-proxy-master phxgo-haproxy phxgo-proxy-other semisync-direct semisync-haproxy)
+POINT_LABELS=(phxgo-proxy-master phxgo-haproxy phxgo-proxy-other phxgo-haproxy-tcp semisync-direct semisync-haproxy)
 RATE_LABELS=(semisync-direct phxgo-proxy-master phxgo-direct)
 # run_round TEST THREADS RATE LABEL...: one run of TEST per label, starting
 # one label later at each call (k), so no system always runs first.
@@ -340,8 +354,8 @@ REJ=()
 if [ "$REJ0" != NaN ] && [ "$REJ1" != NaN ] && [ "$REJ1" -ge "$REJ0" ]; then
   REJ=(-rejected-metric-delta $((REJ1 - REJ0)))
 fi
-kill "$HA_PID" "$HA2_PID" 2>/dev/null || true
-HA_PID= HA2_PID=
+kill "$HA_PID" "$HA2_PID" "$HA3_PID" 2>/dev/null || true
+HA_PID= HA2_PID= HA3_PID=
 log "stopping phxgo to read its log (binlogd log -rejected)"
 bin/phxcluster down -dir "$PHX_DIR" -base-port "$PHX_BASE" >/dev/null 2>&1 || log "phxcluster down failed"
 if bin/binlogd log -rejected -config "$PHX_DIR/node$((MASTER + 1))/binlogd.json" >"$WORK/rejected.txt" 2>"$WORK/rejected.err"; then
@@ -355,8 +369,10 @@ echo "phxgo failovers: $FAILOVERS; failed prepares through the proxy: $PREPARE_T
 echo "sysbench $SECS s per run, $ROUNDS round(s), $TABLES x $TABLE_SIZE rows, db-ps-mode=$PS_MODE, baseline replicas" \
   "$([ ${#RELAXED[@]} -gt 0 ] && echo relaxed || echo durable), $(nproc) cores"
 # point_ratios THREADS: each round's qps of phxgo's proxies over HAProxy in
-# front of the same MariaDB (a label's i-th record is round i: a failed
-# run writes none, its retry one), and the median of those ratios.
+# front of the same MariaDB, reached the same way (the master node's proxy
+# by the unix socket, another node's by TCP), and the median of those
+# ratios (a label's i-th record is round i: a failed run writes none, its
+# retry one).
 point_ratios() {
   jq -rs --argjson t "$1" '
     def qps: if .run_s > 0 then .queries / .run_s else 0 end;
@@ -364,12 +380,13 @@ point_ratios() {
     def f: if . == null then "NaN" else . * 1000 | round / 1000 | tostring end;
     [.[] | select(.test == "oltp_point_select" and .threads == $t)] as $r
     | [$r[] | select(.label == "phxgo-haproxy") | qps] as $h
-    | def per($l): [$r[] | select(.label == $l) | qps] as $p
+    | [$r[] | select(.label == "phxgo-haproxy-tcp") | qps] as $htcp
+    | def per($l; $h): [$r[] | select(.label == $l) | qps] as $p
         | [range(0; [$p, $h] | map(length) | min) | if $h[.] > 0 then $p[.] / $h[.] else 0 end];
-      per("phxgo-proxy-master") as $m | per("phxgo-proxy-other") as $o
+      per("phxgo-proxy-master"; $h) as $m | per("phxgo-proxy-other"; $h) as $o | per("phxgo-proxy-other"; $htcp) as $ot
     | "point selects, \($t) threads, \($m | length) rounds: median of the rounds ratios to HAProxy:"
-      + " master_proxy=\($m | med | f) other_proxy=\($o | med | f)"
-      + " (per round: \($m | map(f) | join(" ")) / \($o | map(f) | join(" ")))"
+      + " master_proxy=\($m | med | f) (socket HAProxy) other_proxy=\($ot | med | f) (TCP HAProxy; \($o | med | f) against the socket one)"
+      + " (per round: \($m | map(f) | join(" ")) / \($ot | map(f) | join(" ")))"
   ' "$RESULTS" 2>/dev/null || echo "point selects, $1 threads: no ratios (jq failed)"
 }
 for thr in $POINT_THREADS; do point_ratios "$thr"; done

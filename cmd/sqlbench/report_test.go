@@ -61,6 +61,31 @@ func TestProxyAnchor(t *testing.T) {
 	}
 }
 
+// Another node's proxy reaches the master's MariaDB by TCP: it is
+// compared with HAProxy doing the same when that was measured, and the
+// master node's proxy still with the socket one.
+func TestOtherProxyAnchorIsTCP(t *testing.T) {
+	recs := []record{
+		pointRun(phxHAProxy, 16, 300000, 20),
+		pointRun(phxMaster, 16, 270000, 20),
+		pointRun(phxOther, 16, 200000, 20),
+	}
+	if got := pointRatio(index(recs), phxOther, 16); math.Abs(got-2.0/3) > 1e-9 {
+		t.Errorf("without a TCP HAProxy: other proxy %v, want 0.667 (the socket one's)", got)
+	}
+	recs = append(recs, pointRun(phxHAProxyTCP, 16, 250000, 20))
+	r := index(recs)
+	if got := pointRatio(r, phxOther, 16); math.Abs(got-0.8) > 1e-9 {
+		t.Errorf("other proxy %v, want 0.8 (HAProxy by TCP)", got)
+	}
+	if got := pointRatio(r, phxMaster, 16); math.Abs(got-0.9) > 1e-9 {
+		t.Errorf("master's proxy %v, want 0.9 (HAProxy by the socket)", got)
+	}
+	if s := summarize(r, 16, 0); math.Abs(s.ProxyVsHAProxy-0.9) > 1e-9 {
+		t.Errorf("proxy_vs_haproxy %v, want the master's proxy's 0.9", s.ProxyVsHAProxy)
+	}
+}
+
 func TestSummaryPrefersTheMetric(t *testing.T) {
 	a := insertRun(phxMaster, 16, 1000, 10, 0, 5, 100)
 	a.RejectedMetric, a.Binlogd["phxgo_capture_rejected_batches_total"] = "phxgo_capture_rejected_batches_total", 2
