@@ -27,8 +27,7 @@
 //	RPC handler ─ Save(u) ─┼─▶ queue ─▶ commit goroutine:
 //	RPC handler ─ Save(u) ─┘     1. take queued ops (≤ MaxGroupOps) that fit ONE Badger txn
 //	                             2. frame them (accepted records + max(promised), max(chosen), applied)
-//	                             3. write the frame to the current segment file (pwrite),
-//	                                over zeros written ahead of it (zeroahead.go)
+//	                             3. append the frame to the current segment file (pwrite)
 //	                             4. hand the group to a sync goroutine; go to 1 for the next
 //	                          sync goroutine: fdatasync the segment
 //	                          completer (in group order): hold the group (its records
@@ -37,12 +36,6 @@
 //	                             held frames to Badger (one txn, accepted records as
 //	                             references into the segment, m/segpos = the last
 //	                             frame's end)
-//
-// A segment is kept ZeroAheadBytes (1 MiB) of zeros past its last frame,
-// so a group's sync flushes its frame's data only, not the file's growth
-// through the filesystem's journal (on this host 0.35 ms against 0.6-0.9
-// ms per sync, and 40% less CPU); the zeros are a clean end to Open and
-// Inspect.
 //
 // The segments (NNNNNNNNNNNNNNNN.seg, segment.go) are the write-ahead log;
 // Badger is the index over them and the home of the metadata, and is

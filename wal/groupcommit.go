@@ -334,11 +334,6 @@ func (l *Log) commitGroup(ops []*op) int {
 		return n
 	}
 	frame, refs := encodeFrame(l.segID, l.segOff, es)
-	if err := l.zeroAhead(l.segOff + uint64(len(frame))); err != nil {
-		g.err = err
-		close(g.synced)
-		return n
-	}
 	if _, err := l.segFile.WriteAt(frame, int64(l.segOff)); err != nil {
 		g.err = fmt.Errorf("wal: write segment %d: %w", l.segID, err)
 		close(g.synced)
@@ -380,7 +375,7 @@ func (l *Log) rotateSegment() error {
 	if err != nil {
 		return l.fail(err)
 	}
-	l.segID, l.segFile, l.segOff, l.segZero = l.segID+1, f, 0, 0
+	l.segID, l.segFile, l.segOff = l.segID+1, f, 0
 	l.stats.segments.Add(1)
 	return nil
 }

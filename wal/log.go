@@ -47,7 +47,6 @@ type Log struct {
 	segID   uint64
 	segFile *os.File
 	segOff  uint64
-	segZero uint64 // the current segment's bytes from 0 that are written: frames, then zeros (zeroahead.go)
 	// lazyDirty: the last group written was lazy, so the segment holds
 	// unsynced groups, lazyBytes of them (commit goroutine only).
 	lazyDirty bool

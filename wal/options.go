@@ -43,13 +43,6 @@ type Options struct {
 	// segments are deleted once truncation passes every instance in them
 	// (0: 64 MiB, minimum 4 KiB).
 	SegmentBytes int64
-	// ZeroAheadBytes is how far past its last frame a segment is kept
-	// filled with zeros (zeroahead.go): a group's frame then overwrites
-	// bytes the file already has, and its fdatasync flushes data only,
-	// not the file's new size and extents through the filesystem's
-	// journal, as an append does (0: 1 MiB; negative: off, every frame
-	// appends).
-	ZeroAheadBytes int64
 	// MinFreeBytes is the free space the log's filesystem must keep: a
 	// write that finds less fails the Log with ErrDiskFull, and Open
 	// refuses (space.go says why: Badger writes through memory mappings,
@@ -87,7 +80,6 @@ const (
 	defaultLazySync     = 256 << 10
 	defaultReclaimDelay = time.Minute
 	defaultSegmentBytes = 64 << 20
-	defaultZeroAhead    = 1 << 20
 	minSegmentBytes     = 4 << 10
 	defaultMinFree      = 256 << 20
 	defaultApplyGroups  = 16
@@ -120,9 +112,6 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.SegmentBytes < minSegmentBytes {
 		return o, fmt.Errorf("%w: Options.SegmentBytes %d below %d", ErrInvalid, o.SegmentBytes, minSegmentBytes)
-	}
-	if o.ZeroAheadBytes == 0 {
-		o.ZeroAheadBytes = defaultZeroAhead
 	}
 	if o.MinFreeBytes == 0 {
 		o.MinFreeBytes = defaultMinFree

@@ -82,7 +82,7 @@ func Inspect(dir string, opts Options) (*Report, error) {
 				r.Problems = append(r.Problems, p)
 			case err != nil:
 				return err
-			case tail != nil && !tail.clean: // zeros alone: the zero-ahead, a clean end
+			case tail != nil:
 				r.Problems = append(r.Problems, Problem{Segment: id, Path: path, Offset: tail.off, Reason: tail.reason.Error(),
 					Bytes: size - tail.off, Applied: have && (segPos{id, tail.off}).less(pos)})
 			}

@@ -95,7 +95,7 @@ func (l *Log) openSegments() error {
 			return err
 		}
 	}
-	l.segID, l.segFile, l.segOff, l.segZero = next, f, 0, 0
+	l.segID, l.segFile, l.segOff = next, f, 0
 	l.stats.segments.Add(1)
 	l.collectSegments()
 	return l.failure()
@@ -107,11 +107,9 @@ func (l *Log) openSegments() error {
 // frame after the bad bytes) fails Open with a *DamageError in any
 // segment. A torn tail of the newest segment (last) was never answered (a
 // group is answered after its sync, which covers every earlier frame) and
-// is cut off. Zeros up to the end of the file are the zero-ahead past the
-// last frame (zeroahead.go): cut quietly from the newest segment, left in
-// older ones. In an older segment, synced before the next one began, other
-// bad bytes are corruption; bytes that start with a zero header and are
-// not all zeros are left and logged.
+// is cut off. In an older segment, synced before the next one began, bad
+// bytes are corruption; zeros up to its end are left and logged (a log
+// written before torn tails of zeros were cut may hold them).
 func (l *Log) replaySegment(id, off uint64, last bool) (int, error) {
 	f := l.segs.files[id]
 	path := l.segs.path(id)
@@ -136,20 +134,6 @@ func (l *Log) replaySegment(id, off uint64, last bool) (int, error) {
 		return n, err
 	case tail == nil:
 		return n, nil
-	case tail.clean && last:
-		// Zero-ahead past the last frame: cut, so that a segment without
-		// frames is empty and is reused for writes.
-		if err := f.Truncate(int64(tail.off)); err != nil {
-			return n, fmt.Errorf("wal: cut segment %d: %w", id, err)
-		}
-		if !l.opts.NoSync {
-			if err := fdatasync(f); err != nil {
-				return n, fmt.Errorf("wal: sync segment %d: %w", id, err)
-			}
-		}
-		return n, nil
-	case tail.clean:
-		return n, nil // zero-ahead past the last frame
 	case last:
 		l.opts.Logger.Warn("wal: cutting off a torn tail (groups never answered; nothing valid follows)",
 			"dir", l.dir, "segment", path, "offset", tail.off, "bytes", fi.Size()-int64(tail.off), "reason", tail.reason)

@@ -16,9 +16,7 @@ import (
 // the file, walkSegment therefore looks for a valid frame further on:
 //
 //	none  a torn tail (a partial frame, garbage or zeros up to the end):
-//	      never answered, cut off by Open; zeros alone are also what
-//	      zero-ahead leaves past the last frame (zeroahead.go), a clean
-//	      end
+//	      never answered, cut off by Open
 //	some  damage (a flipped bit, a zeroed block, a bad length): the frames
 //	      after it may hold answered promises and votes, so Open refuses
 //	      with a *DamageError naming the file and both offsets, and the
@@ -65,7 +63,6 @@ func (e *DamageError) Unwrap() error { return ErrCorrupt }
 type segTail struct {
 	off    uint64
 	zeros  bool  // they start with a zero frame header (never written)
-	clean  bool  // they are all zeros: the zero-ahead past the last frame (zeroahead.go)
 	reason error // why the bytes at off are not a frame
 }
 
@@ -99,11 +96,6 @@ func walkSegment(r io.ReaderAt, path string, size, seg, off uint64, apply func(e
 		default:
 			return nil, fmt.Errorf("wal: read segment %s at offset %d: %w", path, off, err)
 		}
-		if clean, err := zerosToEnd(r, size, off); err != nil {
-			return nil, fmt.Errorf("wal: read segment %s after offset %d: %w", path, off, err)
-		} else if clean {
-			return &segTail{off: off, zeros: true, clean: true, reason: errZeros}, nil
-		}
 		at, found, err := findFrame(r, size, seg, off+1)
 		if err != nil {
 			return nil, fmt.Errorf("wal: read segment %s after offset %d: %w", path, off, err)
@@ -113,30 +105,6 @@ func walkSegment(r io.ReaderAt, path string, size, seg, off uint64, apply func(e
 		}
 		return &segTail{off: off, zeros: reason == errZeros, reason: reason}, nil
 	}
-}
-
-// zerosToEnd reports whether r's bytes from off to size are all zeros.
-func zerosToEnd(r io.ReaderAt, size, off uint64) (bool, error) {
-	if off >= size {
-		return true, nil
-	}
-	buf := make([]byte, min(scanChunk, size-off))
-	for off < size {
-		n := min(uint64(len(buf)), size-off)
-		if m, err := r.ReadAt(buf[:n], int64(off)); uint64(m) < n {
-			if err == nil {
-				err = io.ErrUnexpectedEOF
-			}
-			return false, err
-		}
-		for _, b := range buf[:n] {
-			if b != 0 {
-				return false, nil
-			}
-		}
-		off += n
-	}
-	return true, nil
 }
 
 // scanChunk is how much of a segment findFrame reads at once.
