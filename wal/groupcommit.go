@@ -318,7 +318,13 @@ func (l *Log) commitGroup(ops []*op) int {
 	var rotateErr error
 	if size := frameSize(es); l.segOff > 0 && l.segOff+size > uint64(l.opts.SegmentBytes) {
 		l.inflight.Wait()
-		rotateErr = l.rotateSegment()
+		// Never after a failure (a group in flight may just have failed):
+		// the failed group's frame, written and never synced, must stay in
+		// the newest segment, whose torn tail Open cuts; in an older one
+		// its bad bytes would be corruption that stops Open.
+		if l.failure() == nil {
+			rotateErr = l.rotateSegment()
+		}
 	}
 	l.inflight.Add(1)
 	l.groups <- g

@@ -3,6 +3,7 @@ package wal
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -136,6 +137,51 @@ func TestSyncFailurePoisons(t *testing.T) {
 	wantErr(t, l.Save(Update{Promised: &p3, Chosen: 3}), ErrFailed)
 	_, _, err = l.Get(1)
 	wantErr(t, err, ErrFailed)
+}
+
+// TestNoRotationAfterFailure: a group whose sync fails while the next
+// one waits to start a new segment (its frame does not fit) leaves the
+// log failed with no new segment, so the failed frame, written and never
+// synced, stays in the newest segment, where Open cuts a torn tail,
+// rather than in an older one, where bad bytes are corruption that stops
+// Open.
+func TestNoRotationAfterFailure(t *testing.T) {
+	var fail atomic.Bool
+	entered, release := make(chan struct{}), make(chan struct{})
+	opts := quietOptions()
+	opts.SegmentBytes = 4 << 10
+	opts.ApplyGroups = 1 // nothing held: the rotation's apply does not fail first
+	opts.Knobs = &TestingKnobs{BeforeSync: func(int) error {
+		if !fail.Load() {
+			return nil
+		}
+		close(entered)
+		<-release
+		return errors.New("disk on fire")
+	}}
+	dir := t.TempDir()
+	l := openTest(t, dir, opts)
+	mustSave(t, l, Update{Accepted: []Accepted{acc(1, 1)}})
+	before, err := segFiles(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fail.Store(true)
+	failing := l.SaveAsync(Update{Accepted: []Accepted{acc(2, 1)}})
+	<-entered
+	// A frame the segment cannot hold: it would start the next one.
+	big := Accepted{Index: 3, Ballot: Ballot{Round: 1, Node: 1}, Value: make([]byte, 5<<10)}
+	next := l.SaveAsync(Update{Accepted: []Accepted{big}})
+	close(release)
+	wantErr(t, <-failing, ErrFailed)
+	wantErr(t, <-next, ErrFailed)
+	after, err := segFiles(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != len(before) {
+		t.Fatalf("segments %v before the failure, %v after: a failed log started a new one", before, after)
+	}
 }
 
 func TestTooLargeUpdate(t *testing.T) {

@@ -109,9 +109,12 @@ func TestLearner(t *testing.T) {
 			t.Fatalf("after promote, node %d is still a learner", m.Id)
 		}
 	}
-	if st, err := c.Status(ctx, learner); err != nil || st.Learner {
-		t.Fatalf("promoted node's status: learner %v, %v", st.GetLearner(), err)
-	}
+	// The promoted node says so once it learns the change is chosen: the
+	// answer came from another node.
+	awaitE2E(t, ctx, "the promoted node to report itself a voter", func() (bool, string) {
+		st, err := c.Status(ctx, learner)
+		return err == nil && !st.Learner, fmt.Sprintf("learner %v, %v", st.GetLearner(), err)
+	})
 	w.awaitAcks(t, 30, time.Minute)
 	if _, err := a.DemoteMember(ctx, &pb.DemoteMemberRequest{Id: master}); err == nil {
 		t.Fatal("demoting the master was accepted")
@@ -119,9 +122,12 @@ func TestLearner(t *testing.T) {
 	if err := c.Demote(ctx, learner, master); err != nil {
 		t.Fatal(err)
 	}
-	if st, err := c.Status(ctx, learner); err != nil || !st.Learner {
-		t.Fatalf("demoted node's status: learner %v, %v", st.GetLearner(), err)
-	}
+	// Likewise the demoted node, once it learns its demotion is chosen
+	// (in CI it had not yet when asked at once).
+	awaitE2E(t, ctx, "the demoted node to report itself a learner", func() (bool, string) {
+		st, err := c.Status(ctx, learner)
+		return err == nil && st.Learner, fmt.Sprintf("learner %v, %v", st.GetLearner(), err)
+	})
 	finish(t, c, w, time.Time{}, "learner")
 	w.checkAckedOn(t, learner)
 }
