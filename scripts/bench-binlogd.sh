@@ -8,7 +8,8 @@
 # master's and one replica's binlogd (/debug/pprof, on in a local
 # cluster) per turn in OUT. Prints each turn and last
 #   master_ratio=<B/A> replica_ratio=<B/A> binlogd_ratio=<B/A>
-# of µs per transaction summed over the turns. The host is shared: read
+# of µs per transaction summed over the turns (mariadbd_ratio: the three
+# MariaDB servers'), and each turn's MariaDB CPU by role and catch-up. The host is shared: read
 # the ratios, not the absolute figures.
 #
 # Usage: scripts/bench-binlogd.sh BIN_A BIN_B   (directories with binlogd,
@@ -66,8 +67,9 @@ turn() { # turn TAG BIN ENV
     touch "$DIR/prepared"
   fi
   "$bin/sqlbench" waitapplied -master "${my[$m]}" -replicas "${my[$r1]},${my[$r2]}" >/dev/null
-  local mp p1 p2
+  local mp p1 p2 mm m1 m2
   mp=$(cat "$DIR/node$((m + 1))/binlogd.pid") p1=$(cat "$DIR/node$((r1 + 1))/binlogd.pid") p2=$(cat "$DIR/node$((r2 + 1))/binlogd.pid")
+  mm=$(cat "$DIR/node$((m + 1))/mysql/mysqld.pid") m1=$(cat "$DIR/node$((r1 + 1))/mysql/mysqld.pid") m2=$(cat "$DIR/node$((r2 + 1))/mysql/mysqld.pid")
   if [ "$PROFILE" = 1 ]; then
     curl -s -o "$OUT/$tag-master.prof" "http://${ht[$m]}/debug/pprof/profile?seconds=$((SECS + 4))" &
     curl -s -o "$OUT/$tag-replica.prof" "http://${ht[$r1]}/debug/pprof/profile?seconds=$((SECS + 4))" &
@@ -75,6 +77,7 @@ turn() { # turn TAG BIN ENV
   "$bin/sqlbench" run -label "$tag" -test oltp_insert -threads "$THR" -seconds "$SECS" -target "${my[$m]}" \
     -master "${my[$m]}" -replicas "${my[$r1]},${my[$r2]}" \
     -pids "master_binlogd=$mp" -pids "replica_binlogd=$p1,$p2" \
+    -pids "master_mariadbd=$mm" -pids "replica_mariadbd=$m1,$m2" \
     -out "$OUT/results.jsonl" -log "$OUT/sysbench-$tag.txt" -- "${RUN_SB[@]}" >&2
   wait
 }
@@ -89,10 +92,13 @@ awk '{
   n = $0; sub(/.*"txns":/, "", n); sub(/,.*/, "", n)
   mb = $0; sub(/.*"master_binlogd":/, "", mb); sub(/[,}].*/, "", mb)
   rb = $0; sub(/.*"replica_binlogd":/, "", rb); sub(/[,}].*/, "", rb)
-  b = substr(tag, 1, 1); txns[b] += n; mcpu[b] += mb; rcpu[b] += rb
-  printf "turn=%s txns=%d master_us_per_txn=%.0f replica_us_per_txn=%.0f binlogd_us_per_txn=%.0f\n", tag, n, mb/n, rb/2/n, (mb+rb)/n
+  mm = $0; sub(/.*"master_mariadbd":/, "", mm); sub(/[,}].*/, "", mm)
+  rm = $0; sub(/.*"replica_mariadbd":/, "", rm); sub(/[,}].*/, "", rm)
+  cu = $0; sub(/.*"catchup_s":/, "", cu); sub(/,.*/, "", cu)
+  b = substr(tag, 1, 1); txns[b] += n; mcpu[b] += mb; rcpu[b] += rb; dcpu[b] += mm + rm
+  printf "turn=%s txns=%d master_us_per_txn=%.0f replica_us_per_txn=%.0f binlogd_us_per_txn=%.0f master_mariadbd_us_per_txn=%.0f replica_mariadbd_us_per_txn=%.0f catchup_s=%.2f\n", tag, n, mb/n, rb/2/n, (mb+rb)/n, mm/n, rm/2/n, cu
 } END {
   ma = mcpu["A"]/txns["A"]; mbb = mcpu["B"]/txns["B"]; ra = rcpu["A"]/txns["A"]; rbb = rcpu["B"]/txns["B"]
-  printf "master_ratio=%.3f replica_ratio=%.3f binlogd_ratio=%.3f\n", mbb/ma, rbb/ra, (mbb+rbb)/(ma+ra)
+  printf "master_ratio=%.3f replica_ratio=%.3f binlogd_ratio=%.3f mariadbd_ratio=%.3f\n", mbb/ma, rbb/ra, (mbb+rbb)/(ma+ra), (dcpu["B"]/txns["B"])/(dcpu["A"]/txns["A"])
 }' "$OUT/results.jsonl"
 log "results and profiles in $OUT"

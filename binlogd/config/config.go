@@ -121,6 +121,11 @@ type Config struct {
 	// (binlogd/node/groupwait.go); "0s" leaves both variables alone
 	// (default 10ms, at most 100ms).
 	GroupCommitWait *Duration `json:"group_commit_wait,omitempty"`
+	// replica_apply_threads: as a replica, the node's MariaDB applies the
+	// log with this many parallel workers (slave_parallel_threads,
+	// optimistic mode: transactions run in parallel and commit in log
+	// order); 0: one SQL thread. Default DefaultReplicaApplyThreads.
+	ReplicaApplyThreads *int `json:"replica_apply_threads,omitempty"`
 	// mysql_extra: extra my.cnf lines for the node's MariaDB.
 	MySQLExtra []string `json:"mysql_extra,omitempty"`
 	// base_gtid: the GTID a cluster rebuilt from a backup starts its log's
@@ -174,6 +179,26 @@ func (c *Config) GroupCommitWaitOrDefault() time.Duration {
 		return DefaultGroupCommitWait
 	}
 	return c.GroupCommitWait.Duration
+}
+
+// DefaultReplicaApplyThreads is replica_apply_threads' default. A relaxed
+// replica (sync_binlog=0, innodb_flush_log_at_trx_commit=2) waits on no
+// fsync, so its apply rate is CPU and row locks, and workers overlap
+// them. Measured on one 2-core host with all three nodes (issue 19;
+// README "Replica apply"): one SQL thread cost the MariaDB servers 0.87x
+// the CPU per transaction of four workers at 16 sysbench threads, but at
+// 64 it fell 0.8-2.5 s behind a 20 s burst, where four workers were
+// caught up at its end; two workers cost 1.12x the CPU of four at 64.
+// One thread suits a host short of cores whose master writes little.
+const DefaultReplicaApplyThreads = 4
+
+// ReplicaApplyThreadsOrDefault is replica_apply_threads, or
+// DefaultReplicaApplyThreads when unset.
+func (c *Config) ReplicaApplyThreadsOrDefault() int {
+	if c.ReplicaApplyThreads == nil {
+		return DefaultReplicaApplyThreads
+	}
+	return *c.ReplicaApplyThreads
 }
 
 // Thrifty reports paxos_thrifty, true unless set false.
@@ -282,6 +307,9 @@ func (c *Config) Validate() error {
 	}
 	if w := c.GroupCommitWaitOrDefault(); w != 0 && (w < time.Microsecond || w > 100*time.Millisecond) {
 		return c.bad("group_commit_wait", "%v must be 0s (off) or between 1µs and 100ms", w)
+	}
+	if n := c.ReplicaApplyThreadsOrDefault(); n < 0 || n > 256 {
+		return c.bad("replica_apply_threads", "%d must be between 0 (one SQL thread) and 256", n)
 	}
 	if c.LogRetention.Duration < 0 {
 		return c.bad("log_retention", "%v must be positive", c.LogRetention.Duration)

@@ -63,6 +63,16 @@ func TestLoadGoodAndDefaults(t *testing.T) {
 	if w := noWait.GroupCommitWaitOrDefault(); w != 0 {
 		t.Fatalf(`"group_commit_wait":"0s" loaded as %v, want 0 (binlogd leaves the settings alone)`, w)
 	}
+	if n := c.ReplicaApplyThreadsOrDefault(); n != DefaultReplicaApplyThreads {
+		t.Fatalf("replica_apply_threads defaults to %d, want %d", n, DefaultReplicaApplyThreads)
+	}
+	serial, err := Load(write(t, dir, "serial.json", strings.Replace(good, `"id":1,`, `"id":1,"replica_apply_threads":0,`, 1), 0o644))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := serial.ReplicaApplyThreadsOrDefault(); n != 0 {
+		t.Fatalf(`"replica_apply_threads":0 loaded as %d, want 0 (one SQL thread)`, n)
+	}
 }
 
 func TestErrorsNameTheKey(t *testing.T) {
@@ -76,6 +86,8 @@ func TestErrorsNameTheKey(t *testing.T) {
 		{`"dir":"n1",`, `"dir":"n1","log_retention_bytes":1000,`, `log_retention_bytes`},
 		{`"dir":"n1",`, `"dir":"n1","group_commit_wait":"-1ms",`, `group_commit_wait`},
 		{`"dir":"n1",`, `"dir":"n1","group_commit_wait":"1s",`, `group_commit_wait`},
+		{`"dir":"n1",`, `"dir":"n1","replica_apply_threads":-1,`, `replica_apply_threads`},
+		{`"dir":"n1",`, `"dir":"n1","replica_apply_threads":1000,`, `replica_apply_threads`},
 	}
 	for _, c := range cases {
 		body := strings.Replace(good, c.from, c.to, 1)

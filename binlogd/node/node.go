@@ -98,7 +98,7 @@ func New(cfg *config.Config, logger *slog.Logger) (*Node, error) {
 		host, port := cfg.MySQLBind()
 		inst, err = mysqld.New(mysqld.Options{
 			Dir: cfg.MySQLDir, Host: host, Port: port, ServerID: cfg.ID,
-			ApplyThreads: replicaApplyThreads, Extra: cfg.MySQLExtra, Logger: logger,
+			ApplyThreads: cfg.ReplicaApplyThreadsOrDefault(), Extra: cfg.MySQLExtra, Logger: logger,
 		})
 		if err != nil {
 			return nil, err

@@ -31,12 +31,6 @@ import (
 //   - a promotion makes the server durable and flushes it before writes
 //     (rolectl MakeDurable).
 
-// replicaApplyThreads: a replica applies the log with this many parallel
-// workers (optimistic mode; mysql_extra may override it). Relaxed, a
-// replica no longer waits on fsyncs, so its apply rate is CPU and row
-// locks, and parallel workers overlap them.
-const replicaApplyThreads = 4
-
 // relaxedMarker is the marker's path.
 func (n *Node) relaxedMarker() string { return filepath.Join(n.cfg.Dir, "mysql-relaxed") }
 

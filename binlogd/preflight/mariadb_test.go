@@ -92,6 +92,8 @@ func TestCheckMySQLExtra(t *testing.T) {
 		{"sql_mode=STRICT_TRANS_TABLES", Warn},
 		{"sql_mode=STRICT_TRANS_TABLES,NO_ENGINE_SUBSTITUTION", OK},
 		{"skip_name_resolve=OFF", Warn},
+		{"slave_parallel_threads=8", Warn},
+		{"slave-parallel-mode=conservative", OK},
 		{"!includedir /etc/mysql/conf.d", Warn},
 		{"binlog_commit_wait_count=10", Warn},
 		{"binlog-commit-wait-usec = 5000", Warn},

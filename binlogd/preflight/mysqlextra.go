@@ -69,6 +69,9 @@ var settings = []setting{
 	{keys: []string{"sql_mode"}, ok: func(v string) bool { return strings.Contains(strings.ToUpper(v), "NO_ENGINE_SUBSTITUTION") }, sev: Warn,
 		want: "…,NO_ENGINE_SUBSTITUTION",
 		why:  "without it CREATE TABLE ... ENGINE=MyISAM silently makes an InnoDB table instead of an error"},
+	{keys: []string{"slave_parallel_threads", "replica_parallel_threads", "slave_parallel_workers", "replica_parallel_workers"}, sev: Warn,
+		want: "replica_apply_threads in the config",
+		why:  "binlogd writes it from replica_apply_threads; set that instead, so the config says what the server runs"},
 	{keys: []string{"skip_name_resolve"}, ok: isOn, want: "ON", sev: Warn,
 		why: "accounts are host '%'; name lookups only add DNS to every login"},
 }
