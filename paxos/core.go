@@ -434,6 +434,10 @@ func (c *core) tickOnce() {
 	}
 	if c.fetching && c.fetchExpired() {
 		c.fetching = false
+		// The peer asked may be dead, and while nothing new is chosen no
+		// one reports more than it did: ask the next peer
+		// (TestFetchTurnsFromADeadPeer).
+		c.fetchFromNext()
 	}
 	c.joinTick()
 	if c.peerChosen > c.chosen {

@@ -276,11 +276,22 @@ func (c *core) onLearn(m Message) {
 		c.maybeFetch(m.From)
 	} else if !progress && m.Chosen < c.peerChosen && m.From == c.fetchFrom {
 		// That peer knows less than we were told: try the next one.
-		if k := len(c.targets); k > 0 {
-			pos, _ := slices.BinarySearch(c.targets, m.From)
-			c.fetchFrom = c.targets[(pos+1)%k]
-		}
+		c.fetchFromNext()
 	}
+}
+
+// fetchFromNext makes the target after fetchFrom (in id order, wrapping)
+// the peer the next fetch asks.
+func (c *core) fetchFromNext() {
+	k := len(c.targets)
+	if k == 0 {
+		return
+	}
+	pos, found := slices.BinarySearch(c.targets, c.fetchFrom)
+	if found {
+		pos++
+	}
+	c.fetchFrom = c.targets[pos%k]
 }
 
 // votesIn reports whether this acceptor is a voter of some configuration
