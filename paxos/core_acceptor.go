@@ -236,7 +236,6 @@ func (c *core) fetchExpired() bool {
 
 func (c *core) onLearn(m Message) {
 	c.fetching = false
-	c.fetchMiss = 0
 	// A history covers the changes up to its sender's chosen index; ours
 	// must cover every entry handed out already.
 	if len(m.Meta) > 0 && (c.hist != nil || m.Chosen >= c.applied) {
@@ -264,6 +263,12 @@ func (c *core) onLearn(m Message) {
 		c.persistAccepted(wal.Accepted{Index: e.Index, Ballot: e.Ballot, Value: e.Value})
 		c.setChosen(e.Index)
 		progress = true
+	}
+	if progress {
+		// Only an answer that helped ends the backoff: an empty one from
+		// another peer says nothing of a slow one, which would otherwise
+		// be asked again at once (TestReviewFetchRotationKeepsBackoff).
+		c.fetchMiss = 0
 	}
 	if superseded {
 		c.becomeFollower(0)

@@ -40,4 +40,9 @@ func TestFetchTurnsFromADeadPeer(t *testing.T) {
 	if c3.chosen < want {
 		t.Fatalf("node 3 still at %d of %d after 200 ticks (fetching from %d)", c3.chosen, want, c3.fetchFrom)
 	}
+	for i := uint64(1); i <= want; i++ {
+		if got, ok := n.committed[3][i]; !ok || string(got) != string(n.committed[1][i]) {
+			t.Fatalf("node 3 committed %q at %d, node 1 %q", got, i, n.committed[1][i])
+		}
+	}
 }
