@@ -88,6 +88,7 @@ func TestErrorsNameTheKey(t *testing.T) {
 		{`"dir":"n1",`, `"dir":"n1","group_commit_wait":"1s",`, `group_commit_wait`},
 		{`"dir":"n1",`, `"dir":"n1","replica_apply_threads":-1,`, `replica_apply_threads`},
 		{`"dir":"n1",`, `"dir":"n1","replica_apply_threads":1000,`, `replica_apply_threads`},
+		{`"dir":"n1",`, `"dir":"n1","replica_apply_threads":"4",`, `replica_apply_threads`},
 	}
 	for _, c := range cases {
 		body := strings.Replace(good, c.from, c.to, 1)
