@@ -218,6 +218,9 @@ type core struct {
 	queueBytes int
 	flush      bool
 	acceptBuf  []Entry
+	// spareBuf (by peer id): NoVote Accepts held until their instances
+	// are chosen or the pipeline empties (flushSpares).
+	spareBuf   map[uint32][]Entry
 	chosenSent uint64 // highest chosen index announced to followers
 	// chosenSaved: the highest chosen index handed to storage in an Update
 	// (saveChosenLazily).
@@ -516,14 +519,21 @@ func (c *core) ready() Ready {
 	if len(c.acceptBuf) > 0 {
 		c.sendProposals()
 	}
-	if c.role == leader && c.chosen > c.chosenSent && c.inflight() == 0 {
+	notice := c.role == leader && c.chosen > c.chosenSent && c.inflight() == 0
+	told := c.flushSpares()
+	if notice {
 		// A chosen notice of its own only when the pipeline empties:
 		// while values are in flight, the next proposal's Accepts carry
 		// the chosen index (sendProposals), saving two messages and a
 		// follower's answer per value; the heartbeat announces it on
-		// every tick whatever happens.
+		// every tick whatever happens. A spare whose held entries just
+		// left with the chosen index needs no notice.
 		c.heartbeatElapsed = 0
-		c.broadcast(Message{Type: MsgAccept, Ballot: c.ballot, Chosen: c.chosen})
+		for _, p := range c.targets {
+			if p != c.id && told&c.bit(p) == 0 {
+				c.send(Message{Type: MsgAccept, To: p, Ballot: c.ballot, Chosen: c.chosen})
+			}
+		}
 	}
 	if len(c.forwardBuf) > 0 {
 		switch {

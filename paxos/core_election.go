@@ -28,7 +28,7 @@ func (c *core) becomeFollower(leaderID uint32) {
 	if c.role == leader {
 		// Queued commands die with the leadership; our own go to the next
 		// leader (pending), forwarded ones are retried by their proposers.
-		c.queue, c.queueBytes, c.acceptBuf = nil, 0, nil
+		c.queue, c.queueBytes, c.acceptBuf, c.spareBuf = nil, 0, nil, nil
 		for _, p := range c.pending {
 			if p.sentTo == c.id {
 				p.sent = false

@@ -122,12 +122,13 @@ func (c *core) sendProposals() {
 		for _, part := range c.chunkEntries(es) {
 			m := Message{Type: MsgAccept, From: c.id, To: p, Ballot: c.ballot, Entries: part, NoVote: spare}
 			if spare {
-				// Off the commit's path: the spare's work waits for our save,
-				// while the voter's sync runs. It leaves after this Ready's
-				// save, so it may announce everything chosen so far (as the
-				// chosen broadcast would).
-				m.Chosen = c.chosen
-				c.msgs = append(c.msgs, m)
+				// Off the commit's path: held until the instances are
+				// chosen, then sent with the chosen index (flushSpares), one
+				// message where an Accept and a chosen notice went.
+				if c.spareBuf == nil {
+					c.spareBuf = make(map[uint32][]Entry)
+				}
+				c.spareBuf[p] = append(c.spareBuf[p], part...)
 			} else {
 				// Early, so it announces only what is chosen with our own
 				// accepts durable: stable (see Ready).
@@ -137,6 +138,80 @@ func (c *core) sendProposals() {
 		}
 	}
 	c.chosenSent = max(c.chosenSent, c.stable)
+}
+
+// flushSpares sends the NoVote Accepts held for spares (sendProposals)
+// whose instances are chosen, all of them when the pipeline is empty or
+// a spare's hold reaches FetchMaxBytes, with the chosen index;
+// it returns the peers (by bit) that got one. Why hold them: a spare
+// stores the entries without voting, and applies them only once it
+// hears they are chosen; sent at once, each value cost a spare two
+// messages (the entries, then the chosen notice) and the leader two
+// writes. They leave with the Messages of this Ready (after its save:
+// our own accepts are durable), so they may announce everything chosen.
+func (c *core) flushSpares() (told uint64) {
+	if len(c.spareBuf) == 0 {
+		return 0
+	}
+	if c.role != leader {
+		c.spareBuf = nil
+		return 0
+	}
+	for _, p := range c.targets {
+		es := c.spareBuf[p]
+		if len(es) == 0 {
+			continue
+		}
+		n, size := 0, 0
+		for i, e := range es {
+			size += len(e.Value)
+			if e.Index <= c.chosen {
+				n = i + 1
+			}
+		}
+		if c.inflight() == 0 || size >= c.cfg.FetchMaxBytes {
+			n = len(es)
+		}
+		if n == 0 {
+			continue
+		}
+		for _, part := range c.chunkEntries(es[:n]) {
+			c.send(Message{Type: MsgAccept, To: p, Ballot: c.ballot, Entries: part, NoVote: true, Chosen: c.chosen})
+		}
+		if n == len(es) {
+			delete(c.spareBuf, p)
+		} else {
+			c.spareBuf[p] = es[n:]
+		}
+		told |= c.bit(p)
+	}
+	return told
+}
+
+// unholdSpare drops from p's held NoVote Accepts the instances sent
+// (ascending in both lists): a retransmit asks p to vote on them, and
+// sending them again once chosen would only repeat their values.
+func (c *core) unholdSpare(p uint32, sent []Entry) {
+	held := c.spareBuf[p]
+	if len(held) == 0 {
+		return
+	}
+	kept := held[:0:0]
+	j := 0
+	for _, e := range held {
+		for j < len(sent) && sent[j].Index < e.Index {
+			j++
+		}
+		if j < len(sent) && sent[j].Index == e.Index {
+			continue
+		}
+		kept = append(kept, e)
+	}
+	if len(kept) == 0 {
+		delete(c.spareBuf, p)
+		return
+	}
+	c.spareBuf[p] = kept
 }
 
 // chunkEntries splits es into runs of at most FetchMaxBytes of values (at
@@ -255,6 +330,7 @@ func (c *core) retransmitAccepts() {
 	}
 	for _, p := range c.targets {
 		if es := per[p]; len(es) > 0 {
+			c.unholdSpare(p, es)
 			for _, part := range c.chunkEntries(es) {
 				c.send(Message{Type: MsgAccept, To: p, Ballot: c.ballot, Chosen: c.chosen, Entries: part})
 			}

@@ -1,6 +1,7 @@
 package paxos
 
 import (
+	"slices"
 	"testing"
 
 	"phxgo/wal"
@@ -223,5 +224,76 @@ func TestEmptyAcceptAnsweredOncePerTick(t *testing.T) {
 	f.step(Message{Type: MsgAccept, From: 1, To: 2, Ballot: b, Entries: []Entry{{Index: 1, Ballot: b, Value: testValue("x")}}})
 	if k := answers(); k != 1 {
 		t.Fatalf("an Accept with entries: %d answers, want 1 (a vote is always answered)", k)
+	}
+}
+
+// TestSpareGetsEntriesWithTheirChosenIndex: a spare is sent a value's
+// entries once the value is chosen, in one Accept that also carries the
+// chosen index, and no separate chosen notice: one message per value
+// where there were two. While the value is not chosen (and its
+// pipeline not empty) the spare is sent nothing.
+func TestSpareGetsEntriesWithTheirChosenIndex(t *testing.T) {
+	n, l := newLedNet(t)
+	n.sent = nil
+	l.propose([]byte("a"), 0)
+	n.settle()
+	var toSpare []Message
+	for _, m := range n.sent {
+		if m.From == 1 && m.To == 3 && m.Type == MsgAccept {
+			toSpare = append(toSpare, m)
+		}
+	}
+	if l.chosen != 1 || n.cores[3].chosen != 1 {
+		t.Fatalf("chosen: leader %d, spare %d; want 1 on both", l.chosen, n.cores[3].chosen)
+	}
+	if len(toSpare) != 1 || len(toSpare[0].Entries) != 1 || !toSpare[0].NoVote || toSpare[0].Chosen != 1 {
+		t.Fatalf("to the spare: %+v; want one NoVote Accept with entry 1 and chosen 1", toSpare)
+	}
+
+	// The voter's answers are held: "b" stays unchosen, the spare hears
+	// nothing of it (until a retransmit asks it to vote).
+	n.hold = func(m Message) bool { return m.Type == MsgAccepted && m.To == 1 }
+	n.sent = nil
+	l.propose([]byte("b"), 0)
+	n.settle()
+	for _, m := range n.sent {
+		if m.From == 1 && m.To == 3 && len(m.Entries) > 0 {
+			t.Fatalf("the spare was sent unchosen entries: %+v", m)
+		}
+	}
+	// The votes arrive: chosen, the spare gets "b" with its index.
+	n.hold = func(Message) bool { return false }
+	held := n.held
+	n.held, n.sent = nil, nil
+	n.deliver(held)
+	n.settle()
+	if l.chosen != 2 || n.cores[3].chosen != 2 {
+		t.Fatalf("chosen: leader %d, spare %d; want 2 on both", l.chosen, n.cores[3].chosen)
+	}
+	if in := n.cores[3].log[2]; in == nil || in.value == nil {
+		t.Fatalf("the spare lacks entry 2: %+v", in)
+	}
+
+	// Node 2 falls silent: the retransmit asks the spare to vote on "c",
+	// and once "c" is chosen it is not sent to the spare again.
+	n.hold = func(m Message) bool { return m.To == 2 || m.From == 2 }
+	n.sent = nil
+	l.propose([]byte("c"), 0)
+	n.settle()
+	for range 2 { // RetransmitTicks
+		l.tickOnce()
+	}
+	n.settle()
+	if l.chosen != 3 {
+		t.Fatalf("chosen %d, want 3 with the spare's vote", l.chosen)
+	}
+	sends := 0
+	for _, m := range n.sent {
+		if m.From == 1 && m.To == 3 && slices.ContainsFunc(m.Entries, func(e Entry) bool { return e.Index == 3 }) {
+			sends++
+		}
+	}
+	if sends != 1 {
+		t.Fatalf("entry 3 sent to node 3 %d times, want once (the retransmit)", sends)
 	}
 }
