@@ -52,9 +52,9 @@ type Config struct {
 	ElectionTimeout time.Duration
 	// Thrifty: the leader asks only as many followers to vote on an
 	// instance as it needs for a majority (those that answered most
-	// recently); the others get the entries marked NoVote and store them
-	// without a sync of their own. It saves one disk sync per instance per
-	// spare follower. An instance still open on the usual retransmit (two
+	// recently); the others get the entries marked NoVote, once chosen and
+	// with the chosen index, and store them without a sync of their own. It
+	// saves one disk sync per instance per spare follower, and a message. An instance still open on the usual retransmit (two
 	// heartbeat intervals) goes to every member for a vote, and a voter
 	// that sent no vote at all meanwhile is replaced by a spare.
 	Thrifty bool

@@ -117,7 +117,10 @@ func (c *core) heardLeader() bool {
 
 // onProbe answers a probe; it changes nothing here.
 func (c *core) onProbe(m Message) {
-	c.send(Message{Type: MsgPromise, To: m.From, Ballot: m.Ballot, Probe: true, Reject: c.heardLeader(), Promised: c.promised, Chosen: c.chosen})
+	// A node removed from the instances the prober would lead (by its
+	// chosen index or ours) has no say in whether their leader is gone.
+	removed := !c.votesIn(max(m.Index, c.chosen+1))
+	c.send(Message{Type: MsgPromise, To: m.From, Ballot: m.Ballot, Probe: true, Reject: removed || c.heardLeader(), Promised: c.promised, Chosen: c.chosen})
 }
 
 func (c *core) onProbeReply(m Message) {

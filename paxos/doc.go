@@ -78,7 +78,8 @@
 // on every Accept and heartbeat (an Accept without entries): a proposal's
 // Accept to a voter leaves before the leader's save, so it carries the
 // chosen index only as far as the leader's own accepts are durable
-// (stable), and the spares' Accepts, sent after that save, carry all of
+// (stable), and the spares' Accepts, held until their instances are
+// chosen (or the pipeline empties) and sent after a save, carry all of
 // it. A chosen index gets an Accept of its own only when the pipeline
 // empties (nothing in flight whose vote brings the next proposal) and on
 // every heartbeat, so under load a value costs no separate notice; a follower
@@ -87,9 +88,10 @@
 // in FetchMaxBytes batches. Thrifty (Config.Thrifty, on by default), the
 // leader asks only a majority to vote on a value, itself included: the
 // followers whose latest vote came most recently. The others get the
-// same Accept with NoVote set; they store the entries without a sync of
-// their own (wal.Update.NoSync) and do not answer, so a commit costs a
-// majority's syncs, not every member's. The voters stay the same (a
+// same entries with NoVote set, once they are chosen, in one Accept with
+// the chosen index (flushSpares: no separate notice); they store them
+// without a sync of their own (wal.Update.NoSync) and do not answer, so
+// a commit costs a majority's syncs, not every member's. The voters stay the same (a
 // switch would leave votes in flight from old and new voters alike, and
 // the newest vote must not decide) until an instance reaches the usual
 // retransmit: then every member without a vote is asked, spares
@@ -196,8 +198,8 @@
 // never votes: every quorum above (phase 1, phase 2, probes, a leader's
 // liveness, the Alpha window's checks) counts the configuration's voters
 // only, a majority being Voters()/2+1; the leader sends learners every
-// Accept as NoVote (they store the entries without a sync and learn the
-// chosen index from heartbeats) and never asks them to vote or promise;
+// entry as NoVote, once chosen (they store the entries without a sync and
+// learn the chosen index with them and from heartbeats) and never asks them to vote or promise;
 // a learner votes nowhere, so no promise binds it: it follows the leader
 // of an Accept even below a promise it made as a voter before a demotion;
 // a learner never probes or campaigns (Campaign: ErrNotVoter) and, when
