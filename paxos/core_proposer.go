@@ -157,6 +157,11 @@ func (c *core) flushSpares() (told uint64) {
 		c.spareBuf = nil
 		return 0
 	}
+	for p := range c.spareBuf {
+		if !slices.Contains(c.targets, p) {
+			delete(c.spareBuf, p) // removed: it hears from us no more
+		}
+	}
 	for _, p := range c.targets {
 		es := c.spareBuf[p]
 		if len(es) == 0 {
