@@ -186,7 +186,9 @@ func (c *core) flushSpares() (told uint64) {
 		if n == len(es) {
 			delete(c.spareBuf, p)
 		} else {
-			c.spareBuf[p] = es[n:]
+			// A copy: the sent entries' array stays with their messages,
+			// and appends must not keep their values alive.
+			c.spareBuf[p] = slices.Clone(es[n:])
 		}
 		told |= c.bit(p)
 	}
