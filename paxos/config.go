@@ -31,6 +31,9 @@ type Config struct {
 	// reclaimed behind compaction a whole segment at a time, so a log kept
 	// small wants small segments.
 	WALSegmentBytes int64
+	// WALPlainSync makes the wal flush with the fdatasync system call
+	// instead of through io_uring (wal.Options.PlainSync).
+	WALPlainSync bool
 	// MaxValueBytes bounds one command passed to Propose.
 	MaxValueBytes int
 	// BatchMaxBytes bounds the commands the leader packs into one value.

@@ -27,9 +27,12 @@
 //	RPC handler ─ Save(u) ─┼─▶ queue ─▶ commit goroutine:
 //	RPC handler ─ Save(u) ─┘     1. take queued ops (≤ MaxGroupOps) that fit ONE Badger txn
 //	                             2. frame them (accepted records + max(promised), max(chosen), applied)
-//	                             3. append the frame to the current segment file (pwrite)
+//	                             3. append the frame to the current segment file (a raw
+//	                                pwrite, pwrite.go)
 //	                             4. hand the group to a sync goroutine; go to 1 for the next
-//	                          sync goroutine: fdatasync the segment
+//	                          sync goroutine: fdatasync the segment, through io_uring
+//	                             where the kernel allows (syncer.go: no thread waits in
+//	                             the flush, and the runtime's sysmon sleeps on)
 //	                          completer (in group order): hold the group (its records
 //	                             readable from memory), publish HardState, answer the
 //	                             ops; every ApplyGroups (16) durable groups, apply the

@@ -340,7 +340,7 @@ func (l *Log) commitGroup(ops []*op) int {
 		return n
 	}
 	frame, refs := encodeFrame(l.segID, l.segOff, es)
-	if _, err := l.segFile.WriteAt(frame, int64(l.segOff)); err != nil {
+	if _, err := writeFrameAt(l.segFile, frame, int64(l.segOff)); err != nil {
 		g.err = fmt.Errorf("wal: write segment %d: %w", l.segID, err)
 		close(g.synced)
 		return n

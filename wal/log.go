@@ -19,6 +19,8 @@ type Log struct {
 	opts Options
 	db   *badger.DB
 	lock *os.File
+	// syncer flushes segments on the commit path (syncer.go).
+	syncer *syncer
 
 	// maxTxnSize and maxTxnCount are Badger's per-transaction limits.
 	maxTxnSize, maxTxnCount int64
@@ -172,6 +174,7 @@ func Open(dir string, opts Options) (*Log, error) {
 		return nil, fmt.Errorf("wal: open %s: %w", dir, err)
 	}
 	l.whs, l.wlast = l.hs, l.last
+	l.syncer = newSyncer(opts.PlainSync || opts.NoSync, opts.Logger.With("dir", dir))
 	// What a crash left below FirstIndex is reclaimed like a truncation's.
 	l.drop = dropState{pending: l.hs.FirstIndex >> bucketShift, since: time.Now(), rotationsAt: -reclaimRotations}
 	go l.run()
@@ -378,6 +381,7 @@ func (l *Log) Close() error {
 	l.mu.Unlock()
 	l.signal()
 	<-l.done
+	l.syncer.close() // every group is answered: no sync is in flight
 	l.rw.Lock()
 	defer l.rw.Unlock()
 	err := l.db.Close()

@@ -59,6 +59,12 @@ type Options struct {
 	// a process crash but not a machine crash. For simulations and
 	// benchmarks only.
 	NoSync bool
+	// PlainSync flushes segments with the fdatasync system call even
+	// where the kernel offers io_uring (syncer.go says why the ring is
+	// the default: it keeps binlogd's threads and the runtime's sysmon
+	// out of the flush). For an operator who distrusts the ring, and for
+	// tests of both paths; the flush and its durability are the same.
+	PlainSync bool
 	// Knobs are testing hooks; nil in production.
 	Knobs *TestingKnobs
 }

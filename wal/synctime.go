@@ -45,7 +45,7 @@ func (s *syncTimes) snapshot() (time.Duration, []int64) {
 // timedFdatasync is fdatasync of a segment, timed into l's histogram.
 func (l *Log) timedFdatasync(f *os.File) error {
 	start := time.Now()
-	err := fdatasync(f)
+	err := l.syncer.fdatasync(f)
 	l.syncTimes.observe(time.Since(start))
 	return err
 }

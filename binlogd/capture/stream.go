@@ -16,6 +16,7 @@ import (
 	perrors "github.com/pingcap/errors"
 
 	"phxgo/binlogd/binlog"
+	"phxgo/binlogd/rawnet"
 	"phxgo/sqlproxy/wire"
 )
 
@@ -44,6 +45,7 @@ func dialStream(ctx context.Context, cfg Config, after binlog.GTID) (*stream, er
 		conn, err := (&net.Dialer{Timeout: cfg.ConnectTimeout}).DialContext(ctx, network, addr)
 		if err == nil {
 			_ = conn.SetDeadline(time.Now().Add(cfg.ConnectTimeout))
+			conn = rawnet.Wrap(conn) // no sysmon wake-up per dump read or ACK (package rawnet)
 		}
 		return conn, err
 	}

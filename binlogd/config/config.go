@@ -106,6 +106,11 @@ type Config struct {
 	// value; the other members store it without a disk sync of their own
 	// (default true; see paxos.Config.Thrifty).
 	PaxosThrifty *bool `json:"paxos_thrifty,omitempty"`
+	// wal_io_uring: the Paxos log flushes its writes through io_uring
+	// where the kernel offers it (default true; it falls back to the
+	// fdatasync system call by itself where not). false: always the
+	// system call. See wal.Options.PlainSync.
+	WALIOURing *bool `json:"wal_io_uring,omitempty"`
 	// log_retention: keep Paxos log entries at least this long after they
 	// were applied, and until every member's MariaDB applied them
 	// (default 24h). See README "Log retention".
@@ -203,6 +208,9 @@ func (c *Config) ReplicaApplyThreadsOrDefault() int {
 
 // Thrifty reports paxos_thrifty, true unless set false.
 func (c *Config) Thrifty() bool { return c.PaxosThrifty == nil || *c.PaxosThrifty }
+
+// UseIOURing reports wal_io_uring, true unless set false.
+func (c *Config) UseIOURing() bool { return c.WALIOURing == nil || *c.WALIOURing }
 
 // Load reads, defaults and validates a config file.
 func Load(path string) (*Config, error) {

@@ -53,6 +53,16 @@ func TestLoadGoodAndDefaults(t *testing.T) {
 	if off.Thrifty() {
 		t.Fatal(`"paxos_thrifty":false loaded as true`)
 	}
+	if !c.UseIOURing() {
+		t.Fatal("wal_io_uring defaults to false, want true")
+	}
+	plain, err := Load(write(t, dir, "plain.json", strings.Replace(good, `"id":1,`, `"id":1,"wal_io_uring":false,`, 1), 0o644))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain.UseIOURing() {
+		t.Fatal(`"wal_io_uring":false loaded as true`)
+	}
 	if w := c.GroupCommitWaitOrDefault(); w != DefaultGroupCommitWait {
 		t.Fatalf("group_commit_wait defaults to %v, want %v", w, DefaultGroupCommitWait)
 	}

@@ -20,6 +20,7 @@ import (
 	"phxgo/binlogd/config"
 	"phxgo/binlogd/mtls"
 	"phxgo/binlogd/mysqld"
+	"phxgo/binlogd/rawnet"
 	"phxgo/binlogd/replserver"
 	"phxgo/binlogd/rolectl"
 	"phxgo/masterlease"
@@ -146,6 +147,7 @@ func (n *Node) Run(ctx context.Context) error {
 	pcfg.Learners = n.cfg.Learners()
 	pcfg.Thrifty = n.cfg.Thrifty()
 	pcfg.WALSegmentBytes = walSegmentBytes(n.cfg.LogRetentionBytes)
+	pcfg.WALPlainSync = !n.cfg.UseIOURing()
 	pcfg.CompactBase = compactBaseWhole
 	n.peerLink = append(paxos.PeerDialOptions(pcfg), n.dialOption(), grpc.WithContextDialer(n.dialFromSelf))
 	px, err := paxos.Start(pcfg, lease, paxos.WithDialOptions(n.dialOption(), grpc.WithContextDialer(n.dialFromSelf)),
@@ -166,7 +168,7 @@ func (n *Node) Run(ctx context.Context) error {
 	px.RegisterGRPC(n.gs)
 	pb.RegisterAdminServer(n.gs, &adminServer{n: n})
 	hs := registerHealth(n.gs)
-	go func() { _ = n.gs.Serve(gl) }()
+	go func() { _ = n.gs.Serve(rawnet.Listener{Listener: gl}) }() // package rawnet: no sysmon wake-up per read or write
 	defer n.gs.Stop()
 
 	witness := n.cfg.IsWitness()
@@ -276,5 +278,9 @@ func (n *Node) dialFromSelf(ctx context.Context, addr string) (net.Conn, error) 
 	if ip := n.cfg.GRPCSourceIP(); ip != nil {
 		d.LocalAddr = &net.TCPAddr{IP: ip}
 	}
-	return d.DialContext(ctx, "tcp", addr)
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return rawnet.Wrap(c), nil
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/server"
+
+	"phxgo/binlogd/rawnet"
 )
 
 const erUnknownCom = 1047
@@ -27,6 +29,7 @@ func (s *Server) handle(nc net.Conn) {
 			log.Error("connection handler panicked; connection closed", "panic", r, "stack", string(debug.Stack()))
 		}
 	}()
+	nc = rawnet.Wrap(nc) // no sysmon wake-up per dump write (package rawnet)
 	_ = nc.SetDeadline(time.Now().Add(handshakeTimeout))
 	conn, err := s.mysql.NewCustomizedConn(nc, s.accounts, server.EmptyHandler{})
 	if err != nil {

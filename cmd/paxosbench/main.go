@@ -59,6 +59,7 @@ func main() {
 	syncs := flag.Int("syncs", 0, "wal.Options.MaxSyncsInFlight (0: the wal's default)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the measured phase")
 	memtable := flag.Int("memtable", 0, "wal.Options.MemTableSize in MiB (0: the wal's default)")
+	plainSync := flag.Bool("plainsync", false, "wal.Options.PlainSync: fdatasync by system call, not through io_uring")
 	lazySync := flag.Int("lazysync", 0, "wal.Options.LazySyncBytes in KiB (0: the wal's default; -1: no bound)")
 	thrifty := flag.Bool("thrifty", true, "Config.Thrifty: only a majority votes on each value")
 	compactEvery := flag.Duration("compact", 0, "every this often, compact each node's log to its applied index less -keep (0: never), as binlogd's retention does")
@@ -117,7 +118,7 @@ func main() {
 		case *mem:
 			opts = append(opts, paxos.WithStorage(paxos.NewMemoryStorage()))
 		default: // the wal paxos would open, kept for its counters
-			w, err := wal.Open(cfg.Dir, wal.Options{NoSync: *nosync, MaxSyncsInFlight: *syncs, MemTableSize: int64(*memtable) << 20, LazySyncBytes: int64(*lazySync) << 10})
+			w, err := wal.Open(cfg.Dir, wal.Options{NoSync: *nosync, MaxSyncsInFlight: *syncs, MemTableSize: int64(*memtable) << 20, LazySyncBytes: int64(*lazySync) << 10, PlainSync: *plainSync})
 			if err != nil {
 				log.Fatal(err)
 			}

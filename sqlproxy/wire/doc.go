@@ -8,8 +8,8 @@
 //	packet.go  Conn: a net.Conn with buffers, sequence numbers and the
 //	           proxy's read paths (ReadPacketReuse, RelayFrame)
 //	errors.go  ERR packets (Error, ParseError); proto.go OK, EOF, status
-//	rawio.go   NewConnRaw's socket I/O: RawSyscall read/write waiting
-//	           in the netpoller (the proxy's sessions; no P hand-off);
+//	           NewConnRaw reads and writes a socket through rawnet.Conn
+//	           (RawSyscall, waiting in the netpoller: no P hand-off);
 //	           Conn.WriteRequest sends a request and waits for its
 //	           answer in one poll (no empty read before the answer)
 //	accept.go  Acceptor: the accept loop with a connection cap

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+
+	"phxgo/binlogd/rawnet"
 )
 
 // MaxPayload is the largest payload of one frame; a payload of exactly
@@ -45,7 +47,7 @@ type Conn struct {
 	Limit int
 
 	scratch []byte        // ReadPacketReuse's buffer
-	rw      io.ReadWriter // what the buffers read and write: Conn, or its raw path (rawio.go)
+	rw      io.ReadWriter // what the buffers read and write: Conn, or its raw path (rawnet.Conn)
 	// mixedR: R reads bytes kept from before a Resize ahead of rw, so
 	// rw's readiness does not say whether R has a byte (FlushAwaitReply).
 	mixedR bool
@@ -61,10 +63,13 @@ func NewConnSize(c net.Conn, size int) *Conn {
 }
 
 // NewConnRaw is NewConnSize whose buffers read and write a TCP or unix
-// socket with raw syscalls (rawio.go: no P hand-off per read or write);
+// socket with raw syscalls (package rawnet: no P hand-off per read or write);
 // any other net.Conn (TLS, pipes) is used as NewConnSize would.
 func NewConnRaw(c net.Conn, size int) *Conn {
-	rw := newRawIO(c)
+	rw := io.ReadWriter(c)
+	if r, ok := rawnet.New(c); ok {
+		rw = r
+	}
 	return &Conn{Conn: c, rw: rw, R: bufio.NewReaderSize(rw, size), W: bufio.NewWriterSize(rw, size)}
 }
 
@@ -176,7 +181,7 @@ func (c *Conn) WriteFlush(payload []byte) error {
 // answer of next, and flushes it. On the raw path (NewConnRaw, nothing
 // read ahead) the flush then waits until the answer starts to arrive,
 // so the read that follows finds it rather than failing first with
-// EAGAIN and waiting (rawio.go: writeAwait). Only for a peer that sends
+// EAGAIN and waiting (rawnet.Conn.SetAwaitReply). Only for a peer that sends
 // nothing unasked (a MariaDB or proxy between commands): bytes it sent
 // before the request would not end the wait. A failed wait (a closed
 // connection) shows on the next read.
@@ -184,13 +189,13 @@ func (c *Conn) WriteRequest(payload []byte) error {
 	if err := c.WritePacket(payload); err != nil {
 		return err
 	}
-	r, ok := c.rw.(*rawIO)
+	r, ok := c.rw.(*rawnet.Conn)
 	if !ok || c.mixedR || c.R.Buffered() > 0 {
 		return c.W.Flush()
 	}
-	r.awaitReply = true
+	r.SetAwaitReply(true)
 	err := c.W.Flush()
-	r.awaitReply = false
+	r.SetAwaitReply(false)
 	return err
 }
 

@@ -7,6 +7,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"phxgo/binlogd/rawnet"
 )
 
 // noHang runs f and fails the test if it has not returned after a long
@@ -53,7 +55,7 @@ func TestWriteRequest(t *testing.T) {
 			}{{"request", 10, true}, {"flush", 10, false}, {"big request", 4 << 20, true}} {
 				cl, srv := socketPair(t, network)
 				c := NewConnRaw(cl, DefaultBufferSize)
-				r := c.rw.(*rawIO)
+				r := c.rw.(*rawnet.Conn)
 				done := answer(srv)
 				payload := bytes.Repeat([]byte("q"), tc.size)
 				noHang(t, tc.name, func() {
@@ -76,9 +78,9 @@ func TestWriteRequest(t *testing.T) {
 					t.Fatalf("%s: peer: %v", tc.name, err)
 				}
 				switch {
-				case tc.name == "request" && r.emptyReads != 0:
-					t.Errorf("request: %d reads found nothing, want 0", r.emptyReads)
-				case tc.name == "flush" && r.emptyReads == 0:
+				case tc.name == "request" && r.EmptyReads() != 0:
+					t.Errorf("request: %d reads found nothing, want 0", r.EmptyReads())
+				case tc.name == "flush" && r.EmptyReads() == 0:
 					t.Errorf("flush: no read found nothing; the count does not work")
 				}
 			}

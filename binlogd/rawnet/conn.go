@@ -1,4 +1,4 @@
-package wire
+package rawnet
 
 import (
 	"io"
@@ -8,22 +8,16 @@ import (
 	"unsafe"
 )
 
-// rawIO reads and writes a non-blocking socket with RawSyscall instead of
-// the net package's Syscall. Both wait through the same netpoller
-// (syscall.RawConn), so deadlines, Close and readiness behave as for a
-// plain net.Conn; what goes away is the runtime's syscall bookkeeping.
+// Conn is a TCP or unix socket whose Read and Write are RawSyscalls on
+// the non-blocking socket (see the package doc for why). They wait
+// through the same netpoller as the net package (syscall.RawConn), so
+// deadlines, Close and readiness behave as for a plain net.Conn; every
+// other method is the socket's own.
 //
-// Why: a proxy runs a handful of Ps (cmd/sqlproxy: Go's default, one
-// per CPU) and makes two reads and two writes per point select. A Syscall marks the P as in a syscall; sysmon, polling every
-// 20 µs while it finds such Ps, takes the P from any write that spans
-// one of its ticks (a write that wakes the reader can, on a loaded host)
-// and starts another thread to run it: a thread hand-off per query and
-// a sysmon that never backs off. Profiled under sysbench point selects
-// (issue 19), sysmon alone was a sixth of the proxy's CPU. A read or
-// write on a non-blocking socket never blocks (EAGAIN instead), so
-// holding the P through it costs nothing a hand-off would save.
-type rawIO struct {
-	c  net.Conn
+// Reads and writes may run concurrently (one of each at a time, as for
+// any net.Conn used by one reader and one writer).
+type Conn struct {
+	net.Conn
 	rc syscall.RawConn
 
 	// The callbacks and their arguments live here, so a call allocates
@@ -40,7 +34,7 @@ type rawIO struct {
 	network string
 
 	// awaitReply: the next Write is a request whose answer the caller
-	// reads next (Conn.FlushAwaitReply); awaitFn is its callback.
+	// reads next (SetAwaitReply); awaitFn is its callback.
 	awaitReply bool
 	awaitFn    func(uintptr) bool
 	wsent      bool // awaitFn: the request is written, now waiting
@@ -48,9 +42,10 @@ type rawIO struct {
 	emptyReads int // reads that found nothing (EAGAIN): tests count them
 }
 
-// newRawIO returns c's raw reader-writer, or c itself when c is not a TCP
-// or unix socket (TLS, test pipes): those keep the net package's path.
-func newRawIO(c net.Conn) io.ReadWriter {
+// New returns c with raw reads and writes; ok is false (and the Conn
+// nil) when c is not a TCP or unix socket (TLS, test pipes): those keep
+// the net package's path.
+func New(c net.Conn) (r *Conn, ok bool) {
 	var sc syscall.Conn
 	network := ""
 	switch t := c.(type) {
@@ -59,18 +54,34 @@ func newRawIO(c net.Conn) io.ReadWriter {
 	case *net.UnixConn:
 		sc, network = t, "unix"
 	default:
-		return c
+		return nil, false
 	}
 	rc, err := sc.SyscallConn()
 	if err != nil {
-		return c
+		return nil, false
 	}
-	r := &rawIO{c: c, rc: rc, network: network}
+	r = &Conn{Conn: c, rc: rc, network: network}
 	r.readFn, r.writeFn, r.awaitFn = r.doRead, r.doWrite, r.doWriteAwait
-	return r
+	return r, true
 }
 
-func (r *rawIO) doRead(fd uintptr) bool {
+// Wrap returns c with raw reads and writes when it is a TCP or unix
+// socket, else c itself.
+func Wrap(c net.Conn) net.Conn {
+	if r, ok := New(c); ok {
+		return r
+	}
+	return c
+}
+
+// SetAwaitReply(true) makes the next Write a request whose answer the
+// caller reads next: see writeAwait. Write clears it.
+func (r *Conn) SetAwaitReply(on bool) { r.awaitReply = on }
+
+// EmptyReads counts the reads that found nothing (EAGAIN) and waited.
+func (r *Conn) EmptyReads() int { return r.emptyReads }
+
+func (r *Conn) doRead(fd uintptr) bool {
 	for {
 		n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(unsafe.SliceData(r.rbuf))), uintptr(len(r.rbuf)))
 		switch e {
@@ -88,7 +99,7 @@ func (r *rawIO) doRead(fd uintptr) bool {
 	}
 }
 
-func (r *rawIO) doWrite(fd uintptr) bool {
+func (r *Conn) doWrite(fd uintptr) bool {
 	for len(r.wbuf) > 0 {
 		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(unsafe.SliceData(r.wbuf))), uintptr(len(r.wbuf)))
 		switch e {
@@ -116,7 +127,7 @@ func (r *rawIO) doWrite(fd uintptr) bool {
 // wasted system call per request). Called again after that wake, it
 // returns at once; the caller's next Read does the read. A write that
 // would block, or fails, ends the wait: Write finishes the normal way.
-func (r *rawIO) doWriteAwait(fd uintptr) bool {
+func (r *Conn) doWriteAwait(fd uintptr) bool {
 	if r.wsent {
 		return true
 	}
@@ -146,7 +157,7 @@ func (r *rawIO) doWriteAwait(fd uintptr) bool {
 // the wait began would not wake it. A MariaDB (or proxy) connection
 // between commands is such a peer; if it closes the connection
 // meanwhile, the write fails or the reset wakes the wait.
-func (r *rawIO) writeAwait(p []byte) (int, error) {
+func (r *Conn) writeAwait(p []byte) (int, error) {
 	r.wbuf, r.wsent = p, false
 	err := r.rc.Read(r.awaitFn)
 	n, e := r.wn, r.werr
@@ -166,7 +177,7 @@ func (r *rawIO) writeAwait(p []byte) (int, error) {
 }
 
 // Read is net.Conn's Read: one read(2), io.EOF at the end of the stream.
-func (r *rawIO) Read(p []byte) (int, error) {
+func (r *Conn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
@@ -186,7 +197,7 @@ func (r *rawIO) Read(p []byte) (int, error) {
 }
 
 // Write is net.Conn's Write: all of p, or an error.
-func (r *rawIO) Write(p []byte) (int, error) {
+func (r *Conn) Write(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
@@ -207,6 +218,6 @@ func (r *rawIO) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-func (r *rawIO) opError(op string, e syscall.Errno) error {
-	return &net.OpError{Op: op, Net: r.network, Source: r.c.LocalAddr(), Addr: r.c.RemoteAddr(), Err: os.NewSyscallError(op, e)}
+func (r *Conn) opError(op string, e syscall.Errno) error {
+	return &net.OpError{Op: op, Net: r.network, Source: r.Conn.LocalAddr(), Addr: r.Conn.RemoteAddr(), Err: os.NewSyscallError(op, e)}
 }

@@ -1,4 +1,4 @@
-package wire
+package rawnet
 
 import (
 	"bytes"
@@ -6,54 +6,34 @@ import (
 	"io"
 	"net"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 )
 
 // socketPair returns both ends of a real connection on network ("tcp"
-// or "unix"): rawIO only takes over TCP and unix sockets.
+// or "unix"), closed when the test ends.
 func socketPair(t *testing.T, network string) (client, server net.Conn) {
 	t.Helper()
-	addr := "127.0.0.1:0"
-	if network == "unix" {
-		addr = filepath.Join(t.TempDir(), "s")
-	}
-	ln, err := net.Listen(network, addr)
+	client, server, err := Pair(network, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	type res struct {
-		c   net.Conn
-		err error
-	}
-	ch := make(chan res, 1)
-	go func() { c, err := ln.Accept(); ch <- res{c, err} }()
-	client, err = net.Dial(network, ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := <-ch
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
-	t.Cleanup(func() { client.Close(); r.c.Close() })
-	return client, r.c
+	t.Cleanup(func() { client.Close(); server.Close() })
+	return client, server
 }
 
-// TestRawIO: the raw path behaves as net.Conn where the proxy relies on
+// TestConn: the raw path behaves as net.Conn where the proxy relies on
 // it: a write larger than the socket buffers completes (EAGAIN waits in
 // the netpoller), the reader gets every byte then io.EOF, a read
 // deadline ends a read with os.ErrDeadlineExceeded, and a read on a
 // closed conn fails with net.ErrClosed.
-func TestRawIO(t *testing.T) {
+func TestConn(t *testing.T) {
 	for _, network := range []string{"tcp", "unix"} {
 		t.Run(network, func(t *testing.T) {
 			a, b := socketPair(t, network)
-			ra, rb := newRawIO(a), newRawIO(b)
-			if _, ok := ra.(*rawIO); !ok {
-				t.Fatalf("newRawIO(%T) = %T, want *rawIO", a, ra)
+			ra, rb := Wrap(a), Wrap(b)
+			if _, ok := ra.(*Conn); !ok {
+				t.Fatalf("Wrap(%T) = %T, want *Conn", a, ra)
 			}
 			want := bytes.Repeat([]byte("0123456789abcdef"), 1<<18) // 4 MiB: more than the socket buffers hold
 			done := make(chan error, 1)
@@ -77,7 +57,7 @@ func TestRawIO(t *testing.T) {
 			}
 
 			c, d := socketPair(t, network)
-			rc := newRawIO(c)
+			rc := Wrap(c)
 			_ = c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
 			if _, err := rc.Read(make([]byte, 16)); !errors.Is(err, os.ErrDeadlineExceeded) {
 				t.Fatalf("read past the deadline: %v, want os.ErrDeadlineExceeded", err)
@@ -100,13 +80,13 @@ func TestRawIO(t *testing.T) {
 	}
 }
 
-// TestNewConnRawFallback: a conn that is not a socket (here a pipe; TLS
-// alike) keeps the net.Conn path.
-func TestNewConnRawFallback(t *testing.T) {
+// TestWrapFallback: a conn that is not a socket (here a pipe; TLS
+// alike) is returned as it is.
+func TestWrapFallback(t *testing.T) {
 	a, b := net.Pipe()
 	defer a.Close()
 	defer b.Close()
-	if c := NewConnRaw(a, 256); c.rw != net.Conn(a) {
-		t.Fatalf("NewConnRaw(pipe) reads through %T, want the pipe itself", c.rw)
+	if c := Wrap(a); c != net.Conn(a) {
+		t.Fatalf("Wrap(pipe) = %T, want the pipe itself", c)
 	}
 }
