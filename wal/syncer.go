@@ -26,8 +26,11 @@ import (
 //
 // A sync through the ring is the same fdatasync (IORING_FSYNC_DATASYNC)
 // on the same file: durability and errors are unchanged. A failure of
-// the ring itself (not of a sync) makes the syncer fall back to the
-// system call for good, and that sync is repeated by it.
+// the ring itself makes the syncer fall back to the system call for
+// good. The sync under way is repeated by the system call only if the
+// kernel never took it (or cancelled it before it ran): one it took may
+// have consumed the file's write error, which a repeat would then not
+// see, so that sync fails instead (errSyncLost) and with it the Log.
 type syncer struct {
 	ring  atomic.Pointer[uring] // nil: the system call
 	owned *uring                // closed with the Log, broken or not

@@ -69,9 +69,16 @@ const (
 	sysIOURingRegister  = 427
 )
 
-// errRingBroken wraps a failure of the ring itself (not of a sync): the
-// caller falls back to the system call.
+// errRingBroken wraps a failure of the ring itself, with the sync not
+// taken by the kernel (or cancelled before it ran): the caller falls
+// back to the system call.
 var errRingBroken = errors.New("wal: io_uring failed")
+
+// errSyncLost: the ring stopped with the sync taken by the kernel; its
+// result is unknown. Not errRingBroken: a repeated fdatasync could
+// report success where this one consumed the file's write error (Linux
+// reports a writeback error once per open file), so the Log fails.
+var errSyncLost = errors.New("wal: io_uring stopped with a sync in flight; its result is unknown")
 
 // newURing sets up a ring, or fails (an old kernel, io_uring turned off
 // by sysctl kernel.io_uring_disabled or by a seccomp filter): the caller
@@ -156,18 +163,31 @@ func (u *uring) fdatasync(f *os.File) error {
 	atomic.StoreUint32(u.sqTail, tail+1)
 	err := u.enter(tail + 1)
 	if err != nil {
-		delete(u.pending, id)
+		// No submission after this one: a later enter would also submit
+		// this entry, and nobody would read its result.
+		u.broken = err
+		if atomic.LoadUint32(u.sqHead) == tail {
+			atomic.StoreUint32(u.sqTail, tail) // not taken: withdraw it (no SQPOLL, mu held)
+			delete(u.pending, id)
+		} else {
+			err = nil // taken despite the error: its result comes
+		}
 	}
 	u.mu.Unlock()
 	if err != nil {
 		return err
 	}
 	res, ok := <-done
-	if !ok {
-		return u.broken // the reaper stopped; set before it closed done
-	}
 	runtime.KeepAlive(f) // its finalizer would close fd under the sync
-	if res < 0 {
+	switch {
+	case !ok:
+		return errSyncLost // the reaper stopped
+	case res == -int32(syscall.ECANCELED):
+		// io-wq cancelled it before it ran (e.g. no worker thread could
+		// be created): nothing was flushed or consumed, so the system
+		// call may do it.
+		return fmt.Errorf("%w: sync cancelled", errRingBroken)
+	case res < 0:
 		return syscall.Errno(-res)
 	}
 	return nil
@@ -258,18 +278,19 @@ func (u *uring) dispatch() {
 }
 
 // close stops the reaper and releases the ring. No fdatasync may be in
-// flight or start.
+// flight or start. A second call does nothing.
 func (u *uring) close() {
 	u.mu.Lock()
 	if u.broken == nil {
 		u.broken = fmt.Errorf("%w: closed", errRingBroken)
 	}
 	u.mu.Unlock()
-	u.efd.Close() // ends the reaper's wait with net.ErrClosed
+	u.efd.Close() // ends the reaper's wait with an error
 	<-u.reaped
 	u.unmap()
 }
 
+// unmap releases the ring; a second call does nothing.
 func (u *uring) unmap() {
 	if u.efd != nil {
 		u.efd.Close()
@@ -279,5 +300,9 @@ func (u *uring) unmap() {
 			_ = syscall.Munmap(m)
 		}
 	}
-	_ = syscall.Close(u.fd)
+	u.sq, u.cq, u.sqes = nil, nil, nil
+	if u.fd >= 0 {
+		_ = syscall.Close(u.fd)
+		u.fd = -1
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"unsafe"
@@ -138,5 +139,62 @@ func TestLogSyncPaths(t *testing.T) {
 				t.Fatalf("PlainSync=%v: instance %d after reopen: %+v, %v, %v", plain, i, a, ok, err)
 			}
 		}
+	}
+}
+
+// TestURingFailedEnterWithdrawsEntry: when io_uring_enter fails (here:
+// the ring's descriptor replaced by a bad one for one call), the entry
+// is taken back out of the ring and the ring is marked broken, so no
+// later submission sends an fsync whose result nobody reads (it could
+// consume the file's write error). Found by a reviewer (session 21).
+func TestURingFailedEnterWithdrawsEntry(t *testing.T) {
+	u := ringOrSkip(t)
+	defer u.close()
+	f, err := os.Create(filepath.Join(t.TempDir(), "seg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	u.mu.Lock()
+	good := u.fd
+	u.fd = -1
+	u.mu.Unlock()
+	err = u.fdatasync(f)
+	u.mu.Lock()
+	u.fd = good
+	left := atomic.LoadUint32(u.sqTail) - atomic.LoadUint32(u.sqHead)
+	broken := u.broken
+	u.mu.Unlock()
+	if !errors.Is(err, errRingBroken) {
+		t.Fatalf("failed enter: %v, want errRingBroken", err)
+	}
+	if left != 0 {
+		t.Errorf("a failed submission left %d entries in the submission ring", left)
+	}
+	if broken == nil {
+		t.Error("ring not marked broken after a failed enter")
+	}
+	if err := u.fdatasync(f); !errors.Is(err, errRingBroken) {
+		t.Errorf("sync on a broken ring: %v, want errRingBroken", err)
+	}
+}
+
+// TestURingCloseTwice: a second close releases nothing that is no
+// longer the ring's (its descriptor number may be another file's).
+func TestURingCloseTwice(t *testing.T) {
+	u := ringOrSkip(t)
+	ringFD := u.fd
+	u.close()
+	f, err := os.Create(filepath.Join(t.TempDir(), "victim"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if int(f.Fd()) != ringFD {
+		t.Skipf("descriptor %d not reused (got %d)", ringFD, f.Fd())
+	}
+	u.close()
+	if _, err := f.Write([]byte("x")); err != nil {
+		t.Errorf("second close closed another file's descriptor: %v", err)
 	}
 }
