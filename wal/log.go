@@ -174,7 +174,7 @@ func Open(dir string, opts Options) (*Log, error) {
 		return nil, fmt.Errorf("wal: open %s: %w", dir, err)
 	}
 	l.whs, l.wlast = l.hs, l.last
-	l.syncer = newSyncer(opts.PlainSync || opts.NoSync, opts.Logger.With("dir", dir))
+	l.syncer = newSyncer(opts.PlainSync, opts.NoSync, opts.Logger.With("dir", dir))
 	// What a crash left below FirstIndex is reclaimed like a truncation's.
 	l.drop = dropState{pending: l.hs.FirstIndex >> bucketShift, since: time.Now(), rotationsAt: -reclaimRotations}
 	go l.run()

@@ -38,9 +38,13 @@ type syncer struct {
 }
 
 // newSyncer returns a syncer through io_uring unless plain is set or the
-// kernel refuses one.
-func newSyncer(plain bool, log *slog.Logger) *syncer {
+// kernel refuses one. A Log that never syncs (noSync) needs no ring and
+// says nothing.
+func newSyncer(plain, noSync bool, log *slog.Logger) *syncer {
 	s := &syncer{log: log}
+	if noSync {
+		return s
+	}
 	if plain {
 		log.Info("wal: segment syncs by the fdatasync system call (PlainSync)")
 		return s

@@ -82,7 +82,7 @@ func errString(err error) string {
 // TestSyncerFallsBack: once the ring fails, the syncer syncs by system
 // call, that sync included, and says so.
 func TestSyncerFallsBack(t *testing.T) {
-	s := newSyncer(false, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	s := newSyncer(false, false, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if !s.usesRing() {
 		t.Skip("no io_uring here")
 	}
