@@ -362,10 +362,23 @@ func switchover(ctx context.Context, t *testing.T, c *localcluster.Cluster, from
 	for {
 		st, err := c.Status(ctx, to)
 		if err == nil && st.Role == pb.Role_ROLE_MASTER && st.Ready {
-			return
+			break
 		}
 		if ctx.Err() != nil {
 			t.Fatalf("node %d never became a ready master: %v %v", to, st, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// The old master becomes a replica a moment later. A backup taken
+	// before it replicates has no slave info (mariadb-backup writes an
+	// empty xtrabackup_slave_info), which the caller checks.
+	for {
+		st, err := c.Status(ctx, from)
+		if err == nil && st.Role == pb.Role_ROLE_REPLICA && strings.Contains(st.ReplicationState, "Slave_IO_Running=Yes Slave_SQL_Running=Yes") {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("node %d never replicated from node %d: %v %v", from, to, st, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
