@@ -64,7 +64,7 @@ func newestMemFid(dir string) (uint64, error) {
 func (l *Log) followRotationLocked() bool {
 	rotated := false
 	for {
-		if _, err := os.Stat(l.memPath(l.mem.fid + 1)); err != nil {
+		if !fileExists(l.memPath(l.mem.fid + 1)) {
 			return rotated
 		}
 		l.mem.fid++

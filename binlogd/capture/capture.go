@@ -14,6 +14,7 @@ import (
 	gomysql "github.com/go-sql-driver/mysql"
 
 	"phxgo/binlogd/binlog"
+	"phxgo/binlogd/rawnet"
 )
 
 // Sink makes whole transactions durable, in stream order.
@@ -187,6 +188,7 @@ func openDB(cfg Config) (*sql.DB, error) {
 	}
 	mc.Timeout = cfg.ConnectTimeout
 	mc.ReadTimeout, mc.WriteTimeout = 2*cfg.ConnectTimeout, 2*cfg.ConnectTimeout
+	mc.DialFunc = rawnet.DialContext // the monitor polls 5 times a second: no sysmon wake-up per poll (package rawnet)
 	conn, err := gomysql.NewConnector(mc)
 	if err != nil {
 		return nil, fmt.Errorf("capture: %w", err)

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"phxgo/binlogd/rawnet"
 )
 
 var (
@@ -360,10 +362,15 @@ func (i *Instance) dsnConfig(user, db string) *mysql.Config {
 }
 
 func (i *Instance) open(db string) (*sql.DB, error) {
-	d, err := sql.Open("mysql", i.AdminDSN(db))
+	cfg := i.dsnConfig(AdminUser(), db)
+	// Role control and status polls query several times a second: a raw
+	// socket (package rawnet) keeps them from waking the runtime's sysmon.
+	cfg.DialFunc = rawnet.DialContext
+	conn, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return nil, err
 	}
+	d := sql.OpenDB(conn)
 	d.SetMaxIdleConns(2)
 	return d, nil
 }

@@ -2,6 +2,7 @@ package rawnet
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -88,5 +89,58 @@ func TestWrapFallback(t *testing.T) {
 	defer b.Close()
 	if c := Wrap(a); c != net.Conn(a) {
 		t.Fatalf("Wrap(pipe) = %T, want the pipe itself", c)
+	}
+}
+
+// TestDialContext: a dialed TCP or unix socket comes back raw and
+// carries bytes; a dial nobody answers fails with the dialer's error.
+func TestDialContext(t *testing.T) {
+	for _, network := range []string{"tcp", "unix"} {
+		t.Run(network, func(t *testing.T) {
+			addr := "127.0.0.1:0"
+			if network == "unix" {
+				addr = t.TempDir() + "/s"
+			}
+			ln, err := net.Listen(network, addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			accepted := make(chan net.Conn, 1)
+			go func() {
+				c, _ := ln.Accept()
+				accepted <- c
+			}()
+			c, err := DialContext(context.Background(), network, ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if _, ok := c.(*Conn); !ok {
+				t.Fatalf("DialContext returned %T, want *Conn", c)
+			}
+			s := <-accepted
+			if s == nil {
+				t.Fatal("accept failed")
+			}
+			defer s.Close()
+			if _, err := c.Write([]byte("ping")); err != nil {
+				t.Fatal(err)
+			}
+			buf := make([]byte, 4)
+			if _, err := io.ReadFull(s, buf); err != nil || string(buf) != "ping" {
+				t.Fatalf("server read %q, %v", buf, err)
+			}
+		})
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nobody listens there now
+	if c, err := DialContext(context.Background(), "tcp", addr); err == nil {
+		c.Close()
+		t.Fatalf("dial to closed %s succeeded", addr)
 	}
 }

@@ -1,7 +1,8 @@
 // Package rawnet reads and writes TCP and unix sockets with RawSyscall
 // instead of the net package's Syscall, for the processes whose hot path
 // is a few small reads and writes per request: binlogd's links to its
-// peers, its binlog capture and its replication endpoint, and sqlproxy.
+// peers, its binlog capture, its replication endpoint and its
+// go-sql-driver pools to MariaDB (DialContext), and sqlproxy.
 //
 // Why: a Syscall marks the goroutine's P as in a system call, and that
 // costs twice.
