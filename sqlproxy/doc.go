@@ -208,6 +208,13 @@
 // earlier wait, a health check) or SELECT MASTER_GTID_WAIT(pos,
 // CausalWait) returns 0 there; otherwise the read runs on the master.
 //
+// Capabilities. The proxy greets like a MariaDB (CLIENT_MYSQL clear) and
+// offers MariaDB's MARIADB_CLIENT_CACHE_METADATA: a client that takes it
+// (MariaDB Connector/C, /J, sysbench) gets it from the backend too, so a
+// prepared statement's repeated executes come back without their column
+// definitions. A backend without it always sends them, and the relay adds
+// the "metadata follows" byte the client expects (wire.RelayColumnCount).
+//
 // Pooling. Backend connections are pooled per (address, user, login
 // secret, capabilities, charset). After a statement a session keeps its
 // connection for Config.Hold (Cetus: 256ms) so a busy session does not
