@@ -26,7 +26,6 @@ type poolKey struct {
 	user    string
 	stage1  string // the login secret the connection was opened with
 	caps    uint32
-	ext     uint32 // MariaDB extended capabilities the client negotiated
 	charset uint8
 	client  string // a hop's original client address (clientAttr); "" otherwise
 	socket  bool   // may use this node's MariaDB socket (session.socketOK)
@@ -111,17 +110,8 @@ func (b *backend) handshake(ctx context.Context, db string, peerTLS *TLS) (*wire
 		b.c = c
 		caps |= wire.ClientSSL // the login that follows says it runs in TLS
 	}
-	// The client's MariaDB extended capabilities, as far as the backend
-	// has them: a backend without MariaDBCacheMetadata always sends the
-	// column definitions, and the relay adds the byte the client expects
-	// (wire.RelayColumnCount). caps never has ClientMySQL (ServerCaps).
-	var ext uint32
-	if g.Caps&wire.ClientMySQL == 0 {
-		ext = b.key.ext & g.ExtraCaps
-	}
-	r := &wire.Response{Caps: caps &^ wire.ClientMySQL, ExtCaps: ext, MaxPacket: 1 << 30, Charset: b.key.charset, User: b.key.user,
+	r := &wire.Response{Caps: caps, MaxPacket: 1 << 30, Charset: b.key.charset, User: b.key.user,
 		Auth: wire.ScrambleFromStage1(g.Salt, []byte(b.key.stage1)), DB: db, Plugin: wire.NativePlugin}
-	b.c.MetaFlag = ext&wire.MariaDBCacheMetadata != 0
 	if b.kind == routeForward && g.Caps&wire.ClientConnectAttrs != 0 {
 		r.Caps |= wire.ClientConnectAttrs
 		r.Attrs = map[string]string{hopAttr: "1"}

@@ -209,7 +209,7 @@ func (s *session) acquire(d decision) (*backend, routeKind, *wire.Error) {
 
 // connect takes a pooled connection or dials one, then syncs state.
 func (s *session) connect(addr string, kind routeKind) (*backend, *wire.Error) {
-	key := poolKey{addr: addr, user: s.user, stage1: s.stage1, caps: s.caps, ext: s.ext, charset: s.charset}
+	key := poolKey{addr: addr, user: s.user, stage1: s.stage1, caps: s.caps, charset: s.charset}
 	if kind == routeForward {
 		key.client = s.client.Addr() // a hop serves one client address: the master judges it
 	}

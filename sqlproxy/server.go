@@ -195,7 +195,7 @@ func (sess *session) login() error {
 		caps |= wire.ClientSSL // for the hop (security.go)
 	}
 	g := &wire.Greeting{Version: s.cfg.ServerVersion, ConnID: sess.id, Salt: salt,
-		Caps: caps, ExtraCaps: wire.ServerExtCaps, Charset: 45, Status: wire.StatusAutocommit, Plugin: wire.NativePlugin}
+		Caps: caps, Charset: 45, Status: wire.StatusAutocommit, Plugin: wire.NativePlugin}
 	if err := sess.cl.WriteFlush(g.Encode()); err != nil {
 		return err
 	}
@@ -233,10 +233,6 @@ func (sess *session) login() error {
 		}
 	}
 	sess.user, sess.caps, sess.charset = resp.User, resp.Caps&wire.ServerCaps, resp.Charset
-	if resp.Caps&wire.ClientMySQL == 0 {
-		sess.ext = resp.ExtCaps & wire.ServerExtCaps
-	}
-	sess.cl.MetaFlag = sess.ext&wire.MariaDBCacheMetadata != 0
 	sess.hop = resp.Attrs[hopAttr] == "1"
 	if sess.hop && s.peerTLS != nil && !verified {
 		s.metrics.refused.WithLabelValues("hop_tls").Inc()

@@ -28,7 +28,6 @@ type session struct {
 	user    string
 	stage1  string
 	caps    uint32
-	ext     uint32 // MariaDB extended capabilities negotiated (wire.ServerExtCaps)
 	charset uint8
 	hop     bool        // opened by another proxy: never forward again
 	client  auth.Client // the real client's address (a verified hop's report)

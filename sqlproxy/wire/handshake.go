@@ -98,7 +98,6 @@ const maxAttrs = 64
 // Response is the client's HandshakeResponse41.
 type Response struct {
 	Caps      uint32
-	ExtCaps   uint32 // MariaDB extended capabilities: read and written only when Caps lacks ClientMySQL
 	MaxPacket uint32
 	Charset   uint8
 	User      string
@@ -118,9 +117,6 @@ func ParseResponse(p []byte) (*Response, error) {
 	r := &Response{Caps: binary.LittleEndian.Uint32(p), MaxPacket: binary.LittleEndian.Uint32(p[4:]), Charset: p[8]}
 	if r.Caps&ClientProtocol41 == 0 {
 		return nil, bad
-	}
-	if r.Caps&ClientMySQL == 0 {
-		r.ExtCaps = binary.LittleEndian.Uint32(p[28:])
 	}
 	p = p[32:]
 	i := bytes.IndexByte(p, 0)
@@ -195,12 +191,7 @@ func (r *Response) Encode() []byte {
 	b := binary.LittleEndian.AppendUint32(nil, r.Caps)
 	b = binary.LittleEndian.AppendUint32(b, r.MaxPacket)
 	b = append(b, r.Charset)
-	b = append(b, make([]byte, 19)...)
-	if r.Caps&ClientMySQL == 0 {
-		b = binary.LittleEndian.AppendUint32(b, r.ExtCaps)
-	} else {
-		b = append(b, 0, 0, 0, 0)
-	}
+	b = append(b, make([]byte, 23)...)
 	b = append(b, r.User...)
 	b = append(b, 0)
 	switch {

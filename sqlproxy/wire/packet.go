@@ -45,9 +45,6 @@ type Conn struct {
 	// frames joined); 0 means no bound. A longer one fails with ErrTooBig
 	// as soon as its header is read.
 	Limit int
-	// MetaFlag: the connection negotiated MariaDBCacheMetadata, so its
-	// result sets' column count packets carry a "metadata follows" byte.
-	MetaFlag bool
 
 	scratch []byte        // ReadPacketReuse's buffer
 	rw      io.ReadWriter // what the buffers read and write: Conn, or its raw path (rawnet.Conn)
@@ -248,43 +245,6 @@ func (c *Conn) RelayFrame(dst *bufio.Writer) (Frame, error) {
 		return f, err // either side; callers close both
 	}
 	f.Head = []byte{first}
-	return f, nil
-}
-
-// RelayColumnCount relays a result set's first frame like RelayFrame,
-// but when it is a column count (not OK, ERR or a LOCAL INFILE request)
-// it appends the "metadata follows" byte (1: the definitions follow),
-// for a client that negotiated MariaDBCacheMetadata when c did not.
-// Frame.Head is the payload as c sent it.
-func (c *Conn) RelayColumnCount(dst *bufio.Writer) (Frame, error) {
-	hdr, err := c.R.Peek(4)
-	if err != nil {
-		return Frame{}, err
-	}
-	n := frameLen(hdr)
-	if n == 0 || n >= MaxPayload || 4+n > c.R.Size() {
-		return c.RelayFrame(dst) // not a column count (at most 9 bytes)
-	}
-	b, err := c.R.Peek(4 + n)
-	if err != nil {
-		return Frame{Len: n, Seq: hdr[3]}, err
-	}
-	switch b[4] {
-	case HeaderOK, HeaderErr, HeaderLocal:
-		return c.RelayFrame(dst)
-	}
-	f := Frame{Len: n + 1, Seq: b[3], Head: b[4:]}
-	out := [4]byte{byte(n + 1), byte((n + 1) >> 8), byte((n + 1) >> 16), b[3]}
-	if _, err := dst.Write(out[:]); err != nil {
-		return f, &WriteError{err}
-	}
-	if _, err := dst.Write(b[4:]); err != nil {
-		return f, &WriteError{err}
-	}
-	if err := dst.WriteByte(1); err != nil {
-		return f, &WriteError{err}
-	}
-	_, _ = c.R.Discard(4 + n)
 	return f, nil
 }
 

@@ -52,32 +52,9 @@ const (
 	ClientDeprecateEOF     = 1 << 24
 )
 
-// ClientMySQL is ClientLongPassword as MariaDB reads it: a greeting
-// without it says the server is a MariaDB, which reads the client's
-// extended capabilities from the last 4 bytes of the handshake
-// response's filler when the client clears it too.
-const ClientMySQL = ClientLongPassword
-
-// MariaDB's extended capabilities (the greeting's and the handshake
-// response's reserved 4 bytes; bit n is capability 32+n).
-const (
-	// MariaDBCacheMetadata (MARIADB_CLIENT_CACHE_METADATA): a result
-	// set's column count packet ends in a "metadata follows" byte, and a
-	// COM_STMT_EXECUTE whose columns did not change since the prepare
-	// (or the last execute) sends 0 there and no column definitions.
-	MariaDBCacheMetadata = 1 << 4
-)
-
-// ServerExtCaps is the extended capabilities the proxy offers clients.
-// A backend that lacks one still serves such a client: the relay adds
-// what the client expects (relay.go).
-const ServerExtCaps = MariaDBCacheMetadata
-
 // ServerCaps is what the proxy offers clients. Compression, SSL and
-// session tracking are not offered; DEPRECATE_EOF is relayed as
-// negotiated. ClientMySQL is left out, as MariaDB does, so clients send
-// their extended capabilities (ServerExtCaps).
-const ServerCaps = ClientFoundRows | ClientLongFlag | ClientConnectWithDB |
+// session tracking are not offered; DEPRECATE_EOF is relayed as negotiated.
+const ServerCaps = ClientLongPassword | ClientFoundRows | ClientLongFlag | ClientConnectWithDB |
 	ClientNoSchema | ClientODBC | ClientLocalFiles | ClientIgnoreSpace | ClientProtocol41 |
 	ClientInteractive | ClientIgnoreSigpipe | ClientTransactions | ClientSecureConn |
 	ClientMultiStatements | ClientMultiResults | ClientPSMultiResults | ClientPluginAuth |

@@ -128,30 +128,9 @@ func (r *relayer) single(f Frame) {
 	r.end(f)
 }
 
-// columnCount relays a result set's first frame, adding the "metadata
-// follows" byte a client that negotiated MariaDBCacheMetadata expects
-// when the backend did not negotiate it.
-func (r *relayer) columnCount() (Frame, error) {
-	if !r.cl.MetaFlag || r.be.MetaFlag {
-		return r.frame()
-	}
-	f, err := r.be.RelayColumnCount(r.cl.W)
-	if err != nil {
-		return f, err
-	}
-	r.res.Relayed++
-	if len(f.Head) == 0 {
-		f.Head = []byte{0x00}
-		if f.Len == 0 {
-			f.Head = nil
-		}
-	}
-	return f, nil
-}
-
 func (r *relayer) resultSets(cmd byte) error {
 	for {
-		f, err := r.columnCount()
+		f, err := r.frame()
 		if err != nil {
 			return err
 		}
@@ -177,19 +156,9 @@ func (r *relayer) resultSets(cmd byte) error {
 			}
 			continue // the OK/ERR for the load follows
 		}
-		n, k, ok := ReadLenEnc(f.Head)
+		n, _, ok := ReadLenEnc(f.Head)
 		if !ok {
 			return ErrProtocol
-		}
-		if r.be.MetaFlag {
-			// MariaDBCacheMetadata: 0 means the client's cached column
-			// definitions stand and none follow.
-			if len(f.Head) <= k {
-				return ErrProtocol
-			}
-			if f.Head[k] == 0 {
-				n = 0
-			}
 		}
 		for i := uint64(0); i < n; i++ {
 			if _, err := r.frame(); err != nil {

@@ -19,14 +19,11 @@ func ReadRow(c *Conn, caps uint32) ([]*string, *Error, error) {
 	case HeaderOK:
 		return nil, nil, nil // not a result set
 	}
-	ncol, k, ok := ReadLenEnc(p)
+	ncol, _, ok := ReadLenEnc(p)
 	if !ok || ncol == 0 || ncol > 4096 {
 		return nil, nil, ErrProtocol
 	}
 	skip := int(ncol)
-	if c.MetaFlag && len(p) > k && p[k] == 0 {
-		skip = 0 // MariaDBCacheMetadata: no column definitions follow
-	}
 	if caps&ClientDeprecateEOF == 0 {
 		skip++ // the EOF after the column definitions
 	}
