@@ -208,12 +208,14 @@
 // earlier wait, a health check) or SELECT MASTER_GTID_WAIT(pos,
 // CausalWait) returns 0 there; otherwise the read runs on the master.
 //
-// Capabilities. The proxy greets like a MariaDB (CLIENT_MYSQL clear) and
-// offers MariaDB's MARIADB_CLIENT_CACHE_METADATA: a client that takes it
-// (MariaDB Connector/C, /J, sysbench) gets it from the backend too, so a
-// prepared statement's repeated executes come back without their column
-// definitions. A backend without it always sends them, and the relay adds
-// the "metadata follows" byte the client expects (wire.RelayColumnCount).
+// Capabilities. The proxy greets as a MySQL (CLIENT_MYSQL set), so
+// clients ask for none of MariaDB's extended capabilities. It must not
+// pass on MARIADB_CLIENT_CACHE_METADATA as it stands: a backend's "no
+// metadata" answer refers to that backend statement's last definitions,
+// and the proxy maps one client statement onto many backend statements
+// (re-prepares on pooled connections, reads spread over replicas), so a
+// client would decode rows with stale definitions
+// (TestPreparedMetadataAcrossConnections).
 //
 // Pooling. Backend connections are pooled per (address, user, login
 // secret, capabilities, charset). After a statement a session keeps its
