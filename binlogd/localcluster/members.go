@@ -6,10 +6,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"phxgo/binlogd/config"
+	"phxgo/paxos"
 	pb "phxgo/proto"
 )
 
@@ -91,8 +96,11 @@ func (c *Cluster) addNode(ctx context.Context, seedFrom, via uint32, byReseed, l
 		return 0, err
 	}
 	m := c.Spec.member(int(id))
-	if _, err := a.AddMember(ctx, &pb.AddMemberRequest{Member: &pb.Member{Id: id, GrpcAddr: m.GRPCAddr,
-		MysqlAddr: m.MySQLAddr, ProxyAddr: m.ProxyAddr, Learner: m.Learner}}); err != nil {
+	if err := whileNoQuorum(ctx, func() error {
+		_, err := a.AddMember(ctx, &pb.AddMemberRequest{Member: &pb.Member{Id: id, GrpcAddr: m.GRPCAddr,
+			MysqlAddr: m.MySQLAddr, ProxyAddr: m.ProxyAddr, Learner: m.Learner}})
+		return err
+	}); err != nil {
 		return 0, fmt.Errorf("localcluster: add node %d via node %d: %w", id, via, err)
 	}
 	return id, c.WriteInfo()
@@ -105,7 +113,10 @@ func (c *Cluster) RemoveNode(ctx context.Context, id, via uint32) error {
 	if err != nil {
 		return err
 	}
-	if _, err := a.RemoveMember(ctx, &pb.RemoveMemberRequest{Id: id}); err != nil {
+	if err := whileNoQuorum(ctx, func() error {
+		_, err := a.RemoveMember(ctx, &pb.RemoveMemberRequest{Id: id})
+		return err
+	}); err != nil {
 		return fmt.Errorf("localcluster: remove node %d via node %d: %w", id, via, err)
 	}
 	c.mu.Lock()
@@ -151,11 +162,15 @@ func (c *Cluster) flipLearner(ctx context.Context, id, via uint32, learner bool)
 	if err != nil {
 		return err
 	}
-	if learner {
-		_, err = a.DemoteMember(ctx, &pb.DemoteMemberRequest{Id: id})
-	} else {
-		_, err = a.PromoteMember(ctx, &pb.PromoteMemberRequest{Id: id})
-	}
+	err = whileNoQuorum(ctx, func() error {
+		var err error
+		if learner {
+			_, err = a.DemoteMember(ctx, &pb.DemoteMemberRequest{Id: id})
+		} else {
+			_, err = a.PromoteMember(ctx, &pb.PromoteMemberRequest{Id: id})
+		}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("localcluster: make node %d learner=%v via node %d: %w", id, learner, via, err)
 	}
@@ -166,4 +181,25 @@ func (c *Cluster) flipLearner(ctx context.Context, id, via uint32, learner bool)
 	}
 	c.mu.Unlock()
 	return c.WriteInfo()
+}
+
+// whileNoQuorum runs change until it is not refused for want of a
+// quorum, or ctx ends. The leader refuses a change before proposing it
+// when it has not heard from a quorum within two election timeouts
+// (paxos.ErrNoQuorum, codes.Unavailable), so a retry cannot apply it
+// twice. On a loaded host that happens for a moment right after another
+// membership change; any other error, an unknown outcome included, is
+// returned at once.
+func whileNoQuorum(ctx context.Context, change func() error) error {
+	for {
+		err := change()
+		if status.Code(err) != codes.Unavailable || !strings.Contains(status.Convert(err).Message(), paxos.ErrNoQuorum.Error()) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
