@@ -23,7 +23,18 @@ type batch struct {
 	// Stage times, for Stats: the first transaction arrived, the first
 	// ACK request arrived, the batch was proposed, Wait returned.
 	firstAt, askedAt, proposedAt, durableAt time.Time
+	// Where the batch's first transaction found capture: behind an
+	// earlier batch still in flight (overlapped), or idle for starved
+	// since the last batch in flight became durable (zero: neither, as
+	// for a session's first batch).
+	overlapped bool
+	starved    time.Duration
 }
+
+// maxTurnaround bounds a starved batch's wait (Stats.StarvedTime): a
+// longer one is the master being idle, not its turnaround between commit
+// groups, and counts as neither starved nor overlapped.
+const maxTurnaround = 100 * time.Millisecond
 
 type result struct {
 	b   *batch
@@ -47,6 +58,9 @@ type pipeline struct {
 	inflight []*batch    // proposed, in order; retired from the front
 	got      bool
 	failed   bool // a batch was not durable: no later one may become durable
+	// idleSince: when the last batch in flight became durable with
+	// nothing pending (zero while work is queued or before the first).
+	idleSince time.Time
 }
 
 func newPipeline(ctx context.Context, c *Capture, s *stream) *pipeline {
@@ -184,7 +198,13 @@ func openAfter(t binlog.Txn) openTxn {
 func (p *pipeline) add(u *unit) {
 	now := time.Now()
 	if p.pending == nil {
-		p.pending = &batch{firstAt: now}
+		p.pending = &batch{firstAt: now, overlapped: len(p.inflight) > 0}
+		if !p.idleSince.IsZero() && len(p.inflight) == 0 {
+			if d := now.Sub(p.idleSince); d <= maxTurnaround {
+				p.pending.starved = d
+			}
+		}
+		p.idleSince = time.Time{}
 	}
 	b := p.pending
 	b.txns = append(b.txns, u.txn)
@@ -264,6 +284,9 @@ func (p *pipeline) retire(r result) error {
 		}
 		break
 	}
+	if len(p.inflight) == 0 && p.pending == nil && p.held == nil {
+		p.idleSince = time.Now()
+	}
 	if !needed {
 		return nil
 	}
@@ -315,6 +338,13 @@ func (p *pipeline) durable(r result) error {
 		st.Durable = c.durable
 		st.ReadToPropose += b.proposedAt.Sub(b.firstAt)
 		st.ProposeToDurable += b.durableAt.Sub(b.proposedAt)
+		if b.overlapped {
+			st.Overlapped++
+		}
+		if b.starved > 0 {
+			st.Starved++
+			st.StarvedTime += b.starved
+		}
 	})
 	return nil
 }

@@ -30,8 +30,23 @@ type Stats struct {
 	// batch's first transaction read to its proposal (batching), and from
 	// its proposal to its outcome (the log: chosen and applied).
 	ReadToPropose, ProposeToDurable time.Duration
-	Durable                         binlog.GTID // last durable GTID
-	Acked                           Position    // last position ACKed
+	// Where a commit cycle's time goes, beside the stages above. A batch
+	// is Overlapped when its first transaction arrived while an earlier
+	// batch was still in flight: MariaDB wrote the next commit group
+	// during the previous one's semi-sync wait. It is Starved when it
+	// arrived with nothing in flight, within 100 ms (a longer wait is
+	// idleness and counts as neither); StarvedTime sums, over those, the
+	// time since the last batch in flight became durable (and was
+	// ACKed): under a steady load that is MariaDB's turnaround, from the
+	// ACK through committing the released group, its clients' next
+	// statements and the next group's binlog write and sync, to the
+	// dump thread's send. So with few Overlapped, a cycle is
+	// ReadToPropose + ProposeToDurable per batch plus StarvedTime per
+	// Starved batch, and only the first two are binlogd's.
+	Overlapped, Starved uint64
+	StarvedTime         time.Duration
+	Durable             binlog.GTID // last durable GTID
+	Acked               Position    // last position ACKed
 }
 
 // TxnsPerAck is the mean number of transactions one ACK released.

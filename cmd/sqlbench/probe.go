@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,6 +34,16 @@ type snapshot struct {
 // disk flushes.
 var serverCounters = []string{"Innodb_data_fsyncs", "Syncs", "Binlog_group_commits", "Binlog_commits"}
 
+// masterCounters are also kept for the master alone, as "master:NAME":
+// its commit groups and its semi-sync waits (issue 19.2, the commit
+// cycle). The replicas' binlog group commits (log_slave_updates) would
+// blur the sums.
+var masterCounters = []string{"Binlog_group_commits", "Binlog_commits",
+	"Rpl_semi_sync_master_tx_wait_time", "Rpl_semi_sync_master_tx_waits"}
+
+// masterKey names a master-only counter in a snapshot or record.
+func masterKey(name string) string { return "master:" + name }
+
 // openDB opens a connection pool to a MariaDB at addr as user.
 func openDB(addr, user, pass string) (*sql.DB, error) {
 	c := mysql.NewConfig()
@@ -48,7 +59,8 @@ func openDB(addr, user, pass string) (*sql.DB, error) {
 }
 
 func serverStatus(ctx context.Context, db *sql.DB) (map[string]float64, error) {
-	q := "SHOW GLOBAL STATUS WHERE Variable_name IN ('" + strings.Join(serverCounters, "','") + "')"
+	names := append(slices.Clone(serverCounters), masterCounters...)
+	q := "SHOW GLOBAL STATUS WHERE Variable_name IN ('" + strings.Join(names, "','") + "')"
 	rows, err := db.QueryContext(ctx, q)
 	if err != nil {
 		return nil, err
@@ -106,7 +118,7 @@ func machineTicks() (busy, total int64, err error) {
 	return busy, total, nil
 }
 
-// take reads every counter. A pid that is gone counts 0 (its CPU is lost
+// take reads every counter; dbs[0] is the master. A pid that is gone counts 0 (its CPU is lost
 // to the figure; a run during which a process restarts says so in its log).
 func take(ctx context.Context, pids map[string][]int, dbs []*sql.DB, metricURLs []string) (snapshot, error) {
 	s := snapshot{cpuTicks: map[string]int64{}, server: map[string]float64{}, metrics: map[string]float64{}}
@@ -123,13 +135,18 @@ func take(ctx context.Context, pids map[string][]int, dbs []*sql.DB, metricURLs 
 			s.cpuTicks[kind] += t
 		}
 	}
-	for _, db := range dbs {
+	for i, db := range dbs {
 		st, err := serverStatus(ctx, db)
 		if err != nil {
 			return s, err
 		}
-		for k, v := range st {
-			s.server[k] += v
+		for _, k := range serverCounters {
+			s.server[k] += st[k]
+		}
+		if i == 0 { // the master
+			for _, k := range masterCounters {
+				s.server[masterKey(k)] = st[k]
+			}
 		}
 	}
 	for _, u := range metricURLs {

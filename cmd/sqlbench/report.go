@@ -339,6 +339,7 @@ func cmdReport(args []string) error {
 	r := index(recs)
 	w := os.Stdout
 	printInserts(w, r)
+	printCommitCycle(w, r)
 	printFixedRate(w, r)
 	printPointSelects(w, r)
 	fmt.Fprintln(w)

@@ -59,6 +59,11 @@ var keptMetrics = []string{
 	"phxgo_binlogd_captured_transactions_total",
 	"phxgo_binlogd_semisync_acks_total",
 	"phxgo_binlogd_semisync_ack_seconds_total",
+	"phxgo_capture_batches_total",
+	"phxgo_capture_propose_to_durable_seconds_total",
+	"phxgo_capture_overlapped_batches_total",
+	"phxgo_capture_starved_batches_total",
+	"phxgo_capture_starved_seconds_total",
 }
 
 // pidFlag is -pids KIND=PID,PID (repeatable).
@@ -191,6 +196,10 @@ func cmdRun(args []string) error {
 		rec.CPUus[kind] = float64(after.cpuTicks[kind]-before.cpuTicks[kind]) * 1e6 / clockTicks
 	}
 	for _, k := range serverCounters {
+		rec.Server[k] = after.server[k] - before.server[k]
+	}
+	for _, k := range masterCounters {
+		k = masterKey(k)
 		rec.Server[k] = after.server[k] - before.server[k]
 	}
 	rec.RejectedMetric = rejectedMetric(after.metrics)
