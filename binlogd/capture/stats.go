@@ -38,11 +38,12 @@ type Stats struct {
 	// idleness and counts as neither); StarvedTime sums, over those, the
 	// time since the last batch in flight became durable (and was
 	// ACKed): under a steady load that is MariaDB's turnaround, from the
-	// ACK through committing the released group, its clients' next
-	// statements and the next group's binlog write and sync, to the
-	// dump thread's send. So with few Overlapped, a cycle is
-	// ReadToPropose + ProposeToDurable per batch plus StarvedTime per
-	// Starved batch, and only the first two are binlogd's.
+	// ACK through committing the released group, the next group's
+	// binlog_commit_wait (which binlogd sets while master, config
+	// group_commit_wait), its binlog write and sync, to the dump
+	// thread's send. So with few Overlapped, a cycle is ReadToPropose +
+	// ProposeToDurable per batch plus StarvedTime per Starved batch, and
+	// only the first two are binlogd's own work.
 	Overlapped, Starved uint64
 	StarvedTime         time.Duration
 	Durable             binlog.GTID // last durable GTID

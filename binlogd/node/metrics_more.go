@@ -99,7 +99,7 @@ func registerBinlogMetrics(reg *prometheus.Registry, n *Node) {
 			Help: "durable batches whose first transaction arrived with nothing in flight, within 100 ms of the last one in flight becoming durable (a longer wait is idleness; current term)"},
 			func() float64 { return float64(stats().Starved) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "phxgo", Subsystem: "capture", Name: "starved_seconds_total",
-			Help: "time from the last batch in flight becoming durable (and ACKed) to the next transaction read, summed over starved batches: under load, MariaDB's turnaround between commit groups, the part of a commit cycle outside binlogd; rate() / rate(capture_starved_batches_total) is the mean"},
+			Help: "time from the last batch in flight becoming durable (and ACKed) to the next transaction read, summed over starved batches: under load, MariaDB's turnaround between commit groups (the binlog_commit_wait binlogd sets included), the part of a commit cycle outside binlogd's own work; rate() / rate(capture_starved_batches_total) is the mean"},
 			func() float64 { return stats().StarvedTime.Seconds() }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "phxgo", Subsystem: "capture", Name: "pieces_total",
 			Help: "batches that were pieces of a transaction too big for one buffer (current term)"},
