@@ -14,10 +14,10 @@ import (
 // next group while an earlier one was in flight) or starved (nothing was
 // in flight; the wait from the last ACK to its first transaction is
 // MariaDB's turnaround, outside binlogd's own work, though it includes
-// the binlog_commit_wait binlogd sets while master). Measured here, MariaDB mostly
-// wrote the next group only after the previous one's ACK (most batches
-// starved), so a cycle is about the ACK wait plus the turnaround, and a
-// longer ACK delays the next group's commits too.
+// the binlog_commit_wait binlogd sets while master). Measured here,
+// MariaDB mostly wrote the next group only after the previous one's ACK
+// (most batches starved), so a cycle is about the ACK wait plus the
+// turnaround, and a longer ACK delays the next group's commits too.
 func printCommitCycle(w io.Writer, r results) {
 	var lines []string
 	for _, thr := range r.threads(testInsert) {
