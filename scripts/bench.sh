@@ -18,9 +18,11 @@
 #   oltp_insert   semisync-direct, semisync-haproxy, phxgo-proxy-master,
 #                 phxgo-proxy-other (to the master's MariaDB by TCP, with
 #                 a read window), phxgo-direct (reference)
-#   oltp_insert at a fixed offered load (BENCH_RATE tps, the first of
+#   oltp_insert at fixed offered loads (BENCH_RATE, at the first of
 #                 BENCH_THREADS): semisync-direct, phxgo-proxy-master,
-#                 phxgo-direct; latency at the same work per second
+#                 phxgo-direct; latency at the same work per second,
+#                 light (300 tps) and at the rate the baseline sustains
+#                 with its replicas current ("semi")
 #   oltp_point_select (BENCH_POINT_THREADS): semisync-direct,
 #                 semisync-haproxy, phxgo-haproxy, phxgo-proxy-master,
 #                 phxgo-haproxy-tcp, phxgo-proxy-other
@@ -44,8 +46,10 @@
 #   BENCH_POINT_ROUNDS   repetitions of the point-select runs (default 5, at least BENCH_ROUNDS): one
 #                        20 s sample per proxy swung 2-4x under load; the proxies run in turns, and a
 #                        line before the report gives the median over rounds of each round's ratio
-#   BENCH_RATE           offered load of the fixed-rate insert runs, tps (default 300, below what
-#                        both systems sustain here; 0: none); one run per label in each round
+#   BENCH_RATE           offered loads of the fixed-rate insert runs (default "300 semi"; 0 or empty:
+#                        none): each a rate in tps, or "semi", the semi-sync master's sustained rate
+#                        (replicas' catch-up counted) in round 1's closed loop at the first of
+#                        BENCH_THREADS, rounded down to 50; one run per label and rate in each round
 #   BENCH_TABLES, BENCH_TABLE_SIZE   sysbench data (default 4 x 10000 rows)
 #   BENCH_PS_MODE        sysbench --db-ps-mode (default auto)
 #   BENCH_RELAXED_REPLICAS=1  baseline replicas with sync_binlog=0, innodb_flush_log_at_trx_commit=2
@@ -63,7 +67,7 @@ SECS=${BENCH_SECONDS:-20}
 THREADS=${BENCH_THREADS:-16 64}
 POINT_THREADS=${BENCH_POINT_THREADS-16}
 ROUNDS=${BENCH_ROUNDS:-1}
-RATE=${BENCH_RATE:-300}
+RATES=${BENCH_RATE-300 semi}
 POINT_ROUNDS=${BENCH_POINT_ROUNDS:-5}
 [ "$POINT_ROUNDS" -ge "$ROUNDS" ] || POINT_ROUNDS=$ROUNDS
 TABLES=${BENCH_TABLES:-4}
@@ -79,7 +83,10 @@ ANCHOR=${THREADS%% *}
 
 log() { printf '[bench %s] %s\n' "$(date +%T)" "$*" >&2; }
 die() { log "FATAL: $*"; exit 1; }
-[[ "$RATE" =~ ^[0-9]+$ ]] || die "BENCH_RATE=$RATE: want a whole number of transactions per second (0: no fixed-rate runs)"
+for rate in $RATES; do
+  [[ "$rate" =~ ^([0-9]+|semi)$ ]] || die "BENCH_RATE=$RATES: want transactions per second or \"semi\" (0: no fixed-rate runs)"
+done
+[ "$RATES" != 0 ] || RATES=
 
 # --- tools and binaries ------------------------------------------------------
 for t in sysbench haproxy mariadb mariadbd; do
@@ -334,10 +341,19 @@ for ((r = 1; r <= ROUNDS; r++)); do
     log "oltp_insert, $thr threads, $SECS s per run (round $r/$ROUNDS)"
     run_round oltp_insert "$thr" 0 "${INSERT_LABELS[@]}"
   done
-  if [ "$RATE" -gt 0 ]; then
-    log "oltp_insert at $RATE tps offered, $ANCHOR threads, $SECS s per run (round $r/$ROUNDS)"
-    run_round oltp_insert "$ANCHOR" "$RATE" "${RATE_LABELS[@]}"
-  fi
+  for rate in $RATES; do
+    if [ "$rate" = semi ]; then
+      # Fixed once, from round 1, so every round's runs pair up.
+      [ -n "${SEMI_RATE:-}" ] || SEMI_RATE=$(bin/sqlbench sustained -results "$RESULTS" -label semisync-direct -threads "$ANCHOR") ||
+        die "no sustained rate of semisync-direct at $ANCHOR threads to offer"
+      rate=$SEMI_RATE
+      log "oltp_insert at $rate tps offered (semi-sync's sustained rate), $ANCHOR threads, $SECS s per run (round $r/$ROUNDS)"
+    else
+      [ "$rate" -gt 0 ] || continue
+      log "oltp_insert at $rate tps offered, $ANCHOR threads, $SECS s per run (round $r/$ROUNDS)"
+    fi
+    run_round oltp_insert "$ANCHOR" "$rate" "${RATE_LABELS[@]}"
+  done
 done
 for ((r = 1; r <= POINT_ROUNDS; r++)); do
   for thr in $POINT_THREADS; do

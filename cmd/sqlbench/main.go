@@ -7,6 +7,7 @@
 //	sqlbench waitapplied   -master A -replicas B,C                     wait until every replica applied the master's GTID
 //	sqlbench run           -label L -target A -master A -replicas B,C -out F [-pids KIND=PID,..] [-metrics URL,..] -- SYSBENCH_OPTS
 //	sqlbench rejected      -metrics URL,..                             binlogd's rejected-batch metric, summed over nodes
+//	sqlbench sustained     -results F [-label L -test T -threads N -step S]   a system's median sustained tps, rounded down
 //	sqlbench report        -results F [-rejected-log F] [-rejected-metric-delta N]   print the tables and the last line
 //
 // The MariaDB password is read from $SQLBENCH_PASSWORD.
@@ -55,7 +56,7 @@ var (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: sqlbench baseline-up|baseline-down|waitapplied|run|rejected|report [flags]")
+		fmt.Fprintln(os.Stderr, "usage: sqlbench baseline-up|baseline-down|waitapplied|run|rejected|sustained|report [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -75,6 +76,8 @@ func main() {
 		err = cmdRejected(os.Args[2:])
 	case "report":
 		err = cmdReport(os.Args[2:])
+	case "sustained":
+		err = cmdSustained(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}

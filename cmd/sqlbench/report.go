@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -82,7 +83,12 @@ func (r results) fixedRates(test string) []string {
 			out = append(out, k.test)
 		}
 	}
-	sort.Strings(out)
+	// By rate, so oltp_insert@300 comes before oltp_insert@1200.
+	rate := func(t string) int {
+		n, _ := strconv.Atoi(strings.TrimPrefix(t, test+"@"))
+		return n
+	}
+	sort.Slice(out, func(i, j int) bool { return rate(out[i]) < rate(out[j]) })
 	return out
 }
 
