@@ -379,6 +379,16 @@ if bin/binlogd log -rejected -config "$PHX_DIR/node$((MASTER + 1))/binlogd.json"
 else
   log "binlogd log -rejected failed: $(head -c 300 "$WORK/rejected.err")"
 fi
+# The work directory goes at exit: show why any batch was rejected (the
+# log's verdicts, and what the nodes logged around them) while it exists.
+if [ -s "$WORK/rejected.txt" ]; then
+  log "rejected entries in the log (binlogd log -rejected):"
+  head -20 "$WORK/rejected.txt" >&2
+  for n in 1 2 3; do
+    grep -hE 'batch rejected|proposed again|leader|ballot|lease (lost|expired)|stepping down|became' "$PHX_DIR/node$n/binlogd.log" 2>/dev/null |
+      tail -20 | sed "s/^/node$n: /" >&2 || true
+  done
+fi
 
 echo
 echo "phxgo failovers: $FAILOVERS; failed prepares through the proxy: $PREPARE_TRIES; failed runs (retried): $RUN_FAILURES"

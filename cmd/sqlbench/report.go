@@ -432,18 +432,23 @@ func printInserts(w io.Writer, r results) {
 				continue
 			}
 			m := x.Binlogd
-			lines = append(lines, fmt.Sprintf("%-19s %4d %8.2f %8.2f %9.2f %9.2f %9.0f",
+			ballot := "-" // a results file from before the ballot was kept
+			if v, ok := m["phxgo_paxos_ballot"]; ok {
+				ballot = fmt.Sprintf("%.0f", v)
+			}
+			lines = append(lines, fmt.Sprintf("%-19s %4d %8.2f %8.2f %9.2f %9.2f %9.0f %7s",
 				l, thr, ratio(m["phxgo_binlogd_captured_transactions_total"], m["phxgo_paxos_values_proposed_total"]),
 				ratio(m["phxgo_paxos_commands_proposed_total"], m["phxgo_paxos_values_proposed_total"]),
 				1000*ratio(m["phxgo_paxos_commit_latency_seconds_sum"], m["phxgo_paxos_commit_latency_seconds_count"]),
 				1000*ratio(m["phxgo_binlogd_semisync_ack_seconds_total"], m["phxgo_binlogd_semisync_acks_total"]),
-				m[x.RejectedMetric]))
+				m[x.RejectedMetric], ballot))
 		}
 	}
 	if len(lines) > 0 {
 		fmt.Fprintln(w)
-		fmt.Fprintln(w, "phxgo's log during those runs: txns per Paxos value, commands per value, avg Paxos commit ms, avg ACK ms, rejected batches")
-		fmt.Fprintf(w, "%-19s %4s %8s %8s %9s %9s %9s\n", "system", "thr", "txn/val", "cmd/val", "commit_ms", "ack_ms", "rejected")
+		fmt.Fprintln(w, "phxgo's log during those runs: txns per Paxos value, commands per value, avg Paxos commit ms, avg ACK ms, rejected batches,")
+		fmt.Fprintln(w, "and the rise of the nodes' promised ballot rounds, summed (0: one Paxos leader throughout the run)")
+		fmt.Fprintf(w, "%-19s %4s %8s %8s %9s %9s %9s %7s\n", "system", "thr", "txn/val", "cmd/val", "commit_ms", "ack_ms", "rejected", "ballot+")
 		for _, l := range lines {
 			fmt.Fprintln(w, l)
 		}

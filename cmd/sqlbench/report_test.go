@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"math"
 	"strings"
 	"testing"
@@ -207,5 +208,49 @@ func TestFixedRateRuns(t *testing.T) {
 	printFixedRate(&none, index(recs[:1]))
 	if none.Len() != 0 {
 		t.Fatalf("closed-loop runs only, yet a fixed-rate table:\n%s", none.String())
+	}
+}
+
+// The fixed-rate table lists the light load before the sustained one.
+func TestFixedRatesByRate(t *testing.T) {
+	r := index([]record{
+		{Label: semiDirect, Test: rateTest(testInsert, 1200), Threads: 16},
+		{Label: semiDirect, Test: rateTest(testInsert, 300), Threads: 16},
+		{Label: semiDirect, Test: testInsert, Threads: 16},
+		{Label: semiDirect, Test: rateTest(testInsert, 50), Threads: 16},
+	})
+	got := r.fixedRates(testInsert)
+	want := []string{"oltp_insert@50", "oltp_insert@300", "oltp_insert@1200"}
+	if len(got) != len(want) {
+		t.Fatalf("fixedRates = %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("fixedRates = %v, want %v", got, want)
+		}
+	}
+}
+
+// The log table says whether a new Paxos leader came during a run: a
+// rejected batch with a ballot rise is a reordering after the change, one
+// without it is not.
+func TestLogTableShowsBallotRise(t *testing.T) {
+	run := func(label string, ballot float64, keep bool) record {
+		r := insertRun(label, 16, 10000, 10, 0, 10, 100)
+		r.RejectedMetric = "phxgo_capture_rejected_batches_total"
+		r.Binlogd = map[string]float64{"phxgo_paxos_values_proposed_total": 1000, "phxgo_binlogd_captured_transactions_total": 10000,
+			"phxgo_capture_rejected_batches_total": 1}
+		if keep {
+			r.Binlogd["phxgo_paxos_ballot"] = ballot
+		}
+		return r
+	}
+	var b bytes.Buffer
+	printInserts(&b, index([]record{run(phxMaster, 3, true), run(phxDirect, 0, false)}))
+	out := b.String()
+	for _, want := range []string{"ballot+", "phxgo-proxy-master    16    10.00", "1       3\n", "1       -\n"} {
+		if !bytes.Contains([]byte(out), []byte(want)) {
+			t.Errorf("log table lacks %q:\n%s", want, out)
+		}
 	}
 }

@@ -64,6 +64,10 @@ var keptMetrics = []string{
 	"phxgo_capture_overlapped_batches_total",
 	"phxgo_capture_starved_batches_total",
 	"phxgo_capture_starved_seconds_total",
+	// A gauge: its rise over a run, summed over the nodes, is 0 when one
+	// Paxos leader led throughout. A new leader can reorder batches in
+	// flight, which the log then rejects and capture proposes again.
+	"phxgo_paxos_ballot",
 }
 
 // pidFlag is -pids KIND=PID,PID (repeatable).

@@ -54,23 +54,3 @@ func TestSustainedRate(t *testing.T) {
 		t.Error("a corrupt results file gave no error")
 	}
 }
-
-// The fixed-rate table lists the light load before the sustained one.
-func TestFixedRatesByRate(t *testing.T) {
-	r := index([]record{
-		{Label: semiDirect, Test: rateTest(testInsert, 1200), Threads: 16},
-		{Label: semiDirect, Test: rateTest(testInsert, 300), Threads: 16},
-		{Label: semiDirect, Test: testInsert, Threads: 16},
-		{Label: semiDirect, Test: rateTest(testInsert, 50), Threads: 16},
-	})
-	got := r.fixedRates(testInsert)
-	want := []string{"oltp_insert@50", "oltp_insert@300", "oltp_insert@1200"}
-	if len(got) != len(want) {
-		t.Fatalf("fixedRates = %v, want %v", got, want)
-	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Fatalf("fixedRates = %v, want %v", got, want)
-		}
-	}
-}
