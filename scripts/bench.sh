@@ -381,11 +381,11 @@ else
 fi
 # The work directory goes at exit: show why any batch was rejected (the
 # log's verdicts, and what the nodes logged around them) while it exists.
-if [ -s "$WORK/rejected.txt" ]; then
+if grep -q -- '-> REJECTED' "$WORK/rejected.txt" 2>/dev/null; then
   log "rejected entries in the log (binlogd log -rejected):"
-  head -20 "$WORK/rejected.txt" >&2
+  grep -- '-> REJECTED' "$WORK/rejected.txt" | head -20 >&2
   for n in 1 2 3; do
-    grep -hE 'batch rejected|proposed again|leader|ballot|lease (lost|expired)|stepping down|became' "$PHX_DIR/node$n/binlogd.log" 2>/dev/null |
+    grep -hE 'batch rejected|proposed again|Paxos leadership|"kind":"became_' "$PHX_DIR/node$n/binlogd.log" 2>/dev/null |
       tail -20 | sed "s/^/node$n: /" >&2 || true
   done
 fi
@@ -402,7 +402,7 @@ echo "sysbench $SECS s per run, $ROUNDS round(s), $TABLES x $TABLE_SIZE rows, db
 point_ratios() {
   jq -rs --argjson t "$1" '
     def qps: if .run_s > 0 then .queries / .run_s else 0 end;
-    def med: sort | if length == 0 then null else .[(length - 1) / 2 | floor] end;
+    def med: sort | if length == 0 then null elif length % 2 == 1 then .[(length - 1) / 2] else (.[length / 2 - 1] * .[length / 2] | sqrt) end;
     def f: if . == null then "NaN" else . * 1000 | round / 1000 | tostring end;
     [.[] | select(.test == "oltp_point_select" and .threads == $t)] as $r
     | [$r[] | select(.label == "phxgo-haproxy") | qps] as $h

@@ -202,6 +202,19 @@ func summarize(r results, thr int, rejected float64) summary {
 	return s
 }
 
+// median of ratios xs (sorted in place): with an even count, the
+// geometric mean of the two middle values, the middle of ratios (1/2 and
+// 2 give 1). Taking the lower one would report the better of two rounds'
+// p95 ratios and the worse of their throughput ratios.
+func median(xs []float64) float64 {
+	sort.Float64s(xs)
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return math.Sqrt(xs[n/2-1] * xs[n/2])
+}
+
 // pairedRatio is fig(a) / fig(b) at thr threads. With several rounds of
 // both (bench.sh runs the systems in turns within each round) it is the
 // median of the rounds' ratios, for the reason pointRatio gives; with one,
@@ -213,8 +226,7 @@ func pairedRatio(r results, a, b, test string, thr int, fig func(record) float64
 		for i := range n {
 			rs[i] = ratio(fig(ra[i]), fig(rb[i]))
 		}
-		sort.Float64s(rs)
-		return rs[(n-1)/2]
+		return median(rs)
 	}
 	x, ok1 := r.get(a, test, thr)
 	y, ok2 := r.get(b, test, thr)
@@ -240,8 +252,7 @@ func pointRatio(r results, label string, thr int) float64 {
 		for i := range n {
 			rs[i] = ratio(p[i].qps(), h[i].qps())
 		}
-		sort.Float64s(rs)
-		return rs[(n-1)/2]
+		return median(rs)
 	}
 	pp, ok1 := r.get(label, testPoint, thr)
 	hp, ok2 := haproxyFor(r, label, thr)

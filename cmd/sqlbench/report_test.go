@@ -254,3 +254,28 @@ func TestLogTableShowsBallotRise(t *testing.T) {
 		}
 	}
 }
+
+// With two rounds the last line's ratios are the geometric mean of the
+// two rounds' ratios, not the lower one: that would report the better p95
+// ratio and the worse throughput ratio.
+func TestPairedRatioOfTwoRounds(t *testing.T) {
+	recs := []record{
+		insertRun(semiDirect, 16, 20000, 20, 0, 10, 0),
+		insertRun(phxMaster, 16, 24000, 20, 0, 12, 0), // round 1: p95 1.2x
+		insertRun(semiDirect, 16, 20000, 20, 0, 5, 0),
+		insertRun(phxMaster, 16, 20000, 20, 0, 15, 0), // round 2: p95 3.0x
+	}
+	s := summarize(index(recs), 16, 0)
+	if want := math.Sqrt(1.2 * 3.0); math.Abs(s.P95Ratio-want) > 1e-9 {
+		t.Errorf("p95 ratio %v, want %v (between 1.2 and 3.0)", s.P95Ratio, want)
+	}
+	if want := math.Sqrt(1.2); math.Abs(s.SustainedRatio-want) > 1e-9 {
+		t.Errorf("sustained ratio %v, want %v (between 1.2 and 1.0)", s.SustainedRatio, want)
+	}
+	if m := median([]float64{2, 0.5}); m != 1 {
+		t.Errorf("median of 1/2 and 2: %v, want 1", m)
+	}
+	if m := median([]float64{3, 1, 2}); m != 2 {
+		t.Errorf("median of three: %v", m)
+	}
+}
