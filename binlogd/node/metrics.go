@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"phxgo/binlogd/httpguard"
 	"phxgo/binlogd/version"
 	"phxgo/masterlease"
 )
@@ -119,7 +120,7 @@ func (n *Node) serveHTTP(addr string) error {
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
-	n.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = n.http.Serve(l) }()
+	n.http = httpguard.Server(mux)
+	go func() { _ = n.http.Serve(httpguard.Listener(l)) }()
 	return nil
 }

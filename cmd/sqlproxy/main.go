@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"phxgo/binlogd/config"
+	"phxgo/binlogd/httpguard"
 	"phxgo/binlogd/liblog"
 	"phxgo/binlogd/mtls"
 	"phxgo/binlogd/sdnotify"
@@ -211,8 +212,8 @@ func run(args []string) error {
 			srv.Close()
 			return err
 		}
-		hs = &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 5 * time.Second}
-		go func() { errc <- hs.Serve(ln) }()
+		hs = httpguard.Server(srv.Handler())
+		go func() { errc <- hs.Serve(httpguard.Listener(ln)) }()
 	}
 	// Every port is bound: a Type=notify unit is started now.
 	sd := sdnotify.FromEnv()
