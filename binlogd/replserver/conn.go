@@ -31,14 +31,19 @@ func (s *Server) handle(nc net.Conn) {
 	}()
 	nc = rawnet.Wrap(nc) // no sysmon wake-up per dump write (package rawnet)
 	_ = nc.SetDeadline(time.Now().Add(handshakeTimeout))
-	conn, err := s.mysql.NewCustomizedConn(nc, s.accounts, server.EmptyHandler{})
+	guard := newPreAuthGuard(nc)
+	conn, err := s.mysql.NewCustomizedConn(guard, s.accounts, server.EmptyHandler{})
 	if err != nil {
 		log.Info("handshake failed", "err", err)
 		return
 	}
+	guard.loggedIn()
 	// From here on the connection is conn's socket: a TLS session when the
 	// client asked for one (the dump writes to it directly).
 	nc = conn.Conn.Conn
+	if nc == net.Conn(guard) {
+		nc = guard.Conn
+	}
 	_ = nc.SetDeadline(time.Time{})
 	s.count(func(st *Stats) { st.Connections++ })
 	_, overTLS := nc.(*tls.Conn)
