@@ -183,34 +183,65 @@ func rawConn(t *testing.T, addr string) (*wire.Conn, []byte) {
 	return c, p
 }
 
-// TestConnectionCap: with MaxConnections open (strangers that never log
-// in), one more gets MariaDB's 1040; a stranger is dropped after
-// LoginTimeout, which frees its slot.
+// TestConnectionCap: strangers that never log in give way, oldest
+// first, to a new connection; with MaxConnections logged in, one more
+// gets MariaDB's 1040; a stranger is dropped after LoginTimeout.
 func TestConnectionCap(t *testing.T) {
 	a := startFakes(t, 1)[0]
 	p := startFakeProxy(t, 1, masterView(a), Linearizable, func(c *Config) {
 		c.MaxConnections, c.LoginTimeout = 2, 2*time.Second
 	})
 	c1, _ := rawConn(t, p.addr)
-	rawConn(t, p.addr)
+	c2, _ := rawConn(t, p.addr)
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	held := fakeDB(t, p.addr, "")
+	held.SetMaxIdleConns(2)
+	if err := held.PingContext(ctx); err != nil {
+		t.Fatalf("a client behind two silent strangers: %v", err)
+	}
+	if _, err := c1.ReadPacket(); err == nil {
+		t.Fatal("the oldest stranger was not dropped for the client")
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("oldest stranger dropped after %v: by the login timeout, not for the client", d)
+	}
+	// c2 still waits; a second client evicts it. Then both slots are
+	// logged in and the next one is refused.
+	conns := make([]*sql.Conn, 0, 2)
+	for range 2 {
+		cn, err := held.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cn.PingContext(ctx); err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, cn)
+	}
+	if _, err := c2.ReadPacket(); err == nil {
+		t.Fatal("the second stranger was not dropped")
+	}
 	err := fakeDB(t, p.addr, "").Ping()
 	if me := mysqlErr(t, err); me.Number != 1040 || me.Message != "Too many connections" {
-		t.Fatalf("over the cap: %v", me)
+		t.Fatalf("over the cap of logged-in clients: %v", me)
 	}
 	if n := refused(t, p, "max_connections"); n < 1 {
 		t.Fatalf("refused max_connections = %v", n)
 	}
-	start := time.Now()
-	if _, err := c1.ReadPacket(); err == nil {
+	for _, cn := range conns {
+		cn.Close()
+	}
+	// A stranger alone is dropped after LoginTimeout.
+	c3, _ := rawConn(t, p.addr)
+	start = time.Now()
+	if _, err := c3.ReadPacket(); err == nil {
 		t.Fatal("an idle stranger was not dropped")
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("stranger dropped after %v", d)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	db := fakeDB(t, p.addr, "")
-	await(t, ctx, "a slot freed by the login timeout", func() bool { return db.PingContext(ctx) == nil })
 }
 
 // TestPacketBounds: before login a packet over wire.MaxHandshakePacket,

@@ -174,6 +174,7 @@ func (s *Server) handle(nc net.Conn, mode Mode) {
 		s.metrics.errors.WithLabelValues("login").Inc()
 		return
 	}
+	s.acc.Admit(nc)
 	err := sess.serve()
 	sess.finish()
 	if err != nil && !errors.Is(err, errQuit) {

@@ -21,6 +21,7 @@ const erUnknownCom = 1047
 // handle runs one client connection: handshake, command phase, and, on
 // COM_BINLOG_DUMP, the dump stream. It owns nc; the caller closes it.
 func (s *Server) handle(nc net.Conn) {
+	accepted := nc
 	log := s.log.With("remote", nc.RemoteAddr().String())
 	defer func() {
 		// go-mysql's handshake code is not ours to fuzz: a panic on a
@@ -38,6 +39,7 @@ func (s *Server) handle(nc net.Conn) {
 		return
 	}
 	guard.loggedIn()
+	s.acc.Admit(accepted)
 	// From here on the connection is conn's socket: a TLS session when the
 	// client asked for one (the dump writes to it directly).
 	nc = conn.Conn.Conn

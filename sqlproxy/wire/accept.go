@@ -14,6 +14,14 @@ var ErrClosed = errors.New("wire: acceptor closed")
 // connection, a cap on connections open at once, and a shutdown that
 // ends every connection and waits for its goroutine. The zero value is
 // ready; set Max and Refuse before the first Serve.
+//
+// At the cap, a new connection takes the place of the oldest one that
+// has not logged in yet (Admit), if any; only when every connection has
+// logged in is the new one refused. So idle strangers cannot hold the
+// slots: 64 connections that sent nothing kept a node's own MariaDB
+// from reconnecting to its binlogd for as long as they were renewed
+// (audit, December 2026). To keep a slot a stranger must now outpace
+// the logins, opening a whole cap of connections within one login.
 type Acceptor struct {
 	// Max caps the connections open at once; 0 means no cap. A local
 	// process holding sockets must not take the server to its file limit.
@@ -25,9 +33,16 @@ type Acceptor struct {
 
 	mu      sync.Mutex
 	lns     map[net.Listener]struct{}
-	conns   map[net.Conn]struct{}
+	conns   map[net.Conn]*slot
+	seq     uint64 // accepted connections, for the oldest pending
 	stopped bool
 	wg      sync.WaitGroup
+}
+
+// slot is an open connection's place under the cap.
+type slot struct {
+	seq      uint64
+	admitted bool // logged in (Admit)
 }
 
 // Serve accepts on ln and runs handle(c) in a goroutine per connection;
@@ -42,7 +57,7 @@ func (a *Acceptor) Serve(ln net.Listener, handle func(net.Conn)) error {
 		return ErrClosed
 	}
 	if a.lns == nil {
-		a.lns, a.conns = map[net.Listener]struct{}{}, map[net.Conn]struct{}{}
+		a.lns, a.conns = map[net.Listener]struct{}{}, map[net.Conn]*slot{}
 	}
 	a.lns[ln] = struct{}{}
 	a.mu.Unlock()
@@ -72,26 +87,59 @@ func (a *Acceptor) Serve(ln net.Listener, handle func(net.Conn)) error {
 			return ErrClosed
 		}
 		if a.Max > 0 && len(a.conns) >= a.Max {
-			a.mu.Unlock()
-			if a.Refuse != nil {
-				a.Refuse(c)
-			} else {
-				c.Close()
+			old := a.oldestPending()
+			if old == nil {
+				a.mu.Unlock()
+				if a.Refuse != nil {
+					a.Refuse(c)
+				} else {
+					c.Close()
+				}
+				continue
 			}
-			continue
+			// Its goroutine sees the close and frees the slot; until
+			// then the count runs one over, by design.
+			delete(a.conns, old)
+			old.Close()
 		}
-		a.conns[c] = struct{}{}
+		a.seq++
+		a.conns[c] = &slot{seq: a.seq}
 		a.wg.Add(1)
 		a.mu.Unlock()
 		go func() {
 			defer a.wg.Done()
 			handle(c)
 			a.mu.Lock()
-			delete(a.conns, c)
+			delete(a.conns, c) // a no-op for an evicted one
 			a.mu.Unlock()
 			c.Close()
 		}()
 	}
+}
+
+// Admit marks c, a connection Serve passed to handle, as logged in: it
+// keeps its slot at the cap.
+func (a *Acceptor) Admit(c net.Conn) {
+	a.mu.Lock()
+	if sl := a.conns[c]; sl != nil {
+		sl.admitted = true
+	}
+	a.mu.Unlock()
+}
+
+// oldestPending is the connection accepted first among those not
+// admitted, or nil. a.mu is held.
+func (a *Acceptor) oldestPending() net.Conn {
+	var (
+		oldest net.Conn
+		seq    uint64
+	)
+	for c, sl := range a.conns {
+		if !sl.admitted && (oldest == nil || sl.seq < seq) {
+			oldest, seq = c, sl.seq
+		}
+	}
+	return oldest
 }
 
 // Stop ends accepting: it closes every listener and every open

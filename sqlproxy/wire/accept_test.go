@@ -29,8 +29,8 @@ func readAll(t *testing.T, c net.Conn) []byte {
 	return b
 }
 
-// TestAcceptorCap: with Max connections open the next one goes to
-// Refuse; once one ends, a new one is served again.
+// TestAcceptorCap: with Max connections open and logged in the next one
+// goes to Refuse; once one ends, a new one is served again.
 func TestAcceptorCap(t *testing.T) {
 	release := make(chan struct{})
 	a := &Acceptor{Max: 1, Refuse: func(c net.Conn) {
@@ -42,6 +42,7 @@ func TestAcceptorCap(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- a.Serve(ln, func(c net.Conn) {
+			a.Admit(c)
 			served <- struct{}{}
 			<-release
 			_, _ = c.Write([]byte("hi"))
@@ -84,6 +85,85 @@ func TestAcceptorCap(t *testing.T) {
 	}
 	if err := <-done; !errors.Is(err, ErrClosed) {
 		t.Fatalf("Serve after Close: %v", err)
+	}
+}
+
+// TestAcceptorEvictsOldestPending: at the cap a new connection takes
+// the place of the oldest one not logged in, never of a logged-in one;
+// so strangers that send nothing cannot hold the slots.
+func TestAcceptorEvictsOldestPending(t *testing.T) {
+	a := &Acceptor{Max: 3, Refuse: func(c net.Conn) {
+		_, _ = c.Write(AppendPacket(nil, 0, PreHandshakeError(1040, "Too many connections")))
+		c.Close()
+	}}
+	ln := listen(t)
+	defer a.Close()
+	go func() {
+		_ = a.Serve(ln, func(c net.Conn) {
+			// A client that writes "login" logs in; the handler then
+			// echoes until the client ends.
+			buf := make([]byte, 5)
+			if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "login" {
+				return
+			}
+			a.Admit(c)
+			_, _ = c.Write([]byte("in"))
+			_, _ = io.Copy(c, c)
+		})
+	}()
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	login := func(c net.Conn) {
+		t.Helper()
+		if _, err := c.Write([]byte("login")); err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		buf := make([]byte, 2)
+		if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "in" {
+			t.Fatalf("login: %q %v", buf, err)
+		}
+		_ = c.SetReadDeadline(time.Time{})
+	}
+	closedByServer := func(c net.Conn) bool {
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_, err := c.Read(make([]byte, 1))
+		var ne net.Error
+		return err != nil && !(errors.As(err, &ne) && ne.Timeout())
+	}
+	member := dial()
+	login(member)
+	s1, s2 := dial(), dial() // strangers: connected, silent
+	late := dial()           // the cap is full: s1, the oldest stranger, makes room
+	if !closedByServer(s1) {
+		t.Fatal("the oldest silent connection was not evicted for a new one")
+	}
+	login(late)
+	another := dial() // full again: s2 goes
+	if !closedByServer(s2) {
+		t.Fatal("the second silent connection was not evicted")
+	}
+	login(another)
+	// Now every slot is logged in: a newcomer is refused, nobody evicted.
+	refused := dial()
+	p, err := (&Reader{R: refused}).ReadPacket()
+	if err != nil || ParseError(p).Code != 1040 {
+		t.Fatalf("with every slot logged in: %q %v, want 1040", p, err)
+	}
+	for _, c := range []net.Conn{member, late, another} {
+		if _, err := c.Write([]byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.ReadFull(c, make([]byte, 1)); err != nil {
+			t.Fatalf("a logged-in connection lost its slot: %v", err)
+		}
 	}
 }
 
