@@ -164,11 +164,11 @@ func (n *Node) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listen grpc_listen %s (advertised as grpc_addr %s): %w", n.cfg.GRPCListenAddr(), self.GRPCAddr, err)
 	}
-	n.gs = grpc.NewServer(append(n.serverOptions(), paxos.GRPCServerOptions(pcfg)...)...)
+	n.gs = grpc.NewServer(append(n.serverOptions(), append(paxos.GRPCServerOptions(pcfg), rpcGuardOptions()...)...)...)
 	px.RegisterGRPC(n.gs)
 	pb.RegisterAdminServer(n.gs, &adminServer{n: n})
 	hs := registerHealth(n.gs)
-	go func() { _ = n.gs.Serve(rawnet.Listener{Listener: gl}) }() // package rawnet: no sysmon wake-up per read or write
+	go func() { _ = n.gs.Serve(rawnet.Listener{Listener: rpcListener(gl)}) }() // package rawnet: no sysmon wake-up per read or write
 	defer n.gs.Stop()
 
 	witness := n.cfg.IsWitness()
