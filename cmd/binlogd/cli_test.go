@@ -2,9 +2,11 @@ package main
 
 import (
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -86,4 +88,31 @@ func TestExitCodes(t *testing.T) {
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
 	return s
+}
+
+// binlogd run with its log's reader gone (binlogd run 2>&1 | head): a
+// write to the closed stderr must fail, not kill the node by SIGPIPE
+// before its shutdown. The missing config makes it write an error and
+// exit 1 at once.
+func TestRunSurvivesClosedStderr(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "binlogd")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	defer w.Close()
+	cmd := exec.Command(bin, "run", "-config", "/nonexistent/binlogd.json")
+	cmd.Stdout, cmd.Stderr = w, w
+	err = cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		t.Fatalf("binlogd run: %v, want exit 1", err)
+	}
+	if ws := ee.Sys().(syscall.WaitStatus); ws.Signaled() || ee.ExitCode() != 1 {
+		t.Fatalf("binlogd run with a closed stderr: %v (signal %v), want exit 1", err, ws.Signal())
+	}
 }

@@ -121,6 +121,12 @@ func main() {
 }
 
 func cmdRun(args []string) error {
+	// A daemon must not die because whoever reads its log went away: a
+	// write to a closed stdout/stderr would raise SIGPIPE and kill it,
+	// skipping its shutdown (handing over the lease, stopping MariaDB).
+	// Ignored, the write fails with EPIPE and the node runs on. Not
+	// signal.Notify: that would also catch sockets' SIGPIPE.
+	signal.Ignore(syscall.SIGPIPE)
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	cfgPath := fs.String("config", "binlogd.json", "config file")
 	level := fs.String("log-level", "info", "debug, info, warn or error")

@@ -39,6 +39,15 @@ import (
 var launcher jepsen.Launcher = phxcluster.Launcher(phxcluster.Options{})
 
 func main() {
+	// The harness must not die because its output's reader went away
+	// (jepsen ... | head): SIGPIPE on a write to a closed stdout/stderr
+	// would kill it before its cleanup, leaving the cluster's processes,
+	// data and network namespace behind. Ignored, the write fails with
+	// EPIPE and the run finishes and cleans up. Not signal.Notify: that
+	// would also catch sockets' SIGPIPE. (Children it starts inherit the
+	// ignored SIGPIPE: a write of theirs to a closed pipe fails with EPIPE
+	// instead; binlogd and sqlproxy ignore it themselves.)
+	signal.Ignore(syscall.SIGPIPE)
 	if len(os.Args) > 1 && os.Args[1] == "failover" {
 		os.Exit(failoverMain(os.Args[2:]))
 	}

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"phxgo/internal/cli"
@@ -52,5 +55,28 @@ func TestFlagValidation(t *testing.T) {
 		if got := cli.Code(err); got != tc.code || err != nil && !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("sqlproxy %s: exit %d (%v); want %d and %q", tc.args, got, err, tc.code, tc.want)
 		}
+	}
+}
+
+// sqlproxy with its log's reader gone must not die by SIGPIPE: it runs
+// as itself (TestMain) with stdout and stderr on a closed pipe; the bad
+// -procs makes it write an error and exit 2 at once.
+func TestSurvivesClosedStderr(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	defer w.Close()
+	cmd := exec.Command(os.Args[0], "-procs", "-3")
+	cmd.Env = append(os.Environ(), "PHXGO_TEST_RUN_SQLPROXY=1")
+	cmd.Stdout, cmd.Stderr = w, w
+	err = cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		t.Fatalf("sqlproxy -procs -3: %v, want exit 2", err)
+	}
+	if ws := ee.Sys().(syscall.WaitStatus); ws.Signaled() || ee.ExitCode() != 2 {
+		t.Fatalf("sqlproxy with a closed stderr: %v (signal %v), want exit 2", err, ws.Signal())
 	}
 }

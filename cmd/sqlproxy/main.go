@@ -35,6 +35,12 @@ import (
 // line (a bad flag, checked before anything starts, names it), 1 a
 // runtime error.
 func main() {
+	// A daemon must not die because whoever reads its log went away: a
+	// write to a closed stdout/stderr would raise SIGPIPE and kill it
+	// mid-session, without closing its clients' and backends'
+	// connections. Ignored, the write fails with EPIPE and the proxy runs
+	// on. Not signal.Notify: that would also catch sockets' SIGPIPE.
+	signal.Ignore(syscall.SIGPIPE)
 	os.Exit(cli.Report(os.Stderr, "sqlproxy", run(os.Args[1:])))
 }
 
