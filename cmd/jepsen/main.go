@@ -28,6 +28,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"phxgo/binlogd/version"
+	"phxgo/internal/cli"
 	"phxgo/jepsen"
 	"phxgo/jepsen/nemesis"
 	"phxgo/jepsen/phxcluster"
@@ -80,6 +81,10 @@ func main() {
 	showVersion := flag.Bool("version", false, "print the build and exit")
 	runHostsTest := flag.Bool("hosts", false, "run the separate-machines scenario (jepsen/hosts, make hosts-test) instead of a workload; run from the checkout")
 	flag.Parse()
+	if flag.NArg() > 0 { // a typo'd command must not run the default workload
+		fmt.Fprintf(os.Stderr, "jepsen: unexpected arguments %q (commands: failover, lazyfs-serve; -h for the flags)\n", flag.Args())
+		os.Exit(cli.ExitUsage)
+	}
 	if *showVersion {
 		version.Print(os.Stdout, "jepsen")
 		return
