@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 )
 
 // Exit codes.
@@ -76,7 +77,11 @@ func Report(w io.Writer, name string, err error) int {
 	code := Code(err)
 	var ue *UsageError
 	if code != ExitOK && !(errors.As(err, &ue) && ue.Printed) {
-		fmt.Fprintf(w, "%s: %v\n", name, err)
+		msg := err.Error()
+		if !strings.HasPrefix(msg, name+": ") { // a flag set named as the binary
+			msg = name + ": " + msg
+		}
+		fmt.Fprintln(w, msg)
 	}
 	return code
 }

@@ -21,10 +21,10 @@ func TestParseAndCode(t *testing.T) {
 		{[]string{"--help"}, ExitOK, ""},
 		{[]string{"-nosuchflag"}, ExitUsage, ""}, // the flag package printed it
 		{[]string{"-n", "x"}, ExitUsage, ""},
-		{[]string{"stray"}, ExitUsage, "t: t: unexpected arguments [\"stray\"] (flags go before them; this command takes none)\n"},
-		{[]string{"-addr", "a", "127.0.0.1:1"}, ExitUsage, "t: t: unexpected arguments [\"127.0.0.1:1\"] (flags go before them; this command takes none)\n"},
+		{[]string{"stray"}, ExitUsage, "t: sub: unexpected arguments [\"stray\"] (flags go before them; this command takes none)\n"},
+		{[]string{"-addr", "a", "127.0.0.1:1"}, ExitUsage, "t: sub: unexpected arguments [\"127.0.0.1:1\"] (flags go before them; this command takes none)\n"},
 	} {
-		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		fs := flag.NewFlagSet("sub", flag.ContinueOnError)
 		fs.SetOutput(io.Discard)
 		fs.String("addr", "", "")
 		fs.Int("n", 0, "")
@@ -45,6 +45,7 @@ func TestReport(t *testing.T) {
 		{errors.New("boom"), ExitFailure, "x: boom\n"},
 		{fmt.Errorf("wrapped: %w", Usagef("-to is required")), ExitUsage, "x: wrapped: -to is required\n"},
 		{flag.ErrHelp, ExitOK, ""},
+		{Usagef("x: unexpected arguments"), ExitUsage, "x: unexpected arguments\n"}, // not "x: x: "
 	} {
 		var buf bytes.Buffer
 		if got := Report(&buf, "x", tc.err); got != tc.code || buf.String() != tc.out {
