@@ -45,6 +45,9 @@ type Duration struct{ time.Duration }
 
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
 
+// UnmarshalJSON parses "5s". A bad duration is a *json.UnmarshalTypeError,
+// so that encoding/json adds the key it came from (Load words it
+// `key "lease_duration": ...`).
 func (d *Duration) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
@@ -52,7 +55,7 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	}
 	v, err := time.ParseDuration(s)
 	if err != nil {
-		return err
+		return &json.UnmarshalTypeError{Value: fmt.Sprintf("%q is not a duration such as \"5s\" or \"1h30m\" (%v)", s, err), Type: durationType}
 	}
 	d.Duration = v
 	return nil
@@ -219,9 +222,7 @@ func Load(path string) (*Config, error) {
 		return nil, err
 	}
 	var c Config
-	dec := json.NewDecoder(bytesReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
+	if err := decodeStrict(b, &c); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, path, err)
 	}
 	c.path = path
@@ -388,9 +389,7 @@ func LoadCredentials(path string) (Credentials, error) {
 	if err != nil {
 		return cr, err
 	}
-	dec := json.NewDecoder(bytesReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&cr); err != nil {
+	if err := decodeStrict(b, &cr); err != nil {
 		return cr, fmt.Errorf("%w: %s: %v", ErrInvalid, path, err)
 	}
 	for k, v := range map[string]string{"capture_user": cr.CaptureUser, "capture_password": cr.CapturePassword, "app_user": cr.AppUser, "app_password": cr.AppPassword} {

@@ -5,6 +5,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"phxgo/internal/cli"
 	pb "phxgo/proto"
 )
 
@@ -27,9 +28,11 @@ func (f tlsFlags) connect(addr string) (pb.AdminClient, func(), error) {
 }
 
 // parseConnect is the preamble of the one-node operator commands: parse
-// the flags, then connect to *addr with the certificate they name.
+// the flags, then connect to *addr with the certificate they name. A
+// stray argument (an address without -addr) is a usage error, never
+// silently ignored in favour of -addr's default.
 func parseConnect(fs *flag.FlagSet, args []string, tf tlsFlags, addr *string) (pb.AdminClient, func(), error) {
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return nil, nil, err
 	}
 	return tf.connect(*addr)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"phxgo/binlogd/reseed"
+	"phxgo/internal/cli"
 	pb "phxgo/proto"
 )
 
@@ -29,11 +29,11 @@ func cmdBackup(args []string) error {
 	force := fs.Bool("force", false, "back up even if the source is the master (its commits stall briefly under the backup's lock)")
 	every := fs.Duration("progress", time.Second, "interval of the progress lines on stderr")
 	tf := addTLSFileFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if *from == "" || *out == "" {
-		return errors.New("backup: -from GRPC_ADDR and -out DIR are required")
+		return cli.Usagef("backup: -from GRPC_ADDR and -out DIR are required")
 	}
 	dir, err := filepath.Abs(*out)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"phxgo/binlogd/config"
+	"phxgo/internal/cli"
 	pb "phxgo/proto"
 )
 
@@ -83,8 +84,13 @@ type lagLimits struct {
 
 // cmdCluster runs `binlogd cluster <sub>` and returns the exit code.
 func cmdCluster(args []string, stdout, stderr io.Writer) int {
+	const usage = "usage: binlogd cluster status -addr HOST:PORT[,HOST:PORT...] [-json] [-timeout D] [-max-lag-seconds N] [-max-lag-transactions N] [TLS flags as status]"
+	if len(args) > 0 && cli.IsHelp(args[0]) {
+		fmt.Fprintln(stderr, usage)
+		args = []string{"status", "-h"} // and status's flags; exit 0
+	}
 	if len(args) == 0 || args[0] != "status" {
-		fmt.Fprintln(stderr, "usage: binlogd cluster status -addr HOST:PORT[,HOST:PORT...] [-json] [-timeout D] [-max-lag-seconds N] [-max-lag-transactions N] [TLS flags as status]")
+		fmt.Fprintln(stderr, usage)
 		return exitUsage
 	}
 	fs := flag.NewFlagSet("cluster status", flag.ContinueOnError)

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"phxgo/internal/cli"
 )
 
 // binlogd init: everything a new cluster's nodes need, one directory per
@@ -256,10 +258,9 @@ func cmdInit(args []string) error {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return err
 	case errors.As(err, &ue):
-		fmt.Fprintln(os.Stderr, "binlogd:", err)
-		os.Exit(2)
+		return &cli.UsageError{Err: err}
 	case o == nil: // the flag package printed the error and the usage
-		os.Exit(2)
+		return &cli.UsageError{Err: err, Printed: true}
 	}
 	return err
 }

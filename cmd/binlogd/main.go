@@ -34,6 +34,7 @@ import (
 	"phxgo/binlogd/node"
 	"phxgo/binlogd/recovery"
 	"phxgo/binlogd/version"
+	"phxgo/internal/cli"
 	pb "phxgo/proto"
 )
 
@@ -61,8 +62,12 @@ commands:
 Run 'binlogd <command> -h' for a command's flags; 'binlogd -version' prints the build.
 `
 
+// Exit status of every command (internal/cli): 0 done (or -h), 2 a bad
+// command line (unknown command or flag, stray argument, missing required
+// flag), 1 a runtime error; cluster status and check add their own 1
+// (unhealthy, a failed check).
 func main() {
-	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
+	if len(os.Args) < 2 || cli.IsHelp(os.Args[1]) {
 		fmt.Fprint(os.Stderr, usage)
 		if len(os.Args) < 2 {
 			os.Exit(2)
@@ -112,26 +117,26 @@ func main() {
 		fmt.Fprintf(os.Stderr, "binlogd: unknown command %q\n\n%s", os.Args[1], usage)
 		os.Exit(2)
 	}
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return
-		}
-		fmt.Fprintln(os.Stderr, "binlogd:", err)
-		os.Exit(1)
-	}
+	os.Exit(cli.Report(os.Stderr, "binlogd", err))
 }
 
 func cmdRun(args []string) error {
+	// A daemon must not die because whoever reads its log went away: a
+	// write to a closed stdout/stderr would raise SIGPIPE and kill it,
+	// skipping its shutdown (handing over the lease, stopping MariaDB).
+	// Ignored, the write fails with EPIPE and the node runs on. Not
+	// signal.Notify: that would also catch sockets' SIGPIPE.
+	signal.Ignore(syscall.SIGPIPE)
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	cfgPath := fs.String("config", "binlogd.json", "config file")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	keepMySQL := fs.Bool("keep-mysql", false, "on SIGTERM/SIGINT leave MariaDB running, read-only, for the next binlogd to adopt (a restart keeps it up; the systemd unit sets it); a master hands over first either way")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(*level)); err != nil {
-		return fmt.Errorf("-log-level: %w", err)
+		return cli.Usagef("-log-level: %w", err)
 	}
 	levels := new(slog.LevelVar) // SIGHUP / Admin.Reload may change it
 	levels.Set(lv)
@@ -292,11 +297,11 @@ func cmdSwitchover(args []string) error {
 	addr := fs.String("addr", "127.0.0.1:17011", "the master's binlogd gRPC address")
 	to := fs.Uint("to", 0, "node id to hand the lease to")
 	tf := addTLSFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if *to == 0 {
-		return errors.New("-to is required")
+		return cli.Usagef("switchover: -to is required")
 	}
 	cl, closeFn, err := tf.connect(*addr)
 	if err != nil {

@@ -2,14 +2,15 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"phxgo/binlogd/config"
+	"phxgo/internal/cli"
 	pb "phxgo/proto"
 )
 
@@ -18,15 +19,25 @@ import (
 // once active. promote and demote take the id as -id or as the first
 // argument (binlogd members promote 4).
 func cmdMembers(args []string) error {
+	const subs = "list, add, remove, promote or demote (binlogd members add -h for a subcommand's flags)"
+	if len(args) > 0 && cli.IsHelp(args[0]) {
+		fmt.Fprintln(os.Stderr, "usage: binlogd members list|add|remove|promote|demote -addr MEMBER [flags]\n\nsubcommands: "+subs)
+		return flag.ErrHelp
+	}
 	if len(args) == 0 {
-		return errors.New("members: want list, add, remove, promote or demote (binlogd members add -h)")
+		return cli.Usagef("members: want %s", subs)
 	}
 	sub, args := args[0], args[1:]
+	switch sub {
+	case "list", "add", "remove", "promote", "demote":
+	default: // refused before any flag parsing or dialling
+		return cli.Usagef("members: unknown subcommand %q: want %s", sub, subs)
+	}
 	var posID uint64
 	if (sub == "promote" || sub == "demote" || sub == "remove") && len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		v, err := strconv.ParseUint(args[0], 10, 32)
 		if err != nil || v == 0 {
-			return fmt.Errorf("members %s: %q is not a node id", sub, args[0])
+			return cli.Usagef("members %s: %q is not a node id", sub, args[0])
 		}
 		posID, args = v, args[1:]
 	}
@@ -67,26 +78,26 @@ func cmdMembers(args []string) error {
 			*learner = *learner || self.Learner
 		}
 		if *learner && *witness {
-			return errors.New("members add: -learner and -witness exclude each other (a witness only votes, a learner never does)")
+			return cli.Usagef("members add: -learner and -witness exclude each other (a witness only votes, a learner never does)")
 		}
 		if *id == 0 || *grpcAddr == "" || *mysqlAddr == "" && !*witness {
-			return errors.New("members add: -id, -grpc and -mysql (or -witness) are required (or -config NEW.json)")
+			return cli.Usagef("members add: -id, -grpc and -mysql (or -witness) are required (or -config NEW.json)")
 		}
 		r, err = cl.AddMember(ctx, &pb.AddMemberRequest{Member: &pb.Member{
 			Id: uint32(*id), GrpcAddr: *grpcAddr, MysqlAddr: *mysqlAddr, ProxyAddr: *proxyAddr, Witness: *witness, Learner: *learner}})
 	case "remove":
 		if *id == 0 {
-			return errors.New("members remove: -id is required")
+			return cli.Usagef("members remove: -id is required")
 		}
 		r, err = cl.RemoveMember(ctx, &pb.RemoveMemberRequest{Id: uint32(*id)})
 	case "promote":
 		if *id == 0 {
-			return errors.New("members promote: a node id is required (binlogd members promote ID)")
+			return cli.Usagef("members promote: a node id is required (binlogd members promote ID)")
 		}
 		r, err = cl.PromoteMember(ctx, &pb.PromoteMemberRequest{Id: uint32(*id)})
 	case "demote":
 		if *id == 0 {
-			return errors.New("members demote: a node id is required (binlogd members demote ID)")
+			return cli.Usagef("members demote: a node id is required (binlogd members demote ID)")
 		}
 		r, err = cl.DemoteMember(ctx, &pb.DemoteMemberRequest{Id: uint32(*id)})
 	default:

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -21,6 +20,7 @@ import (
 	"phxgo/binlogd/config"
 	"phxgo/binlogd/mysqld"
 	"phxgo/binlogd/reseed"
+	"phxgo/internal/cli"
 	pb "phxgo/proto"
 )
 
@@ -155,7 +155,7 @@ func stoppedNode(cfg *config.Config, inst *mysqld.Instance) (unlock func(), err 
 // member address, or else the member replica with the least lag.
 func reseedSource(ctx context.Context, cfg *config.Config, from string, id uint32, creds grpc.DialOption) (string, error) {
 	if from != "" && id != 0 {
-		return "", errors.New("reseed: give -from or -source-node, not both")
+		return "", cli.Usagef("reseed: give -from or -source-node, not both")
 	}
 	if from != "" {
 		return from, nil

@@ -15,6 +15,7 @@ import (
 	"phxgo/binlogd/config"
 	"phxgo/binlogd/mysqld"
 	"phxgo/binlogd/reseed"
+	"phxgo/internal/cli"
 )
 
 // cmdRestore makes a stopped node's MariaDB datadir from a backup
@@ -53,11 +54,11 @@ func cmdRestore(args []string) error {
 	newCluster := fs.Bool("new-cluster", false, "the node is a member of a new cluster rebuilt from this backup: its log starts at the backup's GTID (writes base_gtid to -config)")
 	discardOld := fs.Bool("discard-old", false, "remove the old datadir after the swap instead of keeping it as <datadir>.old-<time>")
 	every := fs.Duration("progress", time.Second, "interval of the progress lines on stderr")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if *from == "" {
-		return errors.New("restore: -from BACKUP_DIR is required")
+		return cli.Usagef("restore: -from BACKUP_DIR is required")
 	}
 	cfg, err := config.Load(*cfgPath)
 	if err != nil {

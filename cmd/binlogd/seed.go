@@ -20,6 +20,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"phxgo/binlogd/mysqld"
+	"phxgo/internal/cli"
 )
 
 // cmdSeed gives a new node's MariaDB the data of a running replica, so it
@@ -48,7 +49,7 @@ func cmdSeed(args []string) error {
 		return err
 	}
 	if (*fromSocket == "") == (*from == "") {
-		return errors.New("seed: give exactly one of -from-socket and -from")
+		return cli.Usagef("seed: give exactly one of -from-socket and -from")
 	}
 	if _, err := os.Stat(filepath.Join(cfg.MySQLDir, "data", "mysql")); err == nil {
 		return fmt.Errorf("seed: %s already holds a MariaDB datadir; seeding needs an empty mysql_dir", filepath.Join(cfg.MySQLDir, "data"))

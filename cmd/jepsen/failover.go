@@ -17,6 +17,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"phxgo/binlogd/localcluster"
+	"phxgo/internal/cli"
 	"phxgo/jepsen/failover"
 )
 
@@ -26,7 +27,7 @@ import (
 // median_total_ms=… lease_ms=…"; the exit code is 0 when every round was
 // measured and its median total is within two leases.
 func failoverMain(args []string) int {
-	fs := flag.NewFlagSet("jepsen failover", flag.ExitOnError)
+	fs := flag.NewFlagSet("jepsen failover", flag.ContinueOnError)
 	o := failover.DefaultOptions()
 	fs.IntVar(&o.Threads, "threads", o.Threads, "insert clients through the proxies")
 	fs.DurationVar(&o.Poll, "poll", o.Poll, "Status polling interval")
@@ -34,7 +35,9 @@ func failoverMain(args []string) int {
 	lease := fs.Duration("lease", 3*time.Second, "master lease duration given to the cluster")
 	bin := fs.String("bin", "bin", "directory of binlogd and sqlproxy (make build)")
 	dir := fs.String("dir", "", "cluster directory (default: a temporary one, removed afterwards)")
-	_ = fs.Parse(args)
+	if err := cli.Parse(fs, args); err != nil {
+		return cli.Report(os.Stderr, "jepsen", err)
+	}
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, nil)))
 	_ = mysql.SetLogger(log.New(io.Discard, "", 0))
 

@@ -28,6 +28,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"phxgo/binlogd/version"
+	"phxgo/internal/cli"
 	"phxgo/jepsen"
 	"phxgo/jepsen/nemesis"
 	"phxgo/jepsen/phxcluster"
@@ -39,6 +40,15 @@ import (
 var launcher jepsen.Launcher = phxcluster.Launcher(phxcluster.Options{})
 
 func main() {
+	// The harness must not die because its output's reader went away
+	// (jepsen ... | head): SIGPIPE on a write to a closed stdout/stderr
+	// would kill it before its cleanup, leaving the cluster's processes,
+	// data and network namespace behind. Ignored, the write fails with
+	// EPIPE and the run finishes and cleans up. Not signal.Notify: that
+	// would also catch sockets' SIGPIPE. (Children it starts inherit the
+	// ignored SIGPIPE: a write of theirs to a closed pipe fails with EPIPE
+	// instead; binlogd and sqlproxy ignore it themselves.)
+	signal.Ignore(syscall.SIGPIPE)
 	if len(os.Args) > 1 && os.Args[1] == "failover" {
 		os.Exit(failoverMain(os.Args[2:]))
 	}
@@ -71,6 +81,10 @@ func main() {
 	showVersion := flag.Bool("version", false, "print the build and exit")
 	runHostsTest := flag.Bool("hosts", false, "run the separate-machines scenario (jepsen/hosts, make hosts-test) instead of a workload; run from the checkout")
 	flag.Parse()
+	if flag.NArg() > 0 { // a typo'd command must not run the default workload
+		fmt.Fprintf(os.Stderr, "jepsen: unexpected arguments %q (commands: failover, lazyfs-serve; -h for the flags)\n", flag.Args())
+		os.Exit(cli.ExitUsage)
+	}
 	if *showVersion {
 		version.Print(os.Stdout, "jepsen")
 		return

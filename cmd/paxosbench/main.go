@@ -69,6 +69,10 @@ func main() {
 	useTLS := flag.Bool("tls", false, "mutual TLS between the nodes with certificate identities, as binlogd runs by default (tls.go)")
 	showVersion := flag.Bool("version", false, "print the build and exit")
 	flag.Parse()
+	if flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "paxosbench: unexpected arguments %q (-h for the flags)\n", flag.Args())
+		os.Exit(2)
+	}
 	if *showVersion {
 		version.Print(os.Stdout, "paxosbench")
 		return

@@ -8,7 +8,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -19,19 +18,33 @@ import (
 
 	"phxgo/binlogd/localcluster"
 	"phxgo/binlogd/version"
+	"phxgo/internal/cli"
 	pb "phxgo/proto"
 )
 
+const usage = "usage: phxcluster up|down|status [flags]  (phxcluster up -h for the flags)"
+
+// Exit status (internal/cli): 0 done (or -h), 2 a bad command line
+// (unknown command or flag, a stray argument), 1 a runtime error.
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: phxcluster up|down|status [flags]  (-h for flags)")
-		os.Exit(2)
+	os.Exit(cli.Report(os.Stderr, "phxcluster", run(os.Args[1:])))
+}
+
+func run(args []string) error {
+	if len(args) == 0 {
+		return cli.Usagef("no command\n%s", usage)
 	}
-	if a := os.Args[1]; a == "-version" || a == "--version" || a == "version" {
+	switch a := args[0]; {
+	case a == "-version" || a == "--version" || a == "version":
 		version.Print(os.Stdout, "phxcluster")
-		return
+		return nil
+	case cli.IsHelp(a):
+		fmt.Fprintln(os.Stderr, usage)
+		return nil
+	case a != "up" && a != "down" && a != "status":
+		return cli.Usagef("unknown command %q\n%s", a, usage)
 	}
-	fs := flag.NewFlagSet(os.Args[1], flag.ContinueOnError)
+	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	dir := fs.String("dir", ".cluster", "cluster directory")
 	nodes := fs.Int("nodes", 3, "number of data nodes (MariaDB, binlogd, sqlproxy); nodes+witnesses odd")
 	witnesses := fs.Int("witnesses", 0, "number of witnesses (binlogd only: votes on the log, no MariaDB, never master), after the data nodes")
@@ -43,11 +56,8 @@ func main() {
 	wait := fs.Duration("wait", 5*time.Minute, "how long up waits for a healthy cluster")
 	tlsDir := fs.String("tls-dir", "", "certificate directory (default DIR/tls; missing certificates are issued there; a scripts/make-test-ca.sh or binlogd init directory works too; give it to status too)")
 	insecureNoTLS := fs.Bool("insecure", false, "run every link without TLS (binlogd insecure_no_tls, sqlproxy -insecure): anyone who reaches the ports controls the cluster")
-	if err := fs.Parse(os.Args[2:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return
-		}
-		os.Exit(2)
+	if err := cli.Parse(fs, args[1:]); err != nil {
+		return err
 	}
 	n, wids, lids := localcluster.RoleIDs(*nodes, *witnesses, *learners)
 	spec := localcluster.Spec{Dir: *dir, Nodes: n, Witnesses: wids, Learners: lids, BasePort: *base, BinDir: *bin, LeaseDuration: *lease, Proxy: *proxy, TLSDir: *tlsDir, InsecureNoTLS: *insecureNoTLS}
@@ -72,7 +82,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	var err error
-	switch os.Args[1] {
+	switch args[0] {
 	case "up":
 		err = up(ctx, spec, *wait)
 	case "down":
@@ -82,13 +92,8 @@ func main() {
 		}
 	case "status":
 		err = status(ctx, spec)
-	default:
-		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "phxcluster:", err)
-		os.Exit(1)
-	}
+	return err
 }
 
 func up(ctx context.Context, spec localcluster.Spec, wait time.Duration) error {

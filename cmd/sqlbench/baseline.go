@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"phxgo/binlogd/mysqld"
+	"phxgo/internal/cli"
 )
 
 // baselineNodes is the baseline's size: one master, two semi-sync replicas.
@@ -20,7 +21,7 @@ const baselineNodes = 3
 
 var (
 	errNoSemiSync = errors.New("baseline: semi-sync did not come up")
-	errBadFlags   = errors.New("bad flags")
+	errBadFlags   = &cli.UsageError{Err: errors.New("bad flags")} // exit 2
 )
 
 // Baseline accounts: repl may register as a replica; app is what sysbench
@@ -55,7 +56,7 @@ func cmdBaselineUp(args []string) error {
 	appPass := fs.String("app-password", baselineAccounts.AppPassword, "the app account's password (bench.sh passes phxgo's, so both systems log in alike)")
 	wait := fs.Duration("wait", 3*time.Minute, "how long to wait for semi-sync to come up")
 	relaxed := fs.Bool("relaxed-replicas", false, "replicas run sync_binlog=0 and innodb_flush_log_at_trx_commit=2 (default: durable, as the master)")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if *dir == "" || *base <= 0 {
@@ -169,7 +170,7 @@ func awaitSemiSync(ctx context.Context, db *sql.DB, n int) error {
 func cmdBaselineDown(args []string) error {
 	fs := flag.NewFlagSet("baseline-down", flag.ContinueOnError)
 	dir := fs.String("dir", "", "baseline directory")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if *dir == "" {

@@ -42,6 +42,7 @@ import (
 	"os"
 
 	"phxgo/binlogd/version"
+	"phxgo/internal/cli"
 )
 
 var (
@@ -54,35 +55,42 @@ var (
 	errNotApplied     = errors.New("replica did not apply the master's position in time")
 )
 
+const usage = "usage: sqlbench baseline-up|baseline-down|waitapplied|run|rejected|sustained|report [flags]  (sqlbench COMMAND -h for its flags)"
+
+// Exit status (internal/cli): 0 done (or -h), 2 a bad command line, 1 a
+// runtime error.
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: sqlbench baseline-up|baseline-down|waitapplied|run|rejected|sustained|report [flags]")
-		os.Exit(2)
+	os.Exit(cli.Report(os.Stderr, "sqlbench", dispatch(os.Args[1:])))
+}
+
+// dispatch runs the command args name.
+func dispatch(args []string) error {
+	if len(args) == 0 {
+		return cli.Usagef("no command\n%s", usage)
 	}
-	var err error
-	switch os.Args[1] {
+	cmd, args := args[0], args[1:]
+	switch cmd {
 	case "-version", "--version", "version":
 		version.Print(os.Stdout, "sqlbench")
-		return
+		return nil
 	case "baseline-up":
-		err = cmdBaselineUp(os.Args[2:])
+		return cmdBaselineUp(args)
 	case "baseline-down":
-		err = cmdBaselineDown(os.Args[2:])
+		return cmdBaselineDown(args)
 	case "waitapplied":
-		err = cmdWaitApplied(os.Args[2:])
+		return cmdWaitApplied(args)
 	case "run":
-		err = cmdRun(os.Args[2:])
+		return cmdRun(args)
 	case "rejected":
-		err = cmdRejected(os.Args[2:])
+		return cmdRejected(args)
 	case "report":
-		err = cmdReport(os.Args[2:])
+		return cmdReport(args)
 	case "sustained":
-		err = cmdSustained(os.Args[2:])
-	default:
-		err = fmt.Errorf("unknown command %q", os.Args[1])
+		return cmdSustained(args)
 	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "sqlbench:", err)
-		os.Exit(1)
+	if cli.IsHelp(cmd) {
+		fmt.Fprintln(os.Stderr, usage)
+		return nil
 	}
+	return cli.Usagef("unknown command %q\n%s", cmd, usage)
 }

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"phxgo/internal/cli"
 )
 
 // The labels bench.sh gives its runs: system and the path the client takes.
@@ -325,7 +327,7 @@ func cmdReport(args []string) error {
 	anchor := fs.Int("anchor-threads", 16, "thread count of the last line's figures")
 	rejLog := fs.String("rejected-log", "", "output of `binlogd log -rejected` (counted when binlogd exports no rejected-batch metric)")
 	rejBench := fs.Float64("rejected-metric-delta", math.NaN(), "binlogd's rejected-batch metric, last run's end minus first run's start (bench.sh: sqlbench rejected)")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	f, err := os.Open(*path)

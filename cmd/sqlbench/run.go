@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"phxgo/internal/cli"
 )
 
 // record is one measured run, a line of the results file (JSON).
@@ -112,7 +114,7 @@ func cmdRun(args []string) error {
 	timeout := fs.Duration("catchup-timeout", 10*time.Minute, "longest wait for the replicas")
 	pids := pidFlag{}
 	fs.Var(pids, "pids", "KIND=PID,PID: processes whose CPU is counted, by kind (repeatable)")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.ParseArgs(fs, args); err != nil { // what is left goes to sysbench
 		return err
 	}
 	rs := splitList(*replicas)

@@ -6,6 +6,8 @@ import (
 	"io"
 	"math"
 	"os"
+
+	"phxgo/internal/cli"
 )
 
 // cmdSustained prints the median sustained tps of one system's runs in a
@@ -20,7 +22,7 @@ func cmdSustained(args []string) error {
 	test := fs.String("test", testInsert, "sysbench test")
 	threads := fs.Int("threads", 16, "thread count of the runs")
 	step := fs.Int("step", 50, "round the rate down to a multiple of this (at least one step)")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if *path == "" || *step <= 0 {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"phxgo/internal/cli"
 )
 
 // masterPos is the master's @@gtid_binlog_pos: every transaction it has
@@ -134,7 +136,7 @@ func cmdWaitApplied(args []string) error {
 	replicas := fs.String("replicas", "", "the replicas, comma-separated")
 	user := fs.String("user", "app", "MariaDB user")
 	timeout := fs.Duration("timeout", 10*time.Minute, "give up after")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	rs := splitList(*replicas)
@@ -171,7 +173,7 @@ func cmdWaitApplied(args []string) error {
 func cmdRejected(args []string) error {
 	fs := flag.NewFlagSet("rejected", flag.ContinueOnError)
 	metrics := fs.String("metrics", "", "binlogd /metrics URLs, comma-separated")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	urls := splitList(*metrics)

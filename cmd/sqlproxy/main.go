@@ -25,20 +25,24 @@ import (
 	"phxgo/binlogd/mtls"
 	"phxgo/binlogd/sdnotify"
 	"phxgo/binlogd/version"
+	"phxgo/internal/cli"
 	pb "phxgo/proto"
 	"phxgo/sqlproxy"
 	"phxgo/sqlproxy/auth"
 	"phxgo/sqlproxy/topology"
 )
 
+// Exit status (internal/cli): 0 a clean stop (or -h), 2 a bad command
+// line (a bad flag, checked before anything starts, names it), 1 a
+// runtime error.
 func main() {
-	if err := run(os.Args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
-		fmt.Fprintln(os.Stderr, "sqlproxy:", err)
-		os.Exit(1)
-	}
+	// A daemon must not die because whoever reads its log went away: a
+	// write to a closed stdout/stderr would raise SIGPIPE and kill it
+	// mid-session, without closing its clients' and backends'
+	// connections. Ignored, the write fails with EPIPE and the proxy runs
+	// on. Not signal.Notify: that would also catch sockets' SIGPIPE.
+	signal.Ignore(syscall.SIGPIPE)
+	os.Exit(cli.Report(os.Stderr, "sqlproxy", run(os.Args[1:])))
 }
 
 func run(args []string) error {
@@ -77,15 +81,16 @@ func run(args []string) error {
 	verbose := fs.Bool("v", false, "debug logging (the settings file's log_level overrides it)")
 	settingsFile := fs.String("settings", "", "JSON file of reloadable settings (routing: hold, master_wait, read_master_percentage, master_preferred, max_replica_lag, max_replica_behind, causal_wait; log_level) over the flags' values; SIGHUP re-reads it and the -tls-* files")
 	showVersion := fs.Bool("version", false, "print the build and exit")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if *showVersion {
 		version.Print(os.Stdout, "sqlproxy")
 		return nil
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	if err := (proxyFlags{listen: *listen, rwListen: *rwListen, binlogd: *binlogd, httpAddr: *httpAddr,
+		adminPasswordFile: *adminPwFile, procs: *procs, poll: poll.Seconds()}).validate(); err != nil {
+		return err
 	}
 	// SIGHUP reloads (below); caught from here on, so one sent while the
 	// proxy starts waits for it instead of killing it.
@@ -95,11 +100,11 @@ func run(args []string) error {
 	setProcs(*procs)
 	mode, err := sqlproxy.ParseMode(*modeS)
 	if err != nil {
-		return err
+		return cli.Usagef("-mode: %w", err)
 	}
 	pw, err := readSecret(*adminPwFile)
 	if err != nil {
-		return err
+		return cli.Usagef("-admin-password-file: %w", err)
 	}
 	level := new(slog.LevelVar) // the settings file and a reload may change it
 	if *verbose {
@@ -111,7 +116,7 @@ func run(args []string) error {
 	src := sqlproxy.ListenSourceIP(*listen)
 	if *sourceIP != "" {
 		if src = net.ParseIP(*sourceIP); src == nil {
-			return fmt.Errorf("-source-ip %q is not an IP address", *sourceIP)
+			return cli.Usagef("-source-ip %q is not an IP address", *sourceIP)
 		}
 	}
 	cfg := def
@@ -124,18 +129,18 @@ func run(args []string) error {
 	cfg.SettingsFile, cfg.LogLevel = *settingsFile, level
 	cfg.PeerTimeout, cfg.IdleInTxTimeout = *peerTimeout, *idleTx
 	if cfg.DenyUsers, err = sqlproxy.ParseDenyUsers(*denyUsers); err != nil {
-		return err
+		return cli.Usagef("-deny-users: %w", err)
 	}
 	cfg.MaxConnections, cfg.LoginTimeout, cfg.MaxAllowedPacket = *maxConns, *connectTimeout, *maxPacket
 	if cfg.Allow, err = sqlproxy.ParseAllow(*allow); err != nil {
-		return err
+		return cli.Usagef("-allow: %w", err)
 	}
 	files := mtls.Files{Cert: *tlsCert, Key: *tlsKey, CA: *tlsCA}
 	switch {
 	case files.Enabled() && *insecureTLS:
-		return errors.New("-insecure with -tls-*: give one or the other")
+		return cli.Usagef("-insecure with -tls-*: give one or the other")
 	case !files.Enabled() && !*insecureTLS:
-		return errors.New("no TLS: pass -tls-cert, -tls-key and -tls-ca (this node's proxy certificate, e.g. proxyN.crt from binlogd init), or -insecure for a cluster running with \"insecure_no_tls\"")
+		return cli.Usagef("no TLS: pass -tls-cert, -tls-key and -tls-ca (this node's proxy certificate, e.g. proxyN.crt from binlogd init), or -insecure for a cluster running with \"insecure_no_tls\"")
 	}
 	if files.Enabled() {
 		m, err := mtls.Load(files, time.Now())
@@ -251,9 +256,6 @@ func setProcs(n int) {
 
 // readSecret reads a password file that only its owner may read.
 func readSecret(path string) (string, error) {
-	if path == "" {
-		return "", errors.New("-admin-password-file is required (the password is never taken on the command line)")
-	}
 	st, err := os.Stat(path)
 	if err != nil {
 		return "", err

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// Every command keeps the conventions of internal/cli: -h exits 0, a bad
+// command line 2 (nothing dialled, nothing read), a runtime error 1. No
+// case here dials anything: each fails before connecting.
+func TestExitCodes(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "binlogd")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	cmds := []string{"run", "status", "recover", "switchover", "events", "reload", "log", "stop-mysql",
+		"init", "seed", "reseed", "backup", "restore", "wal-repair", "check"}
+	type tc struct {
+		args    string
+		code    int
+		wantErr string // in stderr
+	}
+	cases := []tc{
+		{"-h", 0, "usage: binlogd"},
+		{"--help", 0, "usage: binlogd"},
+		{"help", 0, "usage: binlogd"},
+		{"", 2, "usage: binlogd"},
+		{"nosuchcmd", 2, `unknown command "nosuchcmd"`},
+		{"-nosuchflag", 2, "unknown command"},
+		{"cluster -h", 0, "-max-lag-seconds"},
+		{"cluster --help", 0, "-max-lag-seconds"},
+		{"cluster", 2, "usage: binlogd cluster status"},
+		{"cluster bogus", 2, "usage: binlogd cluster status"},
+		{"cluster status -nosuchflag", 2, "flag provided but not defined"},
+		{"cluster status 127.0.0.1:1", 2, "unexpected arguments"},
+		{"members -h", 0, "usage: binlogd members"},
+		{"members help", 0, "usage: binlogd members"},
+		{"members", 2, "members: want"},
+		{"members bogus", 2, `unknown subcommand "bogus"`},
+		{"members list -h", 0, "-addr"},
+		{"members list -nosuchflag", 2, "flag provided but not defined"},
+		{"members list 127.0.0.1:1", 2, "unexpected arguments"},
+		{"members promote x", 2, "is not a node id"},
+		{"members remove -insecure", 2, "-id is required"}, // the client is lazy: nothing dialled
+		{"status 127.0.0.1:1", 2, `unexpected arguments ["127.0.0.1:1"]`},
+		{"status -tls-dir T -addr 127.0.0.1:1 127.0.0.1:2", 2, `unexpected arguments ["127.0.0.1:2"]`},
+		{"status", 1, "no client certificate"},
+		{"switchover", 2, "-to is required"},
+		{"backup", 2, "-from GRPC_ADDR and -out DIR are required"},
+		{"restore", 2, "-from BACKUP_DIR is required"},
+		{"run -log-level loud", 2, "-log-level"},
+		{"run -config /nonexistent/binlogd.json", 1, "no such file"},
+	}
+	for _, c := range cmds {
+		stray := "unexpected arguments"
+		if c == "check" {
+			stray = "usage: binlogd check"
+		}
+		cases = append(cases,
+			tc{c + " -h", 0, "-"},
+			tc{c + " --help", 0, "-"},
+			tc{c + " -nosuchflag", 2, "flag provided but not defined: -nosuchflag"},
+			tc{c + " stray", 2, stray})
+	}
+	for _, c := range cases {
+		cmd := exec.Command(bin, strings.Fields(c.args)...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatalf("%s: %v", c.args, err)
+		}
+		if code != c.code || !strings.Contains(stderr.String(), c.wantErr) {
+			t.Errorf("binlogd %s: exit %d, stderr %q; want exit %d and %q", c.args, code, firstLine(stderr.String()), c.code, c.wantErr)
+		}
+	}
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
+
+// binlogd run with its log's reader gone (binlogd run 2>&1 | head): a
+// write to the closed stderr must fail, not kill the node by SIGPIPE
+// before its shutdown. The missing config makes it write an error and
+// exit 1 at once.
+func TestRunSurvivesClosedStderr(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "binlogd")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	defer w.Close()
+	cmd := exec.Command(bin, "run", "-config", "/nonexistent/binlogd.json")
+	cmd.Stdout, cmd.Stderr = w, w
+	err = cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		t.Fatalf("binlogd run: %v, want exit 1", err)
+	}
+	if ws := ee.Sys().(syscall.WaitStatus); ws.Signaled() || ee.ExitCode() != 1 {
+		t.Fatalf("binlogd run with a closed stderr: %v (signal %v), want exit 1", err, ws.Signal())
+	}
+}
