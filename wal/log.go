@@ -140,10 +140,10 @@ func Open(dir string, opts Options) (*Log, error) {
 		unlockDir(lk)
 		return nil, err
 	}
-	db, err := badger.Open(opts.badger(dir))
+	db, err := openBadger(dir, opts) // badgeropen.go
 	if err != nil {
 		unlockDir(lk)
-		return nil, fmt.Errorf("wal: open badger in %s: %w", dir, err)
+		return nil, err
 	}
 	l := &Log{
 		dir: dir, opts: opts, db: db, lock: lk,

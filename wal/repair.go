@@ -171,9 +171,9 @@ func offline(dir string, opts Options, fn func(db *badger.DB, segs *segments, id
 	if err := dropEmptyBadgerFiles(dir, opts.Logger); err != nil { // powerloss.go
 		return err
 	}
-	db, err := badger.Open(opts.badger(dir))
+	db, err := openBadger(dir, opts) // badgeropen.go
 	if err != nil {
-		return fmt.Errorf("wal: open badger in %s: %w", dir, err)
+		return err
 	}
 	defer db.Close()
 	ids, err := segFiles(dir)

@@ -1,0 +1,92 @@
+package wal
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
+	"github.com/dgraph-io/badger/v4/table"
+	"github.com/dgraph-io/ristretto/v2/z"
+)
+
+// openBadger opens Badger in dir (Open, Inspect and Repair all come
+// here). A damaged table file (.sst) makes Badger panic rather than fail
+// (table.initBiggestAndSmallest re-panics whatever it recovers), and it
+// does so in a goroutine of its own, where no recover of ours reaches.
+// So every table is first opened here, in this goroutine, with the panic
+// turned into ErrCorrupt naming the file; Badger's own open is guarded
+// too. The check verifies every table's checksums as well (Badger skips
+// them by default, then panics on a bad block at the first read): the
+// tables hold metadata and references only (values live in segments),
+// so reading them once per open is cheap.
+func openBadger(dir string, opts Options) (*badger.DB, error) {
+	if err := checkTables(dir); err != nil {
+		return nil, err
+	}
+	return guardedOpen(dir, opts.badger(dir))
+}
+
+// errBadgerDamaged is what an operator reads when Badger's files cannot be
+// opened: what is wrong and what to do (see README, "Repairing a node").
+const errBadgerDamaged = "Badger's table files are damaged; this node's Paxos log cannot be read: " +
+	"reseed it from its peers (binlogd wal-repair prints the procedure)"
+
+func guardedOpen(dir string, bo badger.Options) (db *badger.DB, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			db, err = nil, fmt.Errorf("%w: %s: %s (badger panicked: %v)", ErrCorrupt, dir, errBadgerDamaged, firstLine(r))
+		}
+	}()
+	db, err = badger.Open(bo)
+	if err != nil {
+		return nil, fmt.Errorf("wal: open badger in %s: %w", dir, err)
+	}
+	return db, nil
+}
+
+// checkTables opens every .sst file in dir read-only, as Badger would,
+// and closes it again.
+func checkTables(dir string) error {
+	paths, err := filepath.Glob(filepath.Join(dir, "*.sst"))
+	if err != nil {
+		return fmt.Errorf("wal: %w", err)
+	}
+	for _, p := range paths {
+		if err := checkTable(p); err != nil {
+			return fmt.Errorf("%w: %s: %s: %w", ErrCorrupt, p, errBadgerDamaged, err)
+		}
+	}
+	return nil
+}
+
+func checkTable(path string) (err error) {
+	mf, err := z.OpenMmapFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("badger panicked reading it: %v", firstLine(r))
+			_ = mf.Close(-1)
+		}
+	}()
+	// OpenTable closes mf itself when it fails.
+	t, err := table.OpenTable(mf, table.Options{ChkMode: options.OnTableRead, Compression: options.None})
+	if err != nil {
+		return err
+	}
+	return t.MmapFile.Close(-1) // never DecrRef: at zero it deletes the file
+}
+
+// firstLine shortens a recovered panic value to one line (Badger's run
+// over several, with a dump of the table's footer).
+func firstLine(r any) string {
+	s := strings.Join(strings.Fields(fmt.Sprint(r)), " ")
+	if len(s) > 200 {
+		s = s[:200] + "..."
+	}
+	return s
+}
