@@ -32,6 +32,12 @@ func cmdWALRepair(args []string) error {
 	if errors.Is(err, wal.ErrLocked) {
 		return fmt.Errorf("%w: stop binlogd on this node first", err)
 	}
+	if errors.Is(err, wal.ErrCorrupt) {
+		// Badger's own files: nothing to cut, the log must be reseeded.
+		fmt.Printf("DAMAGE     %v\n", err)
+		printReseed(cfg, dir)
+		return errors.New("damage found in Badger's files; nothing changed: reseed the node")
+	}
 	if err != nil {
 		return err
 	}
@@ -110,4 +116,15 @@ stays; recovery checks its binlog against the log at start):
      vote while it is not a member
   4. on a healthy member:  binlogd members add -addr HEALTHY_GRPC -config THIS_NODE.json
 `, cfg.ID, dir, dir)
+}
+
+// walDamaged adds what to do to an error that says the node's Paxos log
+// (its wal or Badger) is damaged: the error names the file, but only
+// wal-repair tells a cut from a reseed, and prints the procedure.
+func walDamaged(err error, dataDir, cfgPath string) error {
+	if !errors.Is(err, wal.ErrCorrupt) {
+		return err
+	}
+	return fmt.Errorf("%w\nthe Paxos log in %s is damaged: with binlogd stopped, run  binlogd wal-repair -config %s  to see where and what to do",
+		err, filepath.Join(dataDir, "paxos"), cfgPath)
 }
