@@ -118,7 +118,7 @@ func (l *Log) replaySegment(id, off uint64, last bool) (int, error) {
 		return 0, fmt.Errorf("wal: stat segment %d: %w", id, err)
 	}
 	if uint64(fi.Size()) < off {
-		return 0, fmt.Errorf("%w: segment %d is %d bytes, the log's replay starts at %d", ErrCorrupt, id, fi.Size(), off)
+		return 0, fmt.Errorf("%w: segment %d (file %s) is %d bytes, the log's replay starts at %d: answered data is missing", ErrCorrupt, id, path, fi.Size(), off)
 	}
 	n := 0
 	tail, err := walkSegment(f, path, uint64(fi.Size()), id, off, func(es []entry, refs []uint64, next uint64) error {

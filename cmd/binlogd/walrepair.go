@@ -50,10 +50,22 @@ func cmdWALRepair(args []string) error {
 				p.Path, p.Offset, p.Reason, p.Bytes)
 			continue
 		}
-		fmt.Printf("DAMAGE     %s at byte offset %d: %s; %d valid frames follow from offset %d (%d bytes to the end of the file)\n",
-			p.Path, p.Offset, p.Reason, p.FramesAfter, p.Next, p.Bytes)
-		if p.Applied {
+		switch {
+		case p.Next != 0:
+			fmt.Printf("DAMAGE     %s at byte offset %d: %s; %d valid frames follow from offset %d (%d bytes to the end of the file)\n",
+				p.Path, p.Offset, p.Reason, p.FramesAfter, p.Next, p.Bytes)
+		case p.Bytes == 0:
+			fmt.Printf("DAMAGE     %s at byte offset %d: %s\n", p.Path, p.Offset, p.Reason)
+		default:
+			fmt.Printf("DAMAGE     %s at byte offset %d: %s (%d bytes to the end of the file)\n", p.Path, p.Offset, p.Reason, p.Bytes)
+		}
+		switch {
+		case p.Applied:
+			// Missing or bad bytes under Badger's checkpoint were answered:
+			// they are lost, not a torn write binlogd may cut off.
 			fmt.Println("           Badger already holds what follows, and reads of the instances in the damaged bytes fail: cutting cannot repair this; reseed the node (below).")
+		case p.Older:
+			fmt.Println("           this segment is not the newest: it was synced before the next one began, so these bytes are corruption, not a torn write; binlogd refuses to start.")
 		}
 		if first == nil {
 			first = &r.Problems[i]

@@ -126,6 +126,44 @@ func stoppedWALNode(t *testing.T) (cfgPath, pdir string) {
 	return cfgPath, pdir
 }
 
+// TestWALRepairDamageUnderCheckpoint: the newest segment cut short, or
+// zeroed, under what Badger holds is damage (the node cannot start, or
+// cannot read its log), not a torn tail: wal-repair fails with the
+// reseed procedure, and 'binlogd log' (which opens and reads the log as
+// run does) points to wal-repair.
+func TestWALRepairDamageUnderCheckpoint(t *testing.T) {
+	for name, damage := range map[string]func(string) error{
+		"cut": func(seg string) error { fi, _ := os.Stat(seg); return os.Truncate(seg, fi.Size()/2) },
+		"zeroed": func(seg string) error {
+			b, _ := os.ReadFile(seg)
+			return os.WriteFile(seg, make([]byte, len(b)), 0o600)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfgPath, pdir := stoppedWALNode(t)
+			segs, _ := filepath.Glob(filepath.Join(pdir, "*.seg"))
+			var seg string
+			for _, s := range segs {
+				if fi, _ := os.Stat(s); fi.Size() > 0 {
+					seg = s
+				}
+			}
+			if err := damage(seg); err != nil {
+				t.Fatal(err)
+			}
+			out, err := stdout(t, func() error { return cmdWALRepair([]string{"-config", cfgPath}) })
+			if err == nil || strings.Contains(out, "no damage") || !strings.Contains(out, "DAMAGE") || !strings.Contains(out, seg) ||
+				!strings.Contains(out, "members remove") {
+				t.Fatalf("wal-repair: %v\n%s", err, out)
+			}
+			_, err = stdout(t, func() error { return cmdLog([]string{"-config", cfgPath}) })
+			if !errors.Is(err, wal.ErrCorrupt) || !strings.Contains(err.Error(), "wal-repair -config "+cfgPath) {
+				t.Fatalf("log: %v; want ErrCorrupt and a pointer to wal-repair", err)
+			}
+		})
+	}
+}
+
 // TestWALRepairDamagedTable: a Badger table file cut short made Badger
 // panic (wal-repair, log and run all crashed with a stack trace); now
 // wal-repair reports damage with the reseed, and log an error.
