@@ -21,12 +21,21 @@ import (
 // too. The check verifies every table's checksums as well (Badger skips
 // them by default, then panics on a bad block at the first read): the
 // tables hold metadata and references only (values live in segments),
-// so reading them once per open is cheap.
-func openBadger(dir string, opts Options) (*badger.DB, error) {
+// so reading them once per open is cheap. readOnly opens Badger without
+// writing anything (inspection).
+func openBadger(dir string, opts Options, readOnly bool) (*badger.DB, error) {
 	if err := checkTables(dir); err != nil {
 		return nil, err
 	}
-	return guardedOpen(dir, opts.badger(dir))
+	if !readOnly {
+		return guardedOpen(dir, opts.badger(dir))
+	}
+	bdir, cleanup, err := withoutEmptyFiles(dir) // powerloss.go's files
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup() // Badger has every file open (or mapped) once Open returns
+	return guardedOpen(dir, opts.badger(bdir).WithReadOnly(true))
 }
 
 // errBadgerDamaged is what an operator reads when Badger's files cannot be
@@ -89,4 +98,47 @@ func firstLine(r any) string {
 		s = s[:200] + "..."
 	}
 	return s
+}
+
+// withoutEmptyFiles returns a directory Badger can open read-only in
+// place of dir: dir itself, or, when dir holds empty .mem or .vlog files
+// (which Open removes first, powerloss.go, and which read-only Badger
+// cannot open), a temporary directory of symlinks to every other file.
+func withoutEmptyFiles(dir string) (string, func(), error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return "", nil, fmt.Errorf("wal: %w", err)
+	}
+	empty := map[string]bool{}
+	for _, e := range ents {
+		name := e.Name()
+		if !e.Type().IsRegular() || (!strings.HasSuffix(name, memFileExt) && !strings.HasSuffix(name, ".vlog")) {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && fi.Size() == 0 {
+			empty[name] = true
+		}
+	}
+	if len(empty) == 0 {
+		return dir, func() {}, nil
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", nil, fmt.Errorf("wal: %w", err)
+	}
+	tmp, err := os.MkdirTemp("", "wal-inspect-")
+	if err != nil {
+		return "", nil, fmt.Errorf("wal: %w", err)
+	}
+	cleanup := func() { os.RemoveAll(tmp) }
+	for _, e := range ents {
+		if !e.Type().IsRegular() || empty[e.Name()] {
+			continue
+		}
+		if err := os.Symlink(filepath.Join(abs, e.Name()), filepath.Join(tmp, e.Name())); err != nil {
+			cleanup()
+			return "", nil, fmt.Errorf("wal: %w", err)
+		}
+	}
+	return tmp, cleanup, nil
 }

@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"crypto/sha256"
 	"errors"
 	"os"
 	"path/filepath"
@@ -84,4 +85,50 @@ func TestInspectTornTailAfterCheckpoint(t *testing.T) {
 	if len(r.Problems) != 1 || r.Problems[0].Damage() {
 		t.Fatalf("problems %+v; want one torn tail", r.Problems)
 	}
+}
+
+// TestInspectWritesNothing: inspection leaves every file as it was, even
+// with an empty Badger file a power loss left (Open removes those).
+func TestInspectWritesNothing(t *testing.T) {
+	dir := t.TempDir()
+	severalSegments(t, dir)
+	if err := os.WriteFile(filepath.Join(dir, "000099.vlog"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before := hashDir(t, dir)
+	r, err := Inspect(dir, quietOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Problems) != 0 {
+		t.Fatalf("problems %+v on a healthy log", r.Problems)
+	}
+	after := hashDir(t, dir)
+	for name, h := range before {
+		if after[name] != h {
+			t.Errorf("Inspect changed %s", name)
+		}
+	}
+	for name := range after {
+		if _, ok := before[name]; !ok {
+			t.Errorf("Inspect created %s", name)
+		}
+	}
+}
+
+func hashDir(t *testing.T, dir string) map[string][32]byte {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][32]byte{}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[e.Name()] = sha256.Sum256(b)
+	}
+	return out
 }

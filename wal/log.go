@@ -140,7 +140,7 @@ func Open(dir string, opts Options) (*Log, error) {
 		unlockDir(lk)
 		return nil, err
 	}
-	db, err := openBadger(dir, opts) // badgeropen.go
+	db, err := openBadger(dir, opts, false) // badgeropen.go
 	if err != nil {
 		unlockDir(lk)
 		return nil, err

@@ -61,11 +61,12 @@ type Report struct {
 // reports where its frames stop before the end of the file, and what
 // Badger refers to that is gone: a segment file missing, or cut or
 // damaged below where Badger's replay starts or where its references
-// point (Problem.Applied). It changes no segment. Errors: ErrLocked (the
-// log is open), ErrCorrupt (Badger's own files are damaged), I/O errors.
+// point (Problem.Applied). It writes nothing: Badger is opened read-only
+// and the segments for reading. Errors: ErrLocked (the log is open),
+// ErrCorrupt (Badger's own files are damaged), I/O errors.
 func Inspect(dir string, opts Options) (*Report, error) {
 	r := &Report{Dir: dir}
-	err := offline(dir, opts, func(db *badger.DB, segs *segments, ids []uint64) error {
+	err := offline(dir, opts, true, func(db *badger.DB, segs *segments, ids []uint64) error {
 		pos, have, err := readSegPos(db)
 		if err != nil {
 			return err
@@ -219,7 +220,7 @@ type RepairResult struct {
 // (ErrInvalid) when Badger already holds frames beyond off.
 func Repair(dir string, seg, off uint64, opts Options) (RepairResult, error) {
 	var res RepairResult
-	err := offline(dir, opts, func(db *badger.DB, segs *segments, ids []uint64) error {
+	err := offline(dir, opts, false, func(db *badger.DB, segs *segments, ids []uint64) error {
 		f := segs.files[seg]
 		if f == nil {
 			return fmt.Errorf("%w: no segment %d in %s (segments: %v)", ErrInvalid, seg, dir, ids)
@@ -267,8 +268,9 @@ func Repair(dir string, seg, off uint64, opts Options) (RepairResult, error) {
 }
 
 // offline runs fn with the directory locked, Badger open and every
-// segment open.
-func offline(dir string, opts Options, fn func(db *badger.DB, segs *segments, ids []uint64) error) error {
+// segment open. readOnly (inspection): nothing in dir is written, not
+// even the cleanup Open does first (empty Badger files are left).
+func offline(dir string, opts Options, readOnly bool, fn func(db *badger.DB, segs *segments, ids []uint64) error) error {
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return err
@@ -281,10 +283,12 @@ func offline(dir string, opts Options, fn func(db *badger.DB, segs *segments, id
 		return err
 	}
 	defer unlockDir(lk)
-	if err := dropEmptyBadgerFiles(dir, opts.Logger); err != nil { // powerloss.go
-		return err
+	if !readOnly {
+		if err := dropEmptyBadgerFiles(dir, opts.Logger); err != nil { // powerloss.go
+			return err
+		}
 	}
-	db, err := openBadger(dir, opts) // badgeropen.go
+	db, err := openBadger(dir, opts, readOnly) // badgeropen.go
 	if err != nil {
 		return err
 	}
@@ -296,7 +300,7 @@ func offline(dir string, opts Options, fn func(db *badger.DB, segs *segments, id
 	segs := newSegments(dir)
 	defer segs.closeAll()
 	for _, id := range ids {
-		if _, err := segs.open(id); err != nil {
+		if _, err := segs.openMode(id, readOnly); err != nil {
 			return err
 		}
 	}
