@@ -22,24 +22,30 @@ import (
 // them by default, then panics on a bad block at the first read): the
 // tables hold metadata and references only (values live in segments),
 // so reading them once per open is cheap. readOnly opens Badger without
-// writing anything (inspection).
-func openBadger(dir string, opts Options, readOnly bool) (*badger.DB, error) {
+// writing anything (inspection); then call release after closing db.
+func openBadger(dir string, opts Options, readOnly bool) (db *badger.DB, release func(), err error) {
 	if err := checkTables(dir); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !readOnly {
-		return guardedOpen(dir, opts.badger(dir))
+		db, err := guardedOpen(dir, opts.badger(dir))
+		return db, func() {}, err
 	}
 	bdir, cleanup, err := withoutEmptyFiles(dir) // powerloss.go's files
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	defer cleanup() // Badger has every file open (or mapped) once Open returns
-	return guardedOpen(dir, opts.badger(bdir).WithReadOnly(true))
+	// Badger's Close opens its directory again: keep it until then.
+	if db, err = guardedOpen(dir, opts.badger(bdir).WithReadOnly(true)); err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	return db, cleanup, nil
 }
 
 // errBadgerDamaged is what an operator reads when Badger's files cannot be
-// opened: what is wrong and what to do (see README, "Repairing a node").
+// opened: what is wrong and what to do (README's failure table and
+// binlogd wal-repair say how to reseed).
 const errBadgerDamaged = "Badger's table files are damaged; this node's Paxos log cannot be read: " +
 	"reseed it from its peers (binlogd wal-repair prints the procedure)"
 

@@ -288,10 +288,11 @@ func offline(dir string, opts Options, readOnly bool, fn func(db *badger.DB, seg
 			return err
 		}
 	}
-	db, err := openBadger(dir, opts, readOnly) // badgeropen.go
+	db, release, err := openBadger(dir, opts, readOnly) // badgeropen.go
 	if err != nil {
 		return err
 	}
+	defer release() // after db.Close
 	defer db.Close()
 	ids, err := segFiles(dir)
 	if err != nil {

@@ -24,7 +24,7 @@ func cmdLog(args []string) error {
 	if err != nil {
 		return err
 	}
-	lg, err := wal.Open(filepath.Join(cfg.Dir, "paxos"), wal.Options{})
+	lg, err := wal.OpenReadOnly(filepath.Join(cfg.Dir, "paxos"), wal.Options{}) // writes nothing
 	if err != nil {
 		return walDamaged(err, cfg.Dir, *cfgPath)
 	}

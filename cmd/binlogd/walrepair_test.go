@@ -185,3 +185,35 @@ func TestWALRepairDamagedTable(t *testing.T) {
 		t.Fatalf("log: %v; want ErrCorrupt naming %s", err, tables[0])
 	}
 }
+
+// TestLogWritesNothing: 'binlogd log' inspects a stopped node's log
+// without changing a byte of it (it opened the log read-write, which
+// rewrote Badger's files).
+func TestLogWritesNothing(t *testing.T) {
+	cfgPath, pdir := stoppedWALNode(t)
+	hash := func() map[string]string {
+		out := map[string]string{}
+		ents, _ := os.ReadDir(pdir)
+		for _, e := range ents {
+			b, err := os.ReadFile(filepath.Join(pdir, e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[e.Name()] = string(b)
+		}
+		return out
+	}
+	before := hash()
+	// The test's values are not binlogd commands: log stops at the first
+	// with an error, after opening and reading the log.
+	_, _ = stdout(t, func() error { return cmdLog([]string{"-config", cfgPath}) })
+	after := hash()
+	if len(after) != len(before) {
+		t.Fatalf("files before %d, after %d", len(before), len(after))
+	}
+	for name, b := range before {
+		if after[name] != b {
+			t.Errorf("binlogd log changed %s", name)
+		}
+	}
+}
