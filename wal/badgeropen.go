@@ -52,7 +52,7 @@ const errBadgerDamaged = "Badger's table files are damaged; this node's Paxos lo
 func guardedOpen(dir string, bo badger.Options) (db *badger.DB, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			db, err = nil, fmt.Errorf("%w: %s: %s (badger panicked: %v)", ErrCorrupt, dir, errBadgerDamaged, firstLine(r))
+			db, err = nil, fmt.Errorf("%w: %s: %s (badger panicked: %v)", ErrCorrupt, dir, errBadgerDamaged, oneLine(r))
 		}
 	}()
 	db, err = badger.Open(bo)
@@ -84,7 +84,7 @@ func checkTable(path string) (err error) {
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("badger panicked reading it: %v", firstLine(r))
+			err = fmt.Errorf("badger panicked reading it: %v", oneLine(r))
 			_ = mf.Close(-1)
 		}
 	}()
@@ -96,9 +96,9 @@ func checkTable(path string) (err error) {
 	return t.MmapFile.Close(-1) // never DecrRef: at zero it deletes the file
 }
 
-// firstLine shortens a recovered panic value to one line (Badger's run
+// oneLine shortens a recovered panic value to one line (Badger's run
 // over several, with a dump of the table's footer).
-func firstLine(r any) string {
+func oneLine(r any) string {
 	s := strings.Join(strings.Fields(fmt.Sprint(r)), " ")
 	if len(s) > 200 {
 		s = s[:200] + "..."
