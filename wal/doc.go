@@ -92,6 +92,12 @@
 // operator says so, cut the log at a frame boundary before it (refusing
 // where Badger already holds what lies beyond). A cut forgets promises and
 // votes: the node must not vote again as if it remembered them (reseed it).
+// Whatever is missing or bad under what Badger holds (before m/segpos, or
+// where its references point) was answered: Inspect reports it as damage
+// however it looks, a missing segment or zeros included; only bytes after
+// everything Badger holds can be a torn tail. Inspect and OpenReadOnly
+// (binlogd log) write nothing in the directory; a damaged Badger table
+// is ErrCorrupt naming the file, not Badger's panic (badgeropen.go).
 //
 // Lazy groups (every op NoSync, or raising only Chosen) are written in
 // order like the rest but skip the fdatasync: the next synced group in the

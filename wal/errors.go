@@ -29,4 +29,7 @@ var (
 	// the Log is failed (ErrFailed) like after a write error, and Open
 	// refuses until space is freed.
 	ErrDiskFull = errors.New("wal: disk full")
+	// ErrReadOnly: the Log was opened with OpenReadOnly. Nothing was
+	// written.
+	ErrReadOnly = errors.New("wal: log opened read-only")
 )

@@ -205,6 +205,9 @@ func (l *Log) enqueue(o *op) error {
 		return fmt.Errorf("%w: update of %d records / ~%d bytes exceeds one Badger transaction (%d / %d)",
 			ErrInvalid, o.count, o.size, l.maxTxnCount, l.maxTxnSize)
 	}
+	if l.readOnly {
+		return ErrReadOnly
+	}
 	l.mu.Lock()
 	if err := l.usableLocked(); err != nil {
 		l.mu.Unlock()

@@ -17,8 +17,16 @@ import (
 type Log struct {
 	dir  string
 	opts Options
-	db   *badger.DB
-	lock *os.File
+	// readOnly: opened by OpenReadOnly (readonly.go); nothing is written,
+	// no goroutine runs, and enqueue refuses every write.
+	readOnly bool
+	// ovLast is the highest index replayed into the overlay by a
+	// read-only open.
+	ovLast uint64
+	// releaseRO removes what a read-only Badger needed, after its Close.
+	releaseRO func()
+	db        *badger.DB
+	lock      *os.File
 	// syncer flushes segments on the commit path (syncer.go).
 	syncer *syncer
 
@@ -140,10 +148,10 @@ func Open(dir string, opts Options) (*Log, error) {
 		unlockDir(lk)
 		return nil, err
 	}
-	db, err := badger.Open(opts.badger(dir))
+	db, _, err := openBadger(dir, opts, false) // badgeropen.go; read-write: nothing to release
 	if err != nil {
 		unlockDir(lk)
-		return nil, fmt.Errorf("wal: open badger in %s: %w", dir, err)
+		return nil, err
 	}
 	l := &Log{
 		dir: dir, opts: opts, db: db, lock: lk,
@@ -207,6 +215,9 @@ func (l *Log) load() error {
 	})
 	if err != nil {
 		return err
+	}
+	if fresh && l.readOnly {
+		return fmt.Errorf("%w: no log in %s", ErrInvalid, l.dir)
 	}
 	if fresh {
 		l.hs = HardState{FirstIndex: 1}
@@ -379,6 +390,9 @@ func (l *Log) Close() error {
 	}
 	l.closed = true
 	l.mu.Unlock()
+	if l.readOnly {
+		return l.closeReadOnly()
+	}
 	l.signal()
 	<-l.done
 	l.syncer.close() // every group is answered: no sync is in flight

@@ -39,7 +39,7 @@ func (l *Log) openSegments() error {
 		return err
 	}
 	for _, id := range ids {
-		if _, err := l.segs.open(id); err != nil {
+		if _, err := l.segs.openMode(id, l.readOnly); err != nil {
 			return err
 		}
 	}
@@ -51,7 +51,7 @@ func (l *Log) openSegments() error {
 	// on disk yet: sync it before Badger gets it, or a power cut later
 	// could keep Badger's copy and lose the segment's.
 	for _, id := range ids {
-		if (!havePos || id >= pos.seg) && !l.opts.NoSync {
+		if (!havePos || id >= pos.seg) && !l.opts.NoSync && !l.readOnly {
 			if err := fdatasync(l.segs.files[id]); err != nil {
 				return fmt.Errorf("wal: sync segment %d: %w", id, err)
 			}
@@ -81,6 +81,10 @@ func (l *Log) openSegments() error {
 		return err
 	}); err != nil {
 		return err
+	}
+	if l.readOnly { // readonly.go: no segment to write to, nothing to delete
+		l.last = max(l.last, l.ovLast)
+		return nil
 	}
 	next := uint64(1)
 	if len(ids) > 0 {
@@ -118,11 +122,15 @@ func (l *Log) replaySegment(id, off uint64, last bool) (int, error) {
 		return 0, fmt.Errorf("wal: stat segment %d: %w", id, err)
 	}
 	if uint64(fi.Size()) < off {
-		return 0, fmt.Errorf("%w: segment %d is %d bytes, the log's replay starts at %d", ErrCorrupt, id, fi.Size(), off)
+		return 0, fmt.Errorf("%w: segment %d (file %s) is %d bytes, the log's replay starts at %d: answered data is missing", ErrCorrupt, id, path, fi.Size(), off)
 	}
 	n := 0
+	apply := l.applyFrame
+	if l.readOnly {
+		apply = l.holdReplayed // readonly.go
+	}
 	tail, err := walkSegment(f, path, uint64(fi.Size()), id, off, func(es []entry, refs []uint64, next uint64) error {
-		if err := l.applyFrame(es, refs, segPos{id, next}); err != nil {
+		if err := apply(es, refs, segPos{id, next}); err != nil {
 			return fmt.Errorf("wal: replay segment %d at offset %d: %w", id, off, err)
 		}
 		n++
@@ -133,6 +141,10 @@ func (l *Log) replaySegment(id, off uint64, last bool) (int, error) {
 	case err != nil:
 		return n, err
 	case tail == nil:
+		return n, nil
+	case last && l.readOnly:
+		l.opts.Logger.Info("wal: a torn tail (groups never answered) left as is: opened read-only",
+			"dir", l.dir, "segment", path, "offset", tail.off, "bytes", fi.Size()-int64(tail.off), "reason", tail.reason)
 		return n, nil
 	case last:
 		l.opts.Logger.Warn("wal: cutting off a torn tail (groups never answered; nothing valid follows)",

@@ -217,8 +217,15 @@ func (s *segments) ids() []uint64 {
 func (s *segments) path(id uint64) string { return filepath.Join(s.dir, segName(id)) }
 
 // open opens segment id for reads and appends.
-func (s *segments) open(id uint64) (*os.File, error) {
-	f, err := os.OpenFile(s.path(id), os.O_RDWR, 0)
+func (s *segments) open(id uint64) (*os.File, error) { return s.openMode(id, false) }
+
+// openMode opens segment id for reads only when readOnly (inspection).
+func (s *segments) openMode(id uint64, readOnly bool) (*os.File, error) {
+	flag := os.O_RDWR
+	if readOnly {
+		flag = os.O_RDONLY
+	}
+	f, err := os.OpenFile(s.path(id), flag, 0)
 	if err != nil {
 		return nil, fmt.Errorf("wal: open segment %d: %w", id, err)
 	}

@@ -24,9 +24,9 @@ func cmdLog(args []string) error {
 	if err != nil {
 		return err
 	}
-	lg, err := wal.Open(filepath.Join(cfg.Dir, "paxos"), wal.Options{})
+	lg, err := wal.OpenReadOnly(filepath.Join(cfg.Dir, "paxos"), wal.Options{}) // writes nothing
 	if err != nil {
-		return err
+		return walDamaged(err, cfg.Dir, *cfgPath)
 	}
 	defer lg.Close()
 	hs := lg.HardState()
@@ -54,7 +54,7 @@ func cmdLog(args []string) error {
 	for idx := hs.FirstIndex; idx <= hs.Chosen; {
 		as, err := lg.Range(idx, hs.Chosen, 4<<20)
 		if err != nil {
-			return err
+			return walDamaged(err, cfg.Dir, *cfgPath)
 		}
 		if len(as) == 0 {
 			break

@@ -148,7 +148,7 @@ func cmdRun(args []string) error {
 	liblog.Install(logger.With("node", cfg.ID))
 	n, err := node.New(cfg, logger)
 	if err != nil {
-		return err
+		return walDamaged(err, cfg.Dir, *cfgPath)
 	}
 	n.SetLogLevelVar(levels)
 	n.KeepMySQLOnStop(*keepMySQL)
@@ -164,7 +164,7 @@ func cmdRun(args []string) error {
 			_, _ = n.Reload("")
 		}
 	}()
-	return n.Run(ctx)
+	return walDamaged(n.Run(ctx), cfg.Dir, *cfgPath)
 }
 
 func cmdStatus(args []string) error {

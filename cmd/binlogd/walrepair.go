@@ -32,6 +32,12 @@ func cmdWALRepair(args []string) error {
 	if errors.Is(err, wal.ErrLocked) {
 		return fmt.Errorf("%w: stop binlogd on this node first", err)
 	}
+	if errors.Is(err, wal.ErrCorrupt) {
+		// Badger's own files: nothing to cut, the log must be reseeded.
+		fmt.Printf("DAMAGE     %v\n", err)
+		printReseed(cfg, dir)
+		return errors.New("damage found in Badger's files; nothing changed: reseed the node")
+	}
 	if err != nil {
 		return err
 	}
@@ -44,10 +50,22 @@ func cmdWALRepair(args []string) error {
 				p.Path, p.Offset, p.Reason, p.Bytes)
 			continue
 		}
-		fmt.Printf("DAMAGE     %s at byte offset %d: %s; %d valid frames follow from offset %d (%d bytes to the end of the file)\n",
-			p.Path, p.Offset, p.Reason, p.FramesAfter, p.Next, p.Bytes)
-		if p.Applied {
+		switch {
+		case p.Next != 0:
+			fmt.Printf("DAMAGE     %s at byte offset %d: %s; %d valid frames follow from offset %d (%d bytes to the end of the file)\n",
+				p.Path, p.Offset, p.Reason, p.FramesAfter, p.Next, p.Bytes)
+		case p.Bytes == 0:
+			fmt.Printf("DAMAGE     %s at byte offset %d: %s\n", p.Path, p.Offset, p.Reason)
+		default:
+			fmt.Printf("DAMAGE     %s at byte offset %d: %s (%d bytes to the end of the file)\n", p.Path, p.Offset, p.Reason, p.Bytes)
+		}
+		switch {
+		case p.Applied:
+			// Missing or bad bytes under Badger's checkpoint were answered:
+			// they are lost, not a torn write binlogd may cut off.
 			fmt.Println("           Badger already holds what follows, and reads of the instances in the damaged bytes fail: cutting cannot repair this; reseed the node (below).")
+		case p.Older:
+			fmt.Println("           this segment is not the newest: it was synced before the next one began, so these bytes are corruption, not a torn write; binlogd refuses to start.")
 		}
 		if first == nil {
 			first = &r.Problems[i]
@@ -110,4 +128,15 @@ stays; recovery checks its binlog against the log at start):
      vote while it is not a member
   4. on a healthy member:  binlogd members add -addr HEALTHY_GRPC -config THIS_NODE.json
 `, cfg.ID, dir, dir)
+}
+
+// walDamaged adds what to do to an error that says the node's Paxos log
+// (its wal or Badger) is damaged: the error names the file, but only
+// wal-repair tells a cut from a reseed, and prints the procedure.
+func walDamaged(err error, dataDir, cfgPath string) error {
+	if !errors.Is(err, wal.ErrCorrupt) {
+		return err
+	}
+	return fmt.Errorf("%w\nthe Paxos log in %s is damaged: with binlogd stopped, run  binlogd wal-repair -config %s  to see where and what to do",
+		err, filepath.Join(dataDir, "paxos"), cfgPath)
 }
