@@ -17,6 +17,11 @@ var (
 	ErrNoCert = errors.New("no PEM certificate")
 	// ErrExpired: the certificate is outside its validity period.
 	ErrExpired = errors.New("certificate not valid now")
+	// ErrKeyExposed: the private key's file has group or other
+	// permission bits. Whoever reads it can pose as this node or proxy
+	// to the whole cluster; binlogd check says the same, and the
+	// credentials file is refused alike.
+	ErrKeyExposed = errors.New("private key readable by others: chmod 600 it")
 	// ErrPair: the key does not belong to the certificate (or is not a key).
 	ErrPair = errors.New("key does not match certificate")
 	// ErrNotByCA: the certificate does not chain to the CA file, or lacks
@@ -77,6 +82,9 @@ func Load(f Files, now time.Time) (*Material, error) {
 	keyPEM, err := os.ReadFile(f.Key)
 	if err != nil {
 		return nil, &FileError{Key, f.Key, fmt.Errorf("%w: %v", ErrUnreadable, err)}
+	}
+	if st, err := os.Stat(f.Key); err == nil && st.Mode().Perm()&0o077 != 0 {
+		return nil, &FileError{Key, f.Key, fmt.Errorf("%w (mode %04o)", ErrKeyExposed, st.Mode().Perm())}
 	}
 	caPEM, err := os.ReadFile(f.CA)
 	if err != nil {

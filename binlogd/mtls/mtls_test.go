@@ -36,6 +36,12 @@ func TestLoadErrorsNameTheFile(t *testing.T) {
 	dir := mtlstest.MakeCA(t, 2)
 	other := mtlstest.MakeCA(t, 1)
 	good := mtlstest.Files(dir, 1)
+	exposed := filepath.Join(t.TempDir(), "exposed.key")
+	if key, err := os.ReadFile(good.Key); err != nil {
+		t.Fatal(err)
+	} else if err := os.WriteFile(exposed, key, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	junk := filepath.Join(t.TempDir(), "junk.pem")
 	if err := os.WriteFile(junk, []byte("not pem\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -50,6 +56,7 @@ func TestLoadErrorsNameTheFile(t *testing.T) {
 		{"missing key", mtls.Files{Cert: good.Cert, Key: filepath.Join(dir, "nope.key"), CA: good.CA}, mtls.Key, mtls.ErrUnreadable},
 		{"ca not pem", mtls.Files{Cert: good.Cert, Key: good.Key, CA: junk}, mtls.CA, mtls.ErrNoCert},
 		{"cert not pem", mtls.Files{Cert: junk, Key: good.Key, CA: good.CA}, mtls.Cert, mtls.ErrNoCert},
+		{"key readable by others", mtls.Files{Cert: good.Cert, Key: exposed, CA: good.CA}, mtls.Key, mtls.ErrKeyExposed},
 		{"mismatched pair", mtls.Files{Cert: good.Cert, Key: mtlstest.Files(dir, 2).Key, CA: good.CA}, mtls.Key, mtls.ErrPair},
 		{"other CA", mtls.Files{Cert: mtlstest.Files(other, 1).Cert, Key: mtlstest.Files(other, 1).Key, CA: good.CA}, mtls.Cert, mtls.ErrNotByCA},
 	}
