@@ -11,7 +11,11 @@ import (
 // continuation packets with no limit: 64 connections that each sent only
 // a header announcing 16 MiB took binlogd from 80 MiB to 1 GiB, and two
 // that streamed continuation packets to 4 GiB (audit, December 2026).
-// preAuthGuard sits under go-mysql until login and refuses both.
+// preAuthGuard sits under go-mysql until login and refuses both, as far
+// as it can see them: inside TLS the framing is encrypted, and go-mysql
+// still reserves what a header there announces (64 connections that
+// finished a TLS handshake and announced 16 MiB: about 1 GiB until the
+// login deadline). Owning the handshake would close that too.
 const (
 	// maxPreAuthPacket bounds one packet before login. A handshake
 	// response with connection attributes is well under 1 KiB.
