@@ -1,7 +1,6 @@
 package replserver
 
 import (
-	"crypto/tls"
 	"fmt"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -77,7 +76,7 @@ func (a *accounts) OnAuthSuccess(c *server.Conn) error {
 	if a.of(c.GetUser()) != accountOutside || !a.tlsOffered {
 		return nil
 	}
-	if _, ok := c.Conn.Conn.(*tls.Conn); ok {
+	if g, ok := c.Conn.Conn.(*preAuthGuard); ok && g.overTLS() { // the guard answers the SSLRequest (preauth.go)
 		return nil
 	}
 	return mysql.NewError(erAccessDenied, fmt.Sprintf("Access denied for user '%s': binlogd's replication endpoint serves this account over TLS only (CHANGE MASTER TO MASTER_SSL=1, MASTER_SSL_CA='<the cluster's ca.pem>')", c.GetUser()))

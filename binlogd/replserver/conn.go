@@ -32,7 +32,7 @@ func (s *Server) handle(nc net.Conn) {
 	}()
 	nc = rawnet.Wrap(nc) // no sysmon wake-up per dump write (package rawnet)
 	_ = nc.SetDeadline(time.Now().Add(handshakeTimeout))
-	guard := newPreAuthGuard(nc)
+	guard := newPreAuthGuard(nc, s.cfg.TLS)
 	conn, err := s.mysql.NewCustomizedConn(guard, s.accounts, server.EmptyHandler{})
 	if err != nil {
 		log.Info("handshake failed", "err", err)
@@ -40,12 +40,9 @@ func (s *Server) handle(nc net.Conn) {
 	}
 	guard.loggedIn()
 	s.acc.Admit(accepted)
-	// From here on the connection is conn's socket: a TLS session when the
-	// client asked for one (the dump writes to it directly).
-	nc = conn.Conn.Conn
-	if nc == net.Conn(guard) {
-		nc = guard.Conn
-	}
+	// From here on the connection is the TLS session when the client
+	// asked for one, else the socket (the dump writes to it directly).
+	nc = guard.stream()
 	_ = nc.SetDeadline(time.Time{})
 	s.count(func(st *Stats) { st.Connections++ })
 	_, overTLS := nc.(*tls.Conn)

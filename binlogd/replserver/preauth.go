@@ -1,8 +1,10 @@
 package replserver
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 )
 
@@ -11,18 +13,20 @@ import (
 // continuation packets with no limit: 64 connections that each sent only
 // a header announcing 16 MiB took binlogd from 80 MiB to 1 GiB, and two
 // that streamed continuation packets to 4 GiB (audit, December 2026).
-// preAuthGuard sits under go-mysql until login and refuses both, as far
-// as it can see them: inside TLS the framing is encrypted, and go-mysql
-// still reserves what a header there announces (64 connections that
-// finished a TLS handshake and announced 16 MiB: about 1 GiB until the
-// login deadline). Owning the handshake would close that too.
+// preAuthGuard sits under go-mysql until login and reads every packet
+// itself first, within limits.
+//
+// It also answers the client's request for TLS itself, below go-mysql:
+// were go-mysql to switch to TLS, the packets inside would reach its
+// reader unchecked (64 strangers that finished a TLS handshake and
+// announced 16 MiB made binlogd reserve 1 GiB). go-mysql still offers
+// TLS in its greeting; it just never sees the SSLRequest, so the guard
+// shifts the handshake's sequence numbers by one each way.
 const (
 	// maxPreAuthPacket bounds one packet before login. A handshake
 	// response with connection attributes is well under 1 KiB.
 	maxPreAuthPacket = 64 << 10
-	// preAuthBudget bounds all bytes a connection sends before login,
-	// TLS handshake included (a ClientHello and a client certificate
-	// chain are a few KiB).
+	// preAuthBudget bounds the packets a connection sends before login.
 	preAuthBudget = 256 << 10
 	// sslRequestLen is the payload length of the packet that asks for
 	// TLS (MariaDB's SSLRequest); go-mysql tells it from a handshake
@@ -35,74 +39,140 @@ var (
 	errPreAuthBudget = fmt.Errorf("more than %d bytes before login", preAuthBudget)
 )
 
-// preAuthGuard reads the MySQL packet framing of a connection until
-// login: a packet over maxPreAuthPacket ends the connection before
-// go-mysql sees its header. Once the client asks for TLS the framing is
-// inside the encryption, and only the byte budget applies until login.
+// preAuthGuard is the connection go-mysql's handshake reads and writes.
+// Until loggedIn it hands go-mysql whole packets it has read and checked;
+// then it passes through to the socket, or to the TLS session over it.
 // It is used by the connection's goroutine only.
 type preAuthGuard struct {
-	net.Conn
-	open    bool // logged in: reads pass through
-	opaque  bool // TLS began
-	budget  int
-	hdr     [4]byte
-	hdrN    int
-	left    int // payload bytes of the current packet still to come
-	packets int // packets whose header was read
-	ssl     bool
+	net.Conn              // the socket
+	tlsConfig *tls.Config // nil: no TLS offered
+	tc        *tls.Conn   // the client's TLS session, once it asked
+	open      bool        // logged in
+	budget    int
+	packets   int
+	pending   []byte // a checked packet, or what is left of it
+	out       frameShift
 }
 
-func newPreAuthGuard(c net.Conn) *preAuthGuard { return &preAuthGuard{Conn: c, budget: preAuthBudget} }
+func newPreAuthGuard(c net.Conn, tlsConfig *tls.Config) *preAuthGuard {
+	return &preAuthGuard{Conn: c, tlsConfig: tlsConfig, budget: preAuthBudget}
+}
 
 // loggedIn ends the checks: the account is known.
 func (g *preAuthGuard) loggedIn() { g.open = true }
 
-func (g *preAuthGuard) Read(p []byte) (int, error) {
-	n, err := g.Conn.Read(p)
-	if g.open || n == 0 {
-		return n, err
+// stream is the connection's byte stream: the TLS session if the client
+// asked for one, else the socket.
+func (g *preAuthGuard) stream() net.Conn {
+	if g.tc != nil {
+		return g.tc
 	}
-	if g.budget -= n; g.budget < 0 {
-		return 0, errPreAuthBudget
-	}
-	if !g.opaque {
-		if ferr := g.frame(p[:n]); ferr != nil {
-			return 0, ferr
-		}
-	}
-	return n, err
+	return g.Conn
 }
 
-// frame follows the packet boundaries in b, the next bytes of the
-// stream.
-func (g *preAuthGuard) frame(b []byte) error {
-	for len(b) > 0 && !g.opaque {
-		if g.left > 0 {
-			k := min(g.left, len(b))
-			g.left -= k
-			b = b[k:]
-			if g.left == 0 && g.ssl {
-				g.opaque = true // what follows is the TLS handshake
-			}
-			continue
+// overTLS tells whether the client's session runs over TLS.
+func (g *preAuthGuard) overTLS() bool { return g.tc != nil }
+
+func (g *preAuthGuard) Read(p []byte) (int, error) {
+	if len(g.pending) == 0 {
+		if g.open {
+			return g.stream().Read(p)
 		}
-		k := copy(g.hdr[g.hdrN:], b)
-		g.hdrN += k
-		b = b[k:]
-		if g.hdrN < len(g.hdr) {
-			return nil
-		}
-		g.hdrN = 0
-		length := int(g.hdr[0]) | int(g.hdr[1])<<8 | int(g.hdr[2])<<16
-		if length > maxPreAuthPacket {
-			return fmt.Errorf("%w: %d bytes announced, at most %d", errPreAuthPacket, length, maxPreAuthPacket)
-		}
-		g.packets++
-		g.left = length
-		g.ssl = g.packets == 1 && length == sslRequestLen
-		if g.left == 0 && g.ssl {
-			g.opaque = true
+		if err := g.next(); err != nil {
+			return 0, err
 		}
 	}
+	n := copy(p, g.pending)
+	g.pending = g.pending[n:]
+	return n, nil
+}
+
+// next reads and checks the client's next packet before login, and
+// answers an SSLRequest itself.
+func (g *preAuthGuard) next() error {
+	pkt, err := g.readPacket()
+	if err != nil {
+		return err
+	}
+	if g.packets == 1 && g.tc == nil && g.tlsConfig != nil && len(pkt)-4 == sslRequestLen {
+		tc := tls.Server(g.Conn, g.tlsConfig)
+		if err := tc.Handshake(); err != nil {
+			return fmt.Errorf("TLS handshake: %w", err)
+		}
+		g.tc = tc
+		if pkt, err = g.readPacket(); err != nil {
+			return err
+		}
+	}
+	if g.tc != nil {
+		pkt[3]-- // go-mysql never saw the SSLRequest
+	}
+	g.pending = pkt
 	return nil
+}
+
+// readPacket reads one whole packet, header included, within the limits.
+func (g *preAuthGuard) readPacket() ([]byte, error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(g.stream(), hdr[:]); err != nil {
+		return nil, err
+	}
+	length := int(hdr[0]) | int(hdr[1])<<8 | int(hdr[2])<<16
+	if length > maxPreAuthPacket {
+		return nil, fmt.Errorf("%w: %d bytes announced, at most %d", errPreAuthPacket, length, maxPreAuthPacket)
+	}
+	if g.budget -= 4 + length; g.budget < 0 {
+		return nil, errPreAuthBudget
+	}
+	pkt := make([]byte, 4+length)
+	copy(pkt, hdr[:])
+	if _, err := io.ReadFull(g.stream(), pkt[4:]); err != nil {
+		return nil, err
+	}
+	g.packets++
+	return pkt, nil
+}
+
+func (g *preAuthGuard) Write(p []byte) (int, error) {
+	if g.tc == nil {
+		return g.Conn.Write(p)
+	}
+	if g.open {
+		return g.tc.Write(p)
+	}
+	if _, err := g.tc.Write(g.out.shift(p)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// frameShift follows the packets go-mysql writes during the handshake
+// and adds one to each sequence number (the client counted its
+// SSLRequest).
+type frameShift struct {
+	hdrN int // header bytes of the current packet seen
+	left int // its payload bytes still to come
+	hdr  [3]byte
+}
+
+func (f *frameShift) shift(p []byte) []byte {
+	out := append([]byte(nil), p...)
+	for i := 0; i < len(out); {
+		if f.left > 0 {
+			k := min(f.left, len(out)-i)
+			f.left -= k
+			i += k
+			continue
+		}
+		if f.hdrN < 3 {
+			f.hdr[f.hdrN] = out[i]
+		} else {
+			out[i]++
+			f.left = int(f.hdr[0]) | int(f.hdr[1])<<8 | int(f.hdr[2])<<16
+			f.hdrN = -1
+		}
+		f.hdrN++
+		i++
+	}
+	return out
 }
