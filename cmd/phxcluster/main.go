@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -105,10 +106,33 @@ func up(ctx context.Context, spec localcluster.Spec, wait time.Duration) error {
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	start := time.Now()
+	// A process that exits will not come back by itself: stop waiting.
+	exited := make(chan []string, 1)
+	go func() {
+		t := time.NewTicker(500 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case <-t.C:
+			}
+			if e := c.Exited(); len(e) > 0 {
+				exited <- e
+				cancel()
+				return
+			}
+		}
+	}()
 	master, err := c.WaitHealthy(wctx, func(s string) {
 		fmt.Fprintf(os.Stderr, "  %4.0fs: %s\n", time.Since(start).Seconds(), s)
 	})
 	if err != nil {
+		select {
+		case e := <-exited:
+			err = fmt.Errorf("localcluster: not healthy: %s", strings.Join(e, "\n"))
+		default:
+		}
 		return fmt.Errorf("%w\nlogs: %s/node*/binlogd.log, %s/node*/mysql/error.log", err, spec.Dir, spec.Dir)
 	}
 	_ = c.WriteInfo()
@@ -119,12 +143,16 @@ func up(ctx context.Context, spec localcluster.Spec, wait time.Duration) error {
 	return nil
 }
 
+// status prints every node's state; it fails (exit 1) when a node does
+// not answer, so a script can tell a whole cluster from a broken one.
 func status(ctx context.Context, spec localcluster.Spec) error {
 	c := localcluster.Open(spec)
+	var unreachable []string
 	for id := 1; id <= spec.Nodes; id++ {
 		st, err := c.Status(ctx, uint32(id))
 		if err != nil {
 			fmt.Printf("node %d: %v\n", id, err)
+			unreachable = append(unreachable, strconv.Itoa(id))
 			continue
 		}
 		role := strings.ToLower(strings.TrimPrefix(st.Role.String(), "ROLE_"))
@@ -132,6 +160,9 @@ func status(ctx context.Context, spec localcluster.Spec) error {
 			role = "learner"
 		}
 		fmt.Printf("node %d: role=%s master=%d version=%d applied=%d last_valid=%q mysql=%q %s\n", id, role, st.MasterId, st.LeaseVersion, st.AppliedIndex, st.LastValidGtid, st.MysqlGtidPos, st.ReplicationState)
+	}
+	if len(unreachable) > 0 {
+		return fmt.Errorf("node %s did not answer", strings.Join(unreachable, ", "))
 	}
 	return nil
 }
