@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"phxgo/binlogd/config"
+	"phxgo/paxos"
 	"phxgo/wal"
 )
 
@@ -40,6 +41,11 @@ func cmdWALRepair(args []string) error {
 	}
 	if err != nil {
 		return err
+	}
+	if err := paxos.CheckMembershipFile(dir); err != nil {
+		fmt.Printf("DAMAGE     %v\n", err)
+		printReseed(cfg, dir)
+		return errors.New("damage found in the membership file; nothing changed: reseed the node")
 	}
 	fmt.Printf("wal %s: %d segments, %d valid frames; Badger holds everything before segment %d offset %d\n",
 		dir, len(r.Segments), r.Frames, r.ReplaySegment, r.ReplayOffset)
