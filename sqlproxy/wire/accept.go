@@ -97,8 +97,9 @@ func (a *Acceptor) Serve(ln net.Listener, handle func(net.Conn)) error {
 				}
 				continue
 			}
-			// Its goroutine sees the close and frees the slot; until
-			// then the count runs one over, by design.
+			// It leaves the count now; its goroutine ends when its next
+			// read fails on the closed socket (a stranger before login
+			// holds only small buffers meanwhile).
 			delete(a.conns, old)
 			old.Close()
 		}
