@@ -24,14 +24,20 @@ const (
 	MaxHeaderBytes = 16 << 10
 )
 
-// Server is an http.Server for h with the package's deadlines. There is
-// no WriteTimeout: /debug/pprof/profile writes after its 30 s of
-// sampling.
+// WriteTimeout bounds a request from its headers to the end of its
+// answer: a client that stops reading, or asks pprof for a day-long
+// profile, must not hold one of the MaxConns slots for good (re-audit:
+// 64 `heap?seconds=86400` requests kept /metrics down). pprof refuses a
+// profile longer than this; its default is 30 s.
+const WriteTimeout = 60 * time.Second
+
+// Server is an http.Server for h with the package's deadlines.
 func Server(h http.Handler) *http.Server {
 	return &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: ReadHeaderTimeout,
 		ReadTimeout:       ReadHeaderTimeout + 5*time.Second,
+		WriteTimeout:      WriteTimeout,
 		IdleTimeout:       IdleTimeout,
 		MaxHeaderBytes:    MaxHeaderBytes,
 	}

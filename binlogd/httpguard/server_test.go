@@ -13,7 +13,7 @@ import (
 // audit's 50 idle connections stayed open for good without IdleTimeout.
 func TestIdleKeepAliveIsClosed(t *testing.T) {
 	s := Server(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") }))
-	if s.IdleTimeout <= 0 || s.ReadHeaderTimeout <= 0 {
+	if s.IdleTimeout <= 0 || s.ReadHeaderTimeout <= 0 || s.WriteTimeout <= 0 {
 		t.Fatalf("idle %v, header %v: a connection could stay open with no deadline", s.IdleTimeout, s.ReadHeaderTimeout)
 	}
 	s.IdleTimeout = 200 * time.Millisecond // the test's own: 30 s is the product's

@@ -49,7 +49,8 @@ type preAuthGuard struct {
 	tc        *tls.Conn   // the client's TLS session, once it asked
 	open      bool        // logged in
 	budget    int
-	packets   int
+	packets   int    // read from the client
+	passed    int    // handed to go-mysql
 	pending   []byte // a checked packet, or what is left of it
 	out       frameShift
 }
@@ -104,9 +105,17 @@ func (g *preAuthGuard) next() error {
 			return err
 		}
 	}
+	if g.passed == 0 && len(pkt)-4 == sslRequestLen {
+		// go-mysql takes a 32-byte handshake response for an SSLRequest
+		// (a real response is longer): a second one, inside the guard's
+		// TLS, would start a TLS session of go-mysql's own over the guard,
+		// whose packets the guard could not see (re-audit, December 2026).
+		return errors.New("an SSLRequest where the handshake response belongs")
+	}
 	if g.tc != nil {
 		pkt[3]-- // go-mysql never saw the SSLRequest
 	}
+	g.passed++
 	g.pending = pkt
 	return nil
 }

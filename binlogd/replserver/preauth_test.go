@@ -136,17 +136,15 @@ func TestStrangerHugeHeaderRefusedAtOnce(t *testing.T) {
 	_ = rest // closed, with or without an error packet
 }
 
-// The same attack inside TLS: a stranger needs no client certificate to
-// finish the handshake, and go-mysql used to read the packets inside
-// unchecked (64 such connections: about 1 GiB reserved). The guard
-// answers the SSLRequest itself, so the header is refused there too.
-func TestStrangerHugeHeaderInsideTLSRefusedAtOnce(t *testing.T) {
-	s, clientTLS := outsideEndpoint(t, NewMemorySource(0))
+// tlsSession opens a connection to s, asks for TLS and finishes the
+// handshake, as a MariaDB client does before its handshake response.
+func tlsSession(t *testing.T, s *Server, clientTLS *tls.Config) *tls.Conn {
+	t.Helper()
 	c, err := net.DialTimeout("tcp", s.Addr(), 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
 	_ = c.SetDeadline(time.Now().Add(handshakeTimeout / 2))
 	hdr := make([]byte, 4)
 	if _, err := io.ReadFull(c, hdr); err != nil {
@@ -155,19 +153,54 @@ func TestStrangerHugeHeaderInsideTLSRefusedAtOnce(t *testing.T) {
 	if _, err := io.ReadFull(c, make([]byte, int(hdr[0])|int(hdr[1])<<8|int(hdr[2])<<16)); err != nil {
 		t.Fatal(err)
 	}
-	// SSLRequest: capabilities with CLIENT_SSL and PROTOCOL_41, max packet,
-	// charset, 23 zero bytes.
-	req := make([]byte, sslRequestLen)
-	req[0], req[1] = 0x00, 0x0a // CLIENT_PROTOCOL_41 (0x200) | CLIENT_SSL (0x800)
-	req[2], req[3] = 0x08, 0x00 // CLIENT_PLUGIN_AUTH (0x80000)
-	req[7], req[8] = 0x01, 33
-	if _, err := c.Write(packetOf(1, req)); err != nil {
+	if _, err := c.Write(packetOf(1, sslRequest())); err != nil {
 		t.Fatal(err)
 	}
 	tc := tls.Client(c, clientTLS)
 	if err := tc.Handshake(); err != nil {
 		t.Fatalf("TLS handshake: %v", err)
 	}
+	return tc
+}
+
+// sslRequest is MariaDB's SSLRequest payload: capabilities with
+// CLIENT_SSL, PROTOCOL_41 and SECURE_CONNECTION (go-mysql requires it),
+// max packet, charset, 23 zero bytes.
+func sslRequest() []byte {
+	req := make([]byte, sslRequestLen)
+	req[0], req[1] = 0x00, 0x8a // CLIENT_PROTOCOL_41 (0x200) | CLIENT_SSL (0x800) | CLIENT_SECURE_CONNECTION (0x8000)
+	req[2], req[3] = 0x08, 0x00 // CLIENT_PLUGIN_AUTH (0x80000)
+	req[7], req[8] = 0x01, 33
+	return req
+}
+
+// A second SSLRequest inside the guard's TLS would make go-mysql start a
+// TLS session of its own over the guard, out of the guard's sight
+// (re-audit: 60 such connections took binlogd to 1.5 GiB). It ends the
+// connection instead of getting a ServerHello.
+func TestSecondSSLRequestInsideTLSRefused(t *testing.T) {
+	s, clientTLS := outsideEndpoint(t, NewMemorySource(0))
+	tc := tlsSession(t, s, clientTLS)
+	if _, err := tc.Write(packetOf(2, sslRequest())); err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(tc)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("still open after %v: waiting for a nested TLS handshake", handshakeTimeout/2)
+	}
+	if len(b) > 0 && b[0] == 0x16 {
+		t.Fatalf("the server answered a nested TLS handshake: %x", b[:min(len(b), 16)])
+	}
+}
+
+// The same attack inside TLS: a stranger needs no client certificate to
+// finish the handshake, and go-mysql used to read the packets inside
+// unchecked (64 such connections: about 1 GiB reserved). The guard
+// answers the SSLRequest itself, so the header is refused there too.
+func TestStrangerHugeHeaderInsideTLSRefusedAtOnce(t *testing.T) {
+	s, clientTLS := outsideEndpoint(t, NewMemorySource(0))
+	tc := tlsSession(t, s, clientTLS)
 	if _, err := tc.Write([]byte{0xff, 0xff, 0xff, 2}); err != nil {
 		t.Fatal(err)
 	}
