@@ -25,10 +25,22 @@ func FreePort(t testing.TB) int {
 // below the kernel's ephemeral range: a port from that range (what
 // Listen(":0") hands out) can be taken by any outgoing connection between
 // the check and the server's bind, or while a killed server restarts.
+//
+// PHXGO_TEST_PORTS=LO-HI (e.g. 37050-37099) confines the choice to that
+// range, for a host whose other ports belong to someone else.
 func FreePortSpan(n int) int {
-	hi := ephemeralLow() - n
+	lo, hi := 10000, ephemeralLow()-n
+	if r := os.Getenv("PHXGO_TEST_PORTS"); r != "" {
+		a, b, _ := strings.Cut(r, "-")
+		l, err1 := strconv.Atoi(a)
+		h, err2 := strconv.Atoi(b)
+		if err1 != nil || err2 != nil || h-n+1 < l {
+			panic("PHXGO_TEST_PORTS: want LO-HI, got " + r)
+		}
+		lo, hi = l, h-n+2
+	}
 	for try := 0; ; try++ {
-		p := 10000 + rand.Intn(max(hi-10000, 1))
+		p := lo + rand.Intn(max(hi-lo, 1))
 		if try > 1000 || PortsFree(p, n) {
 			return p
 		}
