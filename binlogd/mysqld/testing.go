@@ -77,13 +77,21 @@ func ephemeralLow() int {
 // (CI installs it) unless -short is given, which skips.
 func NewTestInstance(t testing.TB, serverID uint32, extra ...string) *Instance {
 	t.Helper()
+	return NewTestInstanceOpts(t, Options{ServerID: serverID, Extra: extra})
+}
+
+// NewTestInstanceOpts is NewTestInstance with opts (e.g. TLS); Dir and
+// Port are the test's own.
+func NewTestInstanceOpts(t testing.TB, opts Options) *Instance {
+	t.Helper()
 	if _, err := exec.LookPath("mariadb-install-db"); err != nil {
 		if testing.Short() {
 			t.Skip("MariaDB not installed; skipped in -short")
 		}
 		t.Fatal(ErrNotInstalled)
 	}
-	inst, err := New(Options{Dir: t.TempDir(), Port: FreePort(t), ServerID: serverID, Extra: extra})
+	opts.Dir, opts.Port = t.TempDir(), FreePort(t)
+	inst, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
