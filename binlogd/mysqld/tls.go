@@ -131,7 +131,11 @@ func (i *Instance) RefreshTLS(ctx context.Context) error {
 		return err
 	}
 	defer db.Close()
-	if _, err := db.ExecContext(ctx, "FLUSH SSL"); err != nil {
+	// LOCAL: a plain FLUSH is written to the binlog, a transaction of
+	// this server's own that the cluster never chose (on a replica, a
+	// GTID the master's stream then collides with; binlogd marks the
+	// node UNSAFE at its next recovery).
+	if _, err := db.ExecContext(ctx, "FLUSH LOCAL SSL"); err != nil {
 		return fmt.Errorf("mysqld: FLUSH SSL: %w", err)
 	}
 	return nil

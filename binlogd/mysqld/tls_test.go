@@ -128,8 +128,21 @@ func TestServesTLS(t *testing.T) {
 
 	// Rotation: a reissued certificate, then RefreshTLS (binlogd's reload).
 	newSerial := mtlstest.Reissue(t, caDir, mtls.Identity{Role: mtls.RoleNode, ID: 1}, mtls.Files(files))
+	binlogPos := func() string {
+		var pos string
+		if err := admin.QueryRow("SELECT @@gtid_binlog_pos").Scan(&pos); err != nil {
+			t.Fatal(err)
+		}
+		return pos
+	}
+	before := binlogPos()
 	if err := inst.RefreshTLS(ctx); err != nil {
 		t.Fatal(err)
+	}
+	// The FLUSH is not binlogged: a GTID of this server's own would
+	// collide with the master's stream on a replica.
+	if after := binlogPos(); after != before {
+		t.Fatalf("RefreshTLS wrote to the binlog: gtid_binlog_pos %q, was %q", after, before)
 	}
 	if c := sslCipher(t, tlsDB(t, inst, "tlsu", "pw", ca, &serial)); c == "" || serial.Cmp(newSerial) != 0 {
 		t.Fatalf("after RefreshTLS: cipher %q serial %x, want the reissued %x", c, serial, newSerial)
