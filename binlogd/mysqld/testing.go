@@ -35,7 +35,7 @@ func FreePortSpan(n int) int {
 		l, err1 := strconv.Atoi(a)
 		h, err2 := strconv.Atoi(b)
 		if err1 != nil || err2 != nil || h-n+1 < l {
-			panic("PHXGO_TEST_PORTS: want LO-HI, got " + r)
+			panic(fmt.Sprintf("PHXGO_TEST_PORTS=%s: want LO-HI holding at least %d ports", r, n))
 		}
 		lo, hi = l, h-n+2
 	}

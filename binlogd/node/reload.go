@@ -82,7 +82,7 @@ func (n *Node) reload(level string) (ReloadResult, error) {
 		// MariaDB's copies of the files, and FLUSH SSL. The gRPC links
 		// already use the new material, so a failure here does not undo
 		// the reload: MariaDB keeps its old certificate, logged.
-		if n.inst != nil {
+		if n.inst != nil && n.cfg.SuperviseMySQL { // else binlogd wrote no my.cnf
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			if err := n.inst.RefreshTLS(ctx); err != nil {
 				n.log.Error("reload: MariaDB keeps its old TLS certificate", "err", err)
