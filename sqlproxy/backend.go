@@ -57,11 +57,16 @@ func (b *backend) close() { _ = b.c.Close() }
 // bounded time instead of after TCP's minutes.
 //
 // peerTLS (Config.PeerTLS), for a forwarding hop, wraps the connection in
-// mutual TLS before the login (security.go).
-func dial(ctx context.Context, dialer DialFunc, key poolKey, kind routeKind, db string, timeout, peerTimeout time.Duration, peerTLS *TLS) (*backend, *wire.Error, error) {
+// mutual TLS before the login (security.go); mysqlTLS (Config.MySQLTLS),
+// for a MariaDB reached over TCP (not this node's unix socket), in TLS
+// verified against the cluster CA (mysqltls.go).
+func dial(ctx context.Context, dialer DialFunc, key poolKey, kind routeKind, db string, timeout, peerTimeout time.Duration, peerTLS, mysqlTLS *TLS) (*backend, *wire.Error, error) {
 	nc, err := dialer(ctx, "tcp", key.addr)
 	if err != nil {
 		return nil, nil, err
+	}
+	if kind == routeForward || nc.RemoteAddr().Network() == "unix" {
+		mysqlTLS = nil
 	}
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
@@ -73,7 +78,7 @@ func dial(ctx context.Context, dialer DialFunc, key poolKey, kind routeKind, db 
 	c := wire.NewConnRaw(nc, wire.DefaultBufferSize)
 	_ = nc.SetDeadline(time.Now().Add(timeout))
 	b := &backend{c: c, key: key, kind: kind, db: db, stmts: map[uint32]bstmt{}}
-	werr, err := b.handshake(ctx, db, peerTLS)
+	werr, err := b.handshake(ctx, db, peerTLS, mysqlTLS)
 	if err != nil || werr != nil {
 		nc.Close()
 		return nil, werr, err
@@ -82,7 +87,7 @@ func dial(ctx context.Context, dialer DialFunc, key poolKey, kind routeKind, db 
 	return b, nil, nil
 }
 
-func (b *backend) handshake(ctx context.Context, db string, peerTLS *TLS) (*wire.Error, error) {
+func (b *backend) handshake(ctx context.Context, db string, peerTLS, mysqlTLS *TLS) (*wire.Error, error) {
 	p, err := b.c.ReadPacket()
 	if err != nil {
 		return nil, fmt.Errorf("read greeting: %w", err)
@@ -109,6 +114,13 @@ func (b *backend) handshake(ctx context.Context, db string, peerTLS *TLS) (*wire
 		}
 		b.c = c
 		caps |= wire.ClientSSL // the login that follows says it runs in TLS
+	} else if mysqlTLS != nil {
+		c, err := startMySQLTLS(ctx, b.c, mysqlTLS, b.key.addr, g, caps, b.key.charset)
+		if err != nil {
+			return nil, err
+		}
+		b.c = c
+		caps |= wire.ClientSSL
 	}
 	r := &wire.Response{Caps: caps, MaxPacket: 1 << 30, Charset: b.key.charset, User: b.key.user,
 		Auth: wire.ScrambleFromStage1(g.Salt, []byte(b.key.stage1)), DB: db, Plugin: wire.NativePlugin}

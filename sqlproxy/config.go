@@ -123,6 +123,12 @@ type Config struct {
 	// The proxy's gRPC link to binlogd uses it too (TLS.GRPCCredentials);
 	// Reload swaps its material.
 	PeerTLS *TLS
+	// MySQLTLS, when set, wraps every connection to a MariaDB over TCP
+	// (session backends, health checks) in TLS verified against its CA
+	// and refuses a MariaDB that does not offer TLS (mysqltls.go); this
+	// node's MariaDB over MySQLSocket stays plain. nil: plain TCP.
+	// cmd/sqlproxy sets it to PeerTLS; Reload swaps the material of both.
+	MySQLTLS *TLS
 	// MySQLSocket, when set, is the unix socket of this node's own
 	// MariaDB: session connections to it (the view's SelfMySQLAddr) use
 	// the socket instead of loopback TCP, which costs the kernel less

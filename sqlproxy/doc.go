@@ -236,7 +236,10 @@
 // connect; others get ERR 1130 before the greeting. Config.PeerTLS wraps
 // the forwarding hop in mutual TLS (a MySQL SSLRequest upgrade on the
 // master's client port) and makes the master's proxy refuse a hop that is
-// not TLS with a certificate of the cluster CA.
+// not TLS with a certificate of the cluster CA. Config.MySQLTLS (mysqltls.go)
+// wraps every connection to a MariaDB over TCP (backends, health checks;
+// auth.Config.TLS for the mysql.user reads) in TLS checked against the CA
+// for a node certificate, and refuses a MariaDB without TLS.
 //
 // Kills (kill.go). Every KILL (and COM_PROCESS_KILL) is refused with
 // 1235 (also as a prepared statement, after another statement, or as a

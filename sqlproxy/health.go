@@ -128,6 +128,9 @@ func (h *health) db(addr string) *sql.DB {
 	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr = h.srv.cfg.AdminUser, h.srv.cfg.AdminPassword, "tcp", addr
 	cfg.Timeout, cfg.ReadTimeout = time.Second, 2*time.Second
 	cfg.DialFunc = DialFrom(h.srv.cfg.SourceIP, time.Second)
+	if t := h.srv.cfg.MySQLTLS; t != nil {
+		cfg.TLS = MySQLClientTLS(t, HostOf(addr))
+	}
 	c, _ := mysql.NewConnector(cfg)
 	db := sql.OpenDB(c)
 	db.SetMaxIdleConns(1)

@@ -234,7 +234,7 @@ func (s *session) connect(addr string, kind routeKind) (*backend, *wire.Error) {
 		return b, nil
 	}
 	ctx := s.ctx()
-	b, werr, err := dial(ctx, dialer, key, kind, s.db, s.srv.cfg.DialTimeout, s.srv.cfg.PeerTimeout, s.srv.cfg.PeerTLS)
+	b, werr, err := dial(ctx, dialer, key, kind, s.db, s.srv.cfg.DialTimeout, s.srv.cfg.PeerTimeout, s.srv.cfg.PeerTLS, s.srv.cfg.MySQLTLS)
 	if err != nil {
 		s.srv.log.Warn("sqlproxy: backend dial failed", "addr", addr, "err", err)
 		s.srv.metrics.errors.WithLabelValues("dial").Inc()

@@ -26,11 +26,20 @@ const (
 // proxy-admin accounts; instance 1 is writable (the master).
 func startInstances(t *testing.T, n int) []*mysqld.Instance {
 	t.Helper()
+	return startInstancesOpts(t, n, func(uint32) mysqld.Options { return mysqld.Options{} })
+}
+
+// startInstancesOpts is startInstances with each server's options
+// (opts(id); Dir, Port and ServerID are filled in).
+func startInstancesOpts(t *testing.T, n int, opts func(id uint32) mysqld.Options) []*mysqld.Instance {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var out []*mysqld.Instance
 	for i := 1; i <= n; i++ {
-		inst := mysqld.NewTestInstance(t, uint32(i))
+		o := opts(uint32(i))
+		o.ServerID = uint32(i)
+		inst := mysqld.NewTestInstanceOpts(t, o)
 		db, err := inst.DB("")
 		if err != nil {
 			t.Fatal(err)

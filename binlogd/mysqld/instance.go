@@ -40,6 +40,10 @@ type Options struct {
 	// conflict rolls the later one back and retries it). 0: one SQL
 	// thread, MariaDB's default.
 	ApplyThreads int
+	// TLS, when set, makes the server offer TLS with the node's
+	// certificate (tls.go): copies readable by the server's OS user and
+	// ssl_cert/ssl_key/ssl_ca in my.cnf. Zero: no TLS (have_ssl DISABLED).
+	TLS TLSFiles
 	// Extra my.cnf lines under [mysqld], e.g. "innodb_buffer_pool_size=256M".
 	Extra  []string
 	Logger *slog.Logger
@@ -132,6 +136,11 @@ max_connections=500
 character-set-server=utf8mb4
 collation-server=utf8mb4_general_ci
 `)
+	if i.opts.TLS.Enabled() {
+		// TLS offered, not required: local tools, tests and benches
+		// connect over plain TCP (no require_secure_transport).
+		fmt.Fprintf(&b, "ssl_cert=%s\nssl_key=%s\nssl_ca=%s\n", i.tlsCopy(tlsCert), i.tlsCopy(tlsKey), i.tlsCopy(tlsCA))
+	}
 	if i.opts.ApplyThreads > 0 {
 		fmt.Fprintf(&b, "slave_parallel_threads=%d\nslave_parallel_mode=optimistic\n", i.opts.ApplyThreads)
 	}
@@ -153,6 +162,9 @@ func (i *Instance) Init(ctx context.Context) error {
 	}
 	if err := i.prepareDirs(su); err != nil {
 		return fmt.Errorf("mysqld: prepare %s: %w", i.opts.Dir, err)
+	}
+	if err := i.copyTLS(su); err != nil {
+		return err
 	}
 	if err := i.writeConfig(su); err != nil {
 		return fmt.Errorf("mysqld: write config: %w", err)

@@ -25,10 +25,22 @@ func FreePort(t testing.TB) int {
 // below the kernel's ephemeral range: a port from that range (what
 // Listen(":0") hands out) can be taken by any outgoing connection between
 // the check and the server's bind, or while a killed server restarts.
+//
+// PHXGO_TEST_PORTS=LO-HI (e.g. 37050-37099) confines the choice to that
+// range, for a host whose other ports belong to someone else.
 func FreePortSpan(n int) int {
-	hi := ephemeralLow() - n
+	lo, hi := 10000, ephemeralLow()-n
+	if r := os.Getenv("PHXGO_TEST_PORTS"); r != "" {
+		a, b, _ := strings.Cut(r, "-")
+		l, err1 := strconv.Atoi(a)
+		h, err2 := strconv.Atoi(b)
+		if err1 != nil || err2 != nil || h-n+1 < l {
+			panic(fmt.Sprintf("PHXGO_TEST_PORTS=%s: want LO-HI holding at least %d ports", r, n))
+		}
+		lo, hi = l, h-n+2
+	}
 	for try := 0; ; try++ {
-		p := 10000 + rand.Intn(max(hi-10000, 1))
+		p := lo + rand.Intn(max(hi-lo, 1))
 		if try > 1000 || PortsFree(p, n) {
 			return p
 		}
@@ -65,13 +77,21 @@ func ephemeralLow() int {
 // (CI installs it) unless -short is given, which skips.
 func NewTestInstance(t testing.TB, serverID uint32, extra ...string) *Instance {
 	t.Helper()
+	return NewTestInstanceOpts(t, Options{ServerID: serverID, Extra: extra})
+}
+
+// NewTestInstanceOpts is NewTestInstance with opts (e.g. TLS); Dir and
+// Port are the test's own.
+func NewTestInstanceOpts(t testing.TB, opts Options) *Instance {
+	t.Helper()
 	if _, err := exec.LookPath("mariadb-install-db"); err != nil {
 		if testing.Short() {
 			t.Skip("MariaDB not installed; skipped in -short")
 		}
 		t.Fatal(ErrNotInstalled)
 	}
-	inst, err := New(Options{Dir: t.TempDir(), Port: FreePort(t), ServerID: serverID, Extra: extra})
+	opts.Dir, opts.Port = t.TempDir(), FreePort(t)
+	inst, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

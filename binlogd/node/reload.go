@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -16,8 +17,8 @@ import (
 
 // Reload (SIGHUP, Admin/Reload) applies changed files without a restart,
 // so no lease lapses and no MariaDB stops: the TLS files named by tls_cert,
-// tls_key and tls_ca (same paths; a new path needs a restart) and the log
-// level. All or nothing: a file that does not load, or a level that does
+// tls_key and tls_ca (same paths; a new path needs a restart; MariaDB's
+// copies of them too, then FLUSH SSL) and the log level. All or nothing: a file that does not load, or a level that does
 // not parse, leaves every old setting in place and the error says why.
 
 // ReloadResult is what a successful Reload now uses.
@@ -78,6 +79,16 @@ func (n *Node) reload(level string) (ReloadResult, error) {
 		n.tlsCur.Load().Store(next)
 		res.CertSerial = strings.ToLower(next.Leaf.SerialNumber.Text(16))
 		res.CertExpiry = next.Leaf.NotAfter.UTC().Format("2006-01-02T15:04:05Z07:00")
+		// MariaDB's copies of the files, and FLUSH SSL. The gRPC links
+		// already use the new material, so a failure here does not undo
+		// the reload: MariaDB keeps its old certificate, logged.
+		if n.inst != nil && n.cfg.SuperviseMySQL { // else binlogd wrote no my.cnf
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			if err := n.inst.RefreshTLS(ctx); err != nil {
+				n.log.Error("reload: MariaDB keeps its old TLS certificate", "err", err)
+			}
+			cancel()
+		}
 	}
 	if n.level != nil {
 		if level != "" {

@@ -3,6 +3,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -155,9 +156,10 @@ func run(args []string) error {
 			return fmt.Errorf("-tls-cert: %s is the certificate of %s; sqlproxy needs a proxy certificate (phxgo://proxy/N): other proxies accept a hop only from one", files.Cert, id)
 		}
 		cfg.PeerTLS = sqlproxy.NewTLS(m)
-		log.Info("sqlproxy: hop to the master's proxy uses mutual TLS", "cert", files.Cert, "identity", m.Identity.String(), "expires", m.Leaf.NotAfter)
+		cfg.MySQLTLS = cfg.PeerTLS // MariaDB over TCP: TLS verified against the same CA
+		log.Info("sqlproxy: hop to the master's proxy uses mutual TLS, MariaDB over TCP uses TLS", "cert", files.Cert, "identity", m.Identity.String(), "expires", m.Leaf.NotAfter)
 	} else {
-		log.Warn("sqlproxy: INSECURE (-insecure): the hop to the master's proxy and the link to binlogd run without TLS")
+		log.Warn("sqlproxy: INSECURE (-insecure): the hop to the master's proxy, the link to binlogd and MariaDB over TCP run without TLS")
 	}
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -175,7 +177,11 @@ func run(args []string) error {
 	}
 	defer cc.Close()
 	topo := topology.NewAdmin(ctx, pb.NewAdminClient(cc), *poll, log)
-	store := auth.New(auth.Config{User: *adminUser, Password: pw, Dial: sqlproxy.DialFrom(src, 2*time.Second), Addrs: func() []string {
+	var storeTLS func(addr string) *tls.Config
+	if t := cfg.MySQLTLS; t != nil {
+		storeTLS = func(addr string) *tls.Config { return sqlproxy.MySQLClientTLS(t, sqlproxy.HostOf(addr)) }
+	}
+	store := auth.New(auth.Config{User: *adminUser, Password: pw, Dial: sqlproxy.DialFrom(src, 2*time.Second), TLS: storeTLS, Addrs: func() []string {
 		v := topo.View()
 		var out []string
 		for _, a := range []string{v.MasterMySQLAddr, v.SelfMySQLAddr} {

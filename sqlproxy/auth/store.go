@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"crypto/tls"
 	"database/sql"
 	"encoding/hex"
 	"errors"
@@ -50,6 +51,10 @@ type Config struct {
 	// Dial, when set, opens the connections to Addrs (e.g. bound to the
 	// node's source address); nil: the driver's default dialer.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// TLS, when set, gives the TLS configuration for the MariaDB at addr
+	// (sqlproxy.MySQLClientTLS): the reads then run in TLS, and a MariaDB
+	// that does not offer it is not asked. nil: plain TCP.
+	TLS func(addr string) *tls.Config
 }
 
 // row is one mysql.user row of a user.
@@ -304,6 +309,9 @@ func (s *Store) db(addr string) (*sql.DB, error) {
 	cfg.Timeout = 2 * time.Second
 	cfg.ReadTimeout = 5 * time.Second
 	cfg.DialFunc = s.cfg.Dial
+	if s.cfg.TLS != nil {
+		cfg.TLS = s.cfg.TLS(addr)
+	}
 	c, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return nil, err
