@@ -171,7 +171,7 @@ func (n *Node) Run(ctx context.Context) error {
 	px.RegisterGRPC(n.gs)
 	pb.RegisterAdminServer(n.gs, &adminServer{n: n})
 	hs := registerHealth(n.gs)
-	go func() { _ = n.gs.Serve(rawnet.Listener{Listener: rpcListener(gl)}) }() // package rawnet: no sysmon wake-up per read or write
+	go func() { _ = n.gs.Serve(rpcListener(gl)) }()
 	defer n.gs.Stop()
 
 	witness := n.cfg.IsWitness()

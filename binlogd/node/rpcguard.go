@@ -6,6 +6,8 @@ import (
 
 	"golang.org/x/net/netutil"
 	"google.golang.org/grpc"
+
+	"phxgo/binlogd/rawnet"
 )
 
 // The gRPC port is the one meant to face the network, so a stranger's
@@ -27,4 +29,11 @@ func rpcGuardOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{grpc.ConnectionTimeout(rpcHandshakeTimeout)}
 }
 
-func rpcListener(l net.Listener) net.Listener { return netutil.LimitListener(l, maxRPCConns) }
+// rpcListener is l capped at maxRPCConns, each connection's reads and
+// writes raw (package rawnet: no sysmon wake-up per Paxos message). The
+// order matters: the cap's connection type embeds what it wraps, so
+// wrapping the cap instead left every read on the net package's path
+// (session 27: binlogds' CPU per transaction rose by that).
+func rpcListener(l net.Listener) net.Listener {
+	return netutil.LimitListener(rawnet.Listener{Listener: l}, maxRPCConns)
+}
