@@ -87,7 +87,7 @@ func startMySQLTLS(ctx context.Context, c *wire.Conn, t *TLS, addr string, g *wi
 	if err := c.WriteFlush(wire.SSLRequest(caps, 1<<30, charset)); err != nil {
 		return nil, err
 	}
-	tc := tls.Client(bufConn{c.Conn, c.R}, MySQLClientTLS(t, HostOf(addr)))
+	tc := tls.Client(newBufConn(c), MySQLClientTLS(t, HostOf(addr)))
 	if err := tc.HandshakeContext(ctx); err != nil {
 		return nil, fmt.Errorf("TLS handshake with MariaDB %s: %w", addr, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"net"
 	"strings"
 
@@ -122,9 +123,17 @@ var errHopNeedsTLS = &wire.Error{Code: 1045, SQLState: "28000",
 type bufConn struct {
 	net.Conn
 	r *bufio.Reader
+	w io.Writer
 }
 
-func (c bufConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+// newBufConn is the socket under c for a TLS session: reads drain c's
+// buffer first, writes take c's raw path (wire.Conn.Socket) rather than
+// the net package's, which wakes the runtime's sysmon per record
+// (package rawnet).
+func newBufConn(c *wire.Conn) bufConn { return bufConn{c.Conn, c.R, c.Socket()} }
+
+func (c bufConn) Read(p []byte) (int, error)  { return c.r.Read(p) }
+func (c bufConn) Write(p []byte) (int, error) { return c.w.Write(p) }
 
 // NetConn lets wire reach the socket under a TLS hop (wire.bearStall).
 func (c bufConn) NetConn() net.Conn { return c.Conn }
@@ -135,7 +144,7 @@ func (c bufConn) NetConn() net.Conn { return c.Conn }
 // signed for a proxy identity (phxgo://proxy/N; a node's or the admin's
 // certificate does not make a hop).
 func startServerTLS(ctx context.Context, cl *wire.Conn, cfg *tls.Config) (*wire.Conn, bool, error) {
-	tc := tls.Server(bufConn{cl.Conn, cl.R}, cfg)
+	tc := tls.Server(newBufConn(cl), cfg)
 	if err := tc.HandshakeContext(ctx); err != nil {
 		return nil, false, fmt.Errorf("TLS handshake with %s: %w", cl.Conn.RemoteAddr(), err)
 	}
@@ -168,7 +177,7 @@ func startClientTLS(ctx context.Context, c *wire.Conn, m *TLS, addr string, g *w
 	if err != nil {
 		host = addr
 	}
-	tc := tls.Client(bufConn{c.Conn, c.R}, m.Client(host))
+	tc := tls.Client(newBufConn(c), m.Client(host))
 	if err := tc.HandshakeContext(ctx); err != nil {
 		return nil, fmt.Errorf("TLS handshake with the master's proxy %s: %w", addr, err)
 	}

@@ -53,6 +53,11 @@ type Conn struct {
 	mixedR bool
 }
 
+// Socket is what the buffers read and write underneath: the raw path
+// (rawnet.Conn) when NewConnRaw found a socket, else Conn. A TLS session
+// started over c writes its records here, so they take the raw path too.
+func (c *Conn) Socket() io.ReadWriter { return c.rw }
+
 // NewConn wraps c with 64 KiB read and write buffers.
 func NewConn(c net.Conn) *Conn { return NewConnSize(c, DefaultBufferSize) }
 
