@@ -171,7 +171,7 @@ func (n *Node) Run(ctx context.Context) error {
 	px.RegisterGRPC(n.gs)
 	pb.RegisterAdminServer(n.gs, &adminServer{n: n})
 	hs := registerHealth(n.gs)
-	go func() { _ = n.gs.Serve(rpcListener(gl)) }()
+	go func() { _ = n.gs.Serve(rpcListener(gl, maxRPCConns, n.tls != nil, n.log)) }()
 	defer n.gs.Stop()
 
 	witness := n.cfg.IsWitness()

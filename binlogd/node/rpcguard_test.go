@@ -1,13 +1,20 @@
 package node
 
 import (
+	"context"
+	"errors"
+	"io"
 	"net"
 	"reflect"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"phxgo/binlogd/mtls/mtlstest"
 	"phxgo/binlogd/rawnet"
 )
 
@@ -19,7 +26,7 @@ func TestRPCGuardClosesSilentConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	gs := grpc.NewServer(rpcGuardOptions()...)
-	go func() { _ = gs.Serve(rpcListener(l)) }()
+	go func() { _ = gs.Serve(rpcListener(l, maxRPCConns, false, nil)) }()
 	defer gs.Stop()
 	c, err := net.Dial("tcp", l.Addr().String())
 	if err != nil {
@@ -50,7 +57,7 @@ func TestRPCListenerKeepsRawSockets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rl := rpcListener(l)
+	rl := rpcListener(l, maxRPCConns, true, nil)
 	defer rl.Close()
 	c, err := net.Dial("tcp", l.Addr().String())
 	if err != nil {
@@ -88,4 +95,102 @@ func readsRaw(c net.Conn) bool {
 		}
 		c = inner
 	}
+}
+
+// tlsHealthServer serves gRPC health over mutual TLS on an rpcListener
+// capped at max, with a handshake timeout of a minute (far beyond the
+// test), and returns its address and a client dial option.
+func tlsHealthServer(t *testing.T, max int) (string, grpc.DialOption) {
+	t.Helper()
+	ca := mtlstest.MakeCA(t, 2)
+	srv := mtlstest.Load(t, mtlstest.Files(ca, 1))
+	cli := mtlstest.Load(t, mtlstest.Files(ca, 2))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer(grpc.ConnectionTimeout(time.Minute),
+		grpc.Creds(establishOnHandshake{credentials.NewTLS(srv.Server())}))
+	healthpb.RegisterHealthServer(gs, health.NewServer())
+	go func() { _ = gs.Serve(rpcListener(l, max, true, nil)) }()
+	t.Cleanup(gs.Stop)
+	return l.Addr().String(), grpc.WithTransportCredentials(credentials.NewTLS(cli.Client("127.0.0.1")))
+}
+
+func healthCheck(ctx context.Context, addr string, opt grpc.DialOption) error {
+	cc, err := grpc.NewClient(addr, opt)
+	if err != nil {
+		return err
+	}
+	defer cc.Close()
+	_, err = healthpb.NewHealthClient(cc).Check(ctx, &healthpb.HealthCheckRequest{})
+	return err
+}
+
+// At the cap, a peer with a certificate still gets in: its connection
+// takes the slot of the oldest one that never finished a handshake,
+// which is closed. A plain cap made it wait until a handshake timeout
+// freed a slot, which a stranger renewing silent connections prevents.
+func TestRPCListenerEvictsOldestHandshake(t *testing.T) {
+	const max = 4
+	addr, opt := tlsHealthServer(t, max)
+	var silent []net.Conn
+	for range max {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		silent = append(silent, c)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := healthCheck(ctx, addr, opt); err != nil {
+		t.Fatalf("health check at the cap of silent connections: %v", err)
+	}
+	// The oldest silent connection was closed for it.
+	_ = silent[0].SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := silent[0].Read(make([]byte, 1)); !errors.Is(err, io.EOF) && !isReset(err) {
+		t.Fatalf("oldest silent connection: read %v, want it closed", err)
+	}
+}
+
+// Connections past their handshake are never evicted: at a cap of them
+// a newcomer is closed at once.
+func TestRPCListenerKeepsEstablished(t *testing.T) {
+	const max = 2
+	addr, opt := tlsHealthServer(t, max)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var conns []*grpc.ClientConn
+	for range max {
+		cc, err := grpc.NewClient(addr, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cc.Close()
+		if _, err := healthpb.NewHealthClient(cc).Check(ctx, &healthpb.HealthCheckRequest{}); err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, cc)
+	}
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Read(make([]byte, 1)); !errors.Is(err, io.EOF) && !isReset(err) {
+		t.Fatalf("newcomer at a cap of established connections: read %v, want it closed", err)
+	}
+	for i, cc := range conns { // both still work
+		if _, err := healthpb.NewHealthClient(cc).Check(ctx, &healthpb.HealthCheckRequest{}); err != nil {
+			t.Fatalf("established connection %d: %v", i, err)
+		}
+	}
+}
+
+func isReset(err error) bool {
+	var ne *net.OpError
+	return errors.As(err, &ne) && !ne.Timeout()
 }

@@ -90,7 +90,7 @@ func (n *Node) serverOptions() []grpc.ServerOption {
 	}
 	a := newAuthorizer(n.log, reg)
 	return []grpc.ServerOption{
-		grpc.Creds(newLoggedCreds(n.reloadable(), n.log)),
+		grpc.Creds(establishOnHandshake{newLoggedCreds(n.reloadable(), n.log)}), // rpcguard.go: a finished handshake cannot be evicted
 		grpc.ChainUnaryInterceptor(a.unary),
 		grpc.ChainStreamInterceptor(a.stream),
 	}
