@@ -8,6 +8,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -66,23 +67,23 @@ func run(args []string) error {
 		spec.Dir = abs
 	}
 	// Keep the node count of an existing cluster.
-	if b, err := os.ReadFile(filepath.Join(spec.Dir, "cluster.json")); err == nil {
-		var info localcluster.Info
-		if json.Unmarshal(b, &info) == nil && len(info.Nodes) > 0 {
-			spec.Nodes, spec.Witnesses, spec.Learners = len(info.Nodes), nil, nil
-			for _, n := range info.Nodes {
-				if n.Witness {
-					spec.Witnesses = append(spec.Witnesses, int(n.ID))
-				}
-				if !n.Voter {
-					spec.Learners = append(spec.Learners, int(n.ID))
-				}
+	info, found, err := readLayout(spec.Dir)
+	if err != nil {
+		return err
+	}
+	if found {
+		spec.Nodes, spec.Witnesses, spec.Learners = len(info.Nodes), nil, nil
+		for _, n := range info.Nodes {
+			if n.Witness {
+				spec.Witnesses = append(spec.Witnesses, int(n.ID))
+			}
+			if !n.Voter {
+				spec.Learners = append(spec.Learners, int(n.ID))
 			}
 		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	var err error
 	switch args[0] {
 	case "up":
 		err = up(ctx, spec, *wait)
@@ -165,4 +166,27 @@ func status(ctx context.Context, spec localcluster.Spec) error {
 		return fmt.Errorf("node %s did not answer", strings.Join(unreachable, ", "))
 	}
 	return nil
+}
+
+// readLayout reads an existing cluster's cluster.json in dir: found is
+// false when there is none. One that cannot be read or names no node is
+// an error, not a fresh start: its node list decides how many nodes up
+// starts and down stops, and taking the flags' count instead would leave
+// nodes out and overwrite the file (audit, December 2026).
+func readLayout(dir string) (info localcluster.Info, found bool, err error) {
+	path := filepath.Join(dir, "cluster.json")
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return info, false, nil
+	}
+	if err != nil {
+		return info, false, fmt.Errorf("read the cluster's description: %w", err)
+	}
+	if err := json.Unmarshal(b, &info); err != nil {
+		return info, false, fmt.Errorf("%s is damaged (%v): it lists the cluster's nodes; restore it, or move it away to start the nodes the flags say", path, err)
+	}
+	if len(info.Nodes) == 0 {
+		return info, false, fmt.Errorf("%s lists no nodes: restore it, or move it away to start the nodes the flags say", path)
+	}
+	return info, true, nil
 }
