@@ -48,6 +48,10 @@ type Server struct {
 	rr     atomic.Uint64
 	acc    wire.Acceptor // client connections, at most MaxConnections
 
+	// Refusals before login, logged at most once per refusalLogEvery
+	// each (ratelog.go).
+	hopLog, deniedLog, unavailLog rateLog
+
 	ctx       context.Context
 	cancel    context.CancelFunc
 	closeOnce sync.Once
@@ -71,6 +75,7 @@ func New(cfg Config, topo topology.Topology, a Authenticator) (*Server, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{cfg: cfg, topo: topo, auth: a, log: cfg.Logger, metrics: cfg.Metrics,
 		pool: newPool(256, cfg.IdleTimeout), ctx: ctx, cancel: cancel}
+	s.hopLog.every, s.deniedLog.every, s.unavailLog.every = refusalLogEvery, refusalLogEvery, refusalLogEvery
 	s.dial = DialFrom(cfg.SourceIP, cfg.DialTimeout)
 	s.acc.Max = cfg.MaxConnections
 	s.acc.Refuse = func(nc net.Conn) { go s.refuseFull(nc) }
@@ -237,7 +242,9 @@ func (sess *session) login() error {
 	sess.hop = resp.Attrs[hopAttr] == "1"
 	if sess.hop && s.peerTLS != nil && !verified {
 		s.metrics.refused.WithLabelValues("hop_tls").Inc()
-		s.log.Warn("sqlproxy: refused a forwarding hop without TLS and a CA certificate", "remote", nc.RemoteAddr().String())
+		if ok, held := s.hopLog.allow(time.Now()); ok {
+			s.log.Warn("sqlproxy: refused a forwarding hop without TLS and a CA certificate", "remote", nc.RemoteAddr().String(), "unlogged_before", held)
+		}
 		_ = sess.cl.WriteFlush(errHopNeedsTLS.Packet())
 		return errHopNeedsTLS
 	}
@@ -245,7 +252,9 @@ func (sess *session) login() error {
 	host := sess.client.Addr()
 	if s.deniedUser(resp.User) {
 		s.metrics.refused.WithLabelValues("denied_user").Inc()
-		s.log.Info("sqlproxy: refused a login as a denied user", "user", resp.User, "client", host, "remote", nc.RemoteAddr().String())
+		if ok, held := s.deniedLog.allow(time.Now()); ok {
+			s.log.Info("sqlproxy: refused a login as a denied user", "user", loggedUser(resp.User), "client", host, "remote", nc.RemoteAddr().String(), "unlogged_before", held)
+		}
 		_ = sess.cl.WriteFlush(accessDenied(resp.User, host, len(token) > 0).Packet())
 		return auth.ErrDenied
 	}
@@ -256,7 +265,9 @@ func (sess *session) login() error {
 		werr := accessDenied(resp.User, host, len(token) > 0)
 		if errors.Is(err, auth.ErrUnavailable) {
 			werr = &wire.Error{Code: 1045, SQLState: "28000", Message: "phxgo: cannot verify credentials now: no server answered"}
-			s.log.Warn("sqlproxy: credentials unavailable", "user", resp.User, "err", err)
+			if ok, held := s.unavailLog.allow(time.Now()); ok {
+				s.log.Warn("sqlproxy: credentials unavailable", "user", loggedUser(resp.User), "err", err, "unlogged_before", held)
+			}
 		}
 		_ = sess.cl.WriteFlush(werr.Packet())
 		return err

@@ -34,6 +34,15 @@ var (
 // DefaultMaxEntries bounds the cache of users looked up (Config.MaxEntries).
 const DefaultMaxEntries = 4096
 
+// maxLookupConns bounds the connections a Store keeps open to each
+// MariaDB. Every name not in the cache costs a query, so without a bound
+// a stranger trying random user names made the proxy open one MariaDB
+// connection per attempt: 1,000 attempts a second used up all of
+// max_connections (500), and clients reaching MariaDB directly got 1040
+// (audit, December 2026). Past the bound, lookups queue for a connection
+// within ask's 3 s; cached users do not wait at all.
+const maxLookupConns = 4
+
 // Config says how to reach mysql.user.
 type Config struct {
 	User, Password string // the admin account (SELECT on mysql.user)
@@ -317,6 +326,7 @@ func (s *Store) db(addr string) (*sql.DB, error) {
 		return nil, err
 	}
 	db := sql.OpenDB(c)
+	db.SetMaxOpenConns(maxLookupConns)
 	db.SetMaxIdleConns(1)
 	db.SetConnMaxIdleTime(time.Minute)
 	s.dbs[addr] = db

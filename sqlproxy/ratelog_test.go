@@ -1,0 +1,72 @@
+package sqlproxy
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// lockedBuffer is a bytes.Buffer a logger and the test share.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// A flood of refused logins writes one log line per refusalLogEvery,
+// not one per connection, and a line quotes at most maxLoggedUser bytes
+// of the user name (audit: 60,000-character names made 60 KB lines).
+// The metric still counts every refusal.
+func TestRefusalLogsAreBounded(t *testing.T) {
+	a := startInstances(t, 1)[0]
+	var logs lockedBuffer
+	p := startProxy(t, 1, masterView(a), Linearizable, []string{a.Addr()}, func(c *Config) {
+		c.AdminUser = adminUser
+		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	long := "phxgo_" + strings.Repeat("x", 10000)
+	const tries = 12
+	for range tries {
+		wantDenied(t, userDB(t, p.addr, long, "guess", ""), "as a long phxgo_ name")
+	}
+	if n := refused(t, p, "denied_user"); n != tries {
+		t.Fatalf("refused denied_user = %v, want %d", n, tries)
+	}
+	out := logs.String()
+	if n := strings.Count(out, "refused a login as a denied user"); n != 1 {
+		t.Fatalf("%d log lines for %d refusals within %v, want 1:\n%.2000s", n, tries, refusalLogEvery, out)
+	}
+	if strings.Contains(out, strings.Repeat("x", maxLoggedUser+1)) {
+		t.Fatalf("a log line quotes more than %d bytes of the user name", maxLoggedUser)
+	}
+}
+
+func TestRateLog(t *testing.T) {
+	r := rateLog{every: time.Second}
+	t0 := time.Unix(1000, 0)
+	if ok, held := r.allow(t0); !ok || held != 0 {
+		t.Fatalf("first: %v %d", ok, held)
+	}
+	for i := range 3 {
+		if ok, _ := r.allow(t0.Add(time.Duration(i+1) * 100 * time.Millisecond)); ok {
+			t.Fatal("allowed within the interval")
+		}
+	}
+	if ok, held := r.allow(t0.Add(time.Second)); !ok || held != 3 {
+		t.Fatalf("after the interval: %v, held %d, want true, 3", ok, held)
+	}
+}
