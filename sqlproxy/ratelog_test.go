@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 )
 
 // lockedBuffer is a bytes.Buffer a logger and the test share.
@@ -52,21 +51,5 @@ func TestRefusalLogsAreBounded(t *testing.T) {
 	}
 	if strings.Contains(out, strings.Repeat("x", maxLoggedUser+1)) {
 		t.Fatalf("a log line quotes more than %d bytes of the user name", maxLoggedUser)
-	}
-}
-
-func TestRateLog(t *testing.T) {
-	r := rateLog{every: time.Second}
-	t0 := time.Unix(1000, 0)
-	if ok, held := r.allow(t0); !ok || held != 0 {
-		t.Fatalf("first: %v %d", ok, held)
-	}
-	for i := range 3 {
-		if ok, _ := r.allow(t0.Add(time.Duration(i+1) * 100 * time.Millisecond)); ok {
-			t.Fatal("allowed within the interval")
-		}
-	}
-	if ok, held := r.allow(t0.Add(time.Second)); !ok || held != 3 {
-		t.Fatalf("after the interval: %v, held %d, want true, 3", ok, held)
 	}
 }

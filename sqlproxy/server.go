@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"phxgo/internal/ratelog"
 	"phxgo/sqlproxy/auth"
 	"phxgo/sqlproxy/topology"
 	"phxgo/sqlproxy/wire"
@@ -50,7 +51,7 @@ type Server struct {
 
 	// Refusals before login, logged at most once per refusalLogEvery
 	// each (ratelog.go).
-	hopLog, deniedLog, unavailLog rateLog
+	hopLog, deniedLog, unavailLog ratelog.Limiter
 
 	ctx       context.Context
 	cancel    context.CancelFunc
@@ -75,7 +76,7 @@ func New(cfg Config, topo topology.Topology, a Authenticator) (*Server, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{cfg: cfg, topo: topo, auth: a, log: cfg.Logger, metrics: cfg.Metrics,
 		pool: newPool(256, cfg.IdleTimeout), ctx: ctx, cancel: cancel}
-	s.hopLog.every, s.deniedLog.every, s.unavailLog.every = refusalLogEvery, refusalLogEvery, refusalLogEvery
+	s.hopLog.Every, s.deniedLog.Every, s.unavailLog.Every = refusalLogEvery, refusalLogEvery, refusalLogEvery
 	s.dial = DialFrom(cfg.SourceIP, cfg.DialTimeout)
 	s.acc.Max = cfg.MaxConnections
 	s.acc.Refuse = func(nc net.Conn) { go s.refuseFull(nc) }
@@ -242,7 +243,7 @@ func (sess *session) login() error {
 	sess.hop = resp.Attrs[hopAttr] == "1"
 	if sess.hop && s.peerTLS != nil && !verified {
 		s.metrics.refused.WithLabelValues("hop_tls").Inc()
-		if ok, held := s.hopLog.allow(time.Now()); ok {
+		if ok, held := s.hopLog.Allow(time.Now()); ok {
 			s.log.Warn("sqlproxy: refused a forwarding hop without TLS and a CA certificate", "remote", nc.RemoteAddr().String(), "unlogged_before", held)
 		}
 		_ = sess.cl.WriteFlush(errHopNeedsTLS.Packet())
@@ -252,8 +253,8 @@ func (sess *session) login() error {
 	host := sess.client.Addr()
 	if s.deniedUser(resp.User) {
 		s.metrics.refused.WithLabelValues("denied_user").Inc()
-		if ok, held := s.deniedLog.allow(time.Now()); ok {
-			s.log.Info("sqlproxy: refused a login as a denied user", "user", loggedUser(resp.User), "client", host, "remote", nc.RemoteAddr().String(), "unlogged_before", held)
+		if ok, held := s.deniedLog.Allow(time.Now()); ok {
+			s.log.Info("sqlproxy: refused a login as a denied user", "user", ratelog.Cut(resp.User, maxLoggedUser), "client", host, "remote", nc.RemoteAddr().String(), "unlogged_before", held)
 		}
 		_ = sess.cl.WriteFlush(accessDenied(resp.User, host, len(token) > 0).Packet())
 		return auth.ErrDenied
@@ -265,8 +266,8 @@ func (sess *session) login() error {
 		werr := accessDenied(resp.User, host, len(token) > 0)
 		if errors.Is(err, auth.ErrUnavailable) {
 			werr = &wire.Error{Code: 1045, SQLState: "28000", Message: "phxgo: cannot verify credentials now: no server answered"}
-			if ok, held := s.unavailLog.allow(time.Now()); ok {
-				s.log.Warn("sqlproxy: credentials unavailable", "user", loggedUser(resp.User), "err", err, "unlogged_before", held)
+			if ok, held := s.unavailLog.Allow(time.Now()); ok {
+				s.log.Warn("sqlproxy: credentials unavailable", "user", ratelog.Cut(resp.User, maxLoggedUser), "err", err, "unlogged_before", held)
 			}
 		}
 		_ = sess.cl.WriteFlush(werr.Packet())

@@ -8,12 +8,14 @@ import (
 	"log/slog"
 	"net"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/server"
 
 	"phxgo/binlogd/rawnet"
+	"phxgo/internal/ratelog"
 )
 
 const erUnknownCom = 1047
@@ -35,7 +37,9 @@ func (s *Server) handle(nc net.Conn) {
 	guard := newPreAuthGuard(nc, s.cfg.TLS)
 	conn, err := s.mysql.NewCustomizedConn(guard, s.accounts, server.EmptyHandler{})
 	if err != nil {
-		log.Info("handshake failed", "err", err)
+		if ok, held := s.handshakeLog.Allow(time.Now()); ok {
+			log.Info("handshake failed", "err", ratelog.Cut(withoutStacks(err.Error()), 300), "unlogged_before", held)
+		}
 		return
 	}
 	guard.loggedIn()
@@ -144,4 +148,19 @@ func writeReply(conn *server.Conn, r reply) error {
 		return conn.WriteValue(mysql.NewError(mysql.ER_UNKNOWN_ERROR, err.Error()))
 	}
 	return conn.WriteValue(&mysql.Result{Resultset: rs})
+}
+
+// withoutStacks is go-mysql's error text without the stack traces it
+// carries (a function line, then a tab-indented file line, per frame):
+// 2 KB a line otherwise, for each stranger's failed handshake.
+func withoutStacks(msg string) string {
+	lines := strings.Split(msg, "\n")
+	var keep []string
+	for i, l := range lines {
+		if strings.HasPrefix(l, "\t") || (i+1 < len(lines) && strings.HasPrefix(lines[i+1], "\t")) {
+			continue
+		}
+		keep = append(keep, l)
+	}
+	return strings.Join(keep, ": ")
 }

@@ -2,10 +2,13 @@ package replserver
 
 import (
 	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
 )
 
 // Before login a connection is a stranger's. go-mysql's packet reader
@@ -143,6 +146,18 @@ func (g *preAuthGuard) readPacket() ([]byte, error) {
 }
 
 func (g *preAuthGuard) Write(p []byte) (int, error) {
+	if !g.open {
+		if q, hidden := hideHandshakeError(p); hidden {
+			if _, err := g.write(q); err != nil {
+				return 0, err
+			}
+			return len(p), nil // go-mysql checks that its packet went whole
+		}
+	}
+	return g.write(p)
+}
+
+func (g *preAuthGuard) write(p []byte) (int, error) {
 	if g.tc == nil {
 		return g.Conn.Write(p)
 	}
@@ -184,4 +199,22 @@ func (f *frameShift) shift(p []byte) []byte {
 		i++
 	}
 	return out
+}
+
+// hideHandshakeError turns an ERR packet go-mysql writes before login
+// with ER_UNKNOWN_ERROR (1105), whose message is a Go error's text (the
+// guard's limits, TLS failures, "connection was bad"), into MariaDB's
+// own 1043 "Bad handshake": a stranger learns nothing of binlogd's
+// internals (audit, December 2026). Access denied (1045) and every other
+// packet pass unchanged; the sequence number is kept.
+func hideHandshakeError(p []byte) ([]byte, bool) {
+	const hdr = 4
+	if len(p) < hdr+3 || p[hdr] != 0xff || int(p[0])|int(p[1])<<8|int(p[2])<<16 != len(p)-hdr ||
+		binary.LittleEndian.Uint16(p[hdr+1:]) != mysql.ER_UNKNOWN_ERROR {
+		return p, false
+	}
+	payload := append([]byte{0xff, 0, 0}, "#08S01Bad handshake"...)
+	binary.LittleEndian.PutUint16(payload[1:], mysql.ER_HANDSHAKE_ERROR)
+	out := []byte{byte(len(payload)), byte(len(payload) >> 8), byte(len(payload) >> 16), p[3]}
+	return append(out, payload...), true
 }

@@ -5,7 +5,10 @@ import (
 	"crypto/tls"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -133,7 +136,12 @@ func TestStrangerHugeHeaderRefusedAtOnce(t *testing.T) {
 			t.Fatalf("the connection was still open after %v: the 16 MiB header was waited for", handshakeTimeout/2)
 		}
 	}
-	_ = rest // closed, with or without an error packet
+	// Closed, after MariaDB's own "Bad handshake": no Go error text (the
+	// guard's limit, go-mysql's "connection was bad") reaches a stranger.
+	if len(rest) < 7 || rest[4] != 0xff || int(rest[5])|int(rest[6])<<8 != 1043 ||
+		!strings.Contains(string(rest), "Bad handshake") || strings.Contains(string(rest), "limit") {
+		t.Fatalf("answer before closing: %q, want ERR 1043 Bad handshake", rest)
+	}
 }
 
 // tlsSession opens a connection to s, asks for TLS and finishes the
@@ -189,7 +197,7 @@ func TestSecondSSLRequestInsideTLSRefused(t *testing.T) {
 	if errors.As(err, &ne) && ne.Timeout() {
 		t.Fatalf("still open after %v: waiting for a nested TLS handshake", handshakeTimeout/2)
 	}
-	if len(b) > 0 && b[0] == 0x16 {
+	if len(b) > 2 && b[0] == 0x16 && b[1] == 0x03 { // a TLS handshake record (an ERR packet of 22 bytes starts 0x16 0x00)
 		t.Fatalf("the server answered a nested TLS handshake: %x", b[:min(len(b), 16)])
 	}
 }
@@ -210,4 +218,63 @@ func TestStrangerHugeHeaderInsideTLSRefusedAtOnce(t *testing.T) {
 			t.Fatalf("still open after %v: the 16 MiB header inside TLS was waited for", handshakeTimeout/2)
 		}
 	}
+}
+
+// Strangers' failed handshakes are logged once per handshakeLogEvery,
+// without go-mysql's stack traces (audit: 5,000 lines, 1.2 MB in 5 s).
+func TestFailedHandshakeLogBounded(t *testing.T) {
+	var logs lockedBuf
+	cfg := DefaultConfig()
+	cfg.User, cfg.Password, cfg.ServerID = testUser, testPassword, endpointID
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	s, err := New(cfg, NewMemorySource(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const tries = 6
+	for range tries {
+		c, err := net.DialTimeout("tcp", s.Addr(), 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetDeadline(time.Now().Add(handshakeTimeout / 2))
+		hdr := make([]byte, 4)
+		if _, err := io.ReadFull(c, hdr); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, make([]byte, int(hdr[0])|int(hdr[1])<<8|int(hdr[2])<<16)); err != nil {
+			t.Fatal(err)
+		}
+		_, _ = c.Write([]byte{0xff, 0xff, 0xff, 1})
+		_, _ = io.ReadAll(c) // until the server closes
+		c.Close()
+	}
+	out := logs.String()
+	if n := strings.Count(out, "handshake failed"); n != 1 {
+		t.Fatalf("%d log lines for %d failed handshakes, want 1:\n%.3000s", n, tries, out)
+	}
+	if strings.Contains(out, ".go:") {
+		t.Fatalf("a stack trace in the log:\n%.3000s", out)
+	}
+}
+
+type lockedBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
