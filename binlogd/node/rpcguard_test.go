@@ -3,9 +3,12 @@ package node
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
@@ -194,3 +197,32 @@ func isReset(err error) bool {
 	var ne *net.OpError
 	return errors.As(err, &ne) && !ne.Timeout()
 }
+
+// Failed handshakes from ever new addresses neither grow loggedCreds'
+// memory of hosts past maxLoggedHosts nor write a line each (audit:
+// random 127.x.y.z sources, 5,000 lines in 5 s).
+func TestLoggedCredsBounded(t *testing.T) {
+	var lines int
+	var mu sync.Mutex
+	h := slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		lines++
+		mu.Unlock()
+		return len(p), nil
+	}), nil)
+	c := newLoggedCreds(nil, slog.New(h))
+	const tries = 3 * maxLoggedHosts
+	for i := range tries {
+		c.warn("refused", fmt.Sprintf("127.%d.%d.1:4000", i/256, i%256), errors.New("no certificate"))
+	}
+	if len(c.last) > maxLoggedHosts {
+		t.Fatalf("remembers %d hosts, want at most %d", len(c.last), maxLoggedHosts)
+	}
+	if lines > maxLoggedHosts {
+		t.Fatalf("%d lines for %d addresses, want at most %d", lines, tries, maxLoggedHosts)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

@@ -115,6 +115,12 @@ type loggedCreds struct {
 
 const logEvery = 30 * time.Second
 
+// maxLoggedHosts bounds the hosts loggedCreds remembers: one entry per
+// address a stranger's handshake came from made the map grow without
+// bound, and each new address wrote a line (audit, December 2026: 5,000
+// lines in 5 s from random 127.x.y.z sources).
+const maxLoggedHosts = 256
+
 func newLoggedCreds(c credentials.TransportCredentials, log *slog.Logger) *loggedCreds {
 	return &loggedCreds{TransportCredentials: c, log: log, last: map[string]time.Time{}}
 }
@@ -147,6 +153,16 @@ func (c *loggedCreds) warn(msg, addr string, err error) {
 	now := time.Now()
 	c.mu.Lock()
 	quiet := now.Sub(c.last[host]) < logEvery
+	if !quiet && len(c.last) >= maxLoggedHosts {
+		for h, at := range c.last {
+			if now.Sub(at) >= logEvery {
+				delete(c.last, h)
+			}
+		}
+		// Still full: a flood from many addresses. Its lines would say
+		// nothing the first ones did not.
+		quiet = len(c.last) >= maxLoggedHosts
+	}
 	if !quiet {
 		c.last[host] = now
 	}
