@@ -25,7 +25,16 @@ var ErrClosed = errors.New("wire: acceptor closed")
 type Acceptor struct {
 	// Max caps the connections open at once; 0 means no cap. A local
 	// process holding sockets must not take the server to its file limit.
+	// With MaxPending set, Max caps the logged-in ones only.
 	Max int
+	// MaxPending, when set, caps the connections not logged in yet on
+	// their own: past it a newcomer takes the oldest one's slot, however
+	// few have logged in. A flood must then outpace the logins by
+	// MaxPending connections, not Max, within one login's time: with the
+	// replication endpoint's 64, 4,000 silent connections a second
+	// evicted every login slower than 16 ms, and a replica's TLS login
+	// takes 30-60 ms (audit, December 2026).
+	MaxPending int
 	// Refuse takes each connection over Max, owns it and closes it. It
 	// runs on the accept loop, so a slow answer belongs in a goroutine.
 	// Nil closes the connection unanswered.
@@ -86,8 +95,11 @@ func (a *Acceptor) Serve(ln net.Listener, handle func(net.Conn)) error {
 			c.Close()
 			return ErrClosed
 		}
-		if a.Max > 0 && len(a.conns) >= a.Max {
-			old := a.oldestPending()
+		if evict, refuse := a.full(); evict || refuse {
+			var old net.Conn
+			if evict {
+				old = a.oldestPending()
+			}
 			if old == nil {
 				a.mu.Unlock()
 				if a.Refuse != nil {
@@ -126,6 +138,25 @@ func (a *Acceptor) Admit(c net.Conn) {
 		sl.admitted = true
 	}
 	a.mu.Unlock()
+}
+
+// full says what a newcomer costs: evict, the oldest connection not
+// logged in gives up its slot; refuse, there is no slot for it. a.mu is
+// held.
+func (a *Acceptor) full() (evict, refuse bool) {
+	if a.MaxPending <= 0 {
+		return a.Max > 0 && len(a.conns) >= a.Max, false
+	}
+	admitted := 0
+	for _, sl := range a.conns {
+		if sl.admitted {
+			admitted++
+		}
+	}
+	if a.Max > 0 && admitted >= a.Max {
+		return false, true
+	}
+	return len(a.conns)-admitted >= a.MaxPending, false
 }
 
 // oldestPending is the connection accepted first among those not

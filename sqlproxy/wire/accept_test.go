@@ -214,3 +214,60 @@ func TestAcceptorClose(t *testing.T) {
 		t.Fatalf("Serve after Close: %v", err)
 	}
 }
+
+// TestAcceptorMaxPending: with MaxPending, connections before login
+// have slots of their own: past MaxPending the oldest of them goes, even
+// with logged-in slots free; a cap of logged-in ones (Max) refuses a
+// newcomer, even with pending slots free.
+func TestAcceptorMaxPending(t *testing.T) {
+	a := &Acceptor{Max: 2, MaxPending: 2, Refuse: func(c net.Conn) {
+		_, _ = c.Write(AppendPacket(nil, 0, PreHandshakeError(1040, "Too many connections")))
+		c.Close()
+	}}
+	ln := listen(t)
+	defer a.Close()
+	go func() {
+		_ = a.Serve(ln, func(c net.Conn) {
+			buf := make([]byte, 5)
+			if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "login" {
+				return
+			}
+			a.Admit(c)
+			_, _ = c.Write([]byte("in"))
+			_, _ = io.Copy(io.Discard, c)
+		})
+	}()
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	login := func(c net.Conn) {
+		t.Helper()
+		_, _ = c.Write([]byte("login"))
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.ReadFull(c, make([]byte, 2)); err != nil {
+			t.Fatalf("login: %v", err)
+		}
+	}
+	closed := func(c net.Conn) bool {
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_, err := c.Read(make([]byte, 1))
+		var ne net.Error
+		return err != nil && !(errors.As(err, &ne) && ne.Timeout())
+	}
+	s1, s2 := dial(), dial() // two silent: every pending slot
+	s3 := dial()             // the oldest silent one goes, though no one is logged in
+	if !closed(s1) {
+		t.Fatal("past MaxPending, the oldest silent connection was not evicted")
+	}
+	login(s2)
+	login(s3) // Max logged in now
+	p, err := (&Reader{R: dial()}).ReadPacket()
+	if err != nil || ParseError(p).Code != 1040 {
+		t.Fatalf("with Max logged in: %q %v, want 1040", p, err)
+	}
+}
