@@ -38,7 +38,8 @@ func rpcGuardOptions() []grpc.ServerOption {
 // and written raw (package rawnet: no sysmon wake-up per Paxos message).
 //
 // At the cap a new connection takes the slot of the oldest one still in
-// its TLS handshake, which is closed; only a cap of connections past
+// its TLS handshake (of the address holding the most of them: evictee),
+// which is closed; only a cap of connections past
 // their handshake refuses the newcomer (closes it at once). A plain cap
 // that makes Accept wait (session 26: netutil.LimitListener) let a
 // stranger who renews silent connections faster than the handshake
@@ -74,6 +75,7 @@ type capListener struct {
 type capConn struct {
 	net.Conn
 	l       *capListener
+	host    string        // the remote address's host
 	elem    *list.Element // in l.pending while in the handshake
 	counted bool          // holds one of l.open (guarded by l.mu)
 	once    sync.Once
@@ -85,11 +87,11 @@ func (l *capListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		cc := &capConn{Conn: rawnet.Wrap(c), l: l}
+		cc := &capConn{Conn: rawnet.Wrap(c), l: l, host: hostOf(c.RemoteAddr())}
 		var victim *capConn
 		l.mu.Lock()
 		if l.open >= l.max {
-			e := l.pending.Front()
+			e := l.evictee()
 			if e == nil { // every slot past its handshake: refuse
 				l.mu.Unlock()
 				l.warn("gRPC port at its cap of connections, all past their handshake: refused a new one", "cap", l.max, "remote", c.RemoteAddr().String())
@@ -113,6 +115,40 @@ func (l *capListener) Accept() (net.Conn, error) {
 		}
 		return cc, nil
 	}
+}
+
+// evictee is the element of l.pending that gives up its slot: the
+// oldest of the host holding the most connections in their handshake,
+// so a flood from one address evicts its own first (on one host, as on
+// loopback, simply the oldest). nil when none is pending. l.mu is held.
+func (l *capListener) evictee() *list.Element {
+	count := map[string]int{}
+	for e := l.pending.Front(); e != nil; e = e.Next() {
+		count[e.Value.(*capConn).host]++
+	}
+	most, host := -1, ""
+	for h, n := range count {
+		if n > most || (n == most && h < host) {
+			most, host = n, h
+		}
+	}
+	for e := l.pending.Front(); e != nil; e = e.Next() {
+		if e.Value.(*capConn).host == host {
+			return e
+		}
+	}
+	return nil
+}
+
+func hostOf(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	h, _, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	return h
 }
 
 func (l *capListener) warn(msg string, args ...any) {

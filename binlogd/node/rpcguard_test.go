@@ -226,3 +226,52 @@ func TestLoggedCredsBounded(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// At the cap, a flood from one address evicts its own handshakes first:
+// a connection from another address keeps its slot.
+func TestRPCListenerEvictsFloodersFirst(t *testing.T) {
+	const max = 4
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rl := rpcListener(l, max, true, nil)
+	defer rl.Close()
+	go func() {
+		for {
+			c, err := rl.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { c.Close() })
+		}
+	}()
+	dialFrom := func(src string) net.Conn {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
+		c, err := d.Dial("tcp", l.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	closed := func(c net.Conn, wait time.Duration) bool {
+		_ = c.SetReadDeadline(time.Now().Add(wait))
+		_, err := c.Read(make([]byte, 1))
+		var ne net.Error
+		return err != nil && !(errors.As(err, &ne) && ne.Timeout())
+	}
+	peer := dialFrom("127.0.0.2")
+	var flood []net.Conn
+	for range 3 * max {
+		flood = append(flood, dialFrom("127.0.0.1"))
+	}
+	for i, c := range flood[:len(flood)-(max-1)] {
+		if !closed(c, 10*time.Second) {
+			t.Fatalf("flood connection %d kept its slot", i)
+		}
+	}
+	if closed(peer, 200*time.Millisecond) {
+		t.Fatal("the other address's handshake was evicted for the flood")
+	}
+}

@@ -21,7 +21,10 @@ var ErrClosed = errors.New("wire: acceptor closed")
 // slots: 64 connections that sent nothing kept a node's own MariaDB
 // from reconnecting to its binlogd for as long as they were renewed
 // (audit, December 2026). To keep a slot a stranger must now outpace
-// the logins, opening a whole cap of connections within one login.
+// the logins, opening a whole cap of connections within one login. The
+// connection that goes is the oldest of the address holding the most
+// that have not logged in (evictee): a flood from one address evicts
+// its own first, never another client's login while it holds more.
 type Acceptor struct {
 	// Max caps the connections open at once; 0 means no cap. A local
 	// process holding sockets must not take the server to its file limit.
@@ -51,7 +54,8 @@ type Acceptor struct {
 // slot is an open connection's place under the cap.
 type slot struct {
 	seq      uint64
-	admitted bool // logged in (Admit)
+	host     string // the remote address's host: whose slot it is
+	admitted bool   // logged in (Admit)
 }
 
 // Serve accepts on ln and runs handle(c) in a goroutine per connection;
@@ -98,7 +102,7 @@ func (a *Acceptor) Serve(ln net.Listener, handle func(net.Conn)) error {
 		if evict, refuse := a.full(); evict || refuse {
 			var old net.Conn
 			if evict {
-				old = a.oldestPending()
+				old = a.evictee()
 			}
 			if old == nil {
 				a.mu.Unlock()
@@ -116,7 +120,7 @@ func (a *Acceptor) Serve(ln net.Listener, handle func(net.Conn)) error {
 			old.Close()
 		}
 		a.seq++
-		a.conns[c] = &slot{seq: a.seq}
+		a.conns[c] = &slot{seq: a.seq, host: hostOf(c.RemoteAddr())}
 		a.wg.Add(1)
 		a.mu.Unlock()
 		go func() {
@@ -159,19 +163,48 @@ func (a *Acceptor) full() (evict, refuse bool) {
 	return len(a.conns)-admitted >= a.MaxPending, false
 }
 
-// oldestPending is the connection accepted first among those not
-// admitted, or nil. a.mu is held.
-func (a *Acceptor) oldestPending() net.Conn {
+// evictee is the connection that gives up its slot to a newcomer: the
+// oldest not admitted of the host that holds the most not admitted, or
+// nil. So a flood from one address evicts its own connections first, and
+// another client's login in progress only when that client holds as many
+// (one host, e.g. everything on loopback: the oldest of all). a.mu is
+// held.
+func (a *Acceptor) evictee() net.Conn {
+	pending := map[string]int{}
+	for _, sl := range a.conns {
+		if !sl.admitted {
+			pending[sl.host]++
+		}
+	}
+	most := -1
+	var host string
+	for h, n := range pending {
+		if n > most || (n == most && h < host) {
+			most, host = n, h
+		}
+	}
 	var (
 		oldest net.Conn
 		seq    uint64
 	)
 	for c, sl := range a.conns {
-		if !sl.admitted && (oldest == nil || sl.seq < seq) {
+		if !sl.admitted && sl.host == host && (oldest == nil || sl.seq < seq) {
 			oldest, seq = c, sl.seq
 		}
 	}
 	return oldest
+}
+
+// hostOf is the host part of addr ("" when it has none).
+func hostOf(addr net.Addr) string {
+	if addr == nil {
+		return ""
+	}
+	h, _, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return addr.String()
+	}
+	return h
 }
 
 // Stop ends accepting: it closes every listener and every open

@@ -271,3 +271,45 @@ func TestAcceptorMaxPending(t *testing.T) {
 		t.Fatalf("with Max logged in: %q %v, want 1040", p, err)
 	}
 }
+
+// TestAcceptorEvictsFloodersFirst: at the cap, the connection that goes
+// is the oldest of the address holding the most that have not logged
+// in: a client from another address keeps its login in progress while
+// a flood from one address renews its own connections.
+func TestAcceptorEvictsFloodersFirst(t *testing.T) {
+	a := &Acceptor{Max: 4}
+	ln := listen(t)
+	defer a.Close()
+	go func() {
+		_ = a.Serve(ln, func(c net.Conn) { _, _ = io.Copy(io.Discard, c) })
+	}()
+	dialFrom := func(src string) net.Conn {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
+		c, err := d.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	closed := func(c net.Conn, wait time.Duration) bool {
+		_ = c.SetReadDeadline(time.Now().Add(wait))
+		_, err := c.Read(make([]byte, 1))
+		var ne net.Error
+		return err != nil && !(errors.As(err, &ne) && ne.Timeout())
+	}
+	client := dialFrom("127.0.0.2") // the oldest, logging in slowly
+	var flood []net.Conn
+	for range 3 * a.Max {
+		flood = append(flood, dialFrom("127.0.0.1"))
+	}
+	// Every flood connection but the last Max-1 was evicted, oldest first.
+	for i, c := range flood[:len(flood)-(a.Max-1)] {
+		if !closed(c, 10*time.Second) {
+			t.Fatalf("flood connection %d kept its slot", i)
+		}
+	}
+	if closed(client, 200*time.Millisecond) {
+		t.Fatal("the other address's connection was evicted for the flood")
+	}
+}
