@@ -1,30 +1,12 @@
 package sqlproxy
 
 import (
-	"bytes"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
+
+	"phxgo/internal/testkit"
 )
-
-// lockedBuffer is a bytes.Buffer a logger and the test share.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // A flood of refused logins writes one log line per refusalLogEvery,
 // not one per connection, and a line quotes at most maxLoggedUser bytes
@@ -32,7 +14,7 @@ func (l *lockedBuffer) String() string {
 // The metric still counts every refusal.
 func TestRefusalLogsAreBounded(t *testing.T) {
 	a := startInstances(t, 1)[0]
-	var logs lockedBuffer
+	var logs testkit.LogBuffer
 	p := startProxy(t, 1, masterView(a), Linearizable, []string{a.Addr()}, func(c *Config) {
 		c.AdminUser = adminUser
 		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))

@@ -9,13 +9,14 @@ import (
 )
 
 // TestConnectionCap: a local process holding connections open gets at
-// most MaxConns of them. Silent strangers give way, oldest first, to a
-// new connection (they held the node's own MariaDB out before); once
-// every slot has logged in, the next connection reads MariaDB's ERR
-// 1040 instead of the greeting, and a slot freed is usable again.
+// most MaxPending of them before login. Silent strangers give way,
+// oldest first, to a new connection (they held the node's own MariaDB
+// out before); once MaxConns have logged in, the next connection reads
+// MariaDB's ERR 1040 instead of the greeting, and a slot freed is usable
+// again.
 func TestConnectionCap(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.User, cfg.Password, cfg.ServerID, cfg.MaxConns = testUser, testPassword, endpointID, 2
+	cfg.User, cfg.Password, cfg.ServerID, cfg.MaxConns, cfg.MaxPending = testUser, testPassword, endpointID, 2, 2
 	s, err := New(cfg, NewMemorySource(0))
 	if err != nil {
 		t.Fatal(err)

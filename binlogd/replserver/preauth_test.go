@@ -8,9 +8,10 @@ import (
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"phxgo/internal/testkit"
 )
 
 func packetOf(seq byte, payload []byte) []byte {
@@ -223,7 +224,7 @@ func TestStrangerHugeHeaderInsideTLSRefusedAtOnce(t *testing.T) {
 // Strangers' failed handshakes are logged once per handshakeLogEvery,
 // without go-mysql's stack traces (audit: 5,000 lines, 1.2 MB in 5 s).
 func TestFailedHandshakeLogBounded(t *testing.T) {
-	var logs lockedBuf
+	var logs testkit.LogBuffer
 	cfg := DefaultConfig()
 	cfg.User, cfg.Password, cfg.ServerID = testUser, testPassword, endpointID
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
@@ -260,21 +261,4 @@ func TestFailedHandshakeLogBounded(t *testing.T) {
 	if strings.Contains(out, ".go:") {
 		t.Fatalf("a stack trace in the log:\n%.3000s", out)
 	}
-}
-
-type lockedBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
