@@ -103,40 +103,8 @@ func TestPreAuthGuardOpenAfterLogin(t *testing.T) {
 // MiB is refused at once instead of go-mysql reserving it and waiting
 // out the handshake deadline.
 func TestStrangerHugeHeaderRefusedAtOnce(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.User, cfg.Password, cfg.ServerID = testUser, testPassword, endpointID
-	s, err := New(cfg, NewMemorySource(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	c, err := net.DialTimeout("tcp", s.Addr(), 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetReadDeadline(time.Now().Add(handshakeTimeout / 2))
-	hdr := make([]byte, 4)
-	if _, err := io.ReadFull(c, hdr); err != nil {
-		t.Fatal(err)
-	}
-	greeting := make([]byte, int(hdr[0])|int(hdr[1])<<8|int(hdr[2])<<16)
-	if _, err := io.ReadFull(c, greeting); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Write([]byte{0xff, 0xff, 0xff, 1}); err != nil {
-		t.Fatal(err)
-	}
-	rest, err := io.ReadAll(c)
-	if err != nil {
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
-			t.Fatalf("the connection was still open after %v: the 16 MiB header was waited for", handshakeTimeout/2)
-		}
-	}
+	s := guardedEndpoint(t, nil)
+	rest := sendHugeHeader(t, s.Addr())
 	// Closed, after MariaDB's own "Bad handshake": no Go error text (the
 	// guard's limit, go-mysql's "connection was bad") reaches a stranger.
 	if len(rest) < 7 || rest[4] != 0xff || int(rest[5])|int(rest[6])<<8 != 1043 ||
@@ -225,34 +193,10 @@ func TestStrangerHugeHeaderInsideTLSRefusedAtOnce(t *testing.T) {
 // without go-mysql's stack traces (audit: 5,000 lines, 1.2 MB in 5 s).
 func TestFailedHandshakeLogBounded(t *testing.T) {
 	var logs testkit.LogBuffer
-	cfg := DefaultConfig()
-	cfg.User, cfg.Password, cfg.ServerID = testUser, testPassword, endpointID
-	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	s, err := New(cfg, NewMemorySource(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := guardedEndpoint(t, slog.New(slog.NewTextHandler(&logs, nil)))
 	const tries = 6
 	for range tries {
-		c, err := net.DialTimeout("tcp", s.Addr(), 5*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = c.SetDeadline(time.Now().Add(handshakeTimeout / 2))
-		hdr := make([]byte, 4)
-		if _, err := io.ReadFull(c, hdr); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.ReadFull(c, make([]byte, int(hdr[0])|int(hdr[1])<<8|int(hdr[2])<<16)); err != nil {
-			t.Fatal(err)
-		}
-		_, _ = c.Write([]byte{0xff, 0xff, 0xff, 1})
-		_, _ = io.ReadAll(c) // until the server closes
-		c.Close()
+		sendHugeHeader(t, s.Addr())
 	}
 	out := logs.String()
 	if n := strings.Count(out, "handshake failed"); n != 1 {
@@ -261,4 +205,50 @@ func TestFailedHandshakeLogBounded(t *testing.T) {
 	if strings.Contains(out, ".go:") {
 		t.Fatalf("a stack trace in the log:\n%.3000s", out)
 	}
+}
+
+// guardedEndpoint is a listening endpoint with the test account, logging
+// to log (nil: the default logger).
+func guardedEndpoint(t *testing.T, log *slog.Logger) *Server {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.User, cfg.Password, cfg.ServerID, cfg.Logger = testUser, testPassword, endpointID, log
+	s, err := New(cfg, NewMemorySource(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// sendHugeHeader is a stranger who reads the greeting and answers with
+// a header announcing 16 MiB; it returns what the server sent before it
+// closed the connection, failing the test if it waited for the 16 MiB.
+func sendHugeHeader(t *testing.T, addr string) []byte {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(handshakeTimeout / 2))
+	hdr := make([]byte, 4)
+	if _, err := io.ReadFull(c, hdr); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(c, make([]byte, int(hdr[0])|int(hdr[1])<<8|int(hdr[2])<<16)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write([]byte{0xff, 0xff, 0xff, 1}); err != nil {
+		t.Fatal(err)
+	}
+	rest, err := io.ReadAll(c)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("the connection was still open after %v: the 16 MiB header was waited for", handshakeTimeout/2)
+	}
+	return rest
 }

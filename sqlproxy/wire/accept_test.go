@@ -92,51 +92,11 @@ func TestAcceptorCap(t *testing.T) {
 // the place of the oldest one not logged in, never of a logged-in one;
 // so strangers that send nothing cannot hold the slots.
 func TestAcceptorEvictsOldestPending(t *testing.T) {
-	a := &Acceptor{Max: 3, Refuse: func(c net.Conn) {
-		_, _ = c.Write(AppendPacket(nil, 0, PreHandshakeError(1040, "Too many connections")))
-		c.Close()
-	}}
-	ln := listen(t)
-	defer a.Close()
-	go func() {
-		_ = a.Serve(ln, func(c net.Conn) {
-			// A client that writes "login" logs in; the handler then
-			// echoes until the client ends.
-			buf := make([]byte, 5)
-			if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "login" {
-				return
-			}
-			a.Admit(c)
-			_, _ = c.Write([]byte("in"))
-			_, _ = io.Copy(c, c)
-		})
-	}()
-	dial := func() net.Conn {
-		c, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
-	login := func(c net.Conn) {
-		t.Helper()
-		if _, err := c.Write([]byte("login")); err != nil {
-			t.Fatal(err)
-		}
-		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-		buf := make([]byte, 2)
-		if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "in" {
-			t.Fatalf("login: %q %v", buf, err)
-		}
-		_ = c.SetReadDeadline(time.Time{})
-	}
-	closedByServer := func(c net.Conn) bool {
-		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-		_, err := c.Read(make([]byte, 1))
-		var ne net.Error
-		return err != nil && !(errors.As(err, &ne) && ne.Timeout())
-	}
+	a := &Acceptor{Max: 3, Refuse: refuse1040}
+	addr := serveLogins(t, a)
+	dial := func() net.Conn { return dialFrom(t, addr, "") }
+	closedByServer := func(c net.Conn) bool { return closedWithin(c, 10*time.Second) }
+	login := func(c net.Conn) { loginAs(t, c) }
 	member := dial()
 	login(member)
 	s1, s2 := dial(), dial() // strangers: connected, silent
@@ -220,45 +180,11 @@ func TestAcceptorClose(t *testing.T) {
 // with logged-in slots free; a cap of logged-in ones (Max) refuses a
 // newcomer, even with pending slots free.
 func TestAcceptorMaxPending(t *testing.T) {
-	a := &Acceptor{Max: 2, MaxPending: 2, Refuse: func(c net.Conn) {
-		_, _ = c.Write(AppendPacket(nil, 0, PreHandshakeError(1040, "Too many connections")))
-		c.Close()
-	}}
-	ln := listen(t)
-	defer a.Close()
-	go func() {
-		_ = a.Serve(ln, func(c net.Conn) {
-			buf := make([]byte, 5)
-			if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "login" {
-				return
-			}
-			a.Admit(c)
-			_, _ = c.Write([]byte("in"))
-			_, _ = io.Copy(io.Discard, c)
-		})
-	}()
-	dial := func() net.Conn {
-		c, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
-	login := func(c net.Conn) {
-		t.Helper()
-		_, _ = c.Write([]byte("login"))
-		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-		if _, err := io.ReadFull(c, make([]byte, 2)); err != nil {
-			t.Fatalf("login: %v", err)
-		}
-	}
-	closed := func(c net.Conn) bool {
-		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-		_, err := c.Read(make([]byte, 1))
-		var ne net.Error
-		return err != nil && !(errors.As(err, &ne) && ne.Timeout())
-	}
+	a := &Acceptor{Max: 2, MaxPending: 2, Refuse: refuse1040}
+	addr := serveLogins(t, a)
+	dial := func() net.Conn { return dialFrom(t, addr, "") }
+	login := func(c net.Conn) { loginAs(t, c) }
+	closed := func(c net.Conn) bool { return closedWithin(c, 10*time.Second) }
 	s1, s2 := dial(), dial() // two silent: every pending slot
 	s3 := dial()             // the oldest silent one goes, though no one is logged in
 	if !closed(s1) {
@@ -278,38 +204,83 @@ func TestAcceptorMaxPending(t *testing.T) {
 // a flood from one address renews its own connections.
 func TestAcceptorEvictsFloodersFirst(t *testing.T) {
 	a := &Acceptor{Max: 4}
-	ln := listen(t)
-	defer a.Close()
-	go func() {
-		_ = a.Serve(ln, func(c net.Conn) { _, _ = io.Copy(io.Discard, c) })
-	}()
-	dialFrom := func(src string) net.Conn {
-		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
-		c, err := d.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
-	closed := func(c net.Conn, wait time.Duration) bool {
-		_ = c.SetReadDeadline(time.Now().Add(wait))
-		_, err := c.Read(make([]byte, 1))
-		var ne net.Error
-		return err != nil && !(errors.As(err, &ne) && ne.Timeout())
-	}
-	client := dialFrom("127.0.0.2") // the oldest, logging in slowly
+	addr := serveLogins(t, a)
+	client := dialFrom(t, addr, "127.0.0.2") // the oldest, logging in slowly
 	var flood []net.Conn
 	for range 3 * a.Max {
-		flood = append(flood, dialFrom("127.0.0.1"))
+		flood = append(flood, dialFrom(t, addr, "127.0.0.1"))
 	}
 	// Every flood connection but the last Max-1 was evicted, oldest first.
 	for i, c := range flood[:len(flood)-(a.Max-1)] {
-		if !closed(c, 10*time.Second) {
+		if !closedWithin(c, 10*time.Second) {
 			t.Fatalf("flood connection %d kept its slot", i)
 		}
 	}
-	if closed(client, 200*time.Millisecond) {
+	if closedWithin(client, 200*time.Millisecond) {
 		t.Fatal("the other address's connection was evicted for the flood")
 	}
+}
+
+// refuse1040 answers a connection over the cap as MariaDB does.
+func refuse1040(c net.Conn) {
+	_, _ = c.Write(AppendPacket(nil, 0, PreHandshakeError(1040, "Too many connections")))
+	c.Close()
+}
+
+// serveLogins runs a on a new listener and returns its address: a
+// client that writes "login" is admitted and answered "in", then echoed
+// until it ends.
+func serveLogins(t *testing.T, a *Acceptor) string {
+	t.Helper()
+	ln := listen(t)
+	t.Cleanup(func() { a.Close() })
+	go func() {
+		_ = a.Serve(ln, func(c net.Conn) {
+			buf := make([]byte, 5)
+			if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "login" {
+				return
+			}
+			a.Admit(c)
+			_, _ = c.Write([]byte("in"))
+			_, _ = io.Copy(c, c)
+		})
+	}()
+	return ln.Addr().String()
+}
+
+// dialFrom connects to addr from the loopback address src ("": any).
+func dialFrom(t *testing.T, addr, src string) net.Conn {
+	t.Helper()
+	var d net.Dialer
+	if src != "" {
+		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(src)}
+	}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// loginAs logs c in on a serveLogins listener.
+func loginAs(t *testing.T, c net.Conn) {
+	t.Helper()
+	if _, err := c.Write([]byte("login")); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	buf := make([]byte, 2)
+	if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "in" {
+		t.Fatalf("login: %q %v", buf, err)
+	}
+	_ = c.SetReadDeadline(time.Time{})
+}
+
+// closedWithin reports whether the server closed c within wait.
+func closedWithin(c net.Conn, wait time.Duration) bool {
+	_ = c.SetReadDeadline(time.Now().Add(wait))
+	_, err := c.Read(make([]byte, 1))
+	var ne net.Error
+	return err != nil && !(errors.As(err, &ne) && ne.Timeout())
 }
