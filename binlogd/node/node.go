@@ -171,7 +171,9 @@ func (n *Node) Run(ctx context.Context) error {
 	px.RegisterGRPC(n.gs)
 	pb.RegisterAdminServer(n.gs, &adminServer{n: n})
 	hs := registerHealth(n.gs)
-	go func() { _ = n.gs.Serve(rpcListener(gl, maxRPCConns, n.tls != nil, n.log)) }()
+	rl := rpcListener(gl, maxRPCConns, maxRPCHandshakes, n.tls != nil, n.log)
+	registerRPCGuardMetrics(n.m.reg, rl)
+	go func() { _ = n.gs.Serve(rl) }()
 	defer n.gs.Stop()
 
 	witness := n.cfg.IsWitness()
