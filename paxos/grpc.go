@@ -78,12 +78,17 @@ func (t *grpcTransport) setPeers(addrs map[uint32]string) {
 // and a reconnect waits out gRPC's own (a 20 s connect timeout, backoff
 // up to 2 min), so a node stayed deaf for 8-40 s after a Jepsen partition
 // healed. Instead, a connection whose data goes unacknowledged for
-// linkTimeout is closed (TCP_USER_TIMEOUT, which gRPC sets from the
+// LinkTimeout is closed (TCP_USER_TIMEOUT, which gRPC sets from the
 // keepalive timeout; its pings find idle dead links), and redials are
 // quick and bounded.
+//
+// gRPC sets TCP_USER_TIMEOUT only on a *net.TCPConn: a dialer or
+// listener that hands it anything else (binlogd's raw sockets, package
+// rawnet) must set it itself, to LinkTimeout.
 
-// linkTimeout is how long a peer link may leave data unacknowledged.
-func linkTimeout(cfg Config) time.Duration { return max(2*time.Second, 4*cfg.ElectionTimeout) }
+// LinkTimeout is how long a peer link may leave data unacknowledged: the
+// keepalive timeout of PeerDialOptions and GRPCServerOptions.
+func LinkTimeout(cfg Config) time.Duration { return max(2*time.Second, 4*cfg.ElectionTimeout) }
 
 // keepaliveEvery is gRPC's minimum client ping interval; the server must
 // allow it (GRPCServerOptions).
@@ -106,11 +111,11 @@ func PeerDialOptions(cfg Config) []grpc.DialOption {
 		grpc.WithInitialWindowSize(flowWindow),
 		grpc.WithInitialConnWindowSize(flowWindow),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{
-			Time: keepaliveEvery, Timeout: linkTimeout(cfg), PermitWithoutStream: true,
+			Time: keepaliveEvery, Timeout: LinkTimeout(cfg), PermitWithoutStream: true,
 		}),
 		grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff:           backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: maxBackoff},
-			MinConnectTimeout: linkTimeout(cfg),
+			MinConnectTimeout: LinkTimeout(cfg),
 		}),
 	}
 }
@@ -120,7 +125,7 @@ func linkServerOptions(cfg Config) []grpc.ServerOption {
 		grpc.InitialWindowSize(flowWindow),
 		grpc.InitialConnWindowSize(flowWindow),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: keepaliveEvery / 2, PermitWithoutStream: true}),
-		grpc.KeepaliveParams(keepalive.ServerParameters{Time: keepaliveEvery, Timeout: linkTimeout(cfg)}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: keepaliveEvery, Timeout: LinkTimeout(cfg)}),
 	}
 }
 

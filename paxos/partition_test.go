@@ -82,12 +82,12 @@ func TestHealedPartitionReconnectsSoon(t *testing.T) {
 	if err := ns.Heal(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// A dead link is closed linkTimeout after it stops acknowledging, and
-	// a redial takes at most a connect timeout (linkTimeout) after a
+	// A dead link is closed LinkTimeout after it stops acknowledging, and
+	// a redial takes at most a connect timeout (LinkTimeout) after a
 	// backoff (maxBackoff); before, this took 7.7-7.9 s here, and 40 s
 	// after two cuts in a row in Jepsen.
 	healed := time.Now()
-	bound := 2*linkTimeout(testConfig(3, peers, "")) + 2*maxBackoff + time.Second
+	bound := 2*LinkTimeout(testConfig(3, peers, "")) + 2*maxBackoff + time.Second
 	for {
 		bctx, bcancel := context.WithTimeout(ctx, 500*time.Millisecond)
 		_, err := nodes[3].Barrier(bctx)

@@ -1,22 +1,25 @@
 package httpguard
 
 import (
+	"log/slog"
 	"net"
 	"net/http"
 	"time"
-
-	"golang.org/x/net/netutil"
 )
 
 const (
 	// MaxConns caps the connections open at once. A scraper or an
-	// operator's curl needs one; past the cap, Accept waits for one to
-	// end, so a flood delays the metrics rather than costing binlogd the
-	// descriptors its log and peers need.
+	// operator's curl needs one; at the cap a newcomer takes the slot of
+	// a connection waiting for a request header (Listener), so a flood
+	// costs binlogd neither the descriptors its log and peers need nor
+	// a scrape.
 	MaxConns = 64
-	// ReadHeaderTimeout bounds a request's headers once its first byte is
-	// in.
-	ReadHeaderTimeout = 5 * time.Second
+	// ReadHeaderTimeout bounds a request's headers: a new connection's
+	// from its accept, a kept-alive one's from its next request's first
+	// byte. A scraper or curl sends its header in one write at once; 2 s
+	// let a stranger's silent connection hold a slot that long only,
+	// when no newcomer needs it first.
+	ReadHeaderTimeout = 2 * time.Second
 	// IdleTimeout closes a kept-alive connection that sends no next
 	// request, and one that never sends a first.
 	IdleTimeout = 30 * time.Second
@@ -31,9 +34,12 @@ const (
 // profile longer than this; its default is 30 s.
 const WriteTimeout = 60 * time.Second
 
-// Server is an http.Server for h with the package's deadlines.
+// Server is an http.Server for h with the package's deadlines; serve it
+// on a CapListener (its ConnState hook tells the listener which
+// connections serve a request).
 func Server(h http.Handler) *http.Server {
 	return &http.Server{
+		ConnState:         connState,
 		Handler:           h,
 		ReadHeaderTimeout: ReadHeaderTimeout,
 		ReadTimeout:       ReadHeaderTimeout + 5*time.Second,
@@ -43,5 +49,8 @@ func Server(h http.Handler) *http.Server {
 	}
 }
 
-// Listener caps l at MaxConns connections open at once.
-func Listener(l net.Listener) net.Listener { return netutil.LimitListener(l, MaxConns) }
+// Listener caps l at MaxConns connections open at once (CapListener),
+// log getting its warnings (nil: none).
+func Listener(l net.Listener, log *slog.Logger) *CapListener {
+	return newCapListener(l, MaxConns, log)
+}

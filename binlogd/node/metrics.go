@@ -121,6 +121,8 @@ func (n *Node) serveHTTP(addr string) error {
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
 	n.http = httpguard.Server(mux)
-	go func() { _ = n.http.Serve(httpguard.Listener(l)) }()
+	hl := httpguard.Listener(l, n.log)
+	n.m.reg.MustRegister(hl.Collectors("phxgo_binlogd")...)
+	go func() { _ = n.http.Serve(hl) }()
 	return nil
 }

@@ -49,6 +49,11 @@ type Node struct {
 	m        *metrics
 	ret      *retention
 
+	// linkTimeout is TCP_USER_TIMEOUT on the gRPC port's sockets, dialled
+	// and accepted: paxos.LinkTimeout, gRPC's keepalive timeout
+	// (linktimeout.go). Set by Run before any dial.
+	linkTimeout time.Duration
+
 	dbMu sync.Mutex
 	db   *sql.DB // root over the unix socket; nil while mysqld is down
 
@@ -152,6 +157,7 @@ func (n *Node) Run(ctx context.Context) error {
 	pcfg.WALSegmentBytes = walSegmentBytes(n.cfg.LogRetentionBytes)
 	pcfg.WALPlainSync = !n.cfg.UseIOURing()
 	pcfg.CompactBase = compactBaseWhole
+	n.linkTimeout = paxos.LinkTimeout(pcfg) // before the first dial (linktimeout.go)
 	n.peerLink = append(paxos.PeerDialOptions(pcfg), n.dialOption(), grpc.WithContextDialer(n.dialFromSelf))
 	px, err := paxos.Start(pcfg, lease, paxos.WithDialOptions(n.dialOption(), grpc.WithContextDialer(n.dialFromSelf)),
 		paxos.WithCommitObserver(func(d time.Duration) { n.m.commitLatency.Observe(d.Seconds()) }),
@@ -171,7 +177,9 @@ func (n *Node) Run(ctx context.Context) error {
 	px.RegisterGRPC(n.gs)
 	pb.RegisterAdminServer(n.gs, &adminServer{n: n})
 	hs := registerHealth(n.gs)
-	go func() { _ = n.gs.Serve(rpcListener(gl, maxRPCConns, n.tls != nil, n.log)) }()
+	rl := rpcListener(linkTimeoutListener{gl, n.linkTimeout, n.log}, maxRPCConns, maxRPCHandshakes, n.tls != nil, n.log)
+	registerRPCGuardMetrics(n.m.reg, rl)
+	go func() { _ = n.gs.Serve(rl) }()
 	defer n.gs.Stop()
 
 	witness := n.cfg.IsWitness()
@@ -284,6 +292,10 @@ func (n *Node) dialFromSelf(ctx context.Context, addr string) (net.Conn, error) 
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
+	}
+	if err := setLinkTimeout(c, n.linkTimeout); err != nil { // as gRPC fails a dial it cannot set it on
+		c.Close()
+		return nil, fmt.Errorf("set TCP_USER_TIMEOUT: %w", err)
 	}
 	return rawnet.Wrap(c), nil
 }

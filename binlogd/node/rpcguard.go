@@ -2,11 +2,14 @@ package node
 
 import (
 	"container/list"
+	"errors"
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
@@ -22,52 +25,116 @@ const (
 	// rpcHandshakeTimeout bounds a new connection's TLS and HTTP/2
 	// handshake; a peer on another continent needs well under a second.
 	rpcHandshakeTimeout = 5 * time.Second
-	// maxRPCConns caps the gRPC connections open at once, far above what
-	// a cluster uses (a link per peer, one per proxy and admin command)
-	// and far below a usual file limit.
+	// maxRPCConns caps the gRPC connections past their TLS handshake,
+	// far above what a cluster uses (a link per peer, one per proxy and
+	// admin command) and far below a usual file limit.
 	maxRPCConns = 2048
+	// maxRPCHandshakes caps the connections still in their TLS
+	// handshake, on their own. A stranger's ClientHello costs binlogd
+	// about 45 KB until the handshake ends (29 KB of TLS state, the
+	// handshake goroutine's 16 KB stack): 2,048 of them, the one cap
+	// there was, took binlogd's RSS from 33 to 164 MB under a flood of
+	// 5,000 a second (audit, December 2026). 128 hold under 6 MB, while
+	// real handshakes at once are a few: a link per peer, a proxy, an
+	// operator's command. Small also sheds a flood's key exchanges when
+	// it outruns binlogd's CPU: a connection evicted before its
+	// handshake goroutine runs costs none. With 2,048 binlogd fell
+	// behind accepting, and the kernel's accept queue overflowed: SYNs
+	// dropped, anyone's connect waited 1-3 s (measured at 5,000 a
+	// second; with 128, no overflow).
+	maxRPCHandshakes = 128
 	// rpcEvictLogEvery spaces the warnings about evictions.
 	rpcEvictLogEvery = 30 * time.Second
+)
+
+// Why establishOnHandshake fails a handshake that succeeded.
+var (
+	// errRPCConnCap: every slot for established connections is taken.
+	errRPCConnCap = errors.New("binlogd: gRPC port at its cap of established connections")
+	// errRPCEvicted: the connection gave its slot to a newer handshake
+	// just before its own ended.
+	errRPCEvicted = errors.New("binlogd: gRPC connection evicted in its TLS handshake for a newer one")
 )
 
 func rpcGuardOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{grpc.ConnectionTimeout(rpcHandshakeTimeout)}
 }
 
-// rpcListener is l capped at max connections open at once, each read
-// and written raw (package rawnet: no sysmon wake-up per Paxos message).
+// rpcListener is l capped at maxPending connections in their TLS
+// handshake and max past it, each read and written raw (package rawnet:
+// no sysmon wake-up per Paxos message).
 //
-// At the cap a new connection takes the slot of the oldest one still in
-// its TLS handshake (of the address holding the most of them: evictee),
-// which is closed; only a cap of connections past
-// their handshake refuses the newcomer (closes it at once). A plain cap
-// that makes Accept wait (session 26: netutil.LimitListener) let a
-// stranger who renews silent connections faster than the handshake
-// timeout ends them hold every slot: 5,000 of them at 400/s kept a
-// restarted peer, status calls and proxies from connecting at all
-// (re-audit, December 2026). Evicting the oldest handshake instead makes
-// a legitimate one lose only to a flood of more than max connections
-// within its own handshake time (milliseconds), and a stranger cannot
-// finish a handshake: the port requires a certificate of the cluster CA.
+// Past maxPending, a new connection takes the slot of the oldest one
+// still in its TLS handshake (of the address holding the most of them:
+// evictee), which is closed; only a cap of established connections
+// refuses the newcomer (closes it at once), and a handshake that ends
+// with that cap full fails. A plain cap that makes Accept wait (session
+// 26: netutil.LimitListener) let a stranger who renews silent
+// connections faster than the handshake timeout ends them hold every
+// slot: 5,000 of them at 400/s kept a restarted peer, status calls and
+// proxies from connecting at all (re-audit, December 2026). Evicting
+// the oldest handshake instead makes a legitimate one lose only to a
+// flood of more than maxPending connections from its own address within
+// its own handshake time (a few milliseconds: on loopback, 128 of them
+// at 5,000 a second leave it 25 ms), and a stranger cannot finish a
+// handshake: the port requires a certificate of the cluster CA. The
+// handshakes' cap is small of its own because they are what a stranger
+// can make binlogd hold (maxRPCHandshakes).
 //
 // tlsOn says a handshake marks a connection established (the server's
 // credentials wrapped by establishOnHandshake); without TLS
 // (insecure_no_tls) there is none, and every connection counts as
 // established from its accept.
-func rpcListener(l net.Listener, max int, tlsOn bool, log *slog.Logger) net.Listener {
-	return &capListener{Listener: l, max: max, tlsOn: tlsOn, log: log}
+//
+// Invariant: established <= max and pending.Len() <= maxPending.
+func rpcListener(l net.Listener, max, maxPending int, tlsOn bool, log *slog.Logger) *capListener {
+	if maxPending < 1 {
+		maxPending = 1 // evictee needs one to evict
+	}
+	return &capListener{Listener: l, max: max, maxPending: maxPending, tlsOn: tlsOn, log: log}
+}
+
+// registerRPCGuardMetrics exports l's slots and what it closed: evictions
+// that go on are a flood of strangers (or a peer's handshake that lost
+// to one), refusals a cap of established connections.
+func registerRPCGuardMetrics(reg prometheus.Registerer, l *capListener) {
+	opts := func(name, help string) prometheus.CounterOpts {
+		return prometheus.CounterOpts{Namespace: "phxgo", Subsystem: "binlogd", Name: name, Help: help}
+	}
+	conns := func(state string, f func() int) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "phxgo", Subsystem: "binlogd", Name: "grpc_conns",
+			Help:        "connections open on the gRPC port, in their TLS handshake or past it (established)",
+			ConstLabels: prometheus.Labels{"state": state}}, func() float64 {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			return float64(f())
+		})
+	}
+	reg.MustRegister(
+		prometheus.NewCounterFunc(opts("grpc_handshakes_evicted_total",
+			"gRPC connections closed in their TLS handshake to make room for a newcomer (at the cap of handshakes): a flood of strangers"),
+			func() float64 { return float64(l.evicted.Load()) }),
+		prometheus.NewCounterFunc(opts("grpc_conns_refused_total",
+			"gRPC connections closed because every slot for established connections was taken"),
+			func() float64 { return float64(l.refused.Load()) }),
+		conns("handshake", func() int { return l.pending.Len() }),
+		conns("established", func() int { return l.established }),
+	)
 }
 
 type capListener struct {
 	net.Listener
-	max   int
-	tlsOn bool
-	log   *slog.Logger
+	max, maxPending int
+	tlsOn           bool
+	log             *slog.Logger
 
-	mu       sync.Mutex
-	open     int
-	pending  list.List // *capConn still in their handshake, oldest first
-	lastWarn time.Time
+	// evicted and refused count for the metrics (registerRPCGuardMetrics).
+	evicted, refused atomic.Uint64
+
+	mu          sync.Mutex
+	established int       // connections past their handshake
+	pending     list.List // *capConn still in their handshake, oldest first
+	lastWarn    time.Time
 }
 
 // capConn is one accepted connection; its embedded Conn is the raw
@@ -77,7 +144,7 @@ type capConn struct {
 	l       *capListener
 	host    string        // the remote address's host
 	elem    *list.Element // in l.pending while in the handshake
-	counted bool          // holds one of l.open (guarded by l.mu)
+	counted bool          // holds one of l.established (guarded by l.mu)
 	once    sync.Once
 }
 
@@ -90,27 +157,29 @@ func (l *capListener) Accept() (net.Conn, error) {
 		cc := &capConn{Conn: rawnet.Wrap(c), l: l, host: hostOf(c.RemoteAddr())}
 		var victim *capConn
 		l.mu.Lock()
-		if l.open >= l.max {
-			e := l.evictee()
-			if e == nil { // every slot past its handshake: refuse
-				l.mu.Unlock()
-				l.warn("gRPC port at its cap of connections, all past their handshake: refused a new one", "cap", l.max, "remote", c.RemoteAddr().String())
-				_ = c.Close()
-				continue
-			}
-			victim = e.Value.(*capConn)
-			l.pending.Remove(e)
-			victim.elem, victim.counted = nil, false
-			l.open--
+		if l.established >= l.max { // no slot to end its handshake in: refuse
+			l.mu.Unlock()
+			l.refused.Add(1)
+			l.warn("gRPC port at its cap of established connections: refused a new one", "cap", l.max, "remote", c.RemoteAddr().String())
+			_ = c.Close()
+			continue
 		}
-		l.open++
-		cc.counted = true
 		if l.tlsOn {
+			if l.pending.Len() >= l.maxPending {
+				e := l.evictee()
+				victim = e.Value.(*capConn)
+				l.pending.Remove(e)
+				victim.elem = nil
+			}
 			cc.elem = l.pending.PushBack(cc)
+		} else {
+			l.established++
+			cc.counted = true
 		}
 		l.mu.Unlock()
 		if victim != nil {
-			l.warn("gRPC port at its cap of connections: closed the oldest one still in its TLS handshake for a new one", "cap", l.max, "closed", victim.RemoteAddr().String())
+			l.evicted.Add(1)
+			l.warn("gRPC port at its cap of connections in their TLS handshake: closed the oldest for a new one", "cap", l.maxPending, "closed", victim.RemoteAddr().String())
 			_ = victim.Conn.Close()
 		}
 		return cc, nil
@@ -167,15 +236,28 @@ func (l *capListener) warn(msg string, args ...any) {
 	}
 }
 
-// established takes c out of the handshake queue: it can no longer be
-// evicted.
-func (c *capConn) established() {
-	c.l.mu.Lock()
-	if c.elem != nil {
-		c.l.pending.Remove(c.elem)
-		c.elem = nil
+// established takes c out of the handshake queue into an established
+// slot: it can no longer be evicted. errRPCConnCap: every established
+// slot is taken; errRPCEvicted: c lost its slot to a newer handshake
+// meanwhile. The caller closes c on either.
+func (c *capConn) established() error {
+	l := c.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if c.elem == nil {
+		if c.counted {
+			return nil
+		}
+		return errRPCEvicted
 	}
-	c.l.mu.Unlock()
+	l.pending.Remove(c.elem)
+	c.elem = nil
+	if l.established >= l.max {
+		return errRPCConnCap
+	}
+	l.established++
+	c.counted = true
+	return nil
 }
 
 func (c *capConn) Close() error {
@@ -187,7 +269,7 @@ func (c *capConn) Close() error {
 		}
 		if c.counted {
 			c.counted = false
-			c.l.open--
+			c.l.established--
 		}
 		c.l.mu.Unlock()
 	})
@@ -202,12 +284,22 @@ type establishOnHandshake struct {
 
 func (e establishOnHandshake) ServerHandshake(raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
 	conn, info, err := e.TransportCredentials.ServerHandshake(raw)
-	if err == nil {
-		if cc, ok := raw.(*capConn); ok {
-			cc.established()
-		}
+	if err != nil {
+		return conn, info, err
 	}
-	return conn, info, err
+	cc, ok := raw.(*capConn)
+	if !ok {
+		return conn, info, nil
+	}
+	if err := cc.established(); err != nil {
+		if errors.Is(err, errRPCConnCap) {
+			cc.l.refused.Add(1)
+			cc.l.warn("gRPC port at its cap of established connections: refused one at the end of its handshake", "cap", cc.l.max, "remote", raw.RemoteAddr().String())
+		}
+		_ = conn.Close()
+		return nil, nil, err
+	}
+	return conn, info, nil
 }
 
 func (e establishOnHandshake) Clone() credentials.TransportCredentials {

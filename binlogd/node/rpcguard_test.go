@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -29,7 +30,7 @@ func TestRPCGuardClosesSilentConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	gs := grpc.NewServer(rpcGuardOptions()...)
-	go func() { _ = gs.Serve(rpcListener(l, maxRPCConns, false, nil)) }()
+	go func() { _ = gs.Serve(rpcListener(l, maxRPCConns, maxRPCHandshakes, false, nil)) }()
 	defer gs.Stop()
 	c, err := net.Dial("tcp", l.Addr().String())
 	if err != nil {
@@ -60,7 +61,7 @@ func TestRPCListenerKeepsRawSockets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rl := rpcListener(l, maxRPCConns, true, nil)
+	rl := rpcListener(l, maxRPCConns, maxRPCHandshakes, true, nil)
 	defer rl.Close()
 	c, err := net.Dial("tcp", l.Addr().String())
 	if err != nil {
@@ -101,9 +102,17 @@ func readsRaw(c net.Conn) bool {
 }
 
 // tlsHealthServer serves gRPC health over mutual TLS on an rpcListener
-// capped at max, with a handshake timeout of a minute (far beyond the
+// capped at max established connections and maxPending in their
+// handshake, with a handshake timeout of a minute (far beyond the
 // test), and returns its address and a client dial option.
-func tlsHealthServer(t *testing.T, max int) (string, grpc.DialOption) {
+func tlsHealthServer(t *testing.T, max, maxPending int) (string, grpc.DialOption) {
+	addr, cli, _ := tlsHealthServerListener(t, max, maxPending)
+	return addr, grpc.WithTransportCredentials(credentials.NewTLS(cli))
+}
+
+// tlsHealthServerListener is tlsHealthServer that returns the client's
+// TLS config and the listener (its counters).
+func tlsHealthServerListener(t *testing.T, max, maxPending int) (string, *tls.Config, *capListener) {
 	t.Helper()
 	ca := mtlstest.MakeCA(t, 2)
 	srv := mtlstest.Load(t, mtlstest.Files(ca, 1))
@@ -115,9 +124,10 @@ func tlsHealthServer(t *testing.T, max int) (string, grpc.DialOption) {
 	gs := grpc.NewServer(grpc.ConnectionTimeout(time.Minute),
 		grpc.Creds(establishOnHandshake{credentials.NewTLS(srv.Server())}))
 	healthpb.RegisterHealthServer(gs, health.NewServer())
-	go func() { _ = gs.Serve(rpcListener(l, max, true, nil)) }()
+	rl := rpcListener(l, max, maxPending, true, nil)
+	go func() { _ = gs.Serve(rl) }()
 	t.Cleanup(gs.Stop)
-	return l.Addr().String(), grpc.WithTransportCredentials(credentials.NewTLS(cli.Client("127.0.0.1")))
+	return l.Addr().String(), cli.Client("127.0.0.1"), rl
 }
 
 func healthCheck(ctx context.Context, addr string, opt grpc.DialOption) error {
@@ -136,7 +146,7 @@ func healthCheck(ctx context.Context, addr string, opt grpc.DialOption) error {
 // freed a slot, which a stranger renewing silent connections prevents.
 func TestRPCListenerEvictsOldestHandshake(t *testing.T) {
 	const max = 4
-	addr, opt := tlsHealthServer(t, max)
+	addr, opt := tlsHealthServer(t, maxRPCConns, max)
 	var silent []net.Conn
 	for range max {
 		c, err := net.Dial("tcp", addr)
@@ -162,7 +172,7 @@ func TestRPCListenerEvictsOldestHandshake(t *testing.T) {
 // a newcomer is closed at once.
 func TestRPCListenerKeepsEstablished(t *testing.T) {
 	const max = 2
-	addr, opt := tlsHealthServer(t, max)
+	addr, opt := tlsHealthServer(t, max, maxRPCHandshakes)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var conns []*grpc.ClientConn
@@ -235,7 +245,7 @@ func TestRPCListenerEvictsFloodersFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rl := rpcListener(l, max, true, nil)
+	rl := rpcListener(l, maxRPCConns, max, true, nil)
 	defer rl.Close()
 	go func() {
 		for {

@@ -121,6 +121,7 @@ func run(args []string) error {
 		}
 	}
 	cfg := def
+	cfg.Metrics = sqlproxy.NewMetrics(nil) // the HTTP port's counters join it
 	cfg.SourceIP = src
 	cfg.MySQLSocket = *mysqlSocket
 	cfg.Hold, cfg.ReadMasterPercentage, cfg.MasterPreferred = *hold, *pct, *masterPref
@@ -224,7 +225,9 @@ func run(args []string) error {
 			return err
 		}
 		hs = httpguard.Server(srv.Handler())
-		go func() { errc <- hs.Serve(httpguard.Listener(ln)) }()
+		hl := httpguard.Listener(ln, log)
+		cfg.Metrics.Registry.MustRegister(hl.Collectors("phxgo_sqlproxy")...)
+		go func() { errc <- hs.Serve(hl) }()
 	}
 	// Every port is bound: a Type=notify unit is started now.
 	sd := sdnotify.FromEnv()

@@ -1,0 +1,25 @@
+package node
+
+import (
+	"net"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// setUserTimeout sets TCP_USER_TIMEOUT: how long sent data (or a
+// keepalive probe) may stay unacknowledged before the kernel aborts the
+// connection with ETIMEDOUT.
+func setUserTimeout(tc *net.TCPConn, d time.Duration) error {
+	raw, err := tc.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := raw.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, int(d.Milliseconds()))
+	}); err != nil {
+		return err
+	}
+	return serr
+}
