@@ -30,8 +30,12 @@ import (
 //
 // The apply path runs in the completer goroutine, or in the commit
 // goroutine when no group is in flight, or in Open; it owns l.ahs,
-// l.apos, l.pending and the memtable tracking (l.mem, whose lock is only
-// for reclaim.go's look at it).
+// l.apos and l.pending. The memtable tracking (l.mem, whose lock is only
+// for reclaim.go's look at it) follows every write to Badger, so every
+// writer holds l.bw for the whole of its write: the apply path
+// (writeBadger), the commit goroutine's truncations and drops, and
+// MarkMembershipSaved (membership.go), the one writer outside both
+// goroutines.
 
 // applyFrame writes es, found in segment end.seg at value offsets refs,
 // into Badger, with m/segpos = end (replay: one frame at a time).
@@ -172,11 +176,14 @@ func (l *Log) applyGroups(gs []*group) error {
 
 // writeBadger commits es (a nil value deletes the key) in one Badger
 // transaction, first syncing the current memtable file if the write may
-// start a new one.
+// start a new one. It holds l.bw throughout: the bound it checks must
+// still hold when it writes.
 func (l *Log) writeBadger(es []entry) error {
 	if len(es) == 0 {
 		return nil
 	}
+	l.bw.Lock()
+	defer l.bw.Unlock()
 	cost := fillBound{file: fillPerTxn}
 	for _, e := range es {
 		cost.addEntry(e.key, e.val)

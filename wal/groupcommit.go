@@ -46,8 +46,6 @@ type op struct {
 	install  bool   // InstallSnapshot: Applied may rise to truncate-1
 	// reclaimNow: a ReclaimNow; nothing else is set
 	reclaimNow bool
-	// markMembership: a MarkMembershipSaved; nothing else is set
-	markMembership bool
 	// lazy: the op needs no sync of its own (see Save); a group of lazy
 	// ops without value-log values skips the fdatasync.
 	lazy bool
@@ -278,17 +276,6 @@ func (l *Log) process(batch []*op) {
 			if err == nil {
 				err = l.maybeReclaim(true)
 			}
-			l.stats.pending.Add(-1)
-			o.done <- err
-			start = i + 1
-			continue
-		}
-		if o.markMembership {
-			// Badger is written directly: nothing may be in flight
-			// (the completer applies groups to Badger too).
-			l.commitRun(batch[start:i])
-			l.inflight.Wait()
-			err := l.markMembership()
 			l.stats.pending.Add(-1)
 			o.done <- err
 			start = i + 1

@@ -85,6 +85,14 @@ type Log struct {
 		fid  uint64
 		fill fillBound
 	}
+	// bw serializes the writes to Badger after Open: the apply path's
+	// (writeBadger), the commit goroutine's own (truncate.go,
+	// reclaim.go) and MarkMembershipSaved's, which runs in its caller's
+	// goroutine. The memtable tracking above assumes one write at a time
+	// (memtable.go: check the bound, sync, write, count).
+	bw sync.Mutex
+	// markMu: one MarkMembershipSaved at a time (membership.go).
+	markMu sync.Mutex
 
 	slots    chan struct{}  // one per group written and not yet answered
 	inflight sync.WaitGroup // groups written and not yet answered

@@ -3,6 +3,7 @@ package wal
 import (
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestMembershipMarker: a fresh log has no marker; MarkMembershipSaved
@@ -87,5 +88,61 @@ func TestInspectNoMembershipMarker(t *testing.T) {
 	r, err := Inspect(dir, quietOptions())
 	if err != nil || r.MembershipSaved {
 		t.Fatalf("Inspect: %+v, %v; want no marker", r, err)
+	}
+}
+
+// TestMembershipMarkerBesideSaves: while the marker is being made
+// durable (its sync held here, as a slow disk would), Saves go on and
+// are answered: the marking neither waits for the groups in flight nor
+// holds up the next ones (it did, in the commit goroutine, and a cluster
+// whose nodes all marked at once lost its leader: paxos'
+// TestMembershipMarkingDoesNotStallCommits). Close waits for it.
+func TestMembershipMarkerBesideSaves(t *testing.T) {
+	dir := t.TempDir()
+	entered, release := make(chan struct{}), make(chan struct{})
+	opts := quietOptions()
+	opts.Knobs = &TestingKnobs{BeforeMembershipSync: func() {
+		close(entered)
+		<-release
+	}}
+	l, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	marked := make(chan error, 1)
+	go func() { marked <- l.MarkMembershipSaved() }()
+	<-entered
+	for i := uint64(1); i <= 50; i++ {
+		select {
+		case err := <-l.SaveAsync(Update{Accepted: []Accepted{acc(i, 1)}}):
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(10 * time.Second):
+			close(release)
+			t.Fatalf("save %d waited for the membership marker's sync", i)
+		}
+	}
+	if l.MembershipSaved() {
+		t.Fatal("MembershipSaved before the marker is durable")
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- l.Close() }()
+	close(release)
+	if err := <-marked; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	l = openTest(t, dir, quietOptions())
+	if !l.MembershipSaved() {
+		t.Fatal("the marker did not survive a reopen")
+	}
+	if as, err := l.Range(1, 50, 0); err != nil || len(as) != 50 {
+		t.Fatalf("Range after reopen: %d records, %v; want 50", len(as), err)
+	}
+	if err := l.MarkMembershipSaved(); err != nil {
+		t.Fatal(err)
 	}
 }
