@@ -3,9 +3,12 @@ package paxos
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -229,15 +232,14 @@ func TestMembershipLegacyFileGainsMarker(t *testing.T) {
 }
 
 // TestMembershipMarkedOnSave: the marker follows the first save of a
-// history on a node that had none (and CheckMembershipFile alone, which
-// cannot see the wal, still passes a missing file).
+// history on a node that had none, in the background (and
+// CheckMembershipFile alone, which cannot see the wal, still passes a
+// missing file).
 func TestMembershipMarkedOnSave(t *testing.T) {
 	dir := t.TempDir()
 	n := startSingle(t, dir, nil)
 	addLearner(t, n)
-	if !n.storage.(*wal.Log).MembershipSaved() {
-		t.Fatal("no marker after the history was saved")
-	}
+	await(t, 10*time.Second, "the marker after the history was saved", n.storage.(*wal.Log).MembershipSaved)
 	n.Stop()
 	if err := os.Remove(filepath.Join(dir, metaFileName)); err != nil {
 		t.Fatal(err)
@@ -247,5 +249,97 @@ func TestMembershipMarkedOnSave(t *testing.T) {
 	}
 	if err := CheckMembership(dir, true); err == nil {
 		t.Fatal("CheckMembership passed a missing file the wal expects")
+	}
+}
+
+// heldMarker is a wal whose membership marking waits for release: a
+// marking that takes as long as a test wants (a slow disk).
+type heldMarker struct {
+	*wal.Log
+	release <-chan struct{}
+	calls   atomic.Int32
+}
+
+func (h *heldMarker) MarkMembershipSaved() error {
+	h.calls.Add(1)
+	<-h.release
+	return h.Log.MarkMembershipSaved()
+}
+
+// TestMembershipMarkingDoesNotStallCommits (e2e TestLearner, a
+// promotion): every node saves the history of a membership change at
+// about the same time, and each used to write the wal's marker in its
+// persister, ahead of every save and message behind it; on a loaded
+// disk the leader heard no one for two election timeouts and stepped
+// down. Here every node's marking is held until the end: the change
+// still completes and commands commit meanwhile (with the marking inline
+// nothing did: the change waited for it); once let go, every node is
+// marked, once. (Not asserted: that the leader keeps its ballot. A
+// leader change under a loaded CI host is noise here.)
+func TestMembershipMarkingDoesNotStallCommits(t *testing.T) {
+	release := make(chan struct{})
+	held := map[uint32]*heldMarker{}
+	var mu sync.Mutex
+	c := newTestClusterSetup(t, 3, func(c *testCluster) {
+		c.storage = func(id uint32, w *wal.Log) Storage {
+			h := &heldMarker{Log: w, release: release}
+			mu.Lock()
+			held[id] = h
+			mu.Unlock()
+			return h
+		}
+	})
+	var releaseOnce sync.Once
+	letGo := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(letGo) // before the nodes stop: Stop waits for a marking
+	await(t, 10*time.Second, "a leader", func() bool { return c.leader() != 0 })
+	id := c.leader()
+	n := c.nodes[id]
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := n.AddMember(ctx, Member{ID: 4, Addr: "127.0.0.1:1", Learner: true}); err != nil {
+		t.Fatalf("membership change while the marking is held: %v", err)
+	}
+	mu.Lock()
+	hs := []*heldMarker{held[1], held[2], held[3]}
+	mu.Unlock()
+	await(t, 5*time.Second, "every node to start marking", func() bool {
+		for _, h := range hs {
+			if h.calls.Load() == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	// Four times 2 x ElectionTimeout, the silence that makes a leader
+	// step down.
+	deadline := time.Now().Add(8 * n.cfg.ElectionTimeout)
+	for i := 0; time.Now().Before(deadline); i++ {
+		pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := propose(pctx, n, fmt.Sprintf("held-%d", i))
+		pcancel()
+		if err != nil {
+			t.Fatalf("command %d while every node's marking is held: %v", i, err)
+		}
+	}
+	for _, h := range hs {
+		if h.Log.MembershipSaved() {
+			t.Fatal("a marker was written while its marking was held")
+		}
+	}
+	letGo()
+	await(t, 10*time.Second, "every node's marker", func() bool {
+		for _, h := range hs {
+			if !h.Log.MembershipSaved() {
+				return false
+			}
+		}
+		return true
+	})
+	for _, h := range hs {
+		if got := h.calls.Load(); got != 1 {
+			t.Errorf("%d markings on one node, want 1 (one at a time, then none)", got)
+		}
 	}
 }

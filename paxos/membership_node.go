@@ -201,19 +201,28 @@ type metaStore interface {
 // it (MemoryStorage), else in a file in dir, else (a custom Storage and no
 // Dir) in memory only. A file is guarded by the Storage's membership
 // marker when it has one (*wal.Log): see markedMeta; fallback is the
-// history the node starts from without one (nil for a joining node).
-func openMeta(st Storage, dir string, fallback []byte) metaStore {
+// history the node starts from without one (nil for a joining node), and
+// failed is told when the marking fails (Node.fail).
+func openMeta(st Storage, dir string, fallback []byte, failed func(error)) metaStore {
 	if m, ok := st.(metaStore); ok {
 		return m
 	}
 	if dir != "" {
 		f := fileMeta{path: filepath.Join(dir, metaFileName)}
 		if mk, ok := st.(membershipMarker); ok {
-			return markedMeta{file: f, mark: mk, fallback: fallback}
+			return &markedMeta{file: f, mark: mk, fallback: fallback, failed: failed}
 		}
 		return f
 	}
 	return &memMeta{}
+}
+
+// closeMeta waits for what m still does in the background (markedMeta's
+// marking): call it before the Storage closes.
+func closeMeta(m metaStore) {
+	if c, ok := m.(interface{ close() }); ok {
+		c.close()
+	}
 }
 
 const metaFileName = "paxos-membership"
@@ -243,18 +252,37 @@ type membershipMarker interface {
 // leaves a file without a marker, which LoadMeta reads as a file from
 // before the marker existed and marks; the reverse order could leave a
 // marker without a file and refuse a healthy node.
+//
+// Since a late marker is safe, SaveMeta does not wait for it: it returns
+// once the file is durable, and a goroutine of its own writes the marker
+// (one at a time; once written, never again). SaveMeta runs in the
+// persister, ahead of every save behind it, and so of every message those
+// saves hold back, right when every node saves the history of a change
+// (the leader first, then its followers once it announces the change
+// chosen): marking there too added the wal's write and syncs to the
+// file's on every node, and with the disk held to 100 writes a second
+// the leader heard no one for 2 x ElectionTimeout and lost its quorum
+// (e2e TestLearner, a promotion; TestMembershipMarkingDoesNotStallCommits).
+// A marking that fails stops the node (failed): the wal is failed then
+// too.
 type markedMeta struct {
 	file     fileMeta
 	mark     membershipMarker
 	fallback []byte
+	failed   func(error)
+
+	mu      sync.Mutex
+	marking bool // a marking goroutine runs
+	closed  bool
+	wg      sync.WaitGroup
 }
 
 // needsMark: losing history b would lose something.
-func (m markedMeta) needsMark(b []byte) bool {
+func (m *markedMeta) needsMark(b []byte) bool {
 	return b != nil && !bytes.Equal(b, m.fallback) && !m.mark.MembershipSaved()
 }
 
-func (m markedMeta) LoadMeta() ([]byte, error) {
+func (m *markedMeta) LoadMeta() ([]byte, error) {
 	b, err := m.file.LoadMeta()
 	switch {
 	case err != nil:
@@ -271,14 +299,43 @@ func (m markedMeta) LoadMeta() ([]byte, error) {
 	return b, nil
 }
 
-func (m markedMeta) SaveMeta(b []byte) error {
+func (m *markedMeta) SaveMeta(b []byte) error {
 	if err := m.file.SaveMeta(b); err != nil {
 		return err
 	}
-	if !m.needsMark(b) {
-		return nil
+	if m.needsMark(b) {
+		m.markLater()
 	}
-	return m.mark.MarkMembershipSaved()
+	return nil
+}
+
+// markLater starts the marking goroutine unless one runs (or close ran).
+func (m *markedMeta) markLater() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.marking || m.closed {
+		return
+	}
+	m.marking = true
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		err := m.mark.MarkMembershipSaved()
+		m.mu.Lock()
+		m.marking = false
+		m.mu.Unlock()
+		if err != nil && m.failed != nil {
+			m.failed(fmt.Errorf("%w: record that membership %s exists: %w", ErrStorage, m.file.path, err))
+		}
+	}()
+}
+
+// close waits for a marking under way and starts no other.
+func (m *markedMeta) close() {
+	m.mu.Lock()
+	m.closed = true
+	m.mu.Unlock()
+	m.wg.Wait()
 }
 
 // errMetaMissing: the wal says a history was saved, and its file is gone.
