@@ -321,6 +321,26 @@ func (l *Log) syncBadger() error {
 	if l.opts.NoSync {
 		return nil
 	}
+	if err := l.syncMemFiles(); err != nil {
+		return err
+	}
+	l.stats.syncs.Add(1)
+	if err := l.db.Sync(); err != nil {
+		return fmt.Errorf("wal: sync: %w", err)
+	}
+	return nil
+}
+
+// syncMemFiles fdatasyncs every memtable file, oldest first: what was
+// written to Badger before the call is durable after it, but for values
+// Badger keeps in its value log (over Options' value threshold), which
+// only Badger's Sync covers. Unlike Badger's Sync it takes none of
+// Badger's locks (Sync holds the one every write takes while it syncs
+// the current memtable).
+func (l *Log) syncMemFiles() error {
+	if l.opts.NoSync {
+		return nil
+	}
 	fids, err := memFids(l.dir)
 	if err != nil {
 		return err
@@ -330,10 +350,6 @@ func (l *Log) syncBadger() error {
 		if err := l.syncMemFile(fid); err != nil {
 			return err
 		}
-	}
-	l.stats.syncs.Add(1)
-	if err := l.db.Sync(); err != nil {
-		return fmt.Errorf("wal: sync: %w", err)
 	}
 	return nil
 }

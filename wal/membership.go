@@ -54,7 +54,8 @@ func (l *Log) MarkMembershipSaved() error {
 // holding up the commit goroutine. An earlier version did it in the
 // commit goroutine with nothing in flight, and Saves queued behind it
 // for the whole of it (a wait for the groups in flight, a Badger write,
-// then 2-3 syncs: 0.1-0.5 s with the disk held to 100 writes a second),
+// then Badger's syncs: 0.1-0.5 s with the disk held to 100 writes a
+// second),
 // right when every node of a cluster saves its new membership, so no
 // node answered its peers and the leader lost its quorum (e2e
 // TestLearner, a promotion). Why it is safe beside the apply path, which
@@ -72,19 +73,21 @@ func (l *Log) MarkMembershipSaved() error {
 //     the bound like any other.
 //   - The marker is no frame and leaves m/segpos alone, so Open replays
 //     the same frames wherever it lands among the apply path's writes.
-//   - syncBadger, after the write, syncs every memtable file (oldest
-//     first) and Badger: what was written before it, the marker
-//     included, is then durable. Syncing more than the apply path
-//     needs never breaks the prefix. (Badger's Sync holds off a write
-//     that starts a new memtable until it is done: once in a log's
-//     life, as the marker is written once.)
+//   - syncMemFiles, after the write, syncs every memtable file, oldest
+//     first: what was written before it, the marker included (a few
+//     bytes, kept in the memtable, never in Badger's value log), is then
+//     durable. Syncing more than the apply path needs never breaks the
+//     prefix. Not Badger's Sync (syncBadger): it holds the lock every
+//     Badger write takes while it syncs the current memtable, so the
+//     apply path, and with it every Save's answer, would wait for a
+//     sync again.
 func (l *Log) markMembership() error {
 	err := l.writeBadger([]entry{{key: keyMembership, val: encodeRecord(keyMembership, kindMembership, nil)}})
 	if err == nil {
 		if k := l.opts.Knobs; k != nil && k.BeforeMembershipSync != nil {
 			k.BeforeMembershipSync()
 		}
-		err = l.syncBadger()
+		err = l.syncMemFiles()
 	}
 	if err != nil {
 		return l.fail(fmt.Errorf("mark membership saved: %w", err))
