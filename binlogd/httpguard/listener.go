@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"phxgo/internal/connevict"
 )
 
 // evictLogEvery spaces the warnings about evictions and refusals.
@@ -70,7 +72,7 @@ func (l *CapListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		nc := &conn{Conn: c, l: l, host: hostOf(c.RemoteAddr())}
+		nc := &conn{Conn: c, l: l, host: connevict.Host(c.RemoteAddr())}
 		var victim *conn
 		l.mu.Lock()
 		if l.open >= l.max {
@@ -105,22 +107,7 @@ func (l *CapListener) Accept() (net.Conn, error) {
 // one host, as on loopback, simply the longest waiting). nil when none
 // waits. l.mu is held.
 func (l *CapListener) evictee() *list.Element {
-	count := map[string]int{}
-	for e := l.waiting.Front(); e != nil; e = e.Next() {
-		count[e.Value.(*conn).host]++
-	}
-	most, host := -1, ""
-	for h, n := range count {
-		if n > most || (n == most && h < host) {
-			most, host = n, h
-		}
-	}
-	for e := l.waiting.Front(); e != nil; e = e.Next() {
-		if e.Value.(*conn).host == host {
-			return e
-		}
-	}
-	return nil
+	return connevict.Oldest(&l.waiting, func(c *conn) string { return c.host })
 }
 
 // connState is Server's ConnState hook: a connection that has read a
@@ -189,15 +176,4 @@ func (l *CapListener) Collectors(prefix string) []prometheus.Collector {
 			Help: "HTTP connections refused because every slot was serving a request"},
 			func() float64 { return float64(l.refused.Load()) }),
 	}
-}
-
-func hostOf(a net.Addr) string {
-	if a == nil {
-		return ""
-	}
-	h, _, err := net.SplitHostPort(a.String())
-	if err != nil {
-		return a.String()
-	}
-	return h
 }

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"phxgo/binlogd/rawnet"
+	"phxgo/internal/connevict"
 )
 
 // The gRPC port is the one meant to face the network, so a stranger's
@@ -154,7 +155,7 @@ func (l *capListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		cc := &capConn{Conn: rawnet.Wrap(c), l: l, host: hostOf(c.RemoteAddr())}
+		cc := &capConn{Conn: rawnet.Wrap(c), l: l, host: connevict.Host(c.RemoteAddr())}
 		var victim *capConn
 		l.mu.Lock()
 		if l.established >= l.max { // no slot to end its handshake in: refuse
@@ -191,33 +192,7 @@ func (l *capListener) Accept() (net.Conn, error) {
 // so a flood from one address evicts its own first (on one host, as on
 // loopback, simply the oldest). nil when none is pending. l.mu is held.
 func (l *capListener) evictee() *list.Element {
-	count := map[string]int{}
-	for e := l.pending.Front(); e != nil; e = e.Next() {
-		count[e.Value.(*capConn).host]++
-	}
-	most, host := -1, ""
-	for h, n := range count {
-		if n > most || (n == most && h < host) {
-			most, host = n, h
-		}
-	}
-	for e := l.pending.Front(); e != nil; e = e.Next() {
-		if e.Value.(*capConn).host == host {
-			return e
-		}
-	}
-	return nil
-}
-
-func hostOf(a net.Addr) string {
-	if a == nil {
-		return ""
-	}
-	h, _, err := net.SplitHostPort(a.String())
-	if err != nil {
-		return a.String()
-	}
-	return h
+	return connevict.Oldest(&l.pending, func(c *capConn) string { return c.host })
 }
 
 func (l *capListener) warn(msg string, args ...any) {

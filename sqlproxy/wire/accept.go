@@ -4,6 +4,8 @@ import (
 	"errors"
 	"net"
 	"sync"
+
+	"phxgo/internal/connevict"
 )
 
 // ErrClosed is returned by Acceptor.Serve once Stop or Close was called.
@@ -120,7 +122,7 @@ func (a *Acceptor) Serve(ln net.Listener, handle func(net.Conn)) error {
 			old.Close()
 		}
 		a.seq++
-		a.conns[c] = &slot{seq: a.seq, host: hostOf(c.RemoteAddr())}
+		a.conns[c] = &slot{seq: a.seq, host: connevict.Host(c.RemoteAddr())}
 		a.wg.Add(1)
 		a.mu.Unlock()
 		go func() {
@@ -170,18 +172,15 @@ func (a *Acceptor) full() (evict, refuse bool) {
 // (one host, e.g. everything on loopback: the oldest of all). a.mu is
 // held.
 func (a *Acceptor) evictee() net.Conn {
-	pending := map[string]int{}
-	for _, sl := range a.conns {
-		if !sl.admitted {
-			pending[sl.host]++
+	host, ok := connevict.BusiestHost(func(yield func(string) bool) {
+		for _, sl := range a.conns {
+			if !sl.admitted && !yield(sl.host) {
+				return
+			}
 		}
-	}
-	most := -1
-	var host string
-	for h, n := range pending {
-		if n > most || (n == most && h < host) {
-			most, host = n, h
-		}
+	})
+	if !ok {
+		return nil
 	}
 	var (
 		oldest net.Conn
@@ -193,18 +192,6 @@ func (a *Acceptor) evictee() net.Conn {
 		}
 	}
 	return oldest
-}
-
-// hostOf is the host part of addr ("" when it has none).
-func hostOf(addr net.Addr) string {
-	if addr == nil {
-		return ""
-	}
-	h, _, err := net.SplitHostPort(addr.String())
-	if err != nil {
-		return addr.String()
-	}
-	return h
 }
 
 // Stop ends accepting: it closes every listener and every open
