@@ -488,6 +488,12 @@ func TestGRPCProposeAsyncOrder(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	// A follower's Wait returns once its own node applied the command;
+	// the leader may not have applied it yet. A Barrier on the leader
+	// applies there everything chosen before it.
+	if _, err := c.nodes[ld].Barrier(ctx); err != nil {
+		t.Fatalf("barrier on the leader: %v", err)
+	}
 	if c.leader() != ld {
 		t.Skip("leader changed during the run; the order guarantee does not apply")
 	}

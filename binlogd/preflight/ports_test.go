@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 )
@@ -21,12 +22,28 @@ func listen(t *testing.T) (net.Listener, string) {
 	return l, l.Addr().String()
 }
 
-// freeAddr is a loopback address nobody listens on (just closed).
+// freeAddr is a loopback address nobody listens on (just closed), and
+// one no earlier freeAddr call of this process handed out: the kernel
+// may give a just-closed port again, and a config with two keys on one
+// port fails validation for the wrong reason (CI: repl_addr clashed with
+// grpc_listen).
 func freeAddr(t *testing.T) string {
-	l, a := listen(t)
-	l.Close()
-	return a
+	handedOutMu.Lock()
+	defer handedOutMu.Unlock()
+	for {
+		l, a := listen(t)
+		l.Close()
+		if !handedOut[a] {
+			handedOut[a] = true
+			return a
+		}
+	}
 }
+
+var (
+	handedOutMu sync.Mutex
+	handedOut   = map[string]bool{}
+)
 
 func TestCheckPorts(t *testing.T) {
 	ctx := context.Background()
