@@ -51,9 +51,6 @@ type testCluster struct {
 	srvs  map[uint32]*grpc.Server
 	// walOptions, if set, opens each node's wal with these options.
 	walOptions *wal.Options
-	// storage, if set, is each node's Storage around its wal (opened
-	// with walOptions, or the defaults).
-	storage func(id uint32, w *wal.Log) Storage
 }
 
 func testConfig(id uint32, peers map[uint32]string, dir string) Config {
@@ -69,14 +66,8 @@ func newTestCluster(t *testing.T, n int) *testCluster { return newTestClusterWAL
 // newTestClusterWAL starts n nodes whose wals are opened with walOpts (nil:
 // the engine's own defaults).
 func newTestClusterWAL(t *testing.T, n int, walOpts *wal.Options) *testCluster {
-	return newTestClusterSetup(t, n, func(c *testCluster) { c.walOptions = walOpts })
-}
-
-// newTestClusterSetup starts n nodes after setup filled in c's options.
-func newTestClusterSetup(t *testing.T, n int, setup func(c *testCluster)) *testCluster {
 	c := &testCluster{t: t, peers: map[uint32]string{}, dirs: map[uint32]string{},
-		nodes: map[uint32]*Node{}, sms: map[uint32]*lockedSM{}, srvs: map[uint32]*grpc.Server{}}
-	setup(c)
+		nodes: map[uint32]*Node{}, sms: map[uint32]*lockedSM{}, srvs: map[uint32]*grpc.Server{}, walOptions: walOpts}
 	lis := map[uint32]net.Listener{}
 	for i := uint32(1); i <= uint32(n); i++ {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -120,20 +111,12 @@ func (c *testCluster) startWith(id uint32, l net.Listener, cfg Config) {
 	}
 	sm := &lockedSM{}
 	var opts []Option
-	if c.walOptions != nil || c.storage != nil {
-		wo := wal.Options{}
-		if c.walOptions != nil {
-			wo = *c.walOptions
-		}
-		w, err := wal.Open(cfg.Dir, wo)
+	if c.walOptions != nil {
+		w, err := wal.Open(cfg.Dir, *c.walOptions)
 		if err != nil {
 			c.t.Fatal(err)
 		}
-		var st Storage = w
-		if c.storage != nil {
-			st = c.storage(id, w)
-		}
-		opts = append(opts, WithStorage(st))
+		opts = append(opts, WithStorage(w))
 	}
 	n, err := Start(cfg, sm, opts...)
 	if err != nil {

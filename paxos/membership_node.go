@@ -1,7 +1,6 @@
 package paxos
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -199,149 +198,15 @@ type metaStore interface {
 
 // openMeta picks where the history lives: in the Storage if it can hold
 // it (MemoryStorage), else in a file in dir, else (a custom Storage and no
-// Dir) in memory only. A file is guarded by the Storage's membership
-// marker when it has one (*wal.Log): see markedMeta; fallback is the
-// history the node starts from without one (nil for a joining node), and
-// failed is told when the marking fails (Node.fail).
-func openMeta(st Storage, dir string, fallback []byte, failed func(error)) metaStore {
+// Dir) in memory only.
+func openMeta(st Storage, dir string) metaStore {
 	if m, ok := st.(metaStore); ok {
 		return m
 	}
 	if dir != "" {
-		f := fileMeta{path: filepath.Join(dir, metaFileName)}
-		if mk, ok := st.(membershipMarker); ok {
-			return &markedMeta{file: f, mark: mk, fallback: fallback, failed: failed}
-		}
-		return f
+		return fileMeta{path: filepath.Join(dir, "paxos-membership")}
 	}
 	return &memMeta{}
-}
-
-// closeMeta waits for what m still does in the background (markedMeta's
-// marking): call it before the Storage closes.
-func closeMeta(m metaStore) {
-	if c, ok := m.(interface{ close() }); ok {
-		c.close()
-	}
-}
-
-const metaFileName = "paxos-membership"
-
-// membershipMarker is what a Storage offers (optionally) to record that
-// a membership history was saved: *wal.Log keeps it in its own durable
-// metadata, so losing the history file does not lose the record of it.
-type membershipMarker interface {
-	MembershipSaved() bool
-	MarkMembershipSaved() error
-}
-
-// markedMeta is fileMeta guarded by the storage's marker. Without it, a
-// node whose history file was lost started as if no membership change had
-// ever happened and counted majorities of its configured members (audit:
-// a safety problem, not merely a stale view).
-//
-// The marker says that a history was saved that the node could not
-// rebuild from its config: anything but fallback, the genesis of its
-// configured members (config members only seed a cluster: README). Every
-// node that is not joining saves that genesis at its first start; losing
-// it loses nothing (the node rebuilds the same history), so it is not
-// marked and such a node still starts without the file. A joining node
-// has no fallback: any history it saves is marked.
-//
-// SaveMeta writes the file first, then the marker: a crash in between
-// leaves a file without a marker, which LoadMeta reads as a file from
-// before the marker existed and marks; the reverse order could leave a
-// marker without a file and refuse a healthy node.
-//
-// Since a late marker is safe, SaveMeta does not wait for it: it returns
-// once the file is durable, and a goroutine of its own writes the marker
-// (one at a time; once written, never again). SaveMeta runs in the
-// persister, ahead of every save behind it, and so of every message those
-// saves hold back, right when every node saves the history of a change
-// (the leader first, then its followers once it announces the change
-// chosen): marking there too added the wal's write and syncs to the
-// file's on every node, and with the disk held to 100 writes a second
-// the leader heard no one for 2 x ElectionTimeout and lost its quorum
-// (e2e TestLearner, a promotion; TestMembershipMarkingDoesNotStallCommits).
-// A marking that fails stops the node (failed): the wal is failed then
-// too.
-type markedMeta struct {
-	file     fileMeta
-	mark     membershipMarker
-	fallback []byte
-	failed   func(error)
-
-	mu      sync.Mutex
-	marking bool // a marking goroutine runs
-	closed  bool
-	wg      sync.WaitGroup
-}
-
-// needsMark: losing history b would lose something.
-func (m *markedMeta) needsMark(b []byte) bool {
-	return b != nil && !bytes.Equal(b, m.fallback) && !m.mark.MembershipSaved()
-}
-
-func (m *markedMeta) LoadMeta() ([]byte, error) {
-	b, err := m.file.LoadMeta()
-	switch {
-	case err != nil:
-		return nil, err
-	case b == nil && m.mark.MembershipSaved():
-		return nil, errMetaMissing(m.file.path)
-	case m.needsMark(b):
-		// Written by an earlier version, or a crash between the file and
-		// the marker.
-		if err := m.mark.MarkMembershipSaved(); err != nil {
-			return nil, fmt.Errorf("record that membership %s exists: %w", m.file.path, err)
-		}
-	}
-	return b, nil
-}
-
-func (m *markedMeta) SaveMeta(b []byte) error {
-	if err := m.file.SaveMeta(b); err != nil {
-		return err
-	}
-	if m.needsMark(b) {
-		m.markLater()
-	}
-	return nil
-}
-
-// markLater starts the marking goroutine unless one runs (or close ran).
-func (m *markedMeta) markLater() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.marking || m.closed {
-		return
-	}
-	m.marking = true
-	m.wg.Add(1)
-	go func() {
-		defer m.wg.Done()
-		err := m.mark.MarkMembershipSaved()
-		m.mu.Lock()
-		m.marking = false
-		m.mu.Unlock()
-		if err != nil && m.failed != nil {
-			m.failed(fmt.Errorf("%w: record that membership %s exists: %w", ErrStorage, m.file.path, err))
-		}
-	}()
-}
-
-// close waits for a marking under way and starts no other.
-func (m *markedMeta) close() {
-	m.mu.Lock()
-	m.closed = true
-	m.mu.Unlock()
-	m.wg.Wait()
-}
-
-// errMetaMissing: the wal says a history was saved, and its file is gone.
-func errMetaMissing(path string) error {
-	return fmt.Errorf("membership file %s is missing, but this node's Paxos log records that it saved one its config cannot rebuild (its cluster changed its members): "+
-		"the node cannot trust its list of voters (its configured members may be stale); restore the file, or reseed the node: binlogd wal-repair prints how", path)
 }
 
 // fileMeta keeps the history in one file, replaced atomically (write a
@@ -381,22 +246,9 @@ func (f fileMeta) LoadMeta() ([]byte, error) {
 // CheckMembershipFile reads the membership history a node keeps in dir
 // (its Config.Dir) the way the node does at start: nil when it is
 // absent (a node that never saved one) or whole, else an error naming
-// the file. It cannot tell a file that was never written from a lost
-// one: CheckMembership can.
+// the file (binlogd wal-repair's report).
 func CheckMembershipFile(dir string) error {
-	return CheckMembership(dir, false)
-}
-
-// CheckMembership is CheckMembershipFile for a node whose wal says
-// whether it saved a membership history (saved: wal.Report's or
-// (*wal.Log)'s MembershipSaved): as at start, a missing file is then an
-// error naming it too (binlogd wal-repair's report). It writes nothing.
-func CheckMembership(dir string, saved bool) error {
-	f := fileMeta{path: filepath.Join(dir, metaFileName)}
-	b, err := f.LoadMeta()
-	if err == nil && b == nil && saved {
-		err = errMetaMissing(f.path)
-	}
+	_, err := fileMeta{path: filepath.Join(dir, "paxos-membership")}.LoadMeta()
 	return err
 }
 

@@ -146,13 +146,9 @@ func Start(cfg Config, sm StateMachine, opts ...Option) (*Node, error) {
 		donec:      make(chan struct{}),
 		appliedCh:  make(chan struct{}),
 	}
-	cc := cfg.coreConfig(o.seed, uint64(time.Now().UnixNano()))
-	var fallback []byte // what the core starts from without a history
-	if !cc.Join {
-		fallback = configGenesis(cc).encode()
-	}
-	n.meta = openMeta(st, cfg.Dir, fallback, n.fail)
+	n.meta = openMeta(st, cfg.Dir)
 	n.metac = make(chan metaReq)
+	cc := cfg.coreConfig(o.seed, uint64(time.Now().UnixNano()))
 	meta, err := n.meta.LoadMeta()
 	cc.Meta = meta
 	if err != nil {
@@ -563,7 +559,6 @@ func (n *Node) fail(err error) {
 // state, close storage, fail the remaining waiters.
 func (n *Node) shutdown() {
 	n.waitSnapshotSave() // before the storage closes under it
-	closeMeta(n.meta)    // likewise a membership marking (markedMeta)
 	if !n.failed.Load() && n.sinceSnap > 0 {
 		if err := n.saveApplied(); err != nil {
 			n.log.Error("persist applied state at stop", "err", err)

@@ -30,12 +30,8 @@ import (
 //
 // The apply path runs in the completer goroutine, or in the commit
 // goroutine when no group is in flight, or in Open; it owns l.ahs,
-// l.apos and l.pending. The memtable tracking (l.mem, whose lock is only
-// for reclaim.go's look at it) follows every write to Badger, so every
-// writer holds l.bw for the whole of its write: the apply path
-// (writeBadger), the commit goroutine's truncations and drops, and
-// MarkMembershipSaved (membership.go), the one writer outside both
-// goroutines.
+// l.apos, l.pending and the memtable tracking (l.mem, whose lock is only
+// for reclaim.go's look at it).
 
 // applyFrame writes es, found in segment end.seg at value offsets refs,
 // into Badger, with m/segpos = end (replay: one frame at a time).
@@ -176,14 +172,11 @@ func (l *Log) applyGroups(gs []*group) error {
 
 // writeBadger commits es (a nil value deletes the key) in one Badger
 // transaction, first syncing the current memtable file if the write may
-// start a new one. It holds l.bw throughout: the bound it checks must
-// still hold when it writes.
+// start a new one.
 func (l *Log) writeBadger(es []entry) error {
 	if len(es) == 0 {
 		return nil
 	}
-	l.bw.Lock()
-	defer l.bw.Unlock()
 	cost := fillBound{file: fillPerTxn}
 	for _, e := range es {
 		cost.addEntry(e.key, e.val)
@@ -321,26 +314,6 @@ func (l *Log) syncBadger() error {
 	if l.opts.NoSync {
 		return nil
 	}
-	if err := l.syncMemFiles(); err != nil {
-		return err
-	}
-	l.stats.syncs.Add(1)
-	if err := l.db.Sync(); err != nil {
-		return fmt.Errorf("wal: sync: %w", err)
-	}
-	return nil
-}
-
-// syncMemFiles fdatasyncs every memtable file, oldest first: what was
-// written to Badger before the call is durable after it, but for values
-// Badger keeps in its value log (over Options' value threshold), which
-// only Badger's Sync covers. Unlike Badger's Sync it takes none of
-// Badger's locks (Sync holds the one every write takes while it syncs
-// the current memtable).
-func (l *Log) syncMemFiles() error {
-	if l.opts.NoSync {
-		return nil
-	}
 	fids, err := memFids(l.dir)
 	if err != nil {
 		return err
@@ -350,6 +323,10 @@ func (l *Log) syncMemFiles() error {
 		if err := l.syncMemFile(fid); err != nil {
 			return err
 		}
+	}
+	l.stats.syncs.Add(1)
+	if err := l.db.Sync(); err != nil {
+		return fmt.Errorf("wal: sync: %w", err)
 	}
 	return nil
 }

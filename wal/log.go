@@ -46,10 +46,8 @@ type Log struct {
 	// Invariant: hs.Applied <= hs.Chosen; hs.FirstIndex-1 <= hs.Applied.
 	hs HardState
 	// last is the highest index with a stored accepted record (0: none).
-	last uint64
-	// membership: m/membership is durable (membership.go).
-	membership bool
-	queue      []*op
+	last  uint64
+	queue []*op
 
 	// Owned by the commit goroutine: the state as last WRITTEN (not yet
 	// durable while groups are in flight) and the segment written to.
@@ -85,14 +83,6 @@ type Log struct {
 		fid  uint64
 		fill fillBound
 	}
-	// bw serializes the writes to Badger after Open: the apply path's
-	// (writeBadger), the commit goroutine's own (truncate.go,
-	// reclaim.go) and MarkMembershipSaved's, which runs in its caller's
-	// goroutine. The memtable tracking above assumes one write at a time
-	// (memtable.go: check the bound, sync, write, count).
-	bw sync.Mutex
-	// markMu: one MarkMembershipSaved at a time (membership.go).
-	markMu sync.Mutex
 
 	slots    chan struct{}  // one per group written and not yet answered
 	inflight sync.WaitGroup // groups written and not yet answered
@@ -221,12 +211,7 @@ func (l *Log) load() error {
 		} else if string(p) != string(formatMagic) {
 			return corruptMeta(keyFormat, fmt.Errorf("%w: magic %q", errBadRecord, p))
 		}
-		if err := l.loadHardState(txn); err != nil {
-			return err
-		}
-		saved, err := loadMembership(txn)
-		l.membership = saved
-		return err
+		return l.loadHardState(txn)
 	})
 	if err != nil {
 		return err

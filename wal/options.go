@@ -76,9 +76,6 @@ type TestingKnobs struct {
 	// calls in the group. A non-nil error acts as a failed sync. Several
 	// may run at once (Options.MaxSyncsInFlight).
 	BeforeSync func(ops int) error
-	// BeforeMembershipSync runs in MarkMembershipSaved after the
-	// marker's Badger write and before its sync.
-	BeforeMembershipSync func()
 }
 
 const (

@@ -82,10 +82,8 @@ func (l *Log) maybeReclaim(force bool) error {
 	if err := l.failure(); err != nil {
 		return err
 	}
-	l.bw.Lock()
 	err := l.timedDrop(l.drop.pending)
 	l.followRotation()
-	l.bw.Unlock()
 	l.drop.rotationsAt = l.stats.rotations.Load()
 	if err != nil {
 		l.drop.since = time.Now() // retried after another ReclaimDelay at most

@@ -55,10 +55,6 @@ type Report struct {
 	// before it); ReplaySegment == 0: Badger holds no position yet.
 	ReplaySegment, ReplayOffset uint64
 	Problems                    []Problem
-	// MembershipSaved: the log records that the node saved a membership
-	// history next to it (Log.MembershipSaved), so the node refuses to
-	// start without that history.
-	MembershipSaved bool
 }
 
 // Inspect reads every segment of the log in dir from its start and
@@ -77,9 +73,6 @@ func Inspect(dir string, opts Options) (*Report, error) {
 		}
 		if have {
 			r.ReplaySegment, r.ReplayOffset = pos.seg, pos.off
-		}
-		if r.MembershipSaved, err = readMembership(db); err != nil {
-			return err
 		}
 		refs, err := readRefs(db)
 		if err != nil {

@@ -65,7 +65,6 @@ func (l *Log) truncate(index uint64, base []byte, install bool) error {
 	}
 	// FirstIndex and its base change together: a base never describes
 	// another first index.
-	l.bw.Lock()
 	err := l.db.Update(func(txn *badger.Txn) error {
 		if err := txn.Set(keyBase, encodeSnapshotRecord(keyBase, kindBase, index-1, base)); err != nil {
 			return err
@@ -85,7 +84,6 @@ func (l *Log) truncate(index uint64, base []byte, install bool) error {
 	// Durable with everything applied before it (syncBadger), so that
 	// Open's replay never starts before a truncation.
 	l.noteWrite(fillBound{fillTruncate, fillTruncate}, true)
-	l.bw.Unlock()
 	if err == nil {
 		err = l.syncBadger()
 	}
