@@ -27,7 +27,7 @@ func printCommitCycle(w io.Writer, r results) {
 			if !ok || groups <= 0 {
 				continue
 			}
-			line := fmt.Sprintf("%-19s %4d %9.2f %9.2f %9.2f", l, thr,
+			line := fmt.Sprintf("%-21s %4d %9.2f %9.2f %9.2f", l, thr,
 				ratio(x.Server[masterKey("Binlog_commits")], groups),
 				1000*ratio(x.RunS, groups),
 				ratio(x.Server[masterKey("Rpl_semi_sync_master_tx_wait_time")], 1000*x.Server[masterKey("Rpl_semi_sync_master_tx_waits")]))
@@ -49,7 +49,7 @@ func printCommitCycle(w io.Writer, r results) {
 	fmt.Fprintln(w, "oltp_insert commit cycle, on the master: txns per binlog group commit, ms between group commits, semi-sync wait ms per txn;")
 	fmt.Fprintln(w, "phxgo's capture: the log's ms per batch (propose to durable), batches that came while another was in flight (overlapped)")
 	fmt.Fprintln(w, "or with nothing in flight (starved), and a starved batch's ms since the last ACK (MariaDB's turnaround)")
-	fmt.Fprintf(w, "%-19s %4s %9s %9s %9s %9s %9s %9s %10s\n", "system", "thr", "txn/grp", "grp_ms", "wait_ms", "log_ms", "overlap", "starved", "turn_ms")
+	fmt.Fprintf(w, "%-21s %4s %9s %9s %9s %9s %9s %9s %10s\n", "system", "thr", "txn/grp", "grp_ms", "wait_ms", "log_ms", "overlap", "starved", "turn_ms")
 	for _, l := range lines {
 		fmt.Fprintln(w, l)
 	}

@@ -29,8 +29,8 @@ func TestCommitCycleTable(t *testing.T) {
 	printCommitCycle(&b, index([]record{semi, phx, noGroups}))
 	out := b.String()
 	for _, want := range []string{
-		"semisync-direct       16      4.00      1.00      0.50\n",
-		"phxgo-proxy-master    16      8.00      4.00      2.00      1.50       20%       80%       2.50\n",
+		"semisync-direct         16      4.00      1.00      0.50\n",
+		"phxgo-proxy-master      16      8.00      4.00      2.00      1.50       20%       80%       2.50\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)

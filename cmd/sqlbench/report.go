@@ -26,20 +26,28 @@ const (
 	// through HAProxy reaching the phxgo master's MariaDB by TCP, as one
 	// on another host would: the anchor for another node's proxy
 	phxHAProxyTCP = "phxgo-haproxy-tcp"
+	// the same with the client's TLS passed through to MariaDB, as a
+	// secured HAProxy deployment must (HAProxy cannot start MySQL's TLS
+	// itself): the same crypto on that MariaDB as another node's proxy's
+	// TLS link to it
+	phxHAProxyTCPTLS = "phxgo-haproxy-tcp-tls"
 )
 
-var labelOrder = []string{semiDirect, semiHAProxy, phxHAProxy, phxMaster, phxHAProxyTCP, phxOther, phxDirect}
+var labelOrder = []string{semiDirect, semiHAProxy, phxHAProxy, phxMaster, phxHAProxyTCP, phxHAProxyTCPTLS, phxOther, phxDirect}
 
 // anchorLabel is the HAProxy run whose point selects label's compare with
 // within phxgo: the master node's proxy reaches its MariaDB by the unix
 // socket, like phxgo-haproxy; another node's proxy reaches the master's
 // MariaDB by TCP (on separate hosts it could not do otherwise), like
-// phxgo-haproxy-tcp, when that was measured. HAProxy runs compare with
-// the socket one.
+// phxgo-haproxy-tcp, when that was measured, and with TLS as it does
+// (phxgo-haproxy-tcp-tls) when that was. HAProxy runs compare with the
+// socket one.
 func anchorLabel(r results, label string, thr int) string {
 	if label == phxOther {
-		if _, ok := r.get(phxHAProxyTCP, testPoint, thr); ok {
-			return phxHAProxyTCP
+		for _, a := range []string{phxHAProxyTCPTLS, phxHAProxyTCP} {
+			if _, ok := r.get(a, testPoint, thr); ok {
+				return a
+			}
 		}
 	}
 	return phxHAProxy
@@ -387,7 +395,7 @@ func printInserts(w io.Writer, r results) {
 	}
 	fmt.Fprintln(w, "oltp_insert: burst = sysbench's tps; sustained = txns / (run + time until every replica applied them);")
 	fmt.Fprintln(w, "latency per commit (ms); x semi = ratio to semisync-direct's median run (the summary lines take the median of the rounds' paired ratios)")
-	fmt.Fprintf(w, "%-19s %4s %8s %9s %9s %7s %7s %7s %7s %7s %8s\n",
+	fmt.Fprintf(w, "%-21s %4s %8s %9s %9s %7s %7s %7s %7s %7s %8s\n",
 		"system", "thr", "burst", "sustained", "catchup_s", "avg", "p95", "p99", "err/s", "x semi", "p95 x")
 	for _, thr := range thrs {
 		b, okb := r.get(semiDirect, testInsert, thr)
@@ -401,14 +409,14 @@ func printInserts(w io.Writer, r results) {
 				rs = fmt.Sprintf("%.3f", ratio(x.sustainedTPS(), b.sustainedTPS()))
 				rp = fmt.Sprintf("%.3f", ratio(x.P95MS, b.P95MS))
 			}
-			fmt.Fprintf(w, "%-19s %4d %8.0f %9.0f %9.2f %7.2f %7.2f %7.2f %7.1f %7s %8s\n",
+			fmt.Fprintf(w, "%-21s %4d %8.0f %9.0f %9.2f %7.2f %7.2f %7.2f %7.1f %7s %8s\n",
 				l, thr, x.burstTPS(), x.sustainedTPS(), x.CatchupS, x.AvgMS, x.P95MS, x.P99MS, ratio(x.Errors, x.RunS), rs, rp)
 		}
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "oltp_insert cost per transaction, run + catch-up: CPU µs by process kind (all of the system's processes of that kind),")
 	fmt.Fprintln(w, "disk flushes (MariaDB Innodb_data_fsyncs + Syncs on all 3 servers, + binlogd wal fdatasyncs), machine busy %")
-	fmt.Fprintf(w, "%-19s %4s", "system", "thr")
+	fmt.Fprintf(w, "%-21s %4s", "system", "thr")
 	for _, k := range cpuKinds {
 		fmt.Fprintf(w, " %9s", k)
 	}
@@ -419,7 +427,7 @@ func printInserts(w io.Writer, r results) {
 			if !ok {
 				continue
 			}
-			fmt.Fprintf(w, "%-19s %4d", l, thr)
+			fmt.Fprintf(w, "%-21s %4d", l, thr)
 			var total float64
 			for _, k := range cpuKinds {
 				v, ok := x.CPUus[k]
@@ -449,7 +457,7 @@ func printInserts(w io.Writer, r results) {
 			if v, ok := m["phxgo_paxos_ballot"]; ok {
 				ballot = fmt.Sprintf("%.0f", v)
 			}
-			lines = append(lines, fmt.Sprintf("%-19s %4d %8.2f %8.2f %9.2f %9.2f %9.0f %7s",
+			lines = append(lines, fmt.Sprintf("%-21s %4d %8.2f %8.2f %9.2f %9.2f %9.0f %7s",
 				l, thr, ratio(m["phxgo_binlogd_captured_transactions_total"], m["phxgo_paxos_values_proposed_total"]),
 				ratio(m["phxgo_paxos_commands_proposed_total"], m["phxgo_paxos_values_proposed_total"]),
 				1000*ratio(m["phxgo_paxos_commit_latency_seconds_sum"], m["phxgo_paxos_commit_latency_seconds_count"]),
@@ -461,7 +469,7 @@ func printInserts(w io.Writer, r results) {
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "phxgo's log during those runs: txns per Paxos value, commands per value, avg Paxos commit ms, avg ACK ms, rejected batches,")
 		fmt.Fprintln(w, "and the rise of the nodes' promised ballot rounds, summed (0: one Paxos leader throughout the run)")
-		fmt.Fprintf(w, "%-19s %4s %8s %8s %9s %9s %9s %7s\n", "system", "thr", "txn/val", "cmd/val", "commit_ms", "ack_ms", "rejected", "ballot+")
+		fmt.Fprintf(w, "%-21s %4s %8s %8s %9s %9s %9s %7s\n", "system", "thr", "txn/val", "cmd/val", "commit_ms", "ack_ms", "rejected", "ballot+")
 		for _, l := range lines {
 			fmt.Fprintln(w, l)
 		}
@@ -474,8 +482,8 @@ func printPointSelects(w io.Writer, r results) {
 		return
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "oltp_point_select: qps, latency ms, ratio to the semi-sync master directly and to HAProxy in front of the same system's master (median of the rounds' ratios; another node's proxy against HAProxy reaching that master by TCP, as it does), proxy CPU µs per query")
-	fmt.Fprintf(w, "%-19s %4s %9s %7s %7s %7s %8s %8s %8s\n", "system", "thr", "qps", "avg", "p95", "p99", "x direct", "x haprx", "proxy_us")
+	fmt.Fprintln(w, "oltp_point_select: qps, latency ms, ratio to the semi-sync master directly and to HAProxy in front of the same system's master (median of the rounds' ratios; another node's proxy against HAProxy reaching that master by TCP with TLS end to end, as its own link does, when measured), proxy CPU µs per query")
+	fmt.Fprintf(w, "%-21s %4s %9s %7s %7s %7s %8s %8s %8s\n", "system", "thr", "qps", "avg", "p95", "p99", "x direct", "x haprx", "proxy_us")
 	for _, thr := range thrs {
 		d, okd := r.get(semiDirect, testPoint, thr)
 		for _, l := range labelOrder {
@@ -491,7 +499,7 @@ func printPointSelects(w io.Writer, r results) {
 				rh = fmt.Sprintf("%.3f", q)
 			}
 			proxy := x.CPUus["sqlproxy"] + x.CPUus["haproxy"]
-			fmt.Fprintf(w, "%-19s %4d %9.0f %7.2f %7.2f %7.2f %8s %8s %8.1f\n",
+			fmt.Fprintf(w, "%-21s %4d %9.0f %7.2f %7.2f %7.2f %8s %8s %8.1f\n",
 				l, thr, x.qps(), x.AvgMS, x.P95MS, x.P99MS, rd, rh, ratio(proxy, x.Queries))
 		}
 	}
@@ -510,7 +518,7 @@ func printFixedRate(w io.Writer, r results) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "oltp_insert at a fixed offered load (sysbench --rate): achieved tps, latency per commit (ms), catch-up s, ratios to semisync-direct (median of the rounds' paired ratios)")
-	fmt.Fprintf(w, "%-19s %4s %-16s %8s %7s %7s %7s %9s %7s %7s\n", "system", "thr", "offered", "tps", "avg", "p95", "p99", "catchup_s", "avg x", "p95 x")
+	fmt.Fprintf(w, "%-21s %4s %-16s %8s %7s %7s %7s %9s %7s %7s\n", "system", "thr", "offered", "tps", "avg", "p95", "p99", "catchup_s", "avg x", "p95 x")
 	var lines []string
 	for _, test := range tests {
 		for _, thr := range r.threads(test) {
@@ -521,7 +529,7 @@ func printFixedRate(w io.Writer, r results) {
 				}
 				avgX := pairedRatio(r, l, semiDirect, test, thr, func(x record) float64 { return x.AvgMS })
 				p95X := pairedRatio(r, l, semiDirect, test, thr, func(x record) float64 { return x.P95MS })
-				fmt.Fprintf(w, "%-19s %4d %-16s %8.0f %7.2f %7.2f %7.2f %9.2f %7.3f %7.3f\n",
+				fmt.Fprintf(w, "%-21s %4d %-16s %8.0f %7.2f %7.2f %7.2f %9.2f %7.3f %7.3f\n",
 					l, thr, test, x.burstTPS(), x.AvgMS, x.P95MS, x.P99MS, x.CatchupS, avgX, p95X)
 				if l == phxMaster {
 					lines = append(lines, fmt.Sprintf("at %s, %d threads: p95_ratio=%.3f avg_ratio=%.3f", test, thr, p95X, avgX))

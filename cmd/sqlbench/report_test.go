@@ -85,6 +85,15 @@ func TestOtherProxyAnchorIsTCP(t *testing.T) {
 	if s := summarize(r, 16, 0); math.Abs(s.ProxyVsHAProxy-0.9) > 1e-9 {
 		t.Errorf("proxy_vs_haproxy %v, want the master's proxy's 0.9", s.ProxyVsHAProxy)
 	}
+	// With TLS through HAProxy measured too, that is the anchor: the
+	// proxy's link to MariaDB is TLS.
+	r = index(append(recs, pointRun(phxHAProxyTCPTLS, 16, 220000, 20)))
+	if got := pointRatio(r, phxOther, 16); math.Abs(got-200.0/220) > 1e-9 {
+		t.Errorf("other proxy %v, want 0.909 (HAProxy by TCP, TLS end to end)", got)
+	}
+	if got := pointRatio(r, phxMaster, 16); math.Abs(got-0.9) > 1e-9 {
+		t.Errorf("master's proxy %v, want 0.9 (HAProxy by the socket)", got)
+	}
 }
 
 func TestSummaryPrefersTheMetric(t *testing.T) {
@@ -248,7 +257,7 @@ func TestLogTableShowsBallotRise(t *testing.T) {
 	var b bytes.Buffer
 	printInserts(&b, index([]record{run(phxMaster, 3, true), run(phxDirect, 0, false)}))
 	out := b.String()
-	for _, want := range []string{"ballot+", "phxgo-proxy-master    16    10.00", "1       3\n", "1       -\n"} {
+	for _, want := range []string{"ballot+", "phxgo-proxy-master      16    10.00", "1       3\n", "1       -\n"} {
 		if !bytes.Contains([]byte(out), []byte(want)) {
 			t.Errorf("log table lacks %q:\n%s", want, out)
 		}
