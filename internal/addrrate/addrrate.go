@@ -48,8 +48,13 @@ type Limiter struct {
 	cfg    Config
 	exempt atomic.Pointer[map[netip.Addr]struct{}]
 
-	mu        sync.Mutex
-	all       bucket                // node-wide: empty means under pressure
+	mu  sync.Mutex
+	all bucket // node-wide, taken from by every non-exempt Allow
+	// pressed: the node is under pressure, from the moment all is found
+	// empty until it has refilled to half (a token refilled during a
+	// flood would otherwise let one of the flood's connections through:
+	// 100 a second more than the address's budget, measured).
+	pressed   bool
 	addrs     map[netip.Addr]bucket // Invariant: len(addrs) <= cfg.MaxAddrs
 	lastSweep time.Time
 }
@@ -95,7 +100,13 @@ func (l *Limiter) Allow(a netip.Addr, now time.Time) bool {
 	k := key(a)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	calm := l.all.take(now, l.cfg.PressureRate, l.cfg.PressureBurst)
+	if l.pressed && l.all.level(now, l.cfg.PressureRate, l.cfg.PressureBurst) >= float64(l.cfg.PressureBurst)/2 {
+		l.pressed = false
+	}
+	if !l.all.take(now, l.cfg.PressureRate, l.cfg.PressureBurst) {
+		l.pressed = true
+	}
+	calm := !l.pressed
 	b, ok := l.addrs[k]
 	if !ok {
 		if len(l.addrs) >= l.cfg.MaxAddrs {

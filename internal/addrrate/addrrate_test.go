@@ -38,8 +38,11 @@ func TestNoPressureNoRefusal(t *testing.T) {
 	}
 }
 
-// Under pressure (the node-wide bucket empty) an address gets its own
-// budget: the burst, then Rate a second; another address keeps its own.
+// Under pressure (the node-wide bucket run empty) an address gets its
+// own budget, the burst, then Rate a second, whatever the node-wide
+// bucket refills meanwhile; another address keeps its own. Once the
+// flood pauses long enough for the node-wide bucket to refill to half,
+// the pressure is off.
 func TestPressureLimitsEachAddress(t *testing.T) {
 	l := New(testConfig())
 	// 1,000 at one instant: 8 pass without pressure (4 of them from the
@@ -50,18 +53,27 @@ func TestPressureLimitsEachAddress(t *testing.T) {
 	if got := allowN(l, other, t0, 10); got != 4 {
 		t.Fatalf("another address under pressure: allowed %d, want its burst 4", got)
 	}
-	// 50 ms later the node-wide bucket has refilled 5 tokens, which the
-	// flood spends at once; the flooder's own has half a token.
-	now := t0.Add(50 * time.Millisecond)
-	if got := allowN(l, flooder, now, 1000); got != 5 {
-		t.Fatalf("flood 50 ms later: allowed %d, want 5 (node-wide refill)", got)
+	// A second of flood, 50 every 10 ms: the node-wide bucket refills a
+	// token every 10 ms, which is not the flood's; its own bucket refills
+	// 10 in the second.
+	now := t0
+	got := 0
+	for range 100 {
+		now = now.Add(10 * time.Millisecond)
+		got += allowN(l, flooder, now, 50)
 	}
-	// 100 ms after that, the other address spends the node-wide refill
-	// (the pressure stays on); the flooder has one token of its own.
-	now = now.Add(100 * time.Millisecond)
-	allowN(l, other, now, 1000)
-	if got := allowN(l, flooder, now, 1000); got != 1 {
-		t.Fatalf("flood under pressure 100 ms later: allowed %d, want its 1 refilled token", got)
+	if got < 9 || got > 10 {
+		t.Fatalf("a second of flood under pressure: allowed %d, want its own refill, 10", got)
+	}
+	// 30 ms of calm: 3 node-wide tokens, under half: still pressure.
+	now = now.Add(30 * time.Millisecond)
+	if got := allowN(l, other, now, 10); got != 4 {
+		t.Fatalf("after 30 ms of calm: allowed %d, want the address's 4 (refilled)", got)
+	}
+	// 50 ms of calm: 5 node-wide tokens, half of 8: no pressure.
+	now = now.Add(50 * time.Millisecond)
+	if got := allowN(l, flooder, now, 1000); got != 5 {
+		t.Fatalf("after 50 ms of calm: allowed %d, want the node-wide 5", got)
 	}
 	// Ten seconds after, everything has refilled.
 	now = now.Add(10 * time.Second)

@@ -14,7 +14,8 @@
 //	   address's bucket: take a token
 //	              │
 //	   address had a token ─────────────► allow
-//	   node-wide bucket had one ────────► allow (no pressure)
+//	   no pressure (node-wide bucket ───► allow
+//	   not run empty, or refilled to half since)
 //	   otherwise ───────────────────────► refuse
 //
 // Two token buckets decide:
@@ -23,15 +24,17 @@
 //     cluster's clients make a handful of connections, a reconnect storm
 //     after a partition a few dozen, a flood thousands a second.
 //  2. The node-wide bucket (PressureRate, PressureBurst) measures every
-//     accept that is not exempt, refused ones included: while it has a
-//     token the node is under no pressure and nobody is refused, so
+//     accept that is not exempt, refused ones included. Until it runs
+//     empty the node is under no pressure and nobody is refused, so
 //     normal operation never refuses anybody, however many connections
-//     one address behind NAT makes. Only once the node-wide rate of new
-//     handshakes has outrun PressureRate does an address over its own
-//     budget lose its connection. The rate is the measure, not how full
-//     the handshakes' slots are: a flood that abandons each handshake
-//     right after the server's first flight costs the same key exchange
-//     but holds no slot.
+//     one address behind NAT makes. Once the node-wide rate of new
+//     connections has outrun PressureRate, an address over its own
+//     budget loses its connection, until the node-wide bucket has
+//     refilled to half (PressureBurst/2 / PressureRate seconds of calm):
+//     the tokens it refills during a flood are not the flood's to take.
+//     The rate is the measure, not how full the handshakes' slots are: a
+//     flood that abandons each handshake right after the server's first
+//     flight costs the same key exchange but holds no slot.
 //
 // Addresses set with SetExempt (binlogd: its members' hosts) are never
 // counted nor refused: a peer reconnecting all its links during a flood
