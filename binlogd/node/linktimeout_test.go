@@ -41,6 +41,9 @@ func TestPeerLinksSetTCPUserTimeout(t *testing.T) {
 		if s.userTimeoutMs != want {
 			t.Errorf("%s: TCP_USER_TIMEOUT %d ms, want %d (paxos.LinkTimeout)", s, s.userTimeoutMs, want)
 		}
+		if !s.keepAlive { // the gRPC port's listener leaves it to acceptedLink
+			t.Errorf("%s: no TCP keepalive", s)
+		}
 	}
 	t.Logf("%d accepted and %d dialled peer sockets at %d ms", len(accepted), len(dialled), want)
 }
@@ -63,6 +66,7 @@ func grpcPorts(t *testing.T, cfgs []*config.Config) map[int]bool {
 type linkSocket struct {
 	local, remote int // ports on 127.0.0.1
 	userTimeoutMs int
+	keepAlive     bool // SO_KEEPALIVE
 }
 
 func (s linkSocket) String() string {
@@ -102,7 +106,11 @@ func linkSockets(ports map[int]bool) (accepted, dialled []linkSocket) {
 		if err != nil {
 			continue
 		}
-		s := linkSocket{local: l.Port, remote: r.Port, userTimeoutMs: ut}
+		ka, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_KEEPALIVE)
+		if err != nil {
+			continue
+		}
+		s := linkSocket{local: l.Port, remote: r.Port, userTimeoutMs: ut, keepAlive: ka != 0}
 		switch {
 		case ports[l.Port] && !ports[r.Port]:
 			accepted = append(accepted, s)

@@ -175,7 +175,7 @@ func (n *Node) Run(ctx context.Context) error {
 	defer px.Stop()
 	lease.Attach(n.gate(px)) // Fence/Switchover wait out granted read windows (windows.go)
 
-	gl, err := net.Listen("tcp", n.cfg.GRPCListenAddr())
+	gl, err := listenRPC(ctx, n.cfg.GRPCListenAddr())
 	if err != nil {
 		return fmt.Errorf("listen grpc_listen %s (advertised as grpc_addr %s): %w", n.cfg.GRPCListenAddr(), self.GRPCAddr, err)
 	}
@@ -187,7 +187,8 @@ func (n *Node) Run(ctx context.Context) error {
 		n.hsLimit = addrrate.New(rpcHandshakeBudget())
 		n.refreshPeerIPs(ctx) // before the first accept
 	}
-	rl := rpcListener(linkTimeoutListener{gl, n.linkTimeout, n.log}, maxRPCConns, maxRPCHandshakes, n.tls != nil, n.hsLimit, n.log)
+	rl := rpcListener(gl, maxRPCConns, maxRPCHandshakes, n.tls != nil, n.hsLimit, n.log)
+	rl.prepare = acceptedLink{n.linkTimeout, n.log}.prepare // keepalive and TCP_USER_TIMEOUT, once admitted
 	registerRPCGuardMetrics(n.m.reg, rl)
 	go func() { _ = n.gs.Serve(rl) }()
 	defer n.gs.Stop()

@@ -145,6 +145,10 @@ type capListener struct {
 
 	// now is the clock lim is asked with; nil: time.Now (tests step it).
 	now func() time.Time
+	// prepare (nil: none) sets up the socket of a connection lim
+	// admitted, before it is wrapped raw (acceptedLink.prepare): a
+	// refused one costs none of its system calls.
+	prepare func(net.Conn)
 
 	// evicted, refused and ratelimited count for the metrics
 	// (registerRPCGuardMetrics).
@@ -175,6 +179,9 @@ func (l *capListener) Accept() (net.Conn, error) {
 		}
 		if !l.admit(c) {
 			continue
+		}
+		if l.prepare != nil {
+			l.prepare(c)
 		}
 		cc := &capConn{Conn: rawnet.Wrap(c), l: l, host: connevict.Host(c.RemoteAddr())}
 		var victim *capConn
