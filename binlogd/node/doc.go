@@ -125,6 +125,14 @@
 //
 // and everything else is PermissionDenied.
 //
+// Before a certificate is seen, a stranger can cost the gRPC port only
+// bounded memory and CPU (rpcguard.go, rpcrate.go): at accept, a source
+// address over its budget of new connections (20 a second, 64 at once)
+// while the node as a whole gets more than 100 a second is closed before
+// any TLS work, unless it is a member's address; then at most 128
+// connections are in their TLS handshake (5 s each; the oldest of the
+// busiest address goes for a newcomer) and 2,048 past it.
+//
 // Read windows (windows.go): the master lends a non-master proxy a share
 // of its lease (at most d/5 + m) so the proxy may send to the master's
 // MariaDB directly, and its own proxy one to serve from its MariaDB at

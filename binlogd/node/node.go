@@ -23,6 +23,7 @@ import (
 	"phxgo/binlogd/rawnet"
 	"phxgo/binlogd/replserver"
 	"phxgo/binlogd/rolectl"
+	"phxgo/internal/addrrate"
 	"phxgo/masterlease"
 	"phxgo/paxos"
 	pb "phxgo/proto"
@@ -43,6 +44,11 @@ type Node struct {
 	lease *masterlease.Lease
 	repl  *replserver.Server
 	gs    *grpc.Server
+	// hsLimit is the gRPC port's budget of new TLS handshakes per source
+	// address (rpcrate.go); nil without TLS, where there is no key
+	// exchange to save. peerIPsKick asks for its exempt addresses anew.
+	hsLimit     *addrrate.Limiter
+	peerIPsKick chan struct{}
 	// peerLink: dial options for links to other nodes (paxos.PeerDialOptions)
 	peerLink []grpc.DialOption
 	http     *http.Server
@@ -117,7 +123,7 @@ func New(cfg *config.Config, logger *slog.Logger) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, cred: cred, log: logger, inst: inst, tls: tlsm}
+	n := &Node{cfg: cfg, cred: cred, log: logger, inst: inst, tls: tlsm, peerIPsKick: make(chan struct{}, 1)}
 	n.ret = &retention{n: n}
 	n.ctl = newRoleDriver(n)
 	zero := binlog.GTID{}
@@ -169,7 +175,7 @@ func (n *Node) Run(ctx context.Context) error {
 	defer px.Stop()
 	lease.Attach(n.gate(px)) // Fence/Switchover wait out granted read windows (windows.go)
 
-	gl, err := net.Listen("tcp", n.cfg.GRPCListenAddr())
+	gl, err := listenRPC(ctx, n.cfg.GRPCListenAddr())
 	if err != nil {
 		return fmt.Errorf("listen grpc_listen %s (advertised as grpc_addr %s): %w", n.cfg.GRPCListenAddr(), self.GRPCAddr, err)
 	}
@@ -177,7 +183,12 @@ func (n *Node) Run(ctx context.Context) error {
 	px.RegisterGRPC(n.gs)
 	pb.RegisterAdminServer(n.gs, &adminServer{n: n})
 	hs := registerHealth(n.gs)
-	rl := rpcListener(linkTimeoutListener{gl, n.linkTimeout, n.log}, maxRPCConns, maxRPCHandshakes, n.tls != nil, n.log)
+	if n.tls != nil {
+		n.hsLimit = addrrate.New(rpcHandshakeBudget())
+		n.refreshPeerIPs(ctx) // before the first accept
+	}
+	rl := rpcListener(gl, maxRPCConns, maxRPCHandshakes, n.tls != nil, n.hsLimit, n.log)
+	rl.prepare = acceptedLink{n.linkTimeout, n.log}.prepare // keepalive and TCP_USER_TIMEOUT, once admitted
 	registerRPCGuardMetrics(n.m.reg, rl)
 	go func() { _ = n.gs.Serve(rl) }()
 	defer n.gs.Stop()
@@ -240,6 +251,7 @@ func (n *Node) Run(ctx context.Context) error {
 	}
 	run(n.retentionLoop)
 	run(n.warnInsecureLoop)
+	run(n.watchPeerIPs)
 	run(n.notifyReady)
 	<-ctx.Done()
 	hs.Shutdown() // NOT_SERVING while stopping

@@ -18,7 +18,8 @@ import (
 // Reload (SIGHUP, Admin/Reload) applies changed files without a restart,
 // so no lease lapses and no MariaDB stops: the TLS files named by tls_cert,
 // tls_key and tls_ca (same paths; a new path needs a restart; MariaDB's
-// copies of them too, then FLUSH SSL) and the log level. All or nothing: a file that does not load, or a level that does
+// copies of them too, then FLUSH SSL) and the log level; members' host
+// names are looked up again for the gRPC port's exempt addresses. All or nothing: a file that does not load, or a level that does
 // not parse, leaves every old setting in place and the error says why.
 
 // ReloadResult is what a successful Reload now uses.
@@ -43,6 +44,7 @@ func (n *Node) Reload(level string) (ReloadResult, error) {
 		n.log.Error("reload refused; the old settings stay", "err", err)
 		return res, err
 	}
+	n.kickPeerIPs() // members' host names may resolve elsewhere now (rpcrate.go)
 	n.log.Info("reloaded", "cert_serial", res.CertSerial, "cert_expires", res.CertExpiry, "log_level", res.LogLevel)
 	return res, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,7 +15,9 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"phxgo/binlogd/rawnet"
+	"phxgo/internal/addrrate"
 	"phxgo/internal/connevict"
+	"phxgo/internal/ratelog"
 )
 
 // The gRPC port is the one meant to face the network, so a stranger's
@@ -87,17 +90,23 @@ func rpcGuardOptions() []grpc.ServerOption {
 // (insecure_no_tls) there is none, and every connection counts as
 // established from its accept.
 //
+// Before any of that, lim (nil: none) may refuse a connection whose
+// source address is over its budget of new handshakes (rpcrate.go): it
+// is closed at once, before the TLS handshake's key exchange.
+//
 // Invariant: established <= max and pending.Len() <= maxPending.
-func rpcListener(l net.Listener, max, maxPending int, tlsOn bool, log *slog.Logger) *capListener {
+func rpcListener(l net.Listener, max, maxPending int, tlsOn bool, lim *addrrate.Limiter, log *slog.Logger) *capListener {
 	if maxPending < 1 {
 		maxPending = 1 // evictee needs one to evict
 	}
-	return &capListener{Listener: l, max: max, maxPending: maxPending, tlsOn: tlsOn, log: log}
+	return &capListener{Listener: l, max: max, maxPending: maxPending, tlsOn: tlsOn, lim: lim, log: log,
+		rateLog: ratelog.Limiter{Every: rpcEvictLogEvery}}
 }
 
 // registerRPCGuardMetrics exports l's slots and what it closed: evictions
 // that go on are a flood of strangers (or a peer's handshake that lost
-// to one), refusals a cap of established connections.
+// to one), refusals a cap of established connections, rate-limited
+// connections an address over its budget of handshakes under pressure.
 func registerRPCGuardMetrics(reg prometheus.Registerer, l *capListener) {
 	opts := func(name, help string) prometheus.CounterOpts {
 		return prometheus.CounterOpts{Namespace: "phxgo", Subsystem: "binlogd", Name: name, Help: help}
@@ -115,6 +124,9 @@ func registerRPCGuardMetrics(reg prometheus.Registerer, l *capListener) {
 		prometheus.NewCounterFunc(opts("grpc_handshakes_evicted_total",
 			"gRPC connections closed in their TLS handshake to make room for a newcomer (at the cap of handshakes): a flood of strangers"),
 			func() float64 { return float64(l.evicted.Load()) }),
+		prometheus.NewCounterFunc(opts("grpc_handshakes_ratelimited_total",
+			"gRPC connections closed at accept, before their TLS handshake, because their source address was over its budget of new handshakes while the node was under pressure: a flood of strangers"),
+			func() float64 { return float64(l.ratelimited.Load()) }),
 		prometheus.NewCounterFunc(opts("grpc_conns_refused_total",
 			"gRPC connections closed because every slot for established connections was taken"),
 			func() float64 { return float64(l.refused.Load()) }),
@@ -127,10 +139,20 @@ type capListener struct {
 	net.Listener
 	max, maxPending int
 	tlsOn           bool
+	lim             *addrrate.Limiter // nil: no budget of handshakes
 	log             *slog.Logger
+	rateLog         ratelog.Limiter // spaces the lines about rate-limited connections
 
-	// evicted and refused count for the metrics (registerRPCGuardMetrics).
-	evicted, refused atomic.Uint64
+	// now is the clock lim is asked with; nil: time.Now (tests step it).
+	now func() time.Time
+	// prepare (nil: none) sets up the socket of a connection lim
+	// admitted, before it is wrapped raw (acceptedLink.prepare): a
+	// refused one costs none of its system calls.
+	prepare func(net.Conn)
+
+	// evicted, refused and ratelimited count for the metrics
+	// (registerRPCGuardMetrics).
+	evicted, refused, ratelimited atomic.Uint64
 
 	mu          sync.Mutex
 	established int       // connections past their handshake
@@ -154,6 +176,12 @@ func (l *capListener) Accept() (net.Conn, error) {
 		c, err := l.Listener.Accept()
 		if err != nil {
 			return nil, err
+		}
+		if !l.admit(c) {
+			continue
+		}
+		if l.prepare != nil {
+			l.prepare(c)
 		}
 		cc := &capConn{Conn: rawnet.Wrap(c), l: l, host: connevict.Host(c.RemoteAddr())}
 		var victim *capConn
@@ -185,6 +213,39 @@ func (l *capListener) Accept() (net.Conn, error) {
 		}
 		return cc, nil
 	}
+}
+
+// admit asks l.lim whether c's source address may start a handshake,
+// and closes c if not: the check costs a map lookup, the handshake's
+// key exchange about 300 µs of CPU.
+func (l *capListener) admit(c net.Conn) bool {
+	if l.lim == nil {
+		return true
+	}
+	now := time.Now
+	if l.now != nil {
+		now = l.now
+	}
+	if l.lim.Allow(remoteIP(c), now()) {
+		return true
+	}
+	total := l.ratelimited.Add(1) // before the close the client sees
+	_ = c.Close()
+	if ok, held := l.rateLog.Allow(time.Now()); ok && l.log != nil {
+		cfg := l.lim.Config()
+		l.log.Warn("gRPC port under a flood of new connections: closed one whose address is over its budget of TLS handshakes",
+			"remote", c.RemoteAddr().String(), "rate", cfg.Rate, "burst", cfg.Burst,
+			"ratelimited_total", total, "unlogged_before", held)
+	}
+	return false
+}
+
+// remoteIP is c's remote IP; the zero Addr when c is not TCP.
+func remoteIP(c net.Conn) netip.Addr {
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		return a.AddrPort().Addr()
+	}
+	return netip.Addr{}
 }
 
 // evictee is the element of l.pending that gives up its slot: the

@@ -30,7 +30,7 @@ func TestRPCGuardClosesSilentConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	gs := grpc.NewServer(rpcGuardOptions()...)
-	go func() { _ = gs.Serve(rpcListener(l, maxRPCConns, maxRPCHandshakes, false, nil)) }()
+	go func() { _ = gs.Serve(rpcListener(l, maxRPCConns, maxRPCHandshakes, false, nil, nil)) }()
 	defer gs.Stop()
 	c, err := net.Dial("tcp", l.Addr().String())
 	if err != nil {
@@ -61,7 +61,7 @@ func TestRPCListenerKeepsRawSockets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rl := rpcListener(l, maxRPCConns, maxRPCHandshakes, true, nil)
+	rl := rpcListener(l, maxRPCConns, maxRPCHandshakes, true, nil, nil)
 	defer rl.Close()
 	c, err := net.Dial("tcp", l.Addr().String())
 	if err != nil {
@@ -124,7 +124,7 @@ func tlsHealthServerListener(t *testing.T, max, maxPending int) (string, *tls.Co
 	gs := grpc.NewServer(grpc.ConnectionTimeout(time.Minute),
 		grpc.Creds(establishOnHandshake{credentials.NewTLS(srv.Server())}))
 	healthpb.RegisterHealthServer(gs, health.NewServer())
-	rl := rpcListener(l, max, maxPending, true, nil)
+	rl := rpcListener(l, max, maxPending, true, nil, nil)
 	go func() { _ = gs.Serve(rl) }()
 	t.Cleanup(gs.Stop)
 	return l.Addr().String(), cli.Client("127.0.0.1"), rl
@@ -245,7 +245,7 @@ func TestRPCListenerEvictsFloodersFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rl := rpcListener(l, maxRPCConns, max, true, nil)
+	rl := rpcListener(l, maxRPCConns, max, true, nil, nil)
 	defer rl.Close()
 	go func() {
 		for {
