@@ -707,15 +707,21 @@ func (c *core) initHistory() {
 		}
 		c.hist = h
 	} else if !c.cfg.Join {
-		ms := make([]Member, 0, len(c.cfg.Peers))
-		for _, id := range c.cfg.Peers {
-			ms = append(ms, Member{ID: id, Addr: c.cfg.Addrs[id], Learner: slices.Contains(c.cfg.Learners, id)})
-		}
-		c.hist = genesis(ms)
+		c.hist = configGenesis(c.cfg)
 	}
 	if c.hist != nil {
 		c.historyChanged()
 	}
+}
+
+// configGenesis is the history a node that is not joining starts from
+// when none was persisted: its configured members.
+func configGenesis(cc coreConfig) *history {
+	ms := make([]Member, 0, len(cc.Peers))
+	for _, id := range cc.Peers {
+		ms = append(ms, Member{ID: id, Addr: cc.Addrs[id], Learner: slices.Contains(cc.Learners, id)})
+	}
+	return genesis(ms)
 }
 
 func (c *core) randomTimeout() int { return c.cfg.ElectionTicks + c.rng.Intn(c.cfg.ElectionTicks) }

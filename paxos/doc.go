@@ -146,6 +146,11 @@
 // alpha, Alpha = 64). The history of configurations is persisted (a
 // small file next to the wal, written before the entry that changed it
 // is applied) and travels with a Learn when a joining node asks for it.
+// A history the config cannot rebuild (anything but the genesis of the
+// configured members) is also recorded in the wal (m/membership, riding
+// the next save: membership_node.go's markedMeta), so a node that lost
+// the file refuses to start rather than count its stale configured
+// members.
 //
 // Why it is safe:
 //

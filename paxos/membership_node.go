@@ -1,6 +1,7 @@
 package paxos
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -10,6 +11,8 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+
+	"phxgo/wal"
 )
 
 // Driver side of membership: the public API, persistence of the history,
@@ -198,15 +201,100 @@ type metaStore interface {
 
 // openMeta picks where the history lives: in the Storage if it can hold
 // it (MemoryStorage), else in a file in dir, else (a custom Storage and no
-// Dir) in memory only.
-func openMeta(st Storage, dir string) metaStore {
+// Dir) in memory only. A file is guarded by the Storage's membership
+// marker when it has one (*wal.Log): see markedMeta; fallback is the
+// history the node starts from without one (nil for a joining node).
+func openMeta(st Storage, dir string, fallback []byte) metaStore {
 	if m, ok := st.(metaStore); ok {
 		return m
 	}
 	if dir != "" {
-		return fileMeta{path: filepath.Join(dir, "paxos-membership")}
+		f := fileMeta{path: filepath.Join(dir, metaFileName)}
+		if ml, ok := st.(markingStorage); ok {
+			return markedMeta{file: f, st: ml, fallback: fallback}
+		}
+		return f
 	}
 	return &memMeta{}
+}
+
+const metaFileName = "paxos-membership"
+
+// markingStorage is a Storage that can record, in its own durable state,
+// that a membership history was saved (*wal.Log: Update.MarkMembership,
+// MembershipSaved), so losing the history file does not lose the record
+// of it.
+type markingStorage interface {
+	Storage
+	MembershipSaved() bool
+}
+
+var _ markingStorage = (*wal.Log)(nil) // the production Storage marks
+
+// markedMeta is fileMeta guarded by the storage's marker. Without it, a
+// node whose history file was lost started as if no membership change had
+// ever happened and counted majorities of its configured members (audit:
+// a safety problem, not merely a stale view).
+//
+// The marker says that a history was saved that the node could not
+// rebuild from its config: anything but fallback, the genesis of its
+// configured members (config members only seed a cluster: README). Every
+// node that is not joining saves that genesis at its first start; losing
+// it loses nothing (the node rebuilds the same history), so it is not
+// marked and such a node still starts without the file. A joining node
+// has no fallback: any history it saves is marked.
+//
+// The file first, then the marker: a crash in between leaves a file
+// without a marker, which LoadMeta reads as a file from before the marker
+// existed and marks; the reverse order could leave a marker without a
+// file and refuse a healthy node. SaveMeta writes only the file (durable
+// on return); the marker rides the wal save the persister submits next
+// (persistBatch: needsMark, then wal.Update.MarkMembership), so a
+// membership change costs the persister no write or sync beyond the
+// file's. Why not a write of its own: two versions that marked with a
+// Badger write and sync at the change delayed the saves behind it on a
+// slow disk until a leader stepped down (e2e TestLearner; wal's
+// membership.go).
+type markedMeta struct {
+	file     fileMeta
+	st       markingStorage
+	fallback []byte
+}
+
+// needsMark: losing history b would lose something, and the storage
+// does not record yet that it was saved. (A marker still riding an
+// unsynced save is asked for again; the wal writes it once.)
+func (m markedMeta) needsMark(b []byte) bool {
+	return b != nil && !bytes.Equal(b, m.fallback) && !m.st.MembershipSaved()
+}
+
+// LoadMeta reads the file at start: missing while the storage records a
+// saved history, it is an error naming it; present and unmarked (written
+// by an earlier version, or a crash between the file and the marker), it
+// is marked now, with a synced save of its own (nothing else waits at
+// start).
+func (m markedMeta) LoadMeta() ([]byte, error) {
+	b, err := m.file.LoadMeta()
+	switch {
+	case err != nil:
+		return nil, err
+	case b == nil && m.st.MembershipSaved():
+		return nil, errMetaMissing(m.file.path)
+	case m.needsMark(b):
+		if err := m.st.Save(wal.Update{MarkMembership: true}); err != nil {
+			return nil, fmt.Errorf("record that membership %s exists: %w", m.file.path, err)
+		}
+	}
+	return b, nil
+}
+
+// SaveMeta writes the file; the caller marks (needsMark).
+func (m markedMeta) SaveMeta(b []byte) error { return m.file.SaveMeta(b) }
+
+// errMetaMissing: the wal says a history was saved, and its file is gone.
+func errMetaMissing(path string) error {
+	return fmt.Errorf("membership file %s is missing, but this node's Paxos log records that it saved one its config cannot rebuild (its cluster changed its members): "+
+		"the node cannot trust its list of voters (its configured members may be stale); restore the file, or reseed the node: binlogd wal-repair prints how", path)
 }
 
 // fileMeta keeps the history in one file, replaced atomically (write a
@@ -246,9 +334,22 @@ func (f fileMeta) LoadMeta() ([]byte, error) {
 // CheckMembershipFile reads the membership history a node keeps in dir
 // (its Config.Dir) the way the node does at start: nil when it is
 // absent (a node that never saved one) or whole, else an error naming
-// the file (binlogd wal-repair's report).
+// the file. It cannot tell a file that was never written from a lost
+// one: CheckMembership can.
 func CheckMembershipFile(dir string) error {
-	_, err := fileMeta{path: filepath.Join(dir, "paxos-membership")}.LoadMeta()
+	return CheckMembership(dir, false)
+}
+
+// CheckMembership is CheckMembershipFile for a node whose wal says
+// whether it saved a membership history (saved: wal.Report's or
+// (*wal.Log)'s MembershipSaved): as at start, a missing file is then an
+// error naming it too (binlogd wal-repair's report). It writes nothing.
+func CheckMembership(dir string, saved bool) error {
+	f := fileMeta{path: filepath.Join(dir, metaFileName)}
+	b, err := f.LoadMeta()
+	if err == nil && b == nil && saved {
+		err = errMetaMissing(f.path)
+	}
 	return err
 }
 

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"phxgo/wal"
 )
 
 func members(ids ...uint32) []Member {
@@ -359,4 +361,15 @@ func TestMetaSnapshotRestore(t *testing.T) {
 		return err == nil && b != nil
 	})
 	n4.Stop()
+	// A joining node cannot rebuild a history from its config: the wal
+	// records that it saved one (on the save after the file's; the
+	// wal's Close makes it durable).
+	l4, err := wal.OpenReadOnly(dir, wal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l4.Close()
+	if !l4.MembershipSaved() {
+		t.Fatal("a joining node saved a history without the wal's marker")
+	}
 }

@@ -146,9 +146,13 @@ func Start(cfg Config, sm StateMachine, opts ...Option) (*Node, error) {
 		donec:      make(chan struct{}),
 		appliedCh:  make(chan struct{}),
 	}
-	n.meta = openMeta(st, cfg.Dir)
-	n.metac = make(chan metaReq)
 	cc := cfg.coreConfig(o.seed, uint64(time.Now().UnixNano()))
+	var fallback []byte // what the core starts from without a history
+	if !cc.Join {
+		fallback = configGenesis(cc).encode()
+	}
+	n.meta = openMeta(st, cfg.Dir, fallback)
+	n.metac = make(chan metaReq)
 	meta, err := n.meta.LoadMeta()
 	cc.Meta = meta
 	if err != nil {

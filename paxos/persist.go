@@ -71,7 +71,10 @@ type pendingSave interface{ wait() error }
 // has its own over its simulated disk and network.
 type pipeEnv interface {
 	failed() bool // stop submitting (the node failed or crashed)
-	saveMeta(b []byte) error
+	// saveMeta saves the membership history durably and reports whether
+	// the save submitted next must carry the wal's membership marker
+	// (wal.Update.MarkMembership; markedMeta).
+	saveMeta(b []byte) (mark bool, err error)
 	installSnapshot(in *InstalledSnapshot) error
 	submit(u wal.Update) pendingSave
 	apply(it applyItem) // hand to the applier, in order
@@ -92,8 +95,13 @@ func persistBatch(env pipeEnv, batch []Ready, out func(*saveJob)) error {
 			meta = batch[i].Meta
 		}
 	}
+	// mark: the wal's membership marker rides the first save below,
+	// submitted after the history is durable (file first, then marker:
+	// markedMeta).
+	mark := false
 	if meta != nil && !env.failed() {
-		if err := env.saveMeta(meta); err != nil {
+		var err error
+		if mark, err = env.saveMeta(meta); err != nil {
 			return fmt.Errorf("%w: save membership: %w", ErrStorage, err)
 		}
 	}
@@ -109,16 +117,20 @@ func persistBatch(env pipeEnv, batch []Ready, out func(*saveJob)) error {
 				return fmt.Errorf("%w: install snapshot at %d: %w", ErrStorage, in.Index, err)
 			}
 		}
-		out(planSave(env, batch[:k]))
+		out(planSave(env, batch[:k], mark))
+		mark = false
 		batch = batch[k:]
 	}
 	return nil
 }
 
 // planSave merges batch (no Install but on the first) into one save,
-// submits it, and sorts what depends on it.
-func planSave(env pipeEnv, batch []Ready) *saveJob {
-	u := wal.Update{NoSync: true}
+// submits it, and sorts what depends on it. mark: the save carries the
+// wal's membership marker, and is submitted even if it holds nothing
+// else (then without a sync of its own: the next synced save makes it
+// durable, and until then the marker is only asked for again).
+func planSave(env pipeEnv, batch []Ready, mark bool) *saveJob {
+	u := wal.Update{NoSync: true, MarkMembership: mark}
 	need := false
 	job := &saveJob{install: batch[0].Install}
 	for i := range batch {
@@ -165,7 +177,7 @@ func planSave(env pipeEnv, batch []Ready) *saveJob {
 			job.after = append(job.after, es)
 		}
 	}
-	if need || u.Chosen > 0 {
+	if need || u.Chosen > 0 || mark {
 		job.save = env.submit(u)
 	}
 	job.saved = inBatch
@@ -294,12 +306,19 @@ func submitParts(st Storage, u wal.Update) partSaves {
 type nodePipe struct{ n *Node }
 
 func (p nodePipe) failed() bool                    { return p.n.failed.Load() }
-func (p nodePipe) saveMeta(b []byte) error         { return p.n.meta.SaveMeta(b) }
 func (p nodePipe) submit(u wal.Update) pendingSave { return submitParts(p.n.storage, u) }
 func (p nodePipe) apply(it applyItem)              { p.n.applyQ <- it }
 func (p nodePipe) send(ms []Message)               { p.n.tr.send(ms) }
 func (p nodePipe) installSnapshot(in *InstalledSnapshot) error {
 	return p.n.storage.InstallSnapshot(in.Index, in.Data)
+}
+
+func (p nodePipe) saveMeta(b []byte) (bool, error) {
+	if err := p.n.meta.SaveMeta(b); err != nil {
+		return false, err
+	}
+	m, ok := p.n.meta.(markedMeta)
+	return ok && m.needsMark(b), nil
 }
 
 // advance hands the durable index to the run loop, which owns the core.

@@ -16,6 +16,8 @@ type recPipe struct {
 	events []string
 	saves  int
 	fail   map[int]bool
+	// mark: saveMeta asks for the wal's membership marker.
+	mark bool
 }
 
 type recSave struct {
@@ -32,12 +34,22 @@ func (v recSave) wait() error {
 	return nil
 }
 
-func (p *recPipe) log(f string, a ...any)  { p.events = append(p.events, fmt.Sprintf(f, a...)) }
-func (p *recPipe) failed() bool            { return false }
-func (p *recPipe) saveMeta(b []byte) error { p.log("meta %s", b); return nil }
-func (p *recPipe) advance(last uint64)     { p.log("advance %d", last) }
-func (p *recPipe) submit(wal.Update) pendingSave {
-	p.log("submit %d", p.saves)
+func (p *recPipe) log(f string, a ...any) { p.events = append(p.events, fmt.Sprintf(f, a...)) }
+func (p *recPipe) failed() bool           { return false }
+func (p *recPipe) saveMeta(b []byte) (bool, error) {
+	p.log("meta %s", b)
+	return p.mark, nil
+}
+func (p *recPipe) advance(last uint64) { p.log("advance %d", last) }
+func (p *recPipe) submit(u wal.Update) pendingSave {
+	switch {
+	case u.MarkMembership && u.NoSync:
+		p.log("submit %d +mark nosync", p.saves)
+	case u.MarkMembership:
+		p.log("submit %d +mark", p.saves)
+	default:
+		p.log("submit %d", p.saves)
+	}
 	p.saves++
 	return recSave{p, p.saves - 1}
 }
@@ -77,6 +89,7 @@ func TestPipelinePersistsBeforeSend(t *testing.T) {
 		name    string
 		batches [][]Ready // each one persistBatch call, all before any completion
 		fail    map[int]bool
+		mark    bool // saveMeta asks for the membership marker
 		want    []string
 	}{{
 		name:    "one batch: the entry waits for the save with its accept",
@@ -105,10 +118,31 @@ func TestPipelinePersistsBeforeSend(t *testing.T) {
 			{Install: &InstalledSnapshot{Index: 5}, Update: acc(6), Meta: []byte("m"), Messages: []Message{fetch}},
 		}},
 		want: []string{"meta m", "submit 0", "install 5", "submit 1", "durable 0", "send Accepted", "restore 5", "durable 1", "send Fetch"},
+	}, {
+		// The membership marker rides the save after the history's file,
+		// once: no write of its own.
+		name:    "membership marker: on the save submitted after the history",
+		batches: [][]Ready{{{Update: acc(1), Meta: []byte("m"), Messages: []Message{vote}}, {Update: acc(2)}}, {{Update: acc(3)}}},
+		mark:    true,
+		want:    []string{"meta m", "submit 0 +mark", "submit 1", "durable 0", "send Accepted", "durable 1"},
+	}, {
+		name:    "membership marker and an install: on the first save, after the history",
+		batches: [][]Ready{{{Update: acc(1), Meta: []byte("m")}, {Install: &InstalledSnapshot{Index: 5}, Update: acc(6)}}},
+		mark:    true,
+		want:    []string{"meta m", "submit 0 +mark", "install 5", "submit 1", "durable 0", "restore 5", "durable 1"},
+	}, {
+		name:    "membership marker, nothing else to save: a save of its own without a sync",
+		batches: [][]Ready{{{Meta: []byte("m"), Committed: entry(1)}}},
+		mark:    true,
+		want:    []string{"meta m", "submit 0 +mark nosync", "apply 1", "durable 0", "advance 1"},
+	}, {
+		name:    "history without a marker to add: nothing else to save, no save",
+		batches: [][]Ready{{{Meta: []byte("m"), Committed: entry(1)}}},
+		want:    []string{"meta m", "apply 1", "advance 1"},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p := &recPipe{fail: tc.fail}
+			p := &recPipe{fail: tc.fail, mark: tc.mark}
 			var jobs []*saveJob
 			for _, batch := range tc.batches {
 				if err := persistBatch(p, batch, func(j *saveJob) { jobs = append(jobs, j) }); err != nil {

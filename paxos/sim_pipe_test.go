@@ -19,7 +19,7 @@ var errSimCrash = errors.New("sim: node crashed")
 func (p simPipe) failed() bool { return !p.n.up }
 
 // saveMeta: n.meta survives crashes, like the driver's membership file.
-func (p simPipe) saveMeta(b []byte) error { p.n.meta = b; return nil }
+func (p simPipe) saveMeta(b []byte) (bool, error) { p.n.meta = b; return false, nil }
 
 func (p simPipe) installSnapshot(in *InstalledSnapshot) error {
 	return p.n.st.InstallSnapshot(in.Index, in.Data)

@@ -83,7 +83,7 @@ type savedNow struct{}
 func (savedNow) wait() error { return nil }
 
 func (p thriftyPipe) failed() bool                             { return false }
-func (p thriftyPipe) saveMeta([]byte) error                    { return nil }
+func (p thriftyPipe) saveMeta([]byte) (bool, error)            { return false, nil }
 func (p thriftyPipe) installSnapshot(*InstalledSnapshot) error { return nil }
 func (p thriftyPipe) apply(applyItem)                          {}
 func (p thriftyPipe) send(ms []Message)                        { p.n.deliver(ms) }

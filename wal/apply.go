@@ -52,13 +52,15 @@ type frameTxn struct {
 	seg            uint64
 	segMax, newMax uint64
 	out            []entry
-	meta           [3]int // position in out of the promised, chosen and applied record (-1: none)
+	meta           [4]int // position in out of the promised, chosen, applied and membership record (-1: none)
 	size, count    int64  // Badger's estimate of the frames' own entries
+	// marked: a frame carried m/membership (membership.go).
+	marked bool
 }
 
 func (l *Log) newFrameTxn(seg uint64) *frameTxn {
 	m := l.segs.maxOf(seg)
-	return &frameTxn{hs: l.ahs, seg: seg, segMax: m, newMax: m, meta: [3]int{-1, -1, -1}}
+	return &frameTxn{hs: l.ahs, seg: seg, segMax: m, newMax: m, meta: [4]int{-1, -1, -1, -1}}
 }
 
 // putMeta adds metadata record e, replacing an earlier one of its key.
@@ -118,6 +120,18 @@ func (b *frameTxn) add(es []entry, refs []uint64) error {
 				b.putMeta(1, entry{keyChosen, encodeUint(keyChosen, kindChosen, a)})
 			}
 			b.putMeta(2, e)
+		case bytes.Equal(e.key, keyMembership):
+			// A binary from before the marker (December 2026) fails
+			// here with "unexpected key" if it must replay this frame:
+			// a newer one crashed before applying it to Badger, and the
+			// older one was started on its log. A clean Close, or any
+			// Open by a newer binary, applies it (no compatibility
+			// machinery: downgrades are not supported across it).
+			if err := checkMembership(e.val); err != nil {
+				return err
+			}
+			b.marked = true
+			b.putMeta(3, e)
 		default:
 			return fmt.Errorf("%w: unexpected key %q in a frame", ErrCorrupt, e.key)
 		}
@@ -138,6 +152,9 @@ func (l *Log) writeFrames(b *frameTxn, end segPos) error {
 		l.segs.setMax(end.seg, b.newMax)
 	}
 	l.ahs, l.apos = b.hs, end
+	if b.marked { // applied frames are durable
+		l.setMembershipSaved()
+	}
 	return nil
 }
 

@@ -152,6 +152,8 @@
 //	'm/first'                    FirstIndex (1 on a fresh log)
 //	'm/segpos'                   segment and offset after the last frame applied
 //	'm/segmax/' | segment(8)     the highest instance a segment holds
+//	'm/membership'               present once the engine saved a membership history
+//	                             (Update.MarkMembership; written in a frame: membership.go)
 //
 // Integers are big-endian so Badger's byte order is numeric order: Range is
 // one forward iterator from the key of `from` (values prefetched), and

@@ -46,6 +46,8 @@ type op struct {
 	install  bool   // InstallSnapshot: Applied may rise to truncate-1
 	// reclaimNow: a ReclaimNow; nothing else is set
 	reclaimNow bool
+	// markMembership: Update.MarkMembership (membership.go)
+	markMembership bool
 	// lazy: the op needs no sync of its own (see Save); a group of lazy
 	// ops without value-log values skips the fdatasync.
 	lazy bool
@@ -60,6 +62,8 @@ type group struct {
 	hs   HardState // after this group
 	last uint64
 	lazy bool // every op is lazy: no sync of its own
+	// marks: the frame carries the log's m/membership entry.
+	marks bool
 	// entries are the group's Badger entries, framed at refs (the offset
 	// of each value) in segment seg, the frame ending at end; file is the
 	// segment, for the sync.
@@ -82,10 +86,11 @@ type appliedState struct {
 	snapshot []byte
 }
 
-// metaReserve is the txn room kept for the promised and chosen records.
+// metaReserve is the txn room kept for the metadata records a frame or
+// its apply adds: promised, chosen, m/membership, m/segpos, m/segmax.
 const (
 	metaReserveSize  = 256
-	metaReserveCount = 4
+	metaReserveCount = 5
 )
 
 // entrySize mirrors Badger's Txn size estimate (key, value or value
@@ -121,10 +126,10 @@ func (l *Log) entrySize(keyLen, valLen int) int64 {
 // written), ErrClosed (not written), ErrFailed or an I/O error (unknown:
 // the log is unusable afterwards).
 func (l *Log) Save(u Update) error {
-	if u.Promised == nil && len(u.Accepted) == 0 && u.Chosen == 0 {
+	if emptyUpdate(u) {
 		return nil
 	}
-	o := &op{promised: u.Promised, chosen: u.Chosen, lazy: lazyUpdate(u)}
+	o := &op{promised: u.Promised, chosen: u.Chosen, markMembership: u.MarkMembership, lazy: lazyUpdate(u)}
 	for _, a := range u.Accepted {
 		if a.Index == 0 {
 			return fmt.Errorf("%w: accepted instance index 0", ErrInvalid)
@@ -147,11 +152,11 @@ func (l *Log) Save(u Update) error {
 // order: when one is answered, every earlier one has been.
 func (l *Log) SaveAsync(u Update) <-chan error {
 	ch := make(chan error, 1)
-	if u.Promised == nil && len(u.Accepted) == 0 && u.Chosen == 0 {
+	if emptyUpdate(u) {
 		ch <- nil
 		return ch
 	}
-	o := &op{promised: u.Promised, chosen: u.Chosen, lazy: lazyUpdate(u), done: ch}
+	o := &op{promised: u.Promised, chosen: u.Chosen, markMembership: u.MarkMembership, lazy: lazyUpdate(u), done: ch}
 	for _, a := range u.Accepted {
 		if a.Index == 0 {
 			ch <- fmt.Errorf("%w: accepted instance index 0", ErrInvalid)
@@ -172,8 +177,18 @@ func (l *Log) SaveAsync(u Update) <-chan error {
 	return ch
 }
 
-// lazyUpdate reports whether u is saved without a sync of its own.
-func lazyUpdate(u Update) bool { return u.NoSync || (u.Promised == nil && len(u.Accepted) == 0) }
+// emptyUpdate reports whether u writes nothing.
+func emptyUpdate(u Update) bool {
+	return u.Promised == nil && len(u.Accepted) == 0 && u.Chosen == 0 && !u.MarkMembership
+}
+
+// lazyUpdate reports whether u is saved without a sync of its own: a
+// NoSync one, or one that only raises Chosen. MarkMembership makes no
+// update synced that is not (it rides the next sync like the rest of a
+// lazy update); a marker alone is synced unless NoSync.
+func lazyUpdate(u Update) bool {
+	return u.NoSync || (u.Promised == nil && len(u.Accepted) == 0 && !(u.MarkMembership && u.Chosen == 0))
+}
 
 // SaveApplied durably records that the state machine applied every
 // index up to applied and that snapshot is its state right after. It
@@ -317,7 +332,7 @@ func (l *Log) commitGroup(ops []*op) int {
 	for _, o := range g.ops {
 		g.lazy = g.lazy && o.lazy
 	}
-	es, hs, last := l.groupEntries(g.ops)
+	es, hs, last, marks := l.groupEntries(g.ops)
 	var rotateErr error
 	if size := frameSize(es); l.segOff > 0 && l.segOff+size > uint64(l.opts.SegmentBytes) {
 		l.inflight.Wait()
@@ -351,8 +366,9 @@ func (l *Log) commitGroup(ops []*op) int {
 	g.entries, g.refs, g.seg, g.file = es, refs, l.segID, l.segFile
 	l.segOff += uint64(len(frame))
 	g.end = l.segOff
-	g.hs, g.last = hs, last
+	g.hs, g.last, g.marks = hs, last, marks
 	l.whs, l.wlast = hs, last
+	l.wmarked = l.wmarked || marks
 	// A synced group covers the lazy ones before it in its segment, and
 	// a new segment starts only once they are synced.
 	if g.lazy {
@@ -453,6 +469,7 @@ func (l *Log) complete() {
 		}
 		if err == nil {
 			l.hs, l.last = g.hs, g.last
+			l.noteMarkerLocked(g)
 		}
 		l.mu.Unlock()
 		l.stats.groups.Add(1)
@@ -503,13 +520,16 @@ func frameSize(es []entry) uint64 {
 }
 
 // groupEntries returns the Badger entries of ops (accepted records, then
-// the metadata records they change) and the HardState and last index
-// they produce.
-func (l *Log) groupEntries(ops []*op) ([]entry, HardState, uint64) {
+// the metadata records they change), the HardState and last index they
+// produce, and whether they carry the log's m/membership entry (the
+// first op to ask for it since the log was created; never again once
+// written).
+func (l *Log) groupEntries(ops []*op) ([]entry, HardState, uint64, bool) {
 	hs, last := l.whs, l.wlast
 	var es []entry
-	snapDirty := false
+	snapDirty, mark := false, false
 	for _, o := range ops {
+		mark = mark || o.markMembership
 		for _, r := range o.accepted {
 			if r.index < hs.FirstIndex {
 				continue
@@ -535,5 +555,9 @@ func (l *Log) groupEntries(ops []*op) ([]entry, HardState, uint64) {
 	if snapDirty {
 		es = append(es, entry{keyApplied, encodeApplied(hs.Applied, hs.Snapshot)})
 	}
-	return es, hs, last
+	mark = mark && !l.wmarked
+	if mark {
+		es = append(es, entry{keyMembership, membershipRecord()})
+	}
+	return es, hs, last, mark
 }

@@ -26,6 +26,9 @@ var (
 	keyFirst    = []byte("m/first")
 	keyBase     = []byte("m/base")
 	keySegPos   = []byte("m/segpos")
+	// keyMembership: the engine saved a membership history next to this
+	// log (membership.go); written once, in a frame, never removed.
+	keyMembership = []byte("m/membership")
 	// prefixSegMax + segment(8): the highest instance a segment holds.
 	prefixSegMax = []byte("m/segmax/")
 )

@@ -46,13 +46,16 @@ type Log struct {
 	// Invariant: hs.Applied <= hs.Chosen; hs.FirstIndex-1 <= hs.Applied.
 	hs HardState
 	// last is the highest index with a stored accepted record (0: none).
-	last  uint64
-	queue []*op
+	last uint64
+	// membership: m/membership is durable (MembershipSaved; membership.go).
+	membership bool
+	queue      []*op
 
 	// Owned by the commit goroutine: the state as last WRITTEN (not yet
 	// durable while groups are in flight) and the segment written to.
 	whs     HardState
 	wlast   uint64
+	wmarked bool // m/membership is written (membership.go)
 	segs    *segments
 	segID   uint64
 	segFile *os.File
@@ -74,7 +77,10 @@ type Log struct {
 	apos      segPos
 	pending   []*group
 	heldBytes int64 // frame bytes of pending
-	ov        struct {
+	// markUnsynced: a group answered unsynced carried m/membership
+	// (completer only; membership.go).
+	markUnsynced bool
+	ov           struct {
 		mu   sync.RWMutex
 		recs map[uint64][]byte
 	}
@@ -182,6 +188,7 @@ func Open(dir string, opts Options) (*Log, error) {
 		return nil, fmt.Errorf("wal: open %s: %w", dir, err)
 	}
 	l.whs, l.wlast = l.hs, l.last
+	l.wmarked = l.membership // from Badger, or set by the replay
 	l.syncer = newSyncer(opts.PlainSync, opts.NoSync, opts.Logger.With("dir", dir))
 	// What a crash left below FirstIndex is reclaimed like a truncation's.
 	l.drop = dropState{pending: l.hs.FirstIndex >> bucketShift, since: time.Now(), rotationsAt: -reclaimRotations}
@@ -211,7 +218,11 @@ func (l *Log) load() error {
 		} else if string(p) != string(formatMagic) {
 			return corruptMeta(keyFormat, fmt.Errorf("%w: magic %q", errBadRecord, p))
 		}
-		return l.loadHardState(txn)
+		if err := l.loadHardState(txn); err != nil {
+			return err
+		}
+		l.membership, err = loadMembership(txn)
+		return err
 	})
 	if err != nil {
 		return err

@@ -67,6 +67,9 @@ func (l *Log) holdReplayed(es []entry, refs []uint64, end segPos) error {
 	}
 	l.ov.mu.Unlock()
 	l.ahs, l.apos = b.hs, end
+	if b.marked {
+		l.setMembershipSaved()
+	}
 	return nil
 }
 

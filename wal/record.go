@@ -26,6 +26,7 @@ import (
 //	kindRef       segment(8) offset(8) len(4)     (an accepted record kept in a segment)
 //	kindSegPos    segment(8) offset(8)            (the end of the last frame Badger holds)
 //	kindSegMax    index(8)                        (the highest instance a segment holds)
+//	kindMembership (empty)                        (a membership history was saved: membership.go)
 const (
 	recordVersion = 1
 	recordHeader  = 2
@@ -46,6 +47,7 @@ const (
 	kindRef
 	kindSegPos
 	kindSegMax
+	kindMembership
 )
 
 var formatMagic = []byte("phxgo-wal")

@@ -55,6 +55,11 @@ type Report struct {
 	// before it); ReplaySegment == 0: Badger holds no position yet.
 	ReplaySegment, ReplayOffset uint64
 	Problems                    []Problem
+	// MembershipSaved: the log records that the node saved a membership
+	// history next to it (Log.MembershipSaved: in Badger, or in a valid
+	// frame Open would replay), so the node refuses to start without
+	// that history.
+	MembershipSaved bool
 }
 
 // Inspect reads every segment of the log in dir from its start and
@@ -73,6 +78,9 @@ func Inspect(dir string, opts Options) (*Report, error) {
 		}
 		if have {
 			r.ReplaySegment, r.ReplayOffset = pos.seg, pos.off
+		}
+		if r.MembershipSaved, err = readMembership(db); err != nil {
+			return err
 		}
 		refs, err := readRefs(db)
 		if err != nil {
@@ -98,7 +106,12 @@ func Inspect(dir string, opts Options) (*Report, error) {
 				// refers into hold nothing: Open leaves them (replay.go).
 				return id == pos.seg || !zeros
 			}
-			count := func([]entry, []uint64, uint64) error { r.Frames++; return nil }
+			count := func(es []entry, _ []uint64, _ uint64) error {
+				r.Frames++
+				// A marker Badger lacks is in a frame Open replays.
+				r.MembershipSaved = r.MembershipSaved || frameMarks(es)
+				return nil
+			}
 			tail, err := walkSegment(f, path, size, id, 0, count)
 			var dmg *DamageError
 			switch {

@@ -4,10 +4,10 @@ package wal
 // that each can be saved (Save is atomic, and refuses an update larger
 // than one transaction with ErrInvalid). Saving the parts in order has
 // the effect of saving u, except that it is not atomic: a crash may keep
-// a prefix of the parts. Promised rides with the first part and Chosen
-// with the last. Only the last part keeps u.NoSync; the others are
-// NoSync, since the last one's sync makes them durable too (see Save).
-// An update that fits is returned alone, unchanged.
+// a prefix of the parts. Promised rides with the first part, Chosen and
+// MarkMembership with the last. Only the last part keeps u.NoSync; the
+// others are NoSync, since the last one's sync makes them durable too
+// (see Save). An update that fits is returned alone, unchanged.
 //
 // Why the paxos engine needs it: it merges the updates of every Ready
 // waiting to be persisted into one save, and under large commands that
@@ -32,6 +32,6 @@ func (l *Log) Split(u Update) []Update {
 	if len(parts) == 0 {
 		return []Update{u}
 	}
-	cur.Chosen, cur.NoSync = u.Chosen, u.NoSync
+	cur.Chosen, cur.NoSync, cur.MarkMembership = u.Chosen, u.NoSync, u.MarkMembership
 	return append(parts, cur)
 }

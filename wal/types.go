@@ -60,4 +60,12 @@ type Update struct {
 	// synced one is (see Save). An update that only raises Chosen is
 	// always saved so.
 	NoSync bool
+	// MarkMembership records, in this update's own frame, that the
+	// caller saved a membership history next to the log: the log's one
+	// m/membership entry (membership.go), written by the first such
+	// update and never again. It costs no write or sync of its own and
+	// does not make the update synced: it is as durable as the update
+	// (one that is otherwise empty is synced unless NoSync is set).
+	// MembershipSaved reports it once durable.
+	MarkMembership bool
 }

@@ -42,10 +42,10 @@ func cmdWALRepair(args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := paxos.CheckMembershipFile(dir); err != nil {
+	if err := paxos.CheckMembership(dir, r.MembershipSaved); err != nil {
 		fmt.Printf("DAMAGE     %v\n", err)
 		printReseed(cfg, dir)
-		return errors.New("damage found in the membership file; nothing changed: reseed the node")
+		return errors.New("the membership file is damaged or missing; nothing changed: reseed the node (or put the file back)")
 	}
 	fmt.Printf("wal %s: %d segments, %d valid frames; Badger holds everything before segment %d offset %d\n",
 		dir, len(r.Segments), r.Frames, r.ReplaySegment, r.ReplayOffset)

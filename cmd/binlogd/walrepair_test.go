@@ -233,3 +233,30 @@ func TestWALRepairDamagedMembership(t *testing.T) {
 		t.Fatalf("wal-repair: %v\n%s", err, out)
 	}
 }
+
+// TestWALRepairMissingMembership: a paxos-membership the wal says was
+// saved, and that is gone, is DAMAGE with the reseed (the node refuses
+// to start without it); without that record, no file is no damage.
+func TestWALRepairMissingMembership(t *testing.T) {
+	cfgPath, pdir := stoppedWALNode(t)
+	out, err := stdout(t, func() error { return cmdWALRepair([]string{"-config", cfgPath}) })
+	if err != nil || !strings.Contains(out, "no damage") {
+		t.Fatalf("no membership file, none recorded: %v\n%s", err, out)
+	}
+	l, err := wal.Open(pdir, wal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Save(wal.Update{MarkMembership: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(pdir, "paxos-membership")
+	out, err = stdout(t, func() error { return cmdWALRepair([]string{"-config", cfgPath}) })
+	if err == nil || !strings.Contains(out, "DAMAGE") || !strings.Contains(out, path) || !strings.Contains(out, "missing") ||
+		!strings.Contains(out, "members remove") {
+		t.Fatalf("wal-repair: %v\n%s", err, out)
+	}
+}
