@@ -37,17 +37,39 @@ func (l *Lease) proposeElection(ctx context.Context, cmd []byte) {
 	}
 	// A proposal that takes longer than a renew interval is of little use;
 	// if it is chosen later anyway, its grant counts from its start.
+	start := time.Now()
 	pctx, cancel := context.WithTimeout(ctx, l.cfg.RenewInterval)
 	defer cancel()
 	_, res, err := lg.Propose(pctx, cmd)
+	// A candidate's failed attempt is routine (another node was faster);
+	// a master's failed renewal is the first sign of a lease about to
+	// lapse, so it is a warning with the time the lease has left.
+	e, _ := Decode(cmd)
+	renew := e.Kind == KindLease && e.Lease.Renew
+	log := l.log.Debug
+	if renew {
+		log = l.log.Warn
+	}
 	switch {
 	case err != nil && !errors.Is(err, context.Canceled):
-		l.log.Debug("lease proposal outcome unknown", "err", err)
+		log("lease proposal outcome unknown", "renew", renew, "err", err, "took", time.Since(start).Round(time.Millisecond), "lease_left", l.ownLeft())
 	case err == nil:
 		if v, ok := res.(Verdict); ok && !v.Valid {
-			l.log.Debug("lease proposal rejected", "reason", v.Reason, "detail", v.Detail)
+			log("lease proposal rejected", "renew", renew, "reason", v.Reason, "detail", v.Detail, "lease_left", l.ownLeft())
 		}
 	}
+}
+
+// ownLeft is how long this node's own lease still runs (0: none).
+func (l *Lease) ownLeft() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.clock.Now()
+	dl := l.deadlineLocked(now)
+	if dl.IsZero() {
+		return 0
+	}
+	return dl.Sub(now).Round(time.Millisecond)
 }
 
 // nextProposal decides whether this node proposes a LeaseRequest now, and

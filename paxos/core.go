@@ -500,6 +500,14 @@ func (c *core) canPropose() bool {
 	return c.hasQuorum()
 }
 
+// hasQuorum reports whether this node heard, within the last 2E ticks, a
+// majority of the voters that govern the next instance to be chosen.
+// Not the latest configuration: a change chosen less than Alpha
+// instances ago governs nothing yet, and its new voter may not have been
+// heard (a learner being promoted that is restarting, say). Counting it
+// made a leader that heard two of three voters step down the moment it
+// applied a promotion, 64 instances before the fourth voter counted for
+// anything (e2e TestLearner, TestSimPromotionLeadsUntilActive).
 func (c *core) hasQuorum() bool {
 	if c.hist == nil {
 		return false
@@ -510,7 +518,7 @@ func (c *core) hasQuorum() bool {
 			heard |= 1 << i
 		}
 	}
-	return c.isQuorum(heard, c.hist.latest())
+	return c.isQuorum(heard, c.cfgAt(c.chosen+1))
 }
 
 // ---- output ----

@@ -293,3 +293,58 @@ func TestSimDemotedLeaderStepsDown(t *testing.T) {
 	}
 	s.heal()
 }
+
+// TestSimPromotionLeadsUntilActive: a promotion adds a voter only from
+// its activation on (Alpha instances after it is chosen); until then the
+// leader needs a majority of the voters it has. With one voter down and
+// the learner unheard (in e2e TestLearner both had just been restarted),
+// the leader that applies the promotion keeps leading and choosing on two
+// of three voters, instead of stepping down at once for want of three of
+// four; after the activation the promoted node counts.
+func TestSimPromotionLeadsUntilActive(t *testing.T) {
+	s := newLearnerSim(t, 7)
+	s.change(learnerMembers([]uint32{1, 2, 3}, 4))
+	lead := s.leaderID()
+	var down uint32
+	for _, id := range []uint32{1, 2, 3} {
+		if id != lead {
+			down = id
+			break
+		}
+	}
+	s.crash(s.nodes[down])
+	s.crash(s.nodes[4])
+	if !s.progress(20000) {
+		s.fatalf("no progress with two voters of three; %s", s.describe())
+	}
+	// Long enough (2E ticks, a tick each 10 steps) that the leader has
+	// heard from neither.
+	s.steps(30*10*2, func() bool { return false })
+	if s.leaderID() != lead {
+		s.fatalf("leader %d lost its lead to %d on two voters of three; %s", lead, s.leaderID(), s.describe())
+	}
+	ld := s.nodes[lead]
+	cur := ld.core.hist.latest()
+	next := learnerMembers([]uint32{1, 2, 3, 4})
+	for i := range next {
+		next[i].Addr = fmt.Sprintf("sim-%d", next[i].ID)
+	}
+	ld.core.propose(encodeChange(membershipChange{Prev: cur.Index, Members: next}), flagMembership)
+	s.process(ld)
+	if !s.steps(20000, func() bool { return ld.core.hist.latest().Index != cur.Index }) {
+		s.fatalf("the promotion was not chosen with two voters of three; %s", s.describe())
+	}
+	m := ld.core.hist.latest()
+	if ld.core.chosen+1 >= m.Active {
+		s.fatalf("the promotion is active already (chosen %d, active %d): nothing left to test", ld.core.chosen, m.Active)
+	}
+	if !s.progress(20000) || s.leaderID() != lead {
+		s.fatalf("after the promotion at %d (active at %d), leader %d (was %d) chose nothing more with two voters of three; %s",
+			m.Index, m.Active, s.leaderID(), lead, s.describe())
+	}
+	s.start(s.nodes[4])
+	if !s.steps(40000, func() bool { l := s.leaderID(); return l != 0 && s.nodes[l].core.chosen > m.Active }) {
+		s.fatalf("no progress past the activation at %d with voters %d, 4 and one more; %s", m.Active, lead, s.describe())
+	}
+	s.heal()
+}

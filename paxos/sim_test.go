@@ -668,6 +668,10 @@ func (s *sim) describe() string {
 	for _, id := range s.ids {
 		n := s.nodes[id]
 		c := n.core
+		if c == nil {
+			fmt.Fprintf(&b, "[n%d down] ", id)
+			continue
+		}
 		fmt.Fprintf(&b, "[n%d %s leader=%d promised=%v chosen=%d applied=%d stable=%d next=%d peerChosen=%d/%d fetching=%v queue=%d pending=%d waiting=%d] ",
 			id, c.role, c.leader, c.promised, c.chosen, n.app.applied, c.stable, c.next, c.peerChosen, c.fetchFrom, c.fetching, len(c.queue), len(c.pending), len(n.waiting))
 		if c.hist != nil {
