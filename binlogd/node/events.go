@@ -82,6 +82,7 @@ type leaseTracker struct {
 	seen       bool
 	master     uint32 // current, 0 for none
 	lastMaster uint32 // last non-zero
+	termEpoch  uint64 // the epoch lastMaster's term began with
 	expiry     time.Time
 	change     masterChange
 }
@@ -92,13 +93,31 @@ func (n *Node) noteLease(st masterlease.Status) {
 	t := &n.ctl.lt
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	m := st.State.Master
-	if !t.seen {
-		t.seen, t.change = true, masterChange{cause: "initial"}
-		if m != 0 && m != n.cfg.ID {
-			defer n.publish(events.BecameReplica, "replica_of", m, "cause", "initial")
+	first := !t.seen
+	if c, ok := t.note(st, n.cfg.ID); ok {
+		m := st.State.Master
+		if first {
+			defer n.publish(events.BecameReplica, "replica_of", m, "cause", c.cause)
+		} else {
+			defer n.publish(events.BecameReplica, "replica_of", m, "previous", c.previous, "cause", c.cause)
 		}
-	} else if m != t.master && m != 0 && m != t.lastMaster {
+	}
+}
+
+// note records st and reports a new master term another node than self
+// holds (ok: this node became its replica). t.mu is held.
+//
+// A new term of the same master counts too: its lease ran out (or it
+// fenced itself) with no other node taking over, and it took the lease
+// again. That is a failover from itself, not its first term: before,
+// such a master's became_master said "initial" with no previous master.
+func (t *leaseTracker) note(st masterlease.Status, self uint32) (c masterChange, ok bool) {
+	m, epoch := st.State.Master, st.State.Epoch
+	switch {
+	case !t.seen:
+		t.seen, t.change = true, masterChange{cause: "initial"}
+		ok = m != 0 && m != self
+	case m != 0 && m != t.master && m != t.lastMaster:
 		c := masterChange{previous: t.lastMaster, cause: "failover"}
 		if t.lastMaster == 0 {
 			c.cause = "initial"
@@ -106,17 +125,19 @@ func (n *Node) noteLease(st masterlease.Status) {
 			c.cause = "switchover"
 		}
 		t.change = c
-		if m != n.cfg.ID {
-			defer n.publish(events.BecameReplica, "replica_of", m, "previous", c.previous, "cause", c.cause)
-		}
+		ok = m != self
+	case m != 0 && m == t.lastMaster && epoch != t.termEpoch:
+		t.change = masterChange{previous: m, cause: "failover"}
+		// This node's replication source is the same: no became_replica.
 	}
 	t.master = m
 	if m != 0 {
-		t.lastMaster = m
+		t.lastMaster, t.termEpoch = m, epoch
 	}
-	if m != n.cfg.ID {
+	if m != self {
 		t.expiry = st.FollowerExpiry
 	}
+	return t.change, ok
 }
 
 func (n *Node) lastMasterChange() masterChange {
