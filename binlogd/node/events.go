@@ -83,6 +83,7 @@ type leaseTracker struct {
 	master     uint32 // current, 0 for none
 	lastMaster uint32 // last non-zero
 	termEpoch  uint64 // the epoch lastMaster's term began with
+	held       bool   // this node held the lease in that term (lastMaster is this node)
 	expiry     time.Time
 	change     masterChange
 }
@@ -107,10 +108,14 @@ func (n *Node) noteLease(st masterlease.Status) {
 // note records st and reports a new master term another node than self
 // holds (ok: this node became its replica). t.mu is held.
 //
-// A new term of the same master counts too: its lease ran out (or it
-// fenced itself) with no other node taking over, and it took the lease
-// again. That is a failover from itself, not its first term: before,
-// such a master's became_master said "initial" with no previous master.
+// A new term of this node after a term in which it held the lease
+// counts too: its lease ran out (or it fenced itself) with no other node
+// taking over, and it took the lease again. That is a failover from
+// itself, not its first term: before, such a master's became_master said
+// "initial" with no previous master. A term it never held is not one it
+// fails over from: a switchover grants the lease to the target, which
+// holds no deadline from a grant it did not propose and so takes a term
+// of its own right after (TestStopMasterHandsOver).
 func (t *leaseTracker) note(st masterlease.Status, self uint32) (c masterChange, ok bool) {
 	m, epoch := st.State.Master, st.State.Epoch
 	switch {
@@ -126,13 +131,18 @@ func (t *leaseTracker) note(st masterlease.Status, self uint32) (c masterChange,
 		}
 		t.change = c
 		ok = m != self
-	case m != 0 && m == t.lastMaster && epoch != t.termEpoch:
+	case m == self && m == t.lastMaster && epoch != t.termEpoch && t.held:
 		t.change = masterChange{previous: m, cause: "failover"}
-		// This node's replication source is the same: no became_replica.
 	}
 	t.master = m
 	if m != 0 {
+		if epoch != t.termEpoch {
+			t.held = false
+		}
 		t.lastMaster, t.termEpoch = m, epoch
+	}
+	if m == self && !st.Deadline.IsZero() {
+		t.held = true
 	}
 	if m != self {
 		t.expiry = st.FollowerExpiry
