@@ -209,13 +209,7 @@ func TestSimLearnerNeverCounts(t *testing.T) {
 	if s.progress(3000) {
 		s.fatalf("chose with one voter of three and two learners; %s", s.describe())
 	}
-	var back uint32
-	for _, id := range []uint32{1, 2, 3} {
-		if id != lead {
-			back = id
-			break
-		}
-	}
+	back := otherVoter(lead)
 	s.start(s.nodes[back])
 	if !s.progress(20000) {
 		s.fatalf("no progress with two voters of three; %s", s.describe())
@@ -228,13 +222,7 @@ func TestSimLearnerNeverCounts(t *testing.T) {
 		s.fatalf("after promotion: %+v", m.Members)
 	}
 	lead = s.leaderID()
-	down := uint32(0)
-	for _, id := range []uint32{1, 2, 3} {
-		if id != lead {
-			down = id
-			break
-		}
-	}
+	down := otherVoter(lead)
 	s.crash(s.nodes[down]) // the leader, the other old voter and 4: 3 of 4
 	if !s.progress(20000) {
 		s.fatalf("no progress with voters %d, 4 and one more; %s", lead, s.describe())
@@ -254,6 +242,16 @@ func TestSimLearnerNeverCounts(t *testing.T) {
 		}
 	}
 	s.heal()
+}
+
+// otherVoter is the first of learnerSim's voters 1-3 that is not lead.
+func otherVoter(lead uint32) uint32 {
+	for _, id := range []uint32{1, 2, 3} {
+		if id != lead {
+			return id
+		}
+	}
+	return 0
 }
 
 // upAll restarts every crashed node (heal does too, but only once: it
@@ -305,13 +303,7 @@ func TestSimPromotionLeadsUntilActive(t *testing.T) {
 	s := newLearnerSim(t, 7)
 	s.change(learnerMembers([]uint32{1, 2, 3}, 4))
 	lead := s.leaderID()
-	var down uint32
-	for _, id := range []uint32{1, 2, 3} {
-		if id != lead {
-			down = id
-			break
-		}
-	}
+	down := otherVoter(lead)
 	s.crash(s.nodes[down])
 	s.crash(s.nodes[4])
 	if !s.progress(20000) {
