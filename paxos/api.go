@@ -66,6 +66,11 @@ type Status struct {
 	// Reads served by ReadNext from the in-memory tail of applied
 	// entries, and reads that went to storage (a reader behind the tail).
 	TailReads, StorageReads uint64
+	// StepDowns counts this node's step-downs as leader by cause;
+	// LeaderTimeouts the times, as a follower, it heard its leader for
+	// no election timeout and started asking whether it is gone.
+	StepDowns      [NumStepDownCauses]uint64
+	LeaderTimeouts uint64
 	// BallotExhausted: this node can no longer run an election: its
 	// rounds reached MaxRound, or it restored a promise above MaxRound
 	// (StuckPromise: it keeps the promise, so it never votes again, and

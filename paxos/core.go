@@ -149,6 +149,14 @@ type core struct {
 	// lastDrop is the latest, for the driver's rate-limited log.
 	dropped  [NumDropReasons]uint64
 	lastDrop dropNote
+	// stepDowns counts this node's step-downs as leader by cause
+	// (stepdown.go); lastStepDown is the latest, for the driver's log.
+	// leaderTimeouts counts the times it stopped believing in a leader it
+	// had heard (its election timeout ran out); lostLeader is the latest.
+	stepDowns      [NumStepDownCauses]uint64
+	lastStepDown   stepDown
+	leaderTimeouts uint64
+	lostLeader     uint32
 	// stuckPromise: the persisted promise is above MaxRound (a forged
 	// message before hostile input was checked). The node keeps it (it
 	// must never forget a promise), so it can neither vote nor lead again;
@@ -423,7 +431,7 @@ func (c *core) tickOnce() {
 			break
 		}
 		if !c.hasQuorum() {
-			c.becomeFollower(0)
+			c.leaveLead(StepDownQuorumSilent, 0, Ballot{})
 			break
 		}
 		c.heartbeatElapsed++

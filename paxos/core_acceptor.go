@@ -22,7 +22,7 @@ func (c *core) onPrepare(m Message) {
 	if c.promised != m.Ballot {
 		c.persistPromise(m.Ballot)
 		// Our old leader's accepts will be refused from now on.
-		c.becomeFollower(0)
+		c.leaveLead(StepDownHigherBallot, m.From, m.Ballot)
 	}
 	p := c.promiseFor(m.Ballot, m.Index, m.Entries)
 	p.To = m.From
@@ -44,6 +44,7 @@ func (c *core) onAccept(m Message) {
 	}
 	c.persistPromise(m.Ballot)
 	if c.role != follower || c.leader != m.From {
+		c.noteStepDown(StepDownHigherBallot, m.From, m.Ballot)
 		c.becomeFollower(m.From)
 	}
 	c.electionElapsed = 0
@@ -271,7 +272,7 @@ func (c *core) onLearn(m Message) {
 		c.fetchMiss = 0
 	}
 	if superseded {
-		c.becomeFollower(0)
+		c.leaveLead(StepDownSuperseded, m.From, Ballot{})
 	}
 	if c.role == leader {
 		c.advanceChosen()

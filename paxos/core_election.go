@@ -59,6 +59,10 @@ func (c *core) electionTimedOut() {
 	if c.role == candidate {
 		c.becomeFollower(0)
 	}
+	if c.leader != 0 && c.leader != c.id {
+		c.leaderTimeouts++
+		c.lostLeader = c.leader
+	}
 	c.leader = 0 // no longer believed; probes from others are granted
 	if c.campaigning {
 		c.startElection()

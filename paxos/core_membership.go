@@ -116,7 +116,7 @@ func (c *core) historyChanged() {
 // checkRemoved makes a leader whose removal or demotion is active step down.
 func (c *core) checkRemoved() {
 	if c.role == leader && !c.voter() && c.chosen+1 >= c.hist.latest().Active {
-		c.becomeFollower(0)
+		c.leaveLead(StepDownRemoved, 0, Ballot{})
 	}
 }
 

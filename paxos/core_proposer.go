@@ -364,7 +364,7 @@ func (c *core) silentVoters(in *instance, m *Membership) uint64 {
 func (c *core) onAccepted(m Message) {
 	if m.Reject {
 		if c.role != follower && c.ballot.Less(m.Promised) {
-			c.becomeFollower(0)
+			c.leaveLead(StepDownRejected, m.From, m.Promised)
 		}
 		return
 	}

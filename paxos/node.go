@@ -67,7 +67,8 @@ type Node struct {
 	snapSaving   bool          // applier goroutine: a background save is out (snapsave.go)
 	snapDone     chan snapSave // its outcome
 
-	dropLog dropLogger // run loop: rate-limited log of dropped messages
+	dropLog dropLogger   // run loop: rate-limited log of dropped messages
+	leadLog leaderLogger // run loop: leadership changes
 
 	meta     metaStore
 	members  atomic.Pointer[history] // published copy of the core's
@@ -529,7 +530,9 @@ func (n *Node) publishCore() {
 	n.status.Chosen, n.status.Pending = c.Chosen, c.Pending
 	n.status.Dropped = c.Dropped
 	n.status.BallotExhausted, n.status.StuckPromise = c.Exhausted || c.StuckPromise, c.StuckPromise
+	n.status.StepDowns, n.status.LeaderTimeouts = c.StepDowns, c.LeaderTimeouts
 	n.dropLog.maybeLog(n.log, &c, time.Now())
+	n.leadLog.maybeLog(n.log, &c, n.cfg.HeartbeatInterval, 2*time.Duration(n.rn.c.cfg.ElectionTicks)*n.cfg.HeartbeatInterval)
 	n.chosenAt.Store(c.Chosen)
 	n.leading.Store(c.Role == leader)
 }

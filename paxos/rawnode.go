@@ -36,6 +36,10 @@ type softState struct {
 	Dropped                                     [NumDropReasons]uint64
 	LastDrop                                    dropNote
 	Exhausted, StuckPromise                     bool
+	StepDowns                                   [NumStepDownCauses]uint64
+	LastStepDown                                stepDown
+	LeaderTimeouts                              uint64
+	LostLeader                                  uint32
 }
 
 // Soft returns a copy of the core's soft state.
@@ -45,6 +49,7 @@ func (r *rawNode) Soft() softState {
 		Leader: c.leader, Role: c.role, Terms: c.terms, Promised: c.promised, Chosen: c.chosen, Pending: len(c.pending),
 		ValuesProposed: c.valuesProposed, CmdsProposed: c.cmdsProposed, BytesProposed: c.bytesProposed,
 		Dropped: c.dropped, LastDrop: c.lastDrop, Exhausted: c.exhausted, StuckPromise: c.stuckPromise,
+		StepDowns: c.stepDowns, LastStepDown: c.lastStepDown, LeaderTimeouts: c.leaderTimeouts, LostLeader: c.lostLeader,
 	}
 }
 

@@ -75,7 +75,7 @@ func (c *core) onSnapshot(m Message) {
 		// (learnChosen): a follower holding our value there would mark
 		// it chosen even if a higher ballot chose another. Step down, as
 		// onLearn does on a different value.
-		c.becomeFollower(0)
+		c.leaveLead(StepDownSuperseded, m.From, Ballot{})
 	}
 	for i := range c.log {
 		if i <= m.Index {

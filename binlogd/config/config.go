@@ -136,6 +136,8 @@ type Config struct {
 	ReplicaApplyThreads *int `json:"replica_apply_threads,omitempty"`
 	// mysql_extra: extra my.cnf lines for the node's MariaDB.
 	MySQLExtra []string `json:"mysql_extra,omitempty"`
+	// cpu_nice, mysql_nice: see Priority (priority.go).
+	Priority
 	// base_gtid: the GTID a cluster rebuilt from a backup starts its log's
 	// chain at (`binlogd restore -new-cluster` writes it; every member
 	// must have the same; masterlease.Lease.SetBase). "" for a cluster
@@ -316,6 +318,9 @@ func (c *Config) Validate() error {
 	}
 	if w := c.GroupCommitWaitOrDefault(); w != 0 && (w < time.Microsecond || w > 100*time.Millisecond) {
 		return c.bad("group_commit_wait", "%v must be 0s (off) or between 1µs and 100ms", w)
+	}
+	if err := c.checkPriority(); err != nil {
+		return err
 	}
 	if n := c.ReplicaApplyThreadsOrDefault(); n < 0 || n > 256 {
 		return c.bad("replica_apply_threads", "%d must be between 0 (one SQL thread) and 256", n)

@@ -83,6 +83,16 @@ func TestLoadGoodAndDefaults(t *testing.T) {
 	if n := serial.ReplicaApplyThreadsOrDefault(); n != 0 {
 		t.Fatalf(`"replica_apply_threads":0 loaded as %d, want 0 (one SQL thread)`, n)
 	}
+	if b, m := c.CPUNiceOrDefault(), c.MySQLNiceOrDefault(); b != DefaultCPUNice || m != DefaultMySQLNice || b >= m {
+		t.Fatalf("cpu_nice, mysql_nice default to %d, %d: want %d, %d (binlogd ahead)", b, m, DefaultCPUNice, DefaultMySQLNice)
+	}
+	flat, err := Load(write(t, dir, "flat.json", strings.Replace(good, `"id":1,`, `"id":1,"cpu_nice":0,"mysql_nice":5,`, 1), 0o644))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, m := flat.CPUNiceOrDefault(), flat.MySQLNiceOrDefault(); b != 0 || m != 5 {
+		t.Fatalf(`"cpu_nice":0,"mysql_nice":5 loaded as %d, %d`, b, m)
+	}
 }
 
 func TestErrorsNameTheKey(t *testing.T) {
@@ -99,6 +109,8 @@ func TestErrorsNameTheKey(t *testing.T) {
 		{`"dir":"n1",`, `"dir":"n1","replica_apply_threads":-1,`, `replica_apply_threads`},
 		{`"dir":"n1",`, `"dir":"n1","replica_apply_threads":1000,`, `replica_apply_threads`},
 		{`"dir":"n1",`, `"dir":"n1","replica_apply_threads":"4",`, `replica_apply_threads`},
+		{`"dir":"n1",`, `"dir":"n1","cpu_nice":-21,`, `cpu_nice`},
+		{`"dir":"n1",`, `"dir":"n1","mysql_nice":20,`, `mysql_nice`},
 	}
 	for _, c := range cases {
 		body := strings.Replace(good, c.from, c.to, 1)

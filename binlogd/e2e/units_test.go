@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"phxgo/binlogd/config"
 	"phxgo/binlogd/localcluster"
 	"phxgo/binlogd/mysqld"
 	"phxgo/jepsen/sdunit"
@@ -61,6 +62,11 @@ func TestBinlogdUnitDeclaresTheStopPromise(t *testing.T) {
 		if len(u.Raw[k]) == 0 {
 			t.Errorf("hardening directive %s missing", k)
 		}
+	}
+	// binlogd must run ahead of its MariaDB, which shares its cgroup
+	// (binlogd/cpuprio): systemd sets the value, binlogd cannot lower it.
+	if u.Nice == nil || *u.Nice >= config.DefaultMySQLNice {
+		t.Errorf("Nice=%v: binlogd needs a lower nice value than its MariaDB's (%d)", u.Nice, config.DefaultMySQLNice)
 	}
 	m, err := sdunit.Parse(unitFile(t, "phxgo-mariadb@.service"), "node1", nil)
 	if err != nil {

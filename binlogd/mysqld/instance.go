@@ -18,6 +18,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"phxgo/binlogd/cpuprio"
 	"phxgo/binlogd/rawnet"
 )
 
@@ -45,7 +46,11 @@ type Options struct {
 	// ssl_cert/ssl_key/ssl_ca in my.cnf. Zero: no TLS (have_ssl DISABLED).
 	TLS TLSFiles
 	// Extra my.cnf lines under [mysqld], e.g. "innodb_buffer_pool_size=256M".
-	Extra  []string
+	Extra []string
+	// Nice, when set, is mariadbd's nice value (binlogd/cpuprio): binlogd
+	// runs at a lower one, so MariaDB's threads cannot starve it. Nil:
+	// mariadbd inherits its starter's.
+	Nice   *int
 	Logger *slog.Logger
 }
 
@@ -225,7 +230,7 @@ func (i *Instance) Start(ctx context.Context) error {
 	// now..."); under binlogd's Type=notify unit that would tell systemd
 	// the node is ready before binlogd knows it is.
 	cmd.Env = withoutEnv(os.Environ(), "NOTIFY_SOCKET")
-	if err := cmd.Start(); err != nil {
+	if err := i.startCmd(cmd); err != nil {
 		i.mu.Unlock()
 		return fmt.Errorf("mysqld: start %s: %w", bin, err)
 	}
@@ -238,6 +243,22 @@ func (i *Instance) Start(ctx context.Context) error {
 	}()
 	i.opts.Logger.Info("mariadbd started", "pid", cmd.Process.Pid, "addr", i.Addr(), "dir", i.opts.Dir)
 	return i.waitReady(ctx, done, logFrom)
+}
+
+// startCmd starts cmd at Options.Nice. A nice value below this
+// process's needs CAP_SYS_NICE: without it mariadbd starts at this
+// process's value, with a warning.
+func (i *Instance) startCmd(cmd *exec.Cmd) error {
+	if i.opts.Nice == nil {
+		return cmd.Start()
+	}
+	err := cpuprio.Start(cmd, *i.opts.Nice)
+	if errors.Is(err, cpuprio.ErrPermission) {
+		// cpuprio.Start failed before forking: cmd is unused.
+		i.opts.Logger.Warn("mariadbd starts at binlogd's own nice value", "wanted_nice", *i.opts.Nice, "err", err)
+		return cmd.Start()
+	}
+	return err
 }
 
 // waitReady returns once mariadbd answers; if it exits first, the error

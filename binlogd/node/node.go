@@ -111,6 +111,7 @@ func New(cfg *config.Config, logger *slog.Logger) (*Node, error) {
 		inst, err = mysqld.New(mysqld.Options{
 			Dir: cfg.MySQLDir, Host: host, Port: port, ServerID: cfg.ID,
 			ApplyThreads: cfg.ReplicaApplyThreadsOrDefault(), Extra: cfg.MySQLExtra, Logger: logger,
+			Nice: new(cfg.MySQLNiceOrDefault()),
 			// MariaDB serves TLS with the node's certificate: the other
 			// nodes' proxies reach it over TCP (sqlproxy verifies it).
 			TLS: mysqld.TLSFiles{Cert: cfg.TLSCert, Key: cfg.TLSKey, CA: cfg.TLSCA},

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"phxgo/binlogd/config"
+	"phxgo/binlogd/cpuprio"
 	"phxgo/binlogd/liblog"
 	"phxgo/binlogd/node"
 	"phxgo/binlogd/recovery"
@@ -146,6 +147,9 @@ func cmdRun(args []string) error {
 		return err
 	}
 	liblog.Install(logger.With("node", cfg.ID))
+	// Before any mariadbd starts: the children of a thread inherit its
+	// value, and MariaDB gets its own (mysql_nice) when binlogd starts it.
+	cpuprio.Apply(cfg.CPUNiceOrDefault(), logger.With("node", cfg.ID))
 	n, err := node.New(cfg, logger)
 	if err != nil {
 		return walDamaged(err, cfg.Dir, *cfgPath)

@@ -154,6 +154,11 @@ func (s *scenario) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	for id := uint32(1); id <= 3; id++ {
+		if err := l.checkPriority(l.hosts[id]); err != nil {
+			return err
+		}
+	}
 
 	step("the app writes through the proxy of a host that is not the master (node %d)", master)
 	via := l.hosts[master%3+1]

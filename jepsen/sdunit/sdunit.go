@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"phxgo/binlogd/cpuprio"
 )
 
 // A small stand-in for systemd, enough to run the project's units the way
@@ -37,6 +39,7 @@ type Unit struct {
 	TimeoutStart, TimeoutStop time.Duration
 	SendSIGKILL               bool
 	NotifyAccess              string
+	Nice                      *int                // Nice=: every process the unit starts runs at it
 	Raw                       map[string][]string // every [Service] key, for tests of hardening lines
 	// Prefix, when set, is put before every command line, e.g. nsenter
 	// into a test host's network namespace with the unit's user
@@ -119,6 +122,12 @@ func Parse(path, instance string, subst map[string]string) (*Unit, error) {
 			u.SendSIGKILL = v == "yes" || v == "true"
 		case "NotifyAccess":
 			u.NotifyAccess = v
+		case "Nice":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < -20 || n > 19 {
+				return nil, fmt.Errorf("%s: Nice=%s: want -20..19", path, v)
+			}
+			u.Nice = &n
 		case "TimeoutStartSec", "TimeoutStopSec":
 			d := 24 * time.Hour
 			if v != "infinity" {
@@ -208,6 +217,21 @@ func (s *Service) command(argv []string, env ...string) (*exec.Cmd, error) {
 	return cmd, nil
 }
 
+// start starts cmd at the unit's Nice= (as root, which systemd is).
+func (s *Service) start(cmd *exec.Cmd) error {
+	if s.u.Nice != nil {
+		return cpuprio.Start(cmd, *s.u.Nice)
+	}
+	return cmd.Start()
+}
+
+func (s *Service) run(cmd *exec.Cmd) error {
+	if err := s.start(cmd); err != nil {
+		return err
+	}
+	return cmd.Wait()
+}
+
 // Start runs ExecStartPre lines (each must succeed), then
 // ExecStart, and with Type=notify waits for READY=1 from the main process
 // as systemd does before it calls the unit started.
@@ -245,7 +269,7 @@ func Start(ctx context.Context, u *Unit, logPath string, logf func(format string
 		if err != nil {
 			return nil, err
 		}
-		if err := cmd.Run(); err != nil {
+		if err := s.run(cmd); err != nil {
 			return nil, fmt.Errorf("%s: ExecStartPre %v: %w (see %s)", u.Name, argv, err, logPath)
 		}
 	}
@@ -277,7 +301,7 @@ func Start(ctx context.Context, u *Unit, logPath string, logf func(format string
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	if err := s.start(cmd); err != nil {
 		return nil, err
 	}
 	s.main = cmd
@@ -362,7 +386,7 @@ func (s *Service) Stop(ctx context.Context) (sigtermed []int, err error) {
 		if err != nil {
 			return nil, err
 		}
-		_ = cmd.Run()
+		_ = s.run(cmd)
 	}
 	switch s.u.KillMode {
 	case "control-group":

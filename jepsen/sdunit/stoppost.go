@@ -14,7 +14,7 @@ func (s *Service) stopPost(result string) {
 		if err != nil {
 			continue
 		}
-		_ = cmd.Run()
+		_ = s.run(cmd)
 	}
 }
 
