@@ -87,6 +87,29 @@ func Start(cmd *exec.Cmd, n int) error {
 	return <-errc
 }
 
+// CanSet reports whether this process may run a thread at nice n: it
+// tries on a thread of its own, which is then discarded.
+func CanSet(n int) error {
+	if err := checkRange(n); err != nil {
+		return err
+	}
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with its value
+		if syscall.Gettid() == os.Getpid() {
+			errc <- CanSet(n) // not on the main thread (see Start)
+			runtime.UnlockOSThread()
+			return
+		}
+		if err := syscall.Setpriority(syscall.PRIO_PROCESS, syscall.Gettid(), n); err != nil {
+			errc <- fmt.Errorf("cpuprio: set nice %d: %w", n, permission(err))
+			return
+		}
+		errc <- nil
+	}()
+	return <-errc
+}
+
 // ErrPermission: the process may not lower a nice value (no CAP_SYS_NICE).
 var ErrPermission = errors.New("not permitted (lowering a nice value needs root or CAP_SYS_NICE)")
 

@@ -20,3 +20,6 @@ func SetNice(int) error { return errUnsupported }
 
 // Start starts cmd as is: off Linux the child keeps this process's priority.
 func Start(cmd *exec.Cmd, _ int) error { return cmd.Start() }
+
+// CanSet is unsupported off Linux.
+func CanSet(int) error { return errUnsupported }

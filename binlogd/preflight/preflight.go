@@ -20,6 +20,7 @@ func Run(ctx context.Context, env *Env) []Result {
 	if env.Config != nil {
 		out = append(out, CheckDisk(env)...)
 		out = append(out, checkIOURing(env.Config.UseIOURing()))
+		out = append(out, checkPriority(env.Config.CPUNiceOrDefault(), env.Config.MySQLNiceOrDefault()))
 		out = append(out, CheckCerts(env)...)
 		out = append(out, CheckCredentials(env)...)
 	}
