@@ -78,15 +78,24 @@ func TestSetNiceChangesEveryThread(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := have - 3
-	if os.Geteuid() != 0 || want < -20 {
-		// Unprivileged, lowering must fail with ErrPermission; raising works.
-		if err := SetNice(have - 1); os.Geteuid() != 0 && !errors.Is(err, ErrPermission) {
-			t.Fatalf("lowering without privilege: err %v, want ErrPermission", err)
+	privileged := want >= -20 && CanSet(want) == nil
+	if !privileged {
+		// Without CAP_SYS_NICE lowering fails with ErrPermission and
+		// changes nothing; raising works.
+		if have > -20 {
+			if err := SetNice(have - 1); !errors.Is(err, ErrPermission) {
+				t.Fatalf("lowering without privilege: err %v, want ErrPermission", err)
+			}
+			for tid, n := range threadNices(t) {
+				if n != have {
+					t.Fatalf("refused SetNice left thread %s at %d", tid, n)
+				}
+			}
 		}
 		want = min(have+3, 19)
 	}
 	defer func() {
-		if err := SetNice(have); err != nil && os.Geteuid() == 0 {
+		if err := SetNice(have); err != nil && privileged {
 			t.Errorf("restore nice %d: %v", have, err)
 		}
 	}()
@@ -147,12 +156,12 @@ func TestStartRunsChildAtItsNice(t *testing.T) {
 }
 
 func TestStartBelowOwnNiceNeedsPrivilege(t *testing.T) {
-	if os.Geteuid() == 0 {
-		t.Skip("root may lower nice values; the refusal needs an unprivileged process")
-	}
 	have, err := Nice()
 	if err != nil || have == -20 {
 		t.Skip("cannot go lower")
+	}
+	if CanSet(have-1) == nil {
+		t.Skip("this process may lower nice values (CAP_SYS_NICE); the refusal needs one that may not")
 	}
 	cmd := exec.Command("sleep", "30")
 	if err := Start(cmd, have-1); !errors.Is(err, ErrPermission) {

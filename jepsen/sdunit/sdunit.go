@@ -3,6 +3,7 @@ package sdunit
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -217,12 +218,19 @@ func (s *Service) command(argv []string, env ...string) (*exec.Cmd, error) {
 	return cmd, nil
 }
 
-// start starts cmd at the unit's Nice= (as root, which systemd is).
+// start starts cmd at the unit's Nice=, as systemd (root) does. A test
+// process that may not lower nice values (root without CAP_SYS_NICE in
+// a container) starts it at its own instead, where systemd would fail
+// the unit: callers that check priorities test cpuprio.CanSet first.
 func (s *Service) start(cmd *exec.Cmd) error {
-	if s.u.Nice != nil {
-		return cpuprio.Start(cmd, *s.u.Nice)
+	if s.u.Nice == nil {
+		return cmd.Start()
 	}
-	return cmd.Start()
+	err := cpuprio.Start(cmd, *s.u.Nice)
+	if errors.Is(err, cpuprio.ErrPermission) {
+		return cmd.Start() // refused before the fork: cmd is unused
+	}
+	return err
 }
 
 func (s *Service) run(cmd *exec.Cmd) error {
