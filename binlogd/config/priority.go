@@ -13,7 +13,9 @@ type Priority struct {
 	// systemd: Nice= in the unit, which scripts/systemd does).
 	CPUNice *int `json:"cpu_nice,omitempty"`
 	// mysql_nice: the nice value of the mariadbd binlogd starts
-	// (supervise_mysql; default 0). Raising it above binlogd's needs no
+	// (supervise_mysql; default 0) and of its other helper processes
+	// (event hooks, mariadb-backup and mbstream for a reseed,
+	// mariadb-install-db). Raising it above binlogd's needs no
 	// privilege.
 	MySQLNice *int `json:"mysql_nice,omitempty"`
 }

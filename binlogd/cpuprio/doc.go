@@ -20,5 +20,9 @@
 // clones later threads from these, or from its template thread), and
 // Start forks a child from a thread of its own, set to the child's value
 // and discarded afterwards. Lowering a nice value needs CAP_SYS_NICE
-// (root); raising one does not.
+// (root); raising one does not. Helper processes (event hooks, reseed
+// backups, mariadb-install-db) start through StartChild at the value
+// SetChildNice gives them, MariaDB's: they are database work, and a
+// backup at binlogd's raised value would take the CPU from the MariaDB
+// serving clients.
 package cpuprio

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"phxgo/binlogd/cpuprio"
 )
 
 // HookConfig is the command run for every event, like Orchestrator's
@@ -141,7 +143,7 @@ func (h *hookRunner) run(ev Event) error {
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
 	start := time.Now()
-	err = cmd.Run()
+	err = cpuprio.RunChild(cmd) // at mysql_nice, not binlogd's own raised value
 	took := time.Since(start)
 	h.seconds.Observe(took.Seconds())
 	attrs := []any{"kind", string(ev.Kind), "seq", ev.Seq, "took", took.Round(time.Millisecond), "output", out.String()}

@@ -1,6 +1,7 @@
 package mysqld
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -187,7 +188,10 @@ func (i *Instance) Init(ctx context.Context) error {
 	cmd := exec.CommandContext(ctx, "mariadb-install-db",
 		"--defaults-file="+i.ConfigFile(), "--user="+osUser,
 		"--auth-root-authentication-method=socket", "--auth-root-socket-user="+AdminUser(), "--skip-test-db")
-	out, err := cmd.CombinedOutput()
+	var outBuf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &outBuf, &outBuf
+	err = cpuprio.RunChild(cmd) // at mysql_nice, like the server it prepares
+	out := outBuf.Bytes()
 	if err != nil {
 		return fmt.Errorf("mysqld: mariadb-install-db in %s: %w\n%s", i.DataDir(), err, tail(out, 2000))
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"phxgo/binlogd/cpuprio"
 	pb "phxgo/proto"
 )
 
@@ -101,7 +102,7 @@ func receiveInto(ctx context.Context, recv func() (*pb.BackupChunk, error), dir,
 	if err != nil {
 		return err
 	}
-	if err := x.Start(); err != nil {
+	if err := cpuprio.StartChild(x); err != nil {
 		return fmt.Errorf("%s: start mbstream: %w (install the mariadb-backup package: scripts/install-deps.sh)", label, err)
 	}
 	p := startProgress(out, label, int64(res.Info.EstimatedBytes), every)
@@ -140,7 +141,7 @@ func receiveInto(ctx context.Context, recv func() (*pb.BackupChunk, error), dir,
 	prep := exec.CommandContext(ctx, "mariadb-backup", "--prepare", "--target-dir="+dir)
 	perr := &tailBuffer{max: stderrTail}
 	prep.Stderr, prep.Stdout = perr, perr
-	if err := prep.Run(); err != nil {
+	if err := cpuprio.RunChild(prep); err != nil {
 		return fmt.Errorf("%s: mariadb-backup --prepare: %v: %s", label, err, perr.String())
 	}
 	res.Prepare = time.Since(start)

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"phxgo/binlogd/cpuprio"
 	pb "phxgo/proto"
 )
 
@@ -67,7 +68,7 @@ func (s Source) Serve(ctx context.Context, send func(*pb.BackupChunk) error) err
 	if err != nil {
 		return err
 	}
-	if err := cmd.Start(); err != nil {
+	if err := cpuprio.StartChild(cmd); err != nil { // at mysql_nice: the backup must not outrank the MariaDB serving clients
 		return fmt.Errorf("reseed: start mariadb-backup: %w (install the mariadb-backup package: scripts/install-deps.sh)", err)
 	}
 	log.Info("backup started for a reseed", "estimated_bytes", info.EstimatedBytes, "version", info.MariadbVersion, "gtid_current_pos", info.SourceGtidPos)

@@ -150,6 +150,7 @@ func cmdRun(args []string) error {
 	// Before any mariadbd starts: the children of a thread inherit its
 	// value, and MariaDB gets its own (mysql_nice) when binlogd starts it.
 	cpuprio.Apply(cfg.CPUNiceOrDefault(), logger.With("node", cfg.ID))
+	cpuprio.SetChildNice(cfg.MySQLNiceOrDefault()) // hooks, backups, install-db
 	n, err := node.New(cfg, logger)
 	if err != nil {
 		return walDamaged(err, cfg.Dir, *cfgPath)
