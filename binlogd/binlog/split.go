@@ -24,14 +24,12 @@ func GTIDOf(ev []byte) (GTID, error) {
 // SplitTxns cuts a concatenation of whole transactions (the events of a
 // BinlogBatch) at its GTID events. The result aliases b.
 func SplitTxns(b []byte) ([]Txn, error) {
-	evs, err := SplitEvents(b)
-	if err != nil {
+	if _, err := CountEvents(b); err != nil {
 		return nil, err
 	}
 	var out []Txn
-	start := 0
-	for i, off := 0, 0; i < len(evs); i++ {
-		ev := evs[i]
+	start, off := 0, 0
+	for ev, rest := NextEvent(b); ev != nil; ev, rest = NextEvent(rest) {
 		if ev[4] == EventMariaGTID {
 			g, err := GTIDOf(ev)
 			if err != nil {

@@ -36,17 +36,42 @@ func (t Txn) Ends() bool { return !t.More }
 
 // SplitEvents returns the events framed in b, without copying.
 func SplitEvents(b []byte) ([][]byte, error) {
-	var out [][]byte
-	for off := 0; off < len(b); {
+	n, err := CountEvents(b)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]byte, 0, n)
+	for ev, rest := NextEvent(b); ev != nil; ev, rest = NextEvent(rest) {
+		out = append(out, ev)
+	}
+	return out, nil
+}
+
+// CountEvents checks that b frames as whole binlog events (by each
+// header's event_size) and returns how many there are. After it, the
+// hot paths walk b with NextEvent instead of building SplitEvents'
+// slice: one allocation less, and no growth, per transaction sent.
+func CountEvents(b []byte) (int, error) {
+	n := 0
+	for off := 0; off < len(b); n++ {
 		if len(b)-off < HeaderLen {
-			return nil, fmt.Errorf("%w: %d trailing bytes at offset %d", ErrBadEvent, len(b)-off, off)
+			return 0, fmt.Errorf("%w: %d trailing bytes at offset %d", ErrBadEvent, len(b)-off, off)
 		}
 		size := int(binary.LittleEndian.Uint32(b[off+9:]))
 		if size < HeaderLen || size > len(b)-off {
-			return nil, fmt.Errorf("%w: event_size %d at offset %d of %d", ErrBadEvent, size, off, len(b))
+			return 0, fmt.Errorf("%w: event_size %d at offset %d of %d", ErrBadEvent, size, off, len(b))
 		}
-		out = append(out, b[off:off+size])
 		off += size
 	}
-	return out, nil
+	return n, nil
+}
+
+// NextEvent cuts the first event off b, which CountEvents accepted; ev
+// is nil when b is empty.
+func NextEvent(b []byte) (ev, rest []byte) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	size := int(binary.LittleEndian.Uint32(b[9:]))
+	return b[:size], b[size:]
 }

@@ -259,7 +259,7 @@ func (s *leaseSink) entries(prev binlog.GTID, txns []binlog.Txn) []masterlease.B
 			cur = nil
 		}
 	}
-	for _, t := range txns {
+	for i, t := range txns {
 		if !t.Whole() || len(t.Events) > s.maxFrag {
 			flush()
 			for off := 0; off < len(t.Events); off += s.maxFrag {
@@ -282,6 +282,17 @@ func (s *leaseSink) entries(prev binlog.GTID, txns []binlog.Txn) []masterlease.B
 		}
 		if cur == nil {
 			cur = &masterlease.Batch{Epoch: s.epoch, Prev: masterlease.GTID(prev)}
+			if n := s.runBytes(txns[i:]); n > len(t.Events) {
+				// Sized once: appending from nil grew and cleared
+				// the buffer several times per entry (4% of the
+				// master's binlogd at 16 threads).
+				cur.Events = make([]byte, 0, n)
+			} else {
+				cur.Events = t.Events // alone in its entry: no copy
+				cur.Last = masterlease.GTID(t.GTID)
+				cur.TxnCount++
+				continue
+			}
 		}
 		cur.Events = append(cur.Events, t.Events...)
 		cur.Last = masterlease.GTID(t.GTID)
@@ -289,4 +300,18 @@ func (s *leaseSink) entries(prev binlog.GTID, txns []binlog.Txn) []masterlease.B
 	}
 	flush()
 	return out
+}
+
+// runBytes is the size of the entry that entries builds from the whole
+// transactions at the head of txns: they join until the next would pass
+// maxFrag or is not whole.
+func (s *leaseSink) runBytes(txns []binlog.Txn) int {
+	n := 0
+	for _, t := range txns {
+		if !t.Whole() || len(t.Events) > s.maxFrag || n > 0 && n+len(t.Events) > s.maxFrag {
+			break
+		}
+		n += len(t.Events)
+	}
+	return n
 }

@@ -34,3 +34,55 @@ func TestEntriesAreBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestEntriesKeepEveryByteInOrder: the entries of any mix (a lone
+// transaction, runs of small ones, one over the bound, a streamed piece)
+// carry every event byte once, in order, chain Prev to Last, count each
+// whole transaction once, and a packed entry's buffer is sized exactly
+// (allocated once, not grown).
+func TestEntriesKeepEveryByteInOrder(t *testing.T) {
+	const bound = 1000
+	s := newSink(nil, nil, 7, bound, nil, nil)
+	sizes := []int{300, 900, 200, 200, 200, 200, 200, 1, 2500, 400, 999, 1, 1000, 50}
+	var txns []binlog.Txn
+	var want []byte
+	for i, n := range sizes {
+		ev := bytes.Repeat([]byte{byte(i + 1)}, n)
+		txns = append(txns, binlog.Txn{GTID: binlog.GTID{Server: 1, Seq: uint64(i + 1)}, Events: ev})
+		want = append(want, ev...)
+	}
+	// A streamed piece of the next transaction (More) ends the batch.
+	piece := bytes.Repeat([]byte{0xEE}, 600)
+	txns = append(txns, binlog.Txn{GTID: binlog.GTID{Server: 1, Seq: uint64(len(sizes) + 1)}, Events: piece, More: true})
+	want = append(want, piece...)
+
+	prev := binlog.GTID{Server: 1, Seq: 0}
+	entries := s.entries(prev, txns)
+	var got []byte
+	count := uint32(0)
+	for i, b := range entries {
+		if b.Epoch != 7 {
+			t.Errorf("entry %d: epoch %d", i, b.Epoch)
+		}
+		if binlog.GTID(b.Prev) != prev {
+			t.Errorf("entry %d: prev %v, want %v", i, binlog.GTID(b.Prev), prev)
+		}
+		if !b.More && !b.Continued && b.TxnCount > 1 && cap(b.Events) != len(b.Events) {
+			t.Errorf("entry %d: %d bytes of events in a buffer of %d", i, len(b.Events), cap(b.Events))
+		}
+		if len(b.Events) > bound {
+			t.Errorf("entry %d: %d bytes of events, over %d", i, len(b.Events), bound)
+		}
+		got = append(got, b.Events...)
+		count += b.TxnCount
+		if !b.More {
+			prev = binlog.GTID(b.Last)
+		}
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("events differ: got %d bytes, want %d", len(got), len(want))
+	}
+	if count != uint32(len(sizes)) {
+		t.Errorf("TxnCount sums to %d, want %d", count, len(sizes))
+	}
+}

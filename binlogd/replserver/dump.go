@@ -316,8 +316,7 @@ func (st *stream) send(ev []byte) error {
 // held here whole. A file rotates only between transactions, so a split
 // transaction stays in one virtual file (up to 4 GiB).
 func (st *stream) txn(t binlog.Txn) error {
-	evs, err := binlog.SplitEvents(t.Events)
-	if err != nil {
+	if _, err := binlog.CountEvents(t.Events); err != nil { // all or none of it is sent
 		return fmt.Errorf("%w: GTID %s: %v", ErrBadTxn, t.GTID, err)
 	}
 	if st.open.IsZero() != (t.Offset == 0) || !st.open.IsZero() && st.open != t.GTID {
@@ -332,7 +331,7 @@ func (st *stream) txn(t binlog.Txn) error {
 			return err
 		}
 	}
-	for _, ev := range evs {
+	for ev, rest := binlog.NextEvent(t.Events); ev != nil; ev, rest = binlog.NextEvent(rest) {
 		if ev[4] == evAnnotateRows && !st.annotate {
 			continue
 		}
