@@ -67,11 +67,15 @@ func CountEvents(b []byte) (int, error) {
 }
 
 // NextEvent cuts the first event off b, which CountEvents accepted; ev
-// is nil when b is empty.
+// is nil when b is empty, or (never after CountEvents) does not start
+// with a whole event, so a loop over it always ends.
 func NextEvent(b []byte) (ev, rest []byte) {
-	if len(b) == 0 {
+	if len(b) < HeaderLen {
 		return nil, nil
 	}
 	size := int(binary.LittleEndian.Uint32(b[9:]))
+	if size < HeaderLen || size > len(b) {
+		return nil, nil
+	}
 	return b[:size], b[size:]
 }

@@ -2,7 +2,9 @@ package cpuprio
 
 import (
 	"errors"
+	"log/slog"
 	"os/exec"
+	"sync"
 	"sync/atomic"
 )
 
@@ -31,10 +33,17 @@ func StartChild(cmd *exec.Cmd) error {
 	}
 	err := Start(cmd, int(n))
 	if errors.Is(err, ErrPermission) {
+		lowerOnce.Do(func() {
+			slog.Warn("helper processes run at binlogd's own nice value: it may not lower them to mysql_nice",
+				"mysql_nice", n, "cmd", cmd.Path, "err", err)
+		})
 		return cmd.Start() // Start failed before forking: cmd is unused
 	}
 	return err
 }
+
+// lowerOnce: the fallback is logged once, not per hook run.
+var lowerOnce sync.Once
 
 // RunChild is cmd.Run through StartChild.
 func RunChild(cmd *exec.Cmd) error {
