@@ -1,11 +1,9 @@
 package cpuprio
 
 import (
-	"fmt"
 	"os/exec"
 	"strconv"
 	"testing"
-	"time"
 )
 
 // TestStartChildUsesChildNice: helper processes run at SetChildNice's
@@ -35,22 +33,7 @@ func TestStartChildUsesChildNice(t *testing.T) {
 		run("raised", have+1)
 		// The forking thread was discarded: no thread of this process
 		// stays at the child's value.
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			left := ""
-			for tid, n := range threadNices(t) {
-				if n != have {
-					left += fmt.Sprintf(" %s (nice %d)", tid, n)
-				}
-			}
-			if left == "" {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("threads left at another nice than %d:%s", have, left)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		awaitThreadsAt(t, have)
 	}
 	if have > -20 && CanSet(have-1) != nil { // unprivileged: lowering is refused
 		SetChildNice(have - 1)

@@ -137,6 +137,13 @@ func TestStartRunsChildAtItsNice(t *testing.T) {
 	}
 	// The thread that forked it ends with its value (the runtime exits a
 	// locked thread whose goroutine returned, right after Start returns).
+	awaitThreadsAt(t, have)
+}
+
+// awaitThreadsAt waits until every thread of this process runs at nice
+// have (a discarded forking thread may take a moment to exit).
+func awaitThreadsAt(t *testing.T, have int) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		left := ""
