@@ -25,6 +25,9 @@ type decoded struct {
 	// MARIADB_GTID: the transaction and whether it is standalone (DDL).
 	gtid       binlog.GTID
 	standalone bool
+	// commitID is shared by the transactions of one MariaDB group
+	// commit of two or more (FL_GROUP_COMMIT_ID); zero for one alone.
+	commitID uint64
 	// QUERY: the statement text (aliases the event).
 	query []byte
 }
@@ -64,6 +67,9 @@ func decodeEvent(ev []byte, checksummed bool) (d decoded, err error) {
 		d.gtid = binlog.GTID{Domain: binary.LittleEndian.Uint32(body[8:]),
 			Server: binary.LittleEndian.Uint32(ev[5:]), Seq: binary.LittleEndian.Uint64(body)}
 		d.standalone = body[12]&replication.BINLOG_MARIADB_FL_STANDALONE != 0
+		if body[12]&replication.BINLOG_MARIADB_FL_GROUP_COMMIT_ID != 0 && len(body) >= 21 {
+			d.commitID = binary.LittleEndian.Uint64(body[13:])
+		}
 	case replication.XID_EVENT:
 		if len(body) < 8 {
 			return d, fmt.Errorf("%w: %d-byte XID event body", ErrProtocol, len(body))

@@ -55,8 +55,8 @@ func TestDecodeMatchesGoMySQL(t *testing.T) {
 			}
 		case *replication.MariadbGTIDEvent:
 			g := binlog.GTID{Domain: v.GTID.DomainID, Server: v.GTID.ServerID, Seq: v.GTID.SequenceNumber}
-			if got.gtid != g || got.standalone != v.IsStandalone() {
-				t.Fatalf("event %d: %v standalone=%v, go-mysql %v %v", i, got.gtid, got.standalone, g, v.IsStandalone())
+			if got.gtid != g || got.standalone != v.IsStandalone() || got.commitID != v.CommitID {
+				t.Fatalf("event %d: %v standalone=%v commit id %d, go-mysql %v %v %d", i, got.gtid, got.standalone, got.commitID, g, v.IsStandalone(), v.CommitID)
 			}
 		case *replication.QueryEvent:
 			if !bytes.Equal(got.query, v.Query) {
@@ -108,5 +108,54 @@ func TestDecodeShortEvents(t *testing.T) {
 	}
 	if _, err := decodeEvent(make([]byte, binlog.HeaderLen), true); err == nil {
 		t.Fatal("event without room for a CRC32 accepted")
+	}
+}
+
+// TestDecodeGroupCommitID: a GTID event of a group commit of two or
+// more carries FL_GROUP_COMMIT_ID and an 8-byte commit id where a lone
+// transaction's has 6 zero bytes; decodeEvent reads the id as go-mysql
+// does, and a flagged event too short for it has none.
+func TestDecodeGroupCommitID(t *testing.T) {
+	gtidEvent := func(flags byte, tail []byte) []byte {
+		body := binary.LittleEndian.AppendUint64(nil, 77) // seq_no
+		body = binary.LittleEndian.AppendUint32(body, 0)  // domain
+		body = append(body, flags)
+		body = append(body, tail...)
+		ev := make([]byte, binlog.HeaderLen, binlog.HeaderLen+len(body)+4)
+		ev[4] = byte(replication.MARIADB_GTID_EVENT)
+		binary.LittleEndian.PutUint32(ev[5:], 1) // server id
+		ev = append(ev, body...)
+		binary.LittleEndian.PutUint32(ev[9:], uint32(len(ev)+4))
+		return binary.LittleEndian.AppendUint32(ev, crc32.ChecksumIEEE(ev))
+	}
+	p := replication.NewBinlogParser()
+	p.SetFlavor("mariadb")
+	for _, tc := range []struct {
+		name  string
+		ev    []byte
+		want  uint64
+		check bool // go-mysql must agree
+	}{
+		{"group commit", gtidEvent(replication.BINLOG_MARIADB_FL_GROUP_COMMIT_ID|replication.BINLOG_MARIADB_FL_TRANSACTIONAL,
+			binary.LittleEndian.AppendUint64(nil, 0x0102030405060708)), 0x0102030405060708, true},
+		{"alone", gtidEvent(replication.BINLOG_MARIADB_FL_TRANSACTIONAL, make([]byte, 6)), 0, true},
+		{"flag without room", gtidEvent(replication.BINLOG_MARIADB_FL_GROUP_COMMIT_ID, make([]byte, 6)), 0, false},
+	} {
+		got, err := decodeEvent(tc.ev, true)
+		if err != nil || got.commitID != tc.want || got.gtid.Seq != 77 {
+			t.Fatalf("%s: commit id %d (want %d), %v, err %v", tc.name, got.commitID, tc.want, got.gtid, err)
+		}
+		if !tc.check {
+			continue
+		}
+		plain := bytes.Clone(tc.ev[:len(tc.ev)-4]) // go-mysql, told of no checksum here
+		binary.LittleEndian.PutUint32(plain[9:], uint32(len(plain)))
+		e, err := p.Parse(plain)
+		if err != nil {
+			t.Fatalf("%s: go-mysql: %v", tc.name, err)
+		}
+		if v := e.Event.(*replication.MariadbGTIDEvent); v.CommitID != tc.want {
+			t.Fatalf("%s: go-mysql commit id %d, want %d", tc.name, v.CommitID, tc.want)
+		}
 	}
 }

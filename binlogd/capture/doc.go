@@ -44,6 +44,10 @@
 //	    The pipeline takes every transaction already waiting before it
 //	    proposes, so a batch is what arrived while the previous ones were
 //	    being proposed: one MariaDB commit group usually makes one batch.
+//	    The first transaction of a group commit of two or more (its GTID
+//	    event carries the group's commit id) that arrives alone waits
+//	    for the next one, at most GroupHold (pipeline.holding): the
+//	    group's commits wait for its last ACK anyway.
 //	 5. The pipeline goroutine hands each batch to Sink.Propose itself,
 //	    one call at a time, in stream order. binlogd's sink only queues the
 //	    entries (paxos.Node.ProposeAsync, which keeps call order), so the

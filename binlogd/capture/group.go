@@ -20,6 +20,9 @@ type unit struct {
 	txn     binlog.Txn
 	end     Position
 	needAck bool
+	// commitID: the MariaDB group commit the transaction was part of,
+	// zero if it committed alone (decoded.commitID).
+	commitID uint64
 }
 
 // grouper turns the event stream of one dump connection into whole
@@ -61,6 +64,7 @@ const maxSizeGuess = 64 << 10
 type building struct {
 	gtid       binlog.GTID
 	standalone bool
+	commitID   uint64
 	buf        []byte
 	off        uint64 // bytes of this transaction already handed out as pieces
 	// skip: bytes still to drop (durable before a reconnect); crc is
@@ -135,7 +139,7 @@ func (g *grouper) feed(ev []byte, needAck bool) (*unit, error) {
 			return nil, fmt.Errorf("%w: GTID %v inside transaction %v", ErrProtocol, e.gtid, g.cur.gtid)
 		}
 		gtid := e.gtid
-		g.cur = &building{gtid: gtid, standalone: e.standalone}
+		g.cur = &building{gtid: gtid, standalone: e.standalone, commitID: e.commitID}
 		if g.lastBytes > 0 && g.resume == nil {
 			g.cur.buf = make([]byte, 0, min(g.lastBytes, maxSizeGuess))
 		}
@@ -224,7 +228,7 @@ func (g *grouper) take(ev []byte) error {
 // false), or a piece of it.
 func (g *grouper) piece(end Position, more, needAck bool) (*unit, error) {
 	cur := g.cur
-	u := &unit{txn: binlog.Txn{GTID: cur.gtid, Events: cur.buf, More: more, Offset: cur.off}, end: end, needAck: needAck}
+	u := &unit{txn: binlog.Txn{GTID: cur.gtid, Events: cur.buf, More: more, Offset: cur.off}, end: end, needAck: needAck, commitID: cur.commitID}
 	if more {
 		cur.off += uint64(len(cur.buf))
 		cur.buf = nil

@@ -46,8 +46,13 @@ type Stats struct {
 	// only the first two are binlogd's own work.
 	Overlapped, Starved uint64
 	StarvedTime         time.Duration
-	Durable             binlog.GTID // last durable GTID
-	Acked               Position    // last position ACKed
+	// Held counts batches that waited as a group commit's first
+	// transaction for the next (Config.GroupHold); HeldTime sums those
+	// waits, and HoldTimeouts counts the ones GroupHold ended.
+	Held, HoldTimeouts uint64
+	HeldTime           time.Duration
+	Durable            binlog.GTID // last durable GTID
+	Acked              Position    // last position ACKed
 }
 
 // TxnsPerAck is the mean number of transactions one ACK released.
