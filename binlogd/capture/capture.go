@@ -62,6 +62,10 @@ type Capture struct {
 	durable    binlog.GTID // Invariant: every txn up to durable is durable in the sink.
 	durablePos Position    // where the durable transaction ends; "" file before the first
 	dispatched binlog.GTID // last GTID handed to the sink whole (or its last piece); durable <= dispatched
+	// durableCommit: the group commit of the last durable transaction
+	// (unit.commitID). A session resumes right after it, so a group the
+	// reconnect cut is not taken for a new one (pipeline.holding).
+	durableCommit uint64
 	// open: a split transaction with pieces handed to the sink and its
 	// end still to come. partial: how much of it is durable; a reconnect
 	// resumes it there (the grouper skips and checks those bytes).

@@ -42,7 +42,8 @@ type Config struct {
 	MaxInFlight int
 	// GroupHold bounds how long the first transaction of a MariaDB
 	// group commit of two or more, arriving alone, waits for the next
-	// before it is proposed (pipeline.holding); zero proposes at once.
+	// before it is proposed, counted from its arrival (pipeline.holding);
+	// zero proposes at once.
 	GroupHold time.Duration
 	// HeartbeatPeriod asks the master for a heartbeat when idle; it must be
 	// below ReadTimeout, which bounds the wait for any packet.

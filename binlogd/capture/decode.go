@@ -67,7 +67,10 @@ func decodeEvent(ev []byte, checksummed bool) (d decoded, err error) {
 		d.gtid = binlog.GTID{Domain: binary.LittleEndian.Uint32(body[8:]),
 			Server: binary.LittleEndian.Uint32(ev[5:]), Seq: binary.LittleEndian.Uint64(body)}
 		d.standalone = body[12]&replication.BINLOG_MARIADB_FL_STANDALONE != 0
-		if body[12]&replication.BINLOG_MARIADB_FL_GROUP_COMMIT_ID != 0 && len(body) >= 21 {
+		if body[12]&replication.BINLOG_MARIADB_FL_GROUP_COMMIT_ID != 0 {
+			if len(body) < 21 {
+				return d, fmt.Errorf("%w: %d-byte GTID event body with a group commit id", ErrProtocol, len(body))
+			}
 			d.commitID = binary.LittleEndian.Uint64(body[13:])
 		}
 	case replication.XID_EVENT:

@@ -128,6 +128,13 @@ func startPipelineWith(t *testing.T, s Sink, cfg Config, units chan *unit) (*Cap
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c, units, startSession(t, c, units)
+}
+
+// startSession runs one more pipeline session of c (as after a
+// reconnect) reading units; it returns the stop function.
+func startSession(t *testing.T, c *Capture, units chan *unit) func() (error, error) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	p := newPipeline(ctx, c, nil)
 	runErr := make(chan error, 1)
@@ -143,7 +150,7 @@ func startPipelineWith(t *testing.T, s Sink, cfg Config, units chan *unit) (*Cap
 		return rerr, derr
 	}
 	t.Cleanup(func() { stop() })
-	return c, units, stop
+	return stop
 }
 
 // TestPipelineProposesInStreamOrder: transactions trickle in while the

@@ -20,10 +20,15 @@ type batch struct {
 	piece   bool     // txns is one piece of a split transaction
 	// groupHead: the batch's only transaction so far opens a MariaDB
 	// group commit of two or more, whose next transaction is still to
-	// come (pipeline.holding); held: the batch waited for it.
-	groupHead, held bool
-	heldFor         time.Duration
-	pend            Pending // set once proposed
+	// come (pipeline.holding). holdFrom: when it began to wait for it
+	// (zero: it never did); heldFor: how long it waited; holdTimedOut:
+	// GroupHold ended the wait. lastCommit: the group commit of its last
+	// transaction.
+	groupHead, holdTimedOut bool
+	holdFrom                time.Time
+	heldFor                 time.Duration
+	lastCommit              uint64
+	pend                    Pending // set once proposed
 
 	// Stage times, for Stats: the first transaction arrived, the first
 	// ACK request arrived, the batch was proposed, Wait returned.
@@ -76,7 +81,7 @@ type pipeline struct {
 }
 
 func newPipeline(ctx context.Context, c *Capture, s *stream) *pipeline {
-	p := &pipeline{c: c, s: s, ctx: ctx,
+	p := &pipeline{c: c, s: s, ctx: ctx, lastCommit: c.durableCommit,
 		toWait:  make(chan *batch, c.cfg.MaxInFlight),
 		results: make(chan result, c.cfg.MaxInFlight)}
 	go p.wait()
@@ -129,9 +134,8 @@ func (p *pipeline) run(units <-chan *unit, readErr <-chan error) error {
 			}
 		case <-p.holdC:
 			p.holdC = nil
-			if p.pending != nil && p.pending.groupHead {
-				p.pending.groupHead = false // waited long enough
-				p.c.stats.update(func(st *Stats) { st.HoldTimeouts++ })
+			if b := p.pending; b != nil && b.groupHead {
+				b.groupHead, b.holdTimedOut = false, true // waited long enough
 			}
 		}
 		if err := p.propose(); err != nil {
@@ -170,6 +174,9 @@ func (p *pipeline) accept(u *unit) error {
 	// A piece travels alone: it neither joins a batch nor takes others.
 	if p.pending != nil && (p.pending.piece || !u.txn.Whole() || p.pending.bytes+len(u.txn.Events) > c.cfg.BatchMaxBytes) {
 		p.held = u
+		// The next transaction is here, if only for the next batch: a
+		// group's head waits no longer (holding).
+		p.pending.groupHead = false
 		return nil
 	}
 	p.add(u)
@@ -226,7 +233,7 @@ func (p *pipeline) add(u *unit) {
 	}
 	b := p.pending
 	b.groupHead = len(b.txns) == 0 && u.txn.Whole() && u.commitID != 0 && u.commitID != p.lastCommit
-	p.lastCommit = u.commitID
+	p.lastCommit, b.lastCommit = u.commitID, u.commitID
 	b.txns = append(b.txns, u.txn)
 	b.bytes += len(u.txn.Events)
 	b.end = u.end
@@ -256,8 +263,8 @@ func (p *pipeline) propose() error {
 				b.txns[0].GTID, b.txns[len(b.txns)-1].GTID, len(b.txns), err)
 		}
 		b.pend, b.proposedAt = pend, time.Now()
-		if b.held {
-			b.heldFor = b.proposedAt.Sub(b.firstAt)
+		if !b.holdFrom.IsZero() {
+			b.heldFor = b.proposedAt.Sub(b.holdFrom)
 		}
 		lt := b.txns[len(b.txns)-1]
 		if lt.Ends() {
@@ -290,22 +297,33 @@ func (p *pipeline) propose() error {
 // one came with the rest. A group commit of two or more marks each of
 // its transactions with its commit id (FL_GROUP_COMMIT_ID), so a batch
 // holding only the first of them knows more is on the way and waits
-// for it, at most GroupHold (a bound for the unexpected: the next one
-// is already synced to the binlog). Nothing else waits: a lone
-// transaction without a commit id committed alone, and once a second
-// transaction has arrived the batch goes as it is.
+// for it, until GroupHold after it arrived (a bound for the
+// unexpected: the next one is already synced to the binlog; time spent
+// waiting for a free MaxInFlight slot counts). Nothing else waits: a
+// lone transaction without a commit id committed alone, and once a
+// second transaction has arrived the batch goes as it is.
 func (p *pipeline) holding() bool {
 	b := p.pending
 	if !b.groupHead || p.c.cfg.GroupHold <= 0 {
 		p.stopHold()
 		return false
 	}
-	b.held = true
+	now := time.Now()
+	left := p.c.cfg.GroupHold - now.Sub(b.firstAt)
+	if left <= 0 {
+		b.groupHead = false
+		b.holdTimedOut = !b.holdFrom.IsZero()
+		p.stopHold()
+		return false
+	}
+	if b.holdFrom.IsZero() {
+		b.holdFrom = now
+	}
 	if p.holdC == nil {
 		if p.hold == nil {
-			p.hold = time.NewTimer(p.c.cfg.GroupHold)
+			p.hold = time.NewTimer(left)
 		} else {
-			p.hold.Reset(p.c.cfg.GroupHold)
+			p.hold.Reset(left)
 		}
 		p.holdC = p.hold.C
 	}
@@ -383,6 +401,7 @@ func (p *pipeline) durable(r result) error {
 			b.txns[0].GTID, b.txns[len(b.txns)-1].GTID, len(b.txns), r.err)
 	}
 	p.buf.give(b.bytes)
+	c.durableCommit = b.lastCommit
 	done := len(b.txns)
 	if lt := b.txns[len(b.txns)-1]; lt.Ends() {
 		c.durable, c.durablePos = lt.GTID, b.end
@@ -413,9 +432,12 @@ func (p *pipeline) durable(r result) error {
 			st.Starved++
 			st.StarvedTime += b.starved
 		}
-		if b.held {
+		if !b.holdFrom.IsZero() {
 			st.Held++
 			st.HeldTime += b.heldFor
+			if b.holdTimedOut {
+				st.HoldTimeouts++
+			}
 		}
 	})
 	return nil

@@ -26,9 +26,13 @@ type holdHarness struct {
 }
 
 func newHoldHarness(t *testing.T, hold time.Duration) *holdHarness {
-	h := &holdHarness{t: t, sink: &orderSink{t: t}, units: make(chan *unit)}
 	cfg := DefaultConfig()
 	cfg.GroupHold = hold
+	return newHoldHarnessWith(t, cfg)
+}
+
+func newHoldHarnessWith(t *testing.T, cfg Config) *holdHarness {
+	h := &holdHarness{t: t, sink: &orderSink{t: t}, units: make(chan *unit)}
 	h.c, _, h.stop = startPipelineWith(t, h.sink, cfg, h.units)
 	return h
 }
@@ -122,8 +126,8 @@ func TestPipelineGroupHoldIsBounded(t *testing.T) {
 	start := time.Now()
 	h.send(groupUnit(1, 100))
 	h.batch(0, 1)
-	if waited := time.Since(start); waited < hold {
-		t.Fatalf("proposed after %v, before the %v hold ended", waited, hold)
+	if waited := time.Since(start); waited < hold || waited > hold+2*time.Second {
+		t.Fatalf("proposed after %v; the hold was %v", waited, hold)
 	}
 	st := h.end(1, 0, 1)
 	if st.Held != 1 || st.HoldTimeouts != 1 || st.HeldTime < hold {
@@ -140,5 +144,99 @@ func TestPipelineGroupHoldOff(t *testing.T) {
 	h.batch(1, 2)
 	if st := h.end(2, 0, 2); st.Held != 0 {
 		t.Fatalf("held %d with the hold off", st.Held)
+	}
+}
+
+// TestPipelineGroupHeadGoesWhenTheNextCannotJoin: a head whose next
+// transaction is too big to join its batch (it waits for the next batch,
+// and reading pauses) goes at once: the group's next one is here.
+func TestPipelineGroupHeadGoesWhenTheNextCannotJoin(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.GroupHold = time.Minute
+	cfg.BatchMaxBytes = 150 // a txnUnit is 100 bytes: two do not fit
+	h := newHoldHarnessWith(t, cfg)
+	h.send(groupUnit(1, 100))
+	h.notProposed(0)
+	h.send(groupUnit(2, 100))
+	h.batch(0, 1)
+	h.batch(1, 2)
+	st := h.end(2, 0, 2)
+	if st.Held != 1 || st.HoldTimeouts != 0 {
+		t.Fatalf("held %d, %d timeouts; want 1 hold, ended by the next transaction", st.Held, st.HoldTimeouts)
+	}
+}
+
+// TestPipelineGroupHoldCountsTheSlotWait: GroupHold runs from the head's
+// arrival; a head that waited that long for a free MaxInFlight slot goes
+// as soon as one frees, without a hold of its own.
+func TestPipelineGroupHoldCountsTheSlotWait(t *testing.T) {
+	const hold = 20 * time.Millisecond
+	cfg := DefaultConfig()
+	cfg.GroupHold = hold
+	cfg.MaxInFlight = 1
+	h := newHoldHarnessWith(t, cfg)
+	h.send(groupUnit(1, 0))
+	h.batch(0, 1)
+	h.send(groupUnit(2, 100)) // a head, with the only slot taken
+	time.Sleep(2 * hold)      // longer than GroupHold: time must pass, nothing to await
+	h.sink.finish(0, nil)
+	h.batch(1, 2)
+	st := h.end(2, 1, 2)
+	if st.Held != 0 || st.HoldTimeouts != 0 {
+		t.Fatalf("held %d (%v), %d timeouts; want no hold after the slot wait", st.Held, st.HeldTime, st.HoldTimeouts)
+	}
+}
+
+// TestPipelineGroupHoldAfterReconnect: a session resumes right after the
+// last durable transaction; the next member of that transaction's group
+// is not taken for a new group's head.
+func TestPipelineGroupHoldAfterReconnect(t *testing.T) {
+	h := newHoldHarness(t, time.Minute)
+	h.send(groupUnit(1, 100), groupUnit(2, 100))
+	h.batch(0, 1, 2)
+	h.durable(2, 0, 1)
+	if rerr, derr := h.stop(); !errors.Is(rerr, context.Canceled) || derr != nil {
+		t.Fatalf("run: %v, drain: %v", rerr, derr)
+	}
+	units := make(chan *unit)
+	stop := startSession(t, h.c, units)
+	units <- groupUnit(3, 100) // the same group, cut by the reconnect
+	h.batch(1, 3)
+	h.sink.finish(1, nil)
+	await(t, 5*time.Second, "durable 3", func() bool { return h.c.Stats().Durable.Seq == 3 })
+	if rerr, derr := stop(); !errors.Is(rerr, context.Canceled) || derr != nil {
+		t.Fatalf("run: %v, drain: %v", rerr, derr)
+	}
+}
+
+// TestPipelineGroupHoldTimerRearms: the hold's timer, once fired, times
+// the next head's hold too.
+func TestPipelineGroupHoldTimerRearms(t *testing.T) {
+	const hold = 20 * time.Millisecond
+	h := newHoldHarness(t, hold)
+	h.send(groupUnit(1, 100))
+	h.batch(0, 1)
+	h.send(groupUnit(2, 200))
+	h.batch(1, 2)
+	st := h.end(2, 0, 2)
+	if st.Held != 2 || st.HoldTimeouts != 2 {
+		t.Fatalf("held %d, %d timeouts; want both heads held until the timer", st.Held, st.HoldTimeouts)
+	}
+}
+
+// TestPipelineGroupHeadRejected: a held batch the log rejects counts as
+// neither held nor timed out (Stats count durable batches), and capture
+// stops with ErrRejected.
+func TestPipelineGroupHeadRejected(t *testing.T) {
+	h := newHoldHarness(t, 20*time.Millisecond)
+	h.send(groupUnit(1, 100))
+	h.batch(0, 1)
+	h.sink.finish(0, errors.New("no"))
+	rerr, _ := h.stop()
+	if !errors.Is(rerr, ErrRejected) && !errors.Is(rerr, context.Canceled) {
+		t.Fatalf("run: %v", rerr)
+	}
+	if st := h.c.Stats(); st.Held != 0 || st.HoldTimeouts != 0 {
+		t.Fatalf("held %d, %d timeouts for a rejected batch", st.Held, st.HoldTimeouts)
 	}
 }
