@@ -17,7 +17,9 @@ import (
 var (
 	// ErrNoQuorum: this node has heard neither a leader nor a majority of
 	// members recently, so the command was refused before it left the
-	// node. Known failed; retry later.
+	// node. Known failed; retry later. (A leader running phase 1 again
+	// because new members govern its next instance takes commands
+	// meanwhile: core.canPropose.)
 	ErrNoQuorum = errors.New("paxos: no quorum reachable")
 	// ErrValueTooLarge: the command exceeds Config.MaxValueBytes. Known failed.
 	ErrValueTooLarge = errors.New("paxos: command too large")

@@ -211,6 +211,10 @@ type core struct {
 	prepareFrom uint64
 	prepareTick int64
 	prepareSent int // Prepare rounds sent in this phase 1 (prepareDue)
+	// forMembers: this phase 1 is a leader's own, run again because new
+	// members govern its next instance (canLead); canPropose takes
+	// commands meanwhile.
+	forMembers bool
 
 	// probe (follower) and campaign (see core_election.go)
 	probing      bool
@@ -499,10 +503,24 @@ func (c *core) lingering() bool {
 func (c *core) dropForwards() { c.forwardBuf, c.forwardBytes = nil, 0 }
 
 // canPropose reports whether this node heard from a quorum (itself
-// included) recently, or a leader it follows; if not, a new command is
-// refused with ErrNoQuorum before it leaves the node.
+// included) recently, or a leader it follows, or it is the leader running
+// phase 1 again for new members; if not, a new command is refused with
+// ErrNoQuorum before it leaves the node.
+//
+// Why the last: that phase 1 is the leader's own, planned at a change's
+// activation, and its promises judge the new members. hasQuorum judges
+// them by what this node heard from them in the last 2E ticks, and
+// refused: in CI binlogd's master had a batch refused while that phase 1
+// ran (it won 3 ms later), stopped capture and stepped down, so the
+// promotion became a failover (e2e TestLearner;
+// TestSimPromotionKeepsTakingCommands). A command taken meanwhile waits
+// in pending like any other: it is proposed when the node leads again,
+// or sent to whoever leads instead.
 func (c *core) canPropose() bool {
 	if c.role != leader && c.leader != 0 && c.electionElapsed < 2*c.cfg.ElectionTicks {
+		return true
+	}
+	if c.role == candidate && c.forMembers {
 		return true
 	}
 	return c.hasQuorum()

@@ -45,6 +45,7 @@ func (c *core) becomeFollower(leaderID uint32) {
 	c.role = follower
 	c.leader = leaderID
 	c.promises = nil
+	c.forMembers = false
 	c.probing = false
 	c.electionElapsed = 0
 	c.electionTimeout = c.randomTimeout()
@@ -318,6 +319,7 @@ func (c *core) becomeLeader() {
 	}
 	c.role = leader
 	c.leader = c.id
+	c.forMembers = false
 	c.terms++
 	c.stopCampaign()
 	c.promises = nil

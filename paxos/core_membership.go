@@ -292,6 +292,7 @@ func (c *core) canLead(j uint64) bool {
 		return true
 	}
 	c.startElection()
+	c.forMembers = c.role == candidate
 	return false
 }
 
