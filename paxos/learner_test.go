@@ -111,16 +111,22 @@ func (s *learnerSim) steps(n int, cond func() bool) bool {
 	return cond()
 }
 
-// change makes the leader propose next and waits until it is active.
-func (s *learnerSim) change(next []Member) *Membership {
-	s.t.Helper()
-	ld := s.nodes[s.leaderID()]
+// proposeChange has ld propose next (the sim's addresses filled in) and
+// returns the members next replaces.
+func (s *learnerSim) proposeChange(ld *simNode, next []Member) *Membership {
 	cur := ld.core.hist.latest()
 	for i := range next {
 		next[i].Addr = fmt.Sprintf("sim-%d", next[i].ID)
 	}
 	ld.core.propose(encodeChange(membershipChange{Prev: cur.Index, Members: next}), flagMembership)
 	s.process(ld)
+	return cur
+}
+
+// change makes the leader propose next and waits until it is active.
+func (s *learnerSim) change(next []Member) *Membership {
+	s.t.Helper()
+	cur := s.proposeChange(s.nodes[s.leaderID()], next)
 	var got *Membership
 	if !s.steps(20000, func() bool {
 		l := s.leaderID()
@@ -316,13 +322,7 @@ func TestSimPromotionLeadsUntilActive(t *testing.T) {
 		s.fatalf("leader %d lost its lead to %d on two voters of three; %s", lead, s.leaderID(), s.describe())
 	}
 	ld := s.nodes[lead]
-	cur := ld.core.hist.latest()
-	next := learnerMembers([]uint32{1, 2, 3, 4})
-	for i := range next {
-		next[i].Addr = fmt.Sprintf("sim-%d", next[i].ID)
-	}
-	ld.core.propose(encodeChange(membershipChange{Prev: cur.Index, Members: next}), flagMembership)
-	s.process(ld)
+	cur := s.proposeChange(ld, learnerMembers([]uint32{1, 2, 3, 4}))
 	if !s.steps(20000, func() bool { return ld.core.hist.latest().Index != cur.Index }) {
 		s.fatalf("the promotion was not chosen with two voters of three; %s", s.describe())
 	}

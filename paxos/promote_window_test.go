@@ -22,13 +22,7 @@ func TestSimPromotionKeepsTakingCommands(t *testing.T) {
 			s.change(learnerMembers([]uint32{1, 2, 3}, 4))
 			lead := s.leaderID()
 			ld := s.nodes[lead]
-			cur := ld.core.hist.latest()
-			next := learnerMembers([]uint32{1, 2, 3, 4})
-			for i := range next {
-				next[i].Addr = fmt.Sprintf("sim-%d", next[i].ID)
-			}
-			ld.core.propose(encodeChange(membershipChange{Prev: cur.Index, Members: next}), flagMembership)
-			s.process(ld)
+			cur := s.proposeChange(ld, learnerMembers([]uint32{1, 2, 3, 4}))
 			var taken []string
 			aged := false
 			for end := s.now + 40000; s.now < end; {
