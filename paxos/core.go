@@ -508,11 +508,11 @@ func (c *core) dropForwards() { c.forwardBuf, c.forwardBytes = nil, 0 }
 // ErrNoQuorum before it leaves the node.
 //
 // Why the last: that phase 1 is the leader's own, planned at a change's
-// activation, and its promises judge the new members. hasQuorum judges
-// them by what this node heard from them in the last 2E ticks, and
-// refused: in CI binlogd's master had a batch refused while that phase 1
-// ran (it won 3 ms later), stopped capture and stepped down, so the
-// promotion became a failover (e2e TestLearner;
+// activation, and its promises are what judge the new members. Judged
+// by hasQuorum instead (what this node heard from them in the last 2E
+// ticks), commands were refused: in CI binlogd's master had a batch
+// refused while that phase 1 ran (it won 3 ms later), stopped capture and
+// stepped down, so the promotion became a failover (e2e TestLearner;
 // TestSimPromotionKeepsTakingCommands). A command taken meanwhile waits
 // in pending like any other: it is proposed when the node leads again,
 // or sent to whoever leads instead.
