@@ -3,6 +3,8 @@ package sqlproxy
 import (
 	"net"
 	"time"
+
+	"phxgo/binlogd/rawnet"
 )
 
 // setPeerTimeout makes the kernel fail c after about d without an answer
@@ -41,5 +43,5 @@ func setPeerTimeouts(c net.Conn, d, user time.Duration) error {
 		Interval: probe, Count: max(1, int(d/probe))}); err != nil {
 		return err
 	}
-	return setUserTimeout(tc, user)
+	return rawnet.SetUserTimeout(tc, user)
 }

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"net"
 	"time"
+
+	"phxgo/binlogd/rawnet"
 )
 
 // Dead peer links are closed after paxos.LinkTimeout: gRPC sets
@@ -28,7 +30,7 @@ func setLinkTimeout(c net.Conn, d time.Duration) error {
 	if !ok || d <= 0 {
 		return nil
 	}
-	return setUserTimeout(tc, d)
+	return rawnet.SetUserTimeout(tc, d)
 }
 
 // acceptedLink prepares a socket the gRPC port accepted, once

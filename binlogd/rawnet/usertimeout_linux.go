@@ -1,4 +1,4 @@
-package node
+package rawnet
 
 import (
 	"net"
@@ -7,10 +7,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// setUserTimeout sets TCP_USER_TIMEOUT: how long sent data (or a
+// SetUserTimeout sets TCP_USER_TIMEOUT: how long sent data (or a
 // keepalive probe) may stay unacknowledged before the kernel aborts the
-// connection with ETIMEDOUT.
-func setUserTimeout(tc *net.TCPConn, d time.Duration) error {
+// connection with ETIMEDOUT. binlogd's peer links and sqlproxy's
+// connections both bound a silent peer with it.
+func SetUserTimeout(tc *net.TCPConn, d time.Duration) error {
 	raw, err := tc.SyscallConn()
 	if err != nil {
 		return err
