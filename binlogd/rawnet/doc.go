@@ -30,4 +30,8 @@
 //
 // Only sockets are wrapped: TLS runs on top of a Conn unchanged, and
 // anything else (pipes in tests) keeps the net package's path.
+//
+// SetUserTimeout, the TCP_USER_TIMEOUT setter binlogd's peer links and
+// sqlproxy's connections share, lives here for the same reason as the
+// rest: it is socket plumbing both daemons need.
 package rawnet
