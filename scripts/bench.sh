@@ -7,7 +7,9 @@
 #       same my.cnf as a phxgo node): semi-sync on the master only
 #       (AFTER_SYNC); the replicas are semi-sync slaves, durable
 #       (sync_binlog=1, innodb_flush_log_at_trx_commit=1) unless
-#       BENCH_RELAXED_REPLICAS=1;
+#       BENCH_RELAXED_REPLICAS=1; they apply with as many parallel
+#       workers as a phxgo replica does by default (4), unless
+#       BENCH_BASELINE_APPLY_THREADS;
 #   (b) HAProxy (Debian's package, tcp mode) in front of the baseline master,
 #       another in front of phxgo's master's MariaDB (the server the
 #       master node's proxy reaches, by the same unix socket), and a third
@@ -55,6 +57,8 @@
 #   BENCH_TABLES, BENCH_TABLE_SIZE   sysbench data (default 4 x 10000 rows)
 #   BENCH_PS_MODE        sysbench --db-ps-mode (default auto)
 #   BENCH_RELAXED_REPLICAS=1  baseline replicas with sync_binlog=0, innodb_flush_log_at_trx_commit=2
+#   BENCH_BASELINE_APPLY_THREADS  the baseline replicas' parallel apply workers (default 4, phxgo's
+#                        replica_apply_threads default; 0: one SQL thread, the yardstick before session 36)
 #   BENCH_PORT           base port (default 23000): baseline +1..+3, HAProxy +4..+6, phxgo +110..+136
 #   BENCH_LEASE          phxgo lease (default 5s)
 #   BENCH_INSECURE=1     phxgo without TLS
@@ -156,8 +160,9 @@ PHX_METRICS=$(printf 'http://%s/metrics,' "${PHX_HTTP[@]}")
 
 RELAXED=()
 [ "${BENCH_RELAXED_REPLICAS:-0}" = 1 ] && RELAXED=(-relaxed-replicas)
-log "starting the baseline (semi-sync master, 2 replicas${RELAXED:+, relaxed}) in $BASE_DIR"
-BASE_ADDR=$(bin/sqlbench baseline-up -dir "$BASE_DIR" -base-port "$PORT" -app-password "$APP_PASS" "${RELAXED[@]}")
+BASE_APPLY=${BENCH_BASELINE_APPLY_THREADS:-4}
+log "starting the baseline (semi-sync master, 2 replicas${RELAXED:+, relaxed}, $BASE_APPLY apply workers each) in $BASE_DIR"
+BASE_ADDR=$(bin/sqlbench baseline-up -dir "$BASE_DIR" -base-port "$PORT" -app-password "$APP_PASS" -apply-threads "$BASE_APPLY" "${RELAXED[@]}")
 BASE_REPLICAS=127.0.0.1:$((PORT + 2)),127.0.0.1:$((PORT + 3))
 BASE_PIDS=$(cat "$BASE_DIR"/node{1,2,3}/mysqld.pid | paste -sd,)
 
@@ -413,7 +418,7 @@ fi
 echo
 echo "phxgo failovers: $FAILOVERS; failed prepares through the proxy: $PREPARE_TRIES; failed runs (retried): $RUN_FAILURES"
 echo "sysbench $SECS s per run, $ROUNDS round(s), $TABLES x $TABLE_SIZE rows, db-ps-mode=$PS_MODE, baseline replicas" \
-  "$([ ${#RELAXED[@]} -gt 0 ] && echo relaxed || echo durable), $(nproc) cores"
+  "$([ ${#RELAXED[@]} -gt 0 ] && echo relaxed || echo durable) with $BASE_APPLY apply workers, $(nproc) cores"
 # point_ratios THREADS: each round's qps of phxgo's proxies over HAProxy in
 # front of the same MariaDB, reached the same way (the master node's proxy
 # by the unix socket, another node's by TCP), and the median of those

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"time"
 
+	"phxgo/binlogd/config"
 	"phxgo/binlogd/mysqld"
 	"phxgo/internal/cli"
 )
@@ -31,15 +32,19 @@ var baselineAccounts = mysqld.Accounts{
 	AppUser: "app", AppPassword: "app",
 }
 
-func instances(dir string, base int) ([]*mysqld.Instance, error) {
+// instances are the baseline's servers. applyThreads is each one's
+// slave_parallel_threads, set on every server as a phxgo node sets
+// replica_apply_threads on every node (it only acts on a replica).
+func instances(dir string, base, applyThreads int) ([]*mysqld.Instance, error) {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	var out []*mysqld.Instance
 	for id := 1; id <= baselineNodes; id++ {
 		in, err := mysqld.New(mysqld.Options{
-			Dir:      filepath.Join(dir, "node"+strconv.Itoa(id)),
-			Port:     base + id,
-			ServerID: uint32(id),
-			Logger:   logger,
+			Dir:          filepath.Join(dir, "node"+strconv.Itoa(id)),
+			Port:         base + id,
+			ServerID:     uint32(id),
+			ApplyThreads: applyThreads,
+			Logger:       logger,
 		})
 		if err != nil {
 			return nil, err
@@ -56,6 +61,7 @@ func cmdBaselineUp(args []string) error {
 	appPass := fs.String("app-password", baselineAccounts.AppPassword, "the app account's password (bench.sh passes phxgo's, so both systems log in alike)")
 	wait := fs.Duration("wait", 3*time.Minute, "how long to wait for semi-sync to come up")
 	relaxed := fs.Bool("relaxed-replicas", false, "replicas run sync_binlog=0 and innodb_flush_log_at_trx_commit=2 (default: durable, as the master)")
+	applyThreads := fs.Int("apply-threads", config.DefaultReplicaApplyThreads, "replicas apply with this many parallel workers (slave_parallel_threads, optimistic), as a phxgo replica does by default; 0: one SQL thread")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
@@ -66,7 +72,10 @@ func cmdBaselineUp(args []string) error {
 	accounts.AppPassword = *appPass
 	ctx, cancel := context.WithTimeout(context.Background(), *wait)
 	defer cancel()
-	ins, err := instances(*dir, *base)
+	if *applyThreads < 0 || *applyThreads > 256 {
+		return fmt.Errorf("%w: -apply-threads %d: want 0..256", errBadFlags, *applyThreads)
+	}
+	ins, err := instances(*dir, *base, *applyThreads)
 	if err != nil {
 		return err
 	}
@@ -176,7 +185,7 @@ func cmdBaselineDown(args []string) error {
 	if *dir == "" {
 		return fmt.Errorf("%w: -dir is required", errBadFlags)
 	}
-	ins, err := instances(*dir, 1) // ports are not needed to stop
+	ins, err := instances(*dir, 1, 0) // ports are not needed to stop
 	if err != nil {
 		return err
 	}

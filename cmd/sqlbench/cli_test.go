@@ -28,6 +28,8 @@ func TestDispatchExitCodes(t *testing.T) {
 		{"waitapplied", 2},
 		{"waitapplied -master 127.0.0.1:1 -replicas 127.0.0.1:2 stray", 2},
 		{"baseline-up", 2},
+		{"baseline-up -dir /nonexistent/x -base-port 1 -apply-threads -1", 2},
+		{"baseline-up -dir /nonexistent/x -base-port 1 -apply-threads 257", 2},
 		{"baseline-down", 2},
 		{"run", 2},
 		{"run -nosuchflag", 2},

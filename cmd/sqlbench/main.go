@@ -2,7 +2,7 @@
 // starts and stops the semi-sync baseline, measures one sysbench run the
 // same way whichever system it targets, and prints the comparison.
 //
-//	sqlbench baseline-up   -dir DIR -base-port P [-relaxed-replicas]   start master + 2 replicas, print the master's address
+//	sqlbench baseline-up   -dir DIR -base-port P [-relaxed-replicas] [-apply-threads N]   start master + 2 replicas, print the master's address
 //	sqlbench baseline-down -dir DIR                                    stop them (SIGKILL: the data is thrown away)
 //	sqlbench waitapplied   -master A -replicas B,C                     wait until every replica applied the master's GTID
 //	sqlbench run           -label L -target A -master A -replicas B,C -out F [-pids KIND=PID,..] [-metrics URL,..] -- SYSBENCH_OPTS
@@ -33,7 +33,11 @@
 // semi-sync master on and log_slave_updates stalls its own SQL thread).
 // An ACK means a replica received the transaction, not that it applied or
 // fsynced it. The replicas are durable (sync_binlog=1,
-// innodb_flush_log_at_trx_commit=1) unless -relaxed-replicas.
+// innodb_flush_log_at_trx_commit=1) unless -relaxed-replicas. They apply
+// with 4 optimistic parallel workers, as a phxgo replica does by default
+// (replica_apply_threads), unless -apply-threads says otherwise: with one
+// SQL thread a durable replica falls tens of seconds behind a burst, and
+// its master runs the burst on cores its replicas leave idle.
 package main
 
 import (
