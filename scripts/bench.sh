@@ -8,7 +8,7 @@
 #       (AFTER_SYNC); the replicas are semi-sync slaves, durable
 #       (sync_binlog=1, innodb_flush_log_at_trx_commit=1) unless
 #       BENCH_RELAXED_REPLICAS=1; they apply with as many parallel
-#       workers as a phxgo replica does by default (4), unless
+#       workers as a phxgo replica does by default, unless
 #       BENCH_BASELINE_APPLY_THREADS;
 #   (b) HAProxy (Debian's package, tcp mode) in front of the baseline master,
 #       another in front of phxgo's master's MariaDB (the server the
@@ -62,8 +62,8 @@
 #   BENCH_TABLES, BENCH_TABLE_SIZE   sysbench data (default 4 x 10000 rows)
 #   BENCH_PS_MODE        sysbench --db-ps-mode (default auto)
 #   BENCH_RELAXED_REPLICAS=1  baseline replicas with sync_binlog=0, innodb_flush_log_at_trx_commit=2
-#   BENCH_BASELINE_APPLY_THREADS  the baseline replicas' parallel apply workers (default 4, phxgo's
-#                        replica_apply_threads default; 0: one SQL thread, the yardstick before session 36)
+#   BENCH_BASELINE_APPLY_THREADS  the baseline replicas' parallel apply workers (default: phxgo's
+#                        replica_apply_threads default, 4; 0: one SQL thread, the yardstick before session 36)
 #   BENCH_PORT           base port (default 23000): baseline +1..+3, HAProxy +4..+6, phxgo +110..+136
 #   BENCH_LEASE          phxgo lease (default 5s)
 #   BENCH_INSECURE=1     phxgo without TLS
@@ -165,9 +165,13 @@ PHX_METRICS=$(printf 'http://%s/metrics,' "${PHX_HTTP[@]}")
 
 RELAXED=()
 [ "${BENCH_RELAXED_REPLICAS:-0}" = 1 ] && RELAXED=(-relaxed-replicas)
-BASE_APPLY=${BENCH_BASELINE_APPLY_THREADS:-4}
-log "starting the baseline (semi-sync master, 2 replicas${RELAXED:+, relaxed}, $BASE_APPLY apply workers each) in $BASE_DIR"
-BASE_ADDR=$(bin/sqlbench baseline-up -dir "$BASE_DIR" -base-port "$PORT" -app-password "$APP_PASS" -apply-threads "$BASE_APPLY" "${RELAXED[@]}")
+APPLY=() # unset: sqlbench's default, phxgo's replica_apply_threads default
+[ -z "${BENCH_BASELINE_APPLY_THREADS:-}" ] || APPLY=(-apply-threads "$BENCH_BASELINE_APPLY_THREADS")
+log "starting the baseline (semi-sync master, 2 replicas${RELAXED:+, relaxed}) in $BASE_DIR"
+BASE_ADDR=$(bin/sqlbench baseline-up -dir "$BASE_DIR" -base-port "$PORT" -app-password "$APP_PASS" "${APPLY[@]}" "${RELAXED[@]}")
+# What the replicas run with, read back from their my.cnf (no line: one SQL thread).
+BASE_APPLY=$(sed -n 's/^slave_parallel_threads=//p' "$BASE_DIR/node2/my.cnf")
+BASE_APPLY=${BASE_APPLY:-0}
 BASE_REPLICAS=127.0.0.1:$((PORT + 2)),127.0.0.1:$((PORT + 3))
 BASE_PIDS=$(cat "$BASE_DIR"/node{1,2,3}/mysqld.pid | paste -sd,)
 
