@@ -1,6 +1,7 @@
 package replserver
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -55,13 +56,19 @@ func (s *Server) handle(nc net.Conn) {
 	log = log.With("user", conn.GetUser(), "account", sess.account.String(), "tls", overTLS)
 	if sess.account == accountOutside {
 		s.count(func(st *Stats) { st.Outside++ })
-		log.Info("outside replica connected")
+		s.outsideInfo(sess, log, "outside replica connected")
 	}
 	for {
 		_ = nc.SetReadDeadline(time.Now().Add(commandTimeout))
 		conn.ResetSequence()
 		p, err := conn.ReadPacket()
 		if err != nil {
+			if n := guard.commandTooBig(); n > 0 {
+				s.outsideWarn(sess, log, "command packet over the limit; closing", "announced_bytes", n, "limit_bytes", maxCommandPacket)
+				conn.Sequence = 1 // the answer to the client's packet 0, which go-mysql never saw
+				_ = conn.WriteValue(mysql.NewError(mysql.ER_NET_PACKET_TOO_LARGE, errCommandTooBig{n}.Error()))
+				return
+			}
 			if !errors.Is(err, io.EOF) {
 				log.Debug("read command", "err", err)
 			}
@@ -69,7 +76,7 @@ func (s *Server) handle(nc net.Conn) {
 		}
 		cmd, err := decodeCommand(p)
 		if err != nil {
-			log.Warn("bad command packet; closing", "err", err)
+			s.outsideWarn(sess, log, "bad command packet; closing", "err", err)
 			_ = conn.WriteValue(mysql.NewError(mysql.ER_MALFORMED_PACKET, err.Error()))
 			return
 		}
@@ -81,6 +88,33 @@ func (s *Server) handle(nc net.Conn) {
 			return
 		}
 	}
+}
+
+// outsideInfo and outsideWarn log a command-phase line. An outside
+// replica's lines (sess nil: the caller knows it is one) go through
+// Server.outsideLog: that account is a credential handed out of the
+// cluster, and one of its connections looping over a refused query
+// wrote 19 MB of log a second (red-team test, session 37). The node's
+// own account logs every line. Each message has a limiter of its own
+// (msg is always a constant: a handful of kinds).
+func (s *Server) outsideInfo(sess *session, log *slog.Logger, msg string, args ...any) {
+	s.outsideLine(sess, log, slog.LevelInfo, msg, args)
+}
+
+func (s *Server) outsideWarn(sess *session, log *slog.Logger, msg string, args ...any) {
+	s.outsideLine(sess, log, slog.LevelWarn, msg, args)
+}
+
+func (s *Server) outsideLine(sess *session, log *slog.Logger, level slog.Level, msg string, args []any) {
+	if sess == nil || sess.account == accountOutside {
+		l, _ := s.outsideLog.LoadOrStore(msg, &ratelog.Limiter{Every: handshakeLogEvery})
+		ok, held := l.(*ratelog.Limiter).Allow(time.Now())
+		if !ok {
+			return
+		}
+		args = append(args, "unlogged_before", held)
+	}
+	log.Log(context.Background(), level, msg, args...)
 }
 
 // errEndConn ends a connection without it being a failure (COM_QUIT, the
@@ -104,26 +138,26 @@ func (s *Server) command(conn *server.Conn, nc net.Conn, sess *session, cmd comm
 		}
 		r, understood := sess.answer(cmd.query)
 		if !understood {
-			log.Info("query not recognized", "query", trunc(cmd.query), "error", r.err)
+			s.outsideInfo(sess, log, "query not recognized", "query", trunc(cmd.query), "error", r.err)
 		} else {
 			log.Debug("query", "query", trunc(cmd.query))
 		}
 		return writeReply(conn, r)
 	case comRegisterSlave:
-		log.Info("replica registered", "replica_server_id", cmd.register.serverID,
+		s.outsideInfo(sess, log, "replica registered", "replica_server_id", cmd.register.serverID,
 			"report_host", cmd.register.host, "report_port", cmd.register.port)
 		return conn.WriteValue(nil)
 	case comBinlogDump:
 		if why := outsideServerIDRefusal(cmd.dump.serverID); sess.account == accountOutside && why != "" {
 			s.count(func(st *Stats) { st.Refused++ })
-			log.Warn("refusing outside replica (error 1236)", "replica_server_id", cmd.dump.serverID, "reason", why)
+			s.outsideWarn(sess, log, "refusing outside replica (error 1236)", "replica_server_id", cmd.dump.serverID, "reason", why)
 			_ = conn.WriteValue(mysql.NewError(erMasterFatalReading, why))
 			return errEndConn
 		}
 		s.dump(nc, conn.Sequence, sess, cmd.dump, log)
 		return errEndConn
 	default:
-		log.Info("unsupported command", "code", cmd.code)
+		s.outsideInfo(sess, log, "unsupported command", "code", cmd.code)
 		return conn.WriteValue(mysql.NewError(erUnknownCom, fmt.Sprintf("binlogd replication endpoint: unsupported command 0x%02x", cmd.code)))
 	}
 }
@@ -132,7 +166,7 @@ func (s *Server) command(conn *server.Conn, nc net.Conn, sess *session, cmd comm
 // stays open (a replica's tool may go on to dump).
 func (s *Server) deny(conn *server.Conn, what string, log *slog.Logger) error {
 	s.count(func(st *Stats) { st.Denied++ })
-	log.Warn("outside account refused", "what", what)
+	s.outsideWarn(nil, log, "outside account refused", "what", what)
 	return conn.WriteValue(outsideRefused(conn.GetUser(), what))
 }
 

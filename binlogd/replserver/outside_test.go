@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"database/sql"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -54,6 +55,13 @@ func TestOutsideMayQuery(t *testing.T) {
 // it returns the endpoint and a client TLS config that trusts the CA.
 func outsideEndpoint(t *testing.T, src Source) (*Server, *tls.Config) {
 	t.Helper()
+	return outsideEndpointLogging(t, src, nil)
+}
+
+// outsideEndpointLogging is outsideEndpoint logging to log (nil: the
+// default logger).
+func outsideEndpointLogging(t *testing.T, src Source, log *slog.Logger) (*Server, *tls.Config) {
+	t.Helper()
 	dir := mtlstest.MakeCA(t, 1)
 	m, err := mtls.Load(mtlstest.Files(dir, 1), time.Now())
 	if err != nil {
@@ -63,6 +71,7 @@ func outsideEndpoint(t *testing.T, src Source) (*Server, *tls.Config) {
 	cfg.Addr, cfg.User, cfg.Password, cfg.ServerID = "127.0.0.1:0", testUser, testPassword, endpointID
 	cfg.ReplUser, cfg.ReplPassword, cfg.TLS = outsideUser, outsidePassword, m.ServerOptionalClient()
 	cfg.HeartbeatPeriod = 200 * time.Millisecond
+	cfg.Logger = log
 	s, err := New(cfg, src)
 	if err != nil {
 		t.Fatal(err)

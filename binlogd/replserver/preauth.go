@@ -56,6 +56,7 @@ type preAuthGuard struct {
 	passed    int    // handed to go-mysql
 	pending   []byte // a checked packet, or what is left of it
 	out       frameShift
+	commands  commandFrames // after login (cmdlimit.go)
 }
 
 func newPreAuthGuard(c net.Conn, tlsConfig *tls.Config) *preAuthGuard {
@@ -74,13 +75,21 @@ func (g *preAuthGuard) stream() net.Conn {
 	return g.Conn
 }
 
+// commandTooBig is the length of the command packet over
+// maxCommandPacket a logged-in client announced (0: none).
+func (g *preAuthGuard) commandTooBig() int { return g.commands.over }
+
 // overTLS tells whether the client's session runs over TLS.
 func (g *preAuthGuard) overTLS() bool { return g.tc != nil }
 
 func (g *preAuthGuard) Read(p []byte) (int, error) {
 	if len(g.pending) == 0 {
 		if g.open {
-			return g.stream().Read(p)
+			n, err := g.stream().Read(p)
+			if cerr := g.commands.check(p[:n]); cerr != nil {
+				return 0, cerr
+			}
+			return n, err
 		}
 		if err := g.next(); err != nil {
 			return 0, err

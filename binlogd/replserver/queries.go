@@ -1,6 +1,7 @@
 package replserver
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -42,7 +43,23 @@ type session struct {
 	// account is who logged in: the outside account may run only a
 	// replica's connect queries (outside.go).
 	account account
+	// varBytes is the names' and values' length over vars (maxVarBytes).
+	varBytes int
 }
+
+// A connection's user variables are bounded: a replica sets about ten
+// short ones before its dump, but nothing else stopped a client holding
+// an outside replica's password from storing any number of any size
+// (200 SETs of 1,000 variables of 1 KB took binlogd from 43 MB to 896 MB;
+// red-team test, session 37).
+const (
+	maxUserVars = 64
+	maxVarBytes = 64 << 10
+)
+
+// erOutOfResources is ER_OUT_OF_RESOURCES, MariaDB's answer when a
+// session asks for more memory than it may have.
+const erOutOfResources = 1041
 
 type userVar struct {
 	val string
@@ -125,9 +142,30 @@ func (s *session) set(rest string) (reply, bool) {
 		if !known {
 			understood = false
 		}
-		s.vars[strings.ToLower(unquoteIdent(name[1:]))] = userVar{val: v, ok: !isNull}
+		if r, ok := s.setVar(strings.ToLower(unquoteIdent(name[1:])), userVar{val: v, ok: !isNull}); !ok {
+			return r, true
+		}
 	}
 	return okReply(), understood
+}
+
+// setVar stores @name within maxUserVars and maxVarBytes; a variable
+// refused is not stored (the SET's earlier ones stay, as its items are
+// assigned in turn).
+func (s *session) setVar(name string, v userVar) (reply, bool) {
+	old, had := s.vars[name]
+	bytes := s.varBytes + len(v.val)
+	if had {
+		bytes -= len(old.val)
+	} else {
+		bytes += len(name)
+	}
+	if (!had && len(s.vars) >= maxUserVars) || bytes > maxVarBytes {
+		return errReply(erOutOfResources, fmt.Sprintf(
+			"binlogd replication endpoint: a connection keeps at most %d user variables of %d bytes in all (names and values); a replica needs a few short ones", maxUserVars, maxVarBytes)), false
+	}
+	s.vars[name], s.varBytes = v, bytes
+	return reply{}, true
 }
 
 // selectExprs handles SELECT e1, e2 [LIMIT n] over constants, user and

@@ -127,6 +127,10 @@ type Server struct {
 	// handshakeLog: failed handshakes (strangers' included) are logged
 	// once per handshakeLogEvery (package ratelog).
 	handshakeLog ratelog.Limiter
+	// outsideLog: the outside replicas' command-phase lines (refusals,
+	// unknown queries, registrations), each kind once per
+	// handshakeLogEvery (conn.go: outsideLine): message → *ratelog.Limiter.
+	outsideLog sync.Map
 
 	mu     sync.Mutex
 	ln     net.Listener
