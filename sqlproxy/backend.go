@@ -176,5 +176,11 @@ func (b *backend) exec(cmd byte, arg []byte, caps uint32) (wire.Result, error) {
 	if cmd == wire.ComStmtPrepare {
 		return wire.RelayPrepare(b.c, discard, caps, 0)
 	}
-	return wire.RelayResponse(b.c, discard, cmd, caps)
+	res, err := wire.RelayResponse(b.c, discard, cmd, caps)
+	if err == nil && res.Err == nil && !res.HasStatus && (cmd == wire.ComPing || cmd == wire.ComResetConnection || cmd == wire.ComInitDB) {
+		// MariaDB answers these with OK or ERR only: anything else is an
+		// answer to something earlier, and the connection is out of step.
+		return res, fmt.Errorf("%w: no OK packet in answer to command 0x%02x (the connection is out of step)", wire.ErrProtocol, cmd)
+	}
+	return res, err
 }

@@ -37,6 +37,9 @@ var (
 	// errLost: the backend connection broke after the statement was sent:
 	// its outcome is unknown (for a COMMIT: committed or rolled back).
 	errLost = &wire.Error{Code: 2013, SQLState: "HY000", Message: "phxgo: lost backend connection during statement; outcome unknown"}
+	// errUnknownCommand: a command the proxy does not know the answer's
+	// shape of (session.command); MariaDB's own "Unknown command".
+	errUnknownCommand = &wire.Error{Code: 1047, SQLState: "08S01", Message: "phxgo: unknown command: the proxy relays COM_QUERY, COM_INIT_DB, COM_PING, COM_STMT_*, COM_FIELD_LIST, COM_STATISTICS, COM_SET_OPTION, COM_RESET_CONNECTION and COM_QUIT"}
 	// errUnsupported: a command the proxy does not relay.
 	errUnsupported = &wire.Error{Code: 1235, SQLState: "42000", Message: "phxgo: command not supported by the proxy"}
 	// errUnknownStmt: a prepared statement id the session does not know.

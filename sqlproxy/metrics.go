@@ -88,7 +88,7 @@ func errLabel(e *wire.Error) string {
 		return "backend"
 	case errLost:
 		return "lost"
-	case errUnsupported:
+	case errUnsupported, errUnknownCommand:
 		return "unsupported"
 	}
 	return "backend_error"

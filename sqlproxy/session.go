@@ -46,7 +46,10 @@ type session struct {
 	// every later connection and pin the session after maxSets of them.
 	nextTx   []byte
 	stateGen uint64
-	stmts    map[uint32]*pstmt
+	// optionSet: the client ran COM_SET_OPTION; its connection keeps
+	// the option through resets, so it is never pooled (track).
+	optionSet bool
+	stmts     map[uint32]*pstmt
 	nextStmt uint32
 	closes   uint64 // statements the client closed (stmt.go: closeStale)
 	execBuf  []byte // an execute packet with parameter types put back
@@ -130,10 +133,17 @@ func (s *session) command(pkt []byte) error {
 		return s.stmtCommand(pkt)
 	case wire.ComProcessKill:
 		return s.refuseKill() // kill.go
+	case wire.ComFieldList, wire.ComStatistics, wire.ComResetConnection, wire.ComSetOption:
+		return s.query(pkt, classify.Info{Kind: classify.Other}) // on the master connection
 	}
-	// Everything else (FIELD_LIST, STATISTICS, SET_OPTION,
-	// RESET_CONNECTION, …) runs on the master connection.
-	return s.query(pkt, classify.Info{Kind: classify.Other})
+	// Any other command is refused, not relayed: the relay knows the
+	// shape of the answers above, and an answer it did not read whole
+	// stays on the connection for whoever takes it from the pool next.
+	// COM_PROCESS_INFO (a result set) relayed as one frame let a client
+	// put its own result set into another client's next query (red-team
+	// test, session 37). MariaDB refuses most of the rest anyway
+	// (replication, shutdown, debug) or answers "Unknown command".
+	return s.reply(errUnknownCommand)
 }
 
 // step feeds ev to the transaction state machine (txstate.go) and
@@ -284,9 +294,22 @@ func (s *session) track(b *backend, pkt []byte, info classify.Info) {
 		s.stateGen++
 		b.gen = s.stateGen
 	}
+	if pkt[0] == wire.ComSetOption {
+		// Multi-statements on or off for this connection only: no reset
+		// undoes it (COM_RESET_CONNECTION keeps it) and the pool matches
+		// connections by the capabilities their clients logged in with.
+		// So the session keeps this connection, and it is closed, never
+		// pooled, when the client leaves (red-team test, session 37: a
+		// pooled connection gave the next client multi-statements).
+		s.optionSet = true
+		s.step(txEvent{kind: evPins})
+	}
 	if pkt[0] == wire.ComResetConnection {
 		s.sets, s.nextTx = nil, nil
 		s.step(txEvent{kind: evReset})
+		if s.optionSet {
+			s.step(txEvent{kind: evPins}) // the reset left the option set
+		}
 		clear(s.stmts)
 		clear(b.stmts)
 		s.stateGen++
