@@ -85,6 +85,14 @@ func Classify(sql string) Info {
 		info.DB = s.ident()
 	case "SET":
 		info.Kind = Set
+		if s.nextIs("STATEMENT") {
+			// SET STATEMENT var=value[, …] FOR <statement>: the
+			// statement runs with the settings for its own duration. It
+			// is not session state, and replaying it on another
+			// connection ran its statement again (red-team test, session
+			// 37: one INSERT made two rows). Classified by what it runs.
+			return setStatement(sql, info)
+		}
 	case "KILL":
 		info.Kind = Write
 		info.Kills = true
@@ -101,6 +109,14 @@ func Classify(sql string) Info {
 			break
 		}
 		switch w {
+		case "(":
+			if info.Kind == Set && !replayableCall[prev] {
+				// A subquery, or a call that may read data, change it or
+				// answer differently each time (NEXTVAL, UUID, a stored
+				// function): replayed on another connection it would run
+				// again. The session keeps its connection instead.
+				info.Pins = true
+			}
 		case ";":
 			if s.rest() {
 				info.Multi = true
@@ -150,6 +166,51 @@ func Classify(sql string) Info {
 		info.Kind = Write
 	}
 	return info
+}
+
+// replayableCall are the functions a SET may call and still be replayed
+// on another connection: they read only their arguments (session
+// variables included, which the replay has set by then, in order) and
+// answer the same each time. Connectors send such SETs at connect
+// (Connector/J: SET sql_mode=CONCAT(@@sql_mode, ',STRICT_TRANS_TABLES')).
+var replayableCall = map[string]bool{
+	"CONCAT": true, "CONCAT_WS": true, "REPLACE": true, "IF": true, "IFNULL": true, "COALESCE": true,
+	"LOWER": true, "UPPER": true, "LCASE": true, "UCASE": true, "TRIM": true, "LTRIM": true, "RTRIM": true,
+	"CAST": true, "CONVERT": true, "SUBSTRING": true, "SUBSTR": true, "LEFT": true, "RIGHT": true, "LENGTH": true,
+}
+
+// setStatement classifies SET STATEMENT … FOR <statement> (info: what
+// the leading comment hints said) by its statement: the settings change
+// nothing outside it, and a KILL, PREPARE or EXECUTE inside is what it
+// would be alone. Never Set (it must not be replayed), never Read (the
+// settings could make a read do more, as max_statement_time could not,
+// but a FOR UPDATE could hide behind parentheses): Write at least.
+func setStatement(sql string, info Info) Info {
+	s := scanner{src: sql}
+	var scratch Info
+	for w := s.word(&scratch); w != ""; w = s.word(&scratch) {
+		if w == "FOR" { // the settings are name=constant: the first FOR ends them
+			inner := Classify(s.src[s.pos:]) // s.src: executable comments opened
+			inner.Hint = info.Hint
+			if inner.Kind == Read || inner.Kind == Set || inner.Kind == Use {
+				inner.Kind = Write
+			}
+			return inner
+		}
+	}
+	info.Kind = Write // no FOR: MariaDB refuses it; to the master
+	return info
+}
+
+// nextIs reports whether the next word is w (upper case), leaving s
+// where it was. (It compares before it puts s back: a word may live in
+// s's buffers, which the restore overwrites.)
+func (s *scanner) nextIs(w string) bool {
+	save := *s
+	var scratch Info
+	is := s.word(&scratch) == w
+	*s = save
+	return is
 }
 
 // IsReadOnlyCandidate reports whether i may go to a replica at all

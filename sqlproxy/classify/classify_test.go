@@ -36,6 +36,24 @@ func TestClassify(t *testing.T) {
 		{"ROLLBACK", Info{Kind: Rollback}},
 		{"USE `my``db`", Info{Kind: Use, DB: "my`db"}},
 		{"USE app", Info{Kind: Use, DB: "app"}},
+		// SET STATEMENT … FOR runs its statement: never replayed as
+		// session state (red-team test, session 37: one INSERT, two rows).
+		{"SET STATEMENT max_statement_time=0 FOR INSERT INTO app.r(v) VALUES('once')", Info{Kind: Write}},
+		{"set statement max_statement_time=5, sql_mode='a,for' for select 1", Info{Kind: Write}},
+		{"SET STATEMENT max_statement_time=5 FOR SELECT * FROM t FOR UPDATE", Info{Kind: Write, Locking: true}},
+		{"SET STATEMENT max_statement_time=5 FOR CREATE TEMPORARY TABLE t (a INT)", Info{Kind: Write, Pins: true}},
+		{"/*#mode=readonly*/ SET STATEMENT max_statement_time=5 FOR SELECT 1", Info{Kind: Write, Hint: ReadOnly}},
+		{"SET STATEMENT max_statement_time=5 FOR SET @a=1", Info{Kind: Write}},
+		{"SET STATEMENT max_statement_time=5", Info{Kind: Write}},
+		// A SET replayed on another connection runs again: only calls
+		// that answer the same each time are replayable (session 37).
+		{"SET sql_mode=CONCAT(@@sql_mode, ',STRICT_TRANS_TABLES')", Info{Kind: Set}},
+		{"SET @a = 5, @b = 'x'", Info{Kind: Set}},
+		{"SET @id = (SELECT MAX(id) FROM t)", Info{Kind: Write, Pins: true}},
+		{"SET @n = NEXTVAL(s)", Info{Kind: Write, Pins: true}},
+		{"SET @u = UUID()", Info{Kind: Write, Pins: true}},
+		{"SET @v = my_func(1)", Info{Kind: Write, Pins: true}},
+		{"SET @v = IF((SELECT 1), 1, 2)", Info{Kind: Write, Pins: true}},
 		{"SET autocommit=0", Info{Kind: Set, Autocommit: -1}},
 		{"SET @@session.autocommit = ON", Info{Kind: Set, Autocommit: 1}},
 		{"SET NAMES utf8mb4", Info{Kind: Set}},

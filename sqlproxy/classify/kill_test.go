@@ -45,6 +45,23 @@ func TestKills(t *testing.T) {
 		{"EXECUTE IMMEDIATE 'KILL 5'", true},
 		{"PREPARE s FROM 'SELECT ''KILL QUERY 5'''", false},
 		{"EXECUTE s USING @a", false},
+
+		// The red-team test of session 37: adjacent literals, hex
+		// literals, and KILL behind SET STATEMENT.
+		{"EXECUTE IMMEDIATE 'KI' 'LL QUERY 23'", true},
+		{"EXECUTE IMMEDIATE 'KI'\n  \"LL QUERY 23\"", true},
+		{"PREPARE s FROM 'KILL' ' QUERY ?'", true},
+		{"EXECUTE IMMEDIATE 0x4B494C4C2051554552592032330A", true},
+		{"EXECUTE IMMEDIATE x'4b494c4c203233'", true},
+		{"SELECT 1; EXECUTE IMMEDIATE 0x4B494C4C203233", true},
+		{"SET STATEMENT max_statement_time=0 FOR KILL QUERY 23", true},
+		{"set statement max_statement_time=1, sql_mode='' for kill 5", true},
+		{"SET STATEMENT max_statement_time=0 FOR EXECUTE IMMEDIATE 'KILL 5'", true},
+		{"/*!SET STATEMENT max_statement_time=0 FOR KILL 5*/", true},
+		{"EXECUTE IMMEDIATE 'SELECT 1' ', 2'", false},
+		{"SELECT 0x4B494C4C203233", false},
+		{"INSERT INTO t VALUES (0x4B494C4C203233)", false},
+		{"SET STATEMENT max_statement_time=0 FOR INSERT INTO t VALUES ('KILL 5')", false},
 	}
 	for _, c := range cases {
 		if got := Classify(c.sql).Kills; got != c.want {
