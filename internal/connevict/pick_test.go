@@ -29,8 +29,11 @@ func TestOldestTakesFromTheBusiestHost(t *testing.T) {
 		{[]fakeConn{{"10.0.0.2", "client"}, {"10.0.0.1", "f1"}, {"10.0.0.1", "f2"}}, "f1"},
 		// One host (loopback): simply the oldest.
 		{[]fakeConn{{"127.0.0.1", "a"}, {"127.0.0.1", "b"}}, "a"},
-		// A tie goes to the smallest host, whatever the map order.
-		{[]fakeConn{{"10.0.0.9", "x"}, {"10.0.0.3", "y"}}, "y"},
+		// A tie goes to the oldest, whatever the hosts' names and the
+		// map order: a flood of one connection per address evicts its
+		// own older ones before a client's fresh login (session 37).
+		{[]fakeConn{{"10.0.0.9", "x"}, {"10.0.0.3", "y"}}, "x"},
+		{[]fakeConn{{"10.0.0.200", "flood1"}, {"10.0.0.201", "flood2"}, {"10.0.0.1", "client"}}, "flood1"},
 	}
 	for _, c := range cases {
 		for range 20 { // map iteration order varies between runs
@@ -46,12 +49,15 @@ func TestOldestTakesFromTheBusiestHost(t *testing.T) {
 	}
 }
 
-func TestBusiestHost(t *testing.T) {
-	if h, ok := BusiestHost(slices.Values([]string(nil))); ok || h != "" {
-		t.Fatalf("no hosts: got %q, %v", h, ok)
+func TestBusiestHosts(t *testing.T) {
+	if got := BusiestHosts(slices.Values([]string(nil))); len(got) != 0 {
+		t.Fatalf("no hosts: got %v", got)
 	}
-	if h, ok := BusiestHost(slices.Values([]string{"b", "a", "b"})); !ok || h != "b" {
-		t.Fatalf("got %q, %v, want b", h, ok)
+	if got := BusiestHosts(slices.Values([]string{"b", "a", "b"})); len(got) != 1 || !got["b"] {
+		t.Fatalf("got %v, want b", got)
+	}
+	if got := BusiestHosts(slices.Values([]string{"b", "a", "c", "a", "b"})); len(got) != 2 || !got["a"] || !got["b"] {
+		t.Fatalf("got %v, want a and b", got)
 	}
 }
 
@@ -63,6 +69,9 @@ func TestHost(t *testing.T) {
 		{nil, ""},
 		{&net.TCPAddr{IP: net.IPv4(127, 0, 0, 2), Port: 3306}, "127.0.0.2"},
 		{&net.TCPAddr{IP: net.ParseIP("::1"), Port: 1}, "::1"},
+		{&net.TCPAddr{IP: net.ParseIP("2001:db8:1:2:aaaa::1"), Port: 1}, "2001:db8:1:2::/64"},
+		{&net.TCPAddr{IP: net.ParseIP("2001:db8:1:2:bbbb::9"), Port: 1}, "2001:db8:1:2::/64"},
+		{&net.TCPAddr{IP: net.ParseIP("::ffff:10.0.0.1"), Port: 1}, "10.0.0.1"},
 		{&net.UnixAddr{Name: "/run/x.sock", Net: "unix"}, "/run/x.sock"},
 	} {
 		if got := Host(c.addr); got != c.want {

@@ -166,28 +166,26 @@ func (a *Acceptor) full() (evict, refuse bool) {
 }
 
 // evictee is the connection that gives up its slot to a newcomer: the
-// oldest not admitted of the host that holds the most not admitted, or
+// oldest not admitted of the hosts that hold the most not admitted, or
 // nil. So a flood from one address evicts its own connections first, and
 // another client's login in progress only when that client holds as many
-// (one host, e.g. everything on loopback: the oldest of all). a.mu is
-// held.
+// and its login is the oldest (one host, e.g. everything on loopback:
+// the oldest of all; connevict.Oldest says why not the smallest host).
+// a.mu is held.
 func (a *Acceptor) evictee() net.Conn {
-	host, ok := connevict.BusiestHost(func(yield func(string) bool) {
+	busiest := connevict.BusiestHosts(func(yield func(string) bool) {
 		for _, sl := range a.conns {
 			if !sl.admitted && !yield(sl.host) {
 				return
 			}
 		}
 	})
-	if !ok {
-		return nil
-	}
 	var (
 		oldest net.Conn
 		seq    uint64
 	)
 	for c, sl := range a.conns {
-		if !sl.admitted && sl.host == host && (oldest == nil || sl.seq < seq) {
+		if !sl.admitted && busiest[sl.host] && (oldest == nil || sl.seq < seq) {
 			oldest, seq = c, sl.seq
 		}
 	}
