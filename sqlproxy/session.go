@@ -50,9 +50,9 @@ type session struct {
 	// the option through resets, so it is never pooled (track).
 	optionSet bool
 	stmts     map[uint32]*pstmt
-	nextStmt uint32
-	closes   uint64 // statements the client closed (stmt.go: closeStale)
-	execBuf  []byte // an execute packet with parameter types put back
+	nextStmt  uint32
+	closes    uint64 // statements the client closed (stmt.go: closeStale)
+	execBuf   []byte // an execute packet with parameter types put back
 
 	// Transaction and routing state (txstate.go): changed only by step.
 	txState
