@@ -211,6 +211,7 @@ func (sess *session) login() error {
 		return err
 	}
 	verified := false // a TLS client certificate from the cluster CA
+	overTLS := false  // the client speaks TLS to this proxy
 	if s.peerTLS != nil && wire.IsSSLRequest(p) {
 		ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
 		cl, v, err := startServerTLS(ctx, sess.cl, s.peerTLS)
@@ -219,7 +220,7 @@ func (sess *session) login() error {
 			s.metrics.refused.WithLabelValues("tls_handshake").Inc()
 			return err
 		}
-		sess.cl, verified = cl, v
+		sess.cl, verified, overTLS = cl, v, true
 		sess.cl.Limit = wire.MaxHandshakePacket
 		if p, err = sess.readPreLogin(); err != nil {
 			return err
@@ -272,6 +273,15 @@ func (sess *session) login() error {
 		}
 		_ = sess.cl.WriteFlush(werr.Packet())
 		return err
+	}
+	if acct.RequireTLS && !overTLS {
+		// MariaDB would judge only the proxy's own link, TLS between
+		// hosts. The password was right: say what to change.
+		s.metrics.refused.WithLabelValues("needs_tls").Inc()
+		werr := &wire.Error{Code: 1045, SQLState: "28000", Message: fmt.Sprintf(
+			"Access denied for user '%s'@'%s': the account requires TLS (REQUIRE SSL/X509); connect to the proxy with TLS", resp.User, host)}
+		_ = sess.cl.WriteFlush(werr.Packet())
+		return auth.ErrDenied
 	}
 	sess.stage1 = string(acct.Stage1)
 	sess.socketOK = acct.SameLocally

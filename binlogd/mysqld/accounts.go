@@ -46,8 +46,9 @@ const appPrivileges = "SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, INDE
 	"CREATE ROUTINE, ALTER ROUTINE, REFERENCES, TRIGGER, EVENT"
 
 // proxyColumns are the mysql.user columns sqlproxy's auth store reads
-// (sqlproxy/auth/store.go): an account's name, host, plugin and hash.
-const proxyColumns = "Host, User, plugin, authentication_string, password_expired, is_role"
+// (sqlproxy/auth/store.go): an account's name, host, plugin and hash,
+// and whether it requires TLS (ssl_type).
+const proxyColumns = "Host, User, plugin, authentication_string, password_expired, is_role, ssl_type"
 
 // Bootstrap creates or corrects the accounts without writing to the
 // binlog (sql_log_bin=0): each node bootstraps itself, so no GTID exists

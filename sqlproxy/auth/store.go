@@ -70,6 +70,9 @@ type Config struct {
 type row struct {
 	host hostPattern
 	hash []byte // SHA1(SHA1(pw)); nil: the row cannot log in through the proxy
+	// requireTLS: the account was created or altered with REQUIRE SSL,
+	// X509, ISSUER, SUBJECT or CIPHER (ssl_type not empty).
+	requireTLS bool
 }
 
 type entry struct {
@@ -113,6 +116,11 @@ type Account struct {
 	// account; otherwise the proxy must not use the socket for this
 	// client (it would get user@localhost's privileges).
 	SameLocally bool
+	// RequireTLS: the row asks for TLS (REQUIRE …). MariaDB sees only the
+	// proxy's own link, which may be TLS, so the proxy checks the client's
+	// (red-team test, session 37: a plaintext client got in through a
+	// proxy whose link to MariaDB was TLS).
+	RequireTLS bool
 }
 
 // Verify checks the client's token for user, connecting from client,
@@ -137,7 +145,7 @@ func (s *Store) Verify(ctx context.Context, user string, client Client, salt, to
 		default:
 			if st1, ok := wire.Stage1FromToken(salt, token, r.hash); ok {
 				local, _ := match(e.rows, Client{})
-				return Account{Stage1: st1, Host: r.host.text, SameLocally: local.host.text == r.host.text}, nil
+				return Account{Stage1: st1, Host: r.host.text, SameLocally: local.host.text == r.host.text, RequireTLS: r.requireTLS}, nil
 			}
 			err = ErrDenied
 		}
@@ -231,23 +239,33 @@ func (s *Store) ask(ctx context.Context, q func(context.Context, *sql.DB) error)
 // (a role's empty password must not make its name a passwordless user),
 // and User is compared exactly in Go: the column's collation pads, so
 // "root " = "root" in SQL.
+//
+// ssl_type (REQUIRE …) needs the column grant that binlogd gives
+// sqlproxy's account since session 37 (binlogd/mysqld: proxyColumns, at
+// every start). A server whose binlogd is older, in a rolling upgrade,
+// refuses the column: the rows are then read without it and each one
+// requires TLS (closed by default: only clients over TLS get in through
+// that server until its binlogd runs the new version).
 func query(ctx context.Context, db *sql.DB, user string) ([]row, error) {
-	rs, err := db.QueryContext(ctx,
-		"SELECT User, Host, plugin, authentication_string FROM mysql.user WHERE User = ? AND is_role = 'N'", user)
+	const q = "SELECT User, Host, plugin, authentication_string, %s FROM mysql.user WHERE User = ? AND is_role = 'N'"
+	rs, err := db.QueryContext(ctx, fmt.Sprintf(q, "ssl_type"), user)
+	if isColumnRefused(err) {
+		rs, err = db.QueryContext(ctx, fmt.Sprintf(q, "'unknown: no grant on ssl_type'"), user)
+	}
 	if err != nil {
 		return nil, err
 	}
 	defer rs.Close()
 	var out []row
 	for rs.Next() {
-		var u, host, plugin, as string
-		if err := rs.Scan(&u, &host, &plugin, &as); err != nil {
+		var u, host, plugin, as, ssl string
+		if err := rs.Scan(&u, &host, &plugin, &as, &ssl); err != nil {
 			return nil, err
 		}
 		if u != user {
 			continue
 		}
-		r := row{host: parseHost(host)}
+		r := row{host: parseHost(host), requireTLS: ssl != ""}
 		if h, ok := parseNative(plugin, as); ok {
 			r.hash = h
 		}
@@ -342,4 +360,11 @@ func (s *Store) Close() error {
 		delete(s.dbs, a)
 	}
 	return nil
+}
+
+// isColumnRefused: MariaDB refused a column of the query, for want of a
+// grant on it (1143) or because it has no such column (1054).
+func isColumnRefused(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && (me.Number == 1143 || me.Number == 1054)
 }
