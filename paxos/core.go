@@ -262,6 +262,13 @@ type core struct {
 	joinAsked  int64  // tick of a joining node's last ask for the members
 	peerChosen uint64 // highest chosen index a peer reported
 	fetchFrom  uint32 // the peer that reported it
+	// asked counts the Fetches sent to each peer and not answered yet. A
+	// Learn is taken only from a peer with one outstanding, and uses it
+	// up: entries in a Learn are stored as chosen, so one sent unasked
+	// with a member's key (or by a bug) rewrote this node's log without
+	// any quorum (red-team test, session 37). A Fetch that expired stays
+	// counted: its late answer is still taken.
+	asked map[uint32]int
 
 	// own proposals
 	seq     uint64
@@ -291,6 +298,7 @@ func newCore(cfg coreConfig, hs wal.HardState, entries []wal.Accepted, reader lo
 		id:            cfg.ID,
 		peers:         peers,
 		peerPos:       make(map[uint32]int, len(peers)),
+		asked:         map[uint32]int{},
 		masks:         make(map[uint64]uint64),
 		rng:           rand.New(rand.NewSource(cfg.Seed)),
 		reader:        reader,
@@ -354,6 +362,15 @@ func (c *core) step(m Message) {
 	if err := c.learnerVote(&m); err != nil {
 		c.drop(&m, err)
 		return
+	}
+	if m.Type == MsgLearn {
+		if c.asked[m.From] == 0 {
+			c.drop(&m, badMsg(DropUnasked, "entries from node %d, which was not asked for any", m.From))
+			return
+		}
+		if c.asked[m.From]--; c.asked[m.From] == 0 { // one answer per Fetch
+			delete(c.asked, m.From)
+		}
 	}
 	pos := c.peerPos[m.From]
 	if m.Type == MsgPrepare && !c.votesFrom(m.From) {

@@ -173,6 +173,7 @@ func (c *core) maybeFetch(from uint32) {
 		return
 	}
 	c.fetching, c.fetchTick = true, c.tick
+	c.asked[from]++
 	// A joining node asks for the members with every fetch: under load it
 	// is always fetching, so joinTick alone could starve.
 	c.send(Message{Type: MsgFetch, To: from, Index: c.chosen + 1, Probe: c.hist == nil})

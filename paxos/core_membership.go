@@ -197,6 +197,7 @@ func (c *core) joinTick() {
 	}
 	c.joinAsked = c.tick
 	to := c.targets[int(c.tick/int64(c.cfg.RetransmitTicks))%len(c.targets)]
+	c.asked[to]++
 	c.send(Message{Type: MsgFetch, To: to, Index: c.chosen + 1, Probe: true})
 }
 
@@ -219,6 +220,7 @@ func (c *core) learnerFetch() {
 	}
 	to := c.targets[int(c.tick)%len(c.targets)]
 	c.fetching, c.fetchTick = true, c.tick
+	c.asked[to]++
 	c.send(Message{Type: MsgFetch, To: to, Index: c.chosen + 1})
 }
 

@@ -186,8 +186,42 @@ func TestStuckPromiseRestore(t *testing.T) {
 		t.Fatalf("answer to a Prepare: %v, update %+v; want a reject without the round", rd.Messages, rd.Update)
 	}
 	v := testValue("learned")
+	c.asked[3]++ // as after a Fetch to node 3 (a Learn answers one)
 	c.step(Message{Type: MsgLearn, From: 3, To: 1, Chosen: 1, Entries: []Entry{{Index: 1, Ballot: Ballot{Round: 7, Node: 3}, Value: v}}})
 	if rd := c.ready(); len(rd.Committed) != 1 || !bytes.Equal(rd.Committed[0].Value, v) {
 		t.Fatalf("committed %v; want the learned value", rd.Committed)
+	}
+}
+
+// TestUnaskedLearnDropped is the red-team finding of session 37: one Learn
+// sent unasked with a member's key (no-ops at the next 200 indexes, and a
+// chosen index 200 ahead) was stored as chosen, forked that node's log
+// from the others' and, through its raised peerChosen, spread to nodes
+// that fetched from it. A Learn is now taken only as the answer to a
+// Fetch this node sent to its sender, once.
+func TestUnaskedLearnDropped(t *testing.T) {
+	c := hostileCore(t)
+	b := Ballot{Round: 1, Node: 2}
+	learn := Message{Type: MsgLearn, From: 2, To: 1, Chosen: 200, Index: 1,
+		Entries: []Entry{{Index: 1, Ballot: b, Value: testValue("forged")}}}
+	c.step(learn)
+	c.ready()
+	if c.dropped[DropUnasked] != 1 || c.chosen != 0 || c.peerChosen != 0 || len(c.log) != 0 {
+		t.Fatalf("unasked Learn: dropped %v chosen %d peerChosen %d log %d; want it dropped whole", c.dropped, c.chosen, c.peerChosen, len(c.log))
+	}
+	c.maybeFetch(2)
+	c.ready()
+	other := learn
+	other.From = 3 // asked nothing of node 3
+	c.step(other)
+	c.ready()
+	if c.dropped[DropUnasked] != 2 || c.chosen != 0 {
+		t.Fatalf("a Learn from a peer not asked: chosen %d dropped %v; want it dropped", c.chosen, c.dropped)
+	}
+	learn.Entries[0].Value = testValue("answer")
+	c.step(learn)
+	c.ready()
+	if c.chosen != 1 || c.dropped[DropUnasked] != 2 || !bytes.Equal(c.log[1].value, testValue("answer")) {
+		t.Fatalf("the answer to a Fetch: chosen %d dropped %v; want it taken", c.chosen, c.dropped)
 	}
 }

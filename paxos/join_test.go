@@ -52,6 +52,7 @@ func TestJoinerWaitsForMembers(t *testing.T) {
 
 	// A history from a peer that knows the change: adopted, entries out.
 	h.apply(2, add)
+	c.asked[2]++ // as after joinTick's Fetch to node 2 (a Learn answers one)
 	c.step(Message{Type: MsgLearn, From: 2, To: 4, Chosen: 3, Index: 4, Meta: h.encode()})
 	rd = c.ready()
 	if len(rd.Committed) != 3 || rd.Meta == nil {
@@ -70,7 +71,8 @@ func TestJoinerRefusesShortHistory(t *testing.T) {
 		ElectionTicks: 10, HeartbeatTicks: 1, RetransmitTicks: 2, RetryTicks: 20,
 		Window: 8, BatchMaxBytes: 64, FetchMaxBytes: 200, Seed: 1}
 	c := newCore(cfg, wal.HardState{}, nil, nil)
-	c.applied = 5 // as if restored past entries handed out earlier
+	c.applied = 5                 // as if restored past entries handed out earlier
+	c.asked[1], c.asked[2] = 1, 1 // as after joinTick's Fetches (a Learn answers one)
 	c.step(Message{Type: MsgLearn, From: 1, To: 4, Chosen: 3, Index: 6, Meta: genesis(members(1, 2, 3)).encode()})
 	if c.hist != nil {
 		t.Fatal("adopted a history that ends below the applied index")

@@ -155,11 +155,14 @@ const (
 	// rejection) from a node that votes in no configuration this node
 	// knows above its chosen index: a learner claiming to vote.
 	DropLearnerVote
+	// DropUnasked: a Learn from a peer this node sent no Fetch it has
+	// not had an answer to (core.asked).
+	DropUnasked
 	// NumDropReasons is the number of reasons (Status.Dropped's length).
 	NumDropReasons
 )
 
-var dropNames = [...]string{"bad_type", "bad_sender", "stranger", "ballot_range", "index_range", "too_large", "malformed", "learner_vote"}
+var dropNames = [...]string{"bad_type", "bad_sender", "stranger", "ballot_range", "index_range", "too_large", "malformed", "learner_vote", "unasked"}
 
 // String is the reason's metric label.
 func (r DropReason) String() string {
