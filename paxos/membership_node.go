@@ -31,6 +31,24 @@ func (n *Node) Membership() (m Membership, pending bool) {
 	return m, m.Active > n.chosenAt.Load()+1
 }
 
+// Removed reports whether node id was a member and was removed: some
+// configuration this node knows had it, and neither the one in force at
+// this node's chosen index nor the latest has (a removal still pending,
+// or one undone by a later add, is not). binlogd refuses such a node's
+// certificate: nothing revokes it otherwise.
+func (n *Node) Removed(id uint32) bool {
+	h := n.members.Load()
+	if h == nil || h.latest().Has(id) || h.at(n.chosenAt.Load()+1).Has(id) {
+		return false
+	}
+	for i := range h.items {
+		if h.items[i].Has(id) {
+			return true
+		}
+	}
+	return false
+}
+
 // AddMember adds one node through the log and returns once the change is
 // active (chosen, and Alpha instances later: the leader fills them with
 // Noops). The new node should be started with Config.Join and the current

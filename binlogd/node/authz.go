@@ -156,6 +156,13 @@ type authorizer struct {
 	denied *prometheus.CounterVec // method, role
 	forged *prometheus.CounterVec // peer (the certificate's node id)
 
+	// removed reports a node id that was a member and was removed
+	// (paxos.Node.Removed); nil: none is. Its certificate is refused
+	// everything: no CRL revokes it, and it could otherwise still stream
+	// a full copy of MariaDB (Backup), watch the cluster, or send Paxos
+	// messages (red-team test, session 37).
+	removed func(id uint32) bool
+
 	mu   sync.Mutex
 	last map[string]time.Time // rate limit of warnings, by what they are about
 }
@@ -178,6 +185,10 @@ func (a *authorizer) check(ctx context.Context, method string, req any) (mtls.Id
 	id, err := peerIdentity(ctx)
 	if err == nil {
 		err = authorize(method, id, req)
+	}
+	if err == nil && id.Role == mtls.RoleNode && a.removed != nil && !strings.HasPrefix(method, healthPrefix) && a.removed(id.ID) {
+		err = status.Errorf(codes.PermissionDenied, "%s was removed from the cluster: its certificate no longer serves here "+
+			"(to add node %d again, reseed it with the admin certificate: binlogd reseed -tls-dir DIR)", id, id.ID)
 	}
 	if err != nil {
 		role := string(id.Role)

@@ -205,6 +205,39 @@ func TestAuthzAttacks(t *testing.T) {
 	}
 	t.Logf("admin Switchover answered on the merits: %v", err)
 
+	// A removed node's certificate serves nothing, not even Status or a
+	// Backup (red-team test, session 37: a node certificate streamed a
+	// full copy of MariaDB; nothing revokes a certificate). Node 2's
+	// still does.
+	if _, err := adminCl.RemoveMember(ctx, &pb.RemoveMemberRequest{Id: 3}); err != nil {
+		t.Fatalf("remove node 3: %v", err)
+	}
+	node3 := as(mtls.Identity{Role: mtls.RoleNode, ID: 3})
+	node3Cl, _ := dialAdmin(t, addr1, node3)
+	for {
+		_, err := node3Cl.Status(ctx, &pb.StatusRequest{})
+		if status.Code(err) == codes.PermissionDenied && strings.Contains(err.Error(), "was removed") {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("removed node 3's Status: %v; want PermissionDenied, was removed", err)
+		}
+		time.Sleep(50 * time.Millisecond) // node 1 learns the removal is active
+	}
+	bs, err := node3Cl.Backup(ctx, &pb.BackupRequest{NodeId: 3})
+	if err == nil {
+		_, err = bs.Recv()
+	}
+	if status.Code(err) != codes.PermissionDenied || !strings.Contains(err.Error(), "was removed") {
+		t.Fatalf("removed node 3's Backup: %v", err)
+	}
+	if err := paxosSend(ctx, t, addr1, node3, 3); status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("removed node 3's Paxos Send: %v", err)
+	}
+	if _, err := node2Cl.Status(ctx, &pb.StatusRequest{}); err != nil {
+		t.Fatalf("node 2's Status after node 3's removal: %v", err)
+	}
+
 	// The refusals are counted by method and role.
 	body := scrape(t, cfgs[0].HTTPAddr)
 	for _, want := range []string{

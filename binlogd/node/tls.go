@@ -89,6 +89,7 @@ func (n *Node) serverOptions() []grpc.ServerOption {
 		return nil
 	}
 	a := newAuthorizer(n.log, reg)
+	a.removed = n.px.Removed
 	return []grpc.ServerOption{
 		grpc.Creds(establishOnHandshake{newLoggedCreds(n.reloadable(), n.log)}), // rpcguard.go: a finished handshake cannot be evicted
 		grpc.ChainUnaryInterceptor(a.unary),
