@@ -156,7 +156,17 @@
 // (database, SET statements, prepared statements re-prepared lazily under
 // stable proxy-assigned ids, with the parameter types the client sent
 // only once put back into its executes: stmt.go) is replayed on the new
-// connection. A session
+// connection. Only a SET that gives the same result again is replayed:
+// one calling anything but a few pure string functions (a subquery,
+// NEXTVAL, UUID, a stored function) pins the session to its connection
+// instead, and SET STATEMENT ... FOR is its statement, never state
+// (classify). COM_SET_OPTION (multi-statements on or off) also pins: no
+// reset undoes it, so that connection is closed, never pooled, when the
+// client leaves. Commands the proxy does not know the answer's shape of
+// (COM_PROCESS_INFO, replication, shutdown, debug, …) get 1047 and never
+// reach MariaDB: an answer relayed in part stays on a pooled connection
+// for its next client (session 37's red-team test put one client's result
+// set into another's query that way). A session
 // inside a transaction gets 1290/40001 "transaction rolled back": its
 // old backend connection is closed, which rolls the transaction back, and
 // every statement fails until the client says ROLLBACK or BEGIN (COMMIT
