@@ -93,7 +93,9 @@ func FuzzClassify(f *testing.F) {
 		"INSERT INTO t VALUES ('a;b')", "SET autocommit=0", "USE `a`", "/*!50001 SELECT 1 */", "SELECT 'unterminated",
 		"/* unterminated", "SELECT 1; DROP TABLE t", "SELECT `a``b` FROM t -- x",
 		"KILL HARD QUERY ID 5", "kill /**/ query user app", "EXECUTE IMMEDIATE 'KILL QUERY 5'", `PREPARE s FROM 'kill\nquery ?'`,
-		"EXECUTE IMMEDIATE 'EXECUTE IMMEDIATE ''KILL QUERY 5'' '", "KILL CONNECTION 5"} {
+		"EXECUTE IMMEDIATE 'EXECUTE IMMEDIATE ''KILL QUERY 5'' '", "KILL CONNECTION 5",
+		"SET STATEMENT max_statement_time=0 FOR INSERT INTO t VALUES (1)", "EXECUTE IMMEDIATE 'KI' 'LL 5'",
+		"EXECUTE IMMEDIATE 0x4B494C4C2035", "SET @a = UUID()", "SET sql_mode=CONCAT(@@sql_mode, ',X')"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, sql string) {
@@ -113,6 +115,11 @@ func FuzzClassify(f *testing.F) {
 		}
 		if m := Classify("SELECT 1; " + sql); i.Kills && !m.Kills {
 			t.Fatalf("%q: kill lost after another statement", sql)
+		}
+		// Behind SET STATEMENT … FOR a statement is what it is alone,
+		// and never session state to replay.
+		if st := Classify("SET STATEMENT max_statement_time=0 FOR " + sql); st.Kills != i.Kills || st.Kind == Set || st.Kind == Read {
+			t.Fatalf("%q behind SET STATEMENT: %+v, alone: %+v", sql, st, i)
 		}
 	})
 }
