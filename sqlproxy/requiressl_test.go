@@ -74,6 +74,19 @@ func TestRequireSSLThroughProxy(t *testing.T) {
 	if err := open(p.addr, app.AppUser, app.AppPassword, false).PingContext(ctx); err != nil {
 		t.Fatalf("an account without REQUIRE, in the clear: %v", err)
 	}
+	// The master's own proxy reaches MariaDB by its unix socket, which
+	// MariaDB takes for a login without TLS: such an account goes by TCP
+	// in TLS instead (the second red-team pass of session 37 found it
+	// could not log in at all).
+	ps := serveProxy(t, 1, masterView(m), Linearizable, tlsStore(t, mt, authAddrs), func(c *Config) {
+		opts(c)
+		c.MySQLSocket = m.Socket()
+	})
+	var cipher string
+	if err := open(ps.addr, "sec_ssl", "ssl-secret", true).QueryRowContext(ctx,
+		"SELECT VARIABLE_VALUE FROM information_schema.SESSION_STATUS WHERE VARIABLE_NAME = 'SSL_CIPHER'").Scan(&cipher); err != nil || cipher == "" {
+		t.Fatalf("REQUIRE SSL account through a proxy with MariaDB's socket: cipher %q, %v", cipher, err)
+	}
 
 	// A store that cannot read ssl_type: closed, every account needs TLS.
 	old := auth.New(auth.Config{User: "old_proxy", Password: "old-secret", Addrs: func() []string { return authAddrs },

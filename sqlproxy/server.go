@@ -284,7 +284,9 @@ func (sess *session) login() error {
 		return auth.ErrDenied
 	}
 	sess.stage1 = string(acct.Stage1)
-	sess.socketOK = acct.SameLocally
+	// MariaDB takes a unix socket login for one without TLS: an account
+	// that requires TLS goes by TCP, in TLS (Config.MySQLTLS).
+	sess.socketOK = acct.SameLocally && !acct.RequireTLS
 	sess.db = resp.DB
 	_ = nc.SetDeadline(time.Time{})
 	sess.cl.Resize(wire.DefaultBufferSize)

@@ -108,7 +108,18 @@ func Classify(sql string) Info {
 		if w == "" {
 			break
 		}
+		if info.Kind == Set && volatileInSet(w) {
+			info.Pins = true // replayed, it would answer differently or act again
+		}
 		switch w {
+		case "KILL":
+			// KILL is a reserved word: unquoted, it is a KILL statement
+			// wherever it stands, in a compound statement (BEGIN NOT
+			// ATOMIC … END, IF … END IF) or in the body of a routine,
+			// event or trigger being created (red-team test, session 37:
+			// BEGIN NOT ATOMIC KILL QUERY n; END killed another client's
+			// query).
+			info.Kills = true
 		case "(":
 			if info.Kind == Set && !replayableCall[prev] {
 				// A subquery, or a call that may read data, change it or
@@ -133,6 +144,9 @@ func Classify(sql string) Info {
 		case "INTO":
 			if info.Kind == Read {
 				info.Kind = Write // SELECT … INTO OUTFILE/@var
+			}
+			if s.nextHasPrefix("@") {
+				info.Pins = true // user variables set by a query: no replay sets them
 			}
 		case "TEMPORARY":
 			info.Pins = true
@@ -168,6 +182,30 @@ func Classify(sql string) Info {
 	return info
 }
 
+// volatileInSet reports whether w, a word of a SET, makes the SET
+// unfit to replay on another connection: a value read without
+// parentheses that differs there (CURRENT_TIMESTAMP, NEXT VALUE FOR s,
+// @@last_insert_id), or a variable that acts once (insert_id, timestamp:
+// replayed, SET insert_id=1000 made a later INSERT fail with a duplicate
+// key; red-team test, session 37), or a password.
+func volatileInSet(w string) bool {
+	if strings.HasPrefix(w, "@@") {
+		w = w[2:]
+		for _, scope := range []string{"SESSION.", "LOCAL.", "GLOBAL."} {
+			w = strings.TrimPrefix(w, scope)
+		}
+	}
+	return volatileSetWords[w]
+}
+
+var volatileSetWords = map[string]bool{
+	"INSERT_ID": true, "LAST_INSERT_ID": true, "IDENTITY": true, "TIMESTAMP": true, "RAND_SEED1": true, "RAND_SEED2": true,
+	"WARNING_COUNT": true, "ERROR_COUNT": true, "LAST_GTID": true, "GTID_SEQ_NO": true,
+	"CURRENT_TIMESTAMP": true, "CURRENT_DATE": true, "CURRENT_TIME": true, "CURRENT_USER": true, "CURRENT_ROLE": true,
+	"LOCALTIME": true, "LOCALTIMESTAMP": true, "UTC_TIMESTAMP": true, "UTC_DATE": true, "UTC_TIME": true,
+	"NEXT": true, "PREVIOUS": true, "PASSWORD": true,
+}
+
 // replayableCall are the functions a SET may call and still be replayed
 // on another connection: they read only their arguments (session
 // variables included, which the replay has set by then, in order) and
@@ -200,6 +238,16 @@ func setStatement(sql string, info Info) Info {
 	}
 	info.Kind = Write // no FOR: MariaDB refuses it; to the master
 	return info
+}
+
+// nextHasPrefix reports whether the next word starts with p, leaving s
+// where it was.
+func (s *scanner) nextHasPrefix(p string) bool {
+	save := *s
+	var scratch Info
+	has := strings.HasPrefix(s.word(&scratch), p)
+	*s = save
+	return has
 }
 
 // nextIs reports whether the next word is w (upper case), leaving s

@@ -32,7 +32,7 @@ func killsInLiterals(sql string) bool {
 	runEnd := -1               // where that run's last literal ended in s.src
 	s.onLit = func(raw string) {
 		start := s.pos - len(raw)
-		if runEnd < 0 || strings.TrimSpace(s.src[runEnd:start]) != "" {
+		if runEnd < 0 || !blank(s.src[runEnd:start]) {
 			joined.Reset()
 		}
 		joined.WriteString(unquote(raw))
@@ -47,50 +47,99 @@ func killsInLiterals(sql string) bool {
 	return found || killsInHex(sql)
 }
 
-// killsInHex reports whether a hex literal in sql (0x…, X'…') spells,
-// as a string, a statement that kills. Any such literal counts, quoted
-// or not: a false alarm only refuses a statement that carries the bytes
-// of a KILL.
+// blank reports whether gap, the text between two literals, holds only
+// white space and comments: MariaDB joins the literals across it.
+func blank(gap string) bool {
+	for i := 0; i < len(gap); {
+		switch c := gap[i]; {
+		case isSpace(c):
+			i++
+		case c == '#' || strings.HasPrefix(gap[i:], "--") && (i+2 == len(gap) || isSpace(gap[i+2])):
+			nl := strings.IndexByte(gap[i:], '\n')
+			if nl < 0 {
+				return true
+			}
+			i += nl + 1
+		case strings.HasPrefix(gap[i:], "/*"):
+			end := strings.Index(gap[i+2:], "*/")
+			if end < 0 {
+				return true
+			}
+			i += 2 + end + 2
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// killsInHex reports whether a hex or bit literal in sql (0x…, X'…',
+// 0b…, B'…') spells, as a string, a statement that kills. Any such
+// literal counts, quoted or not: a false alarm only refuses a statement
+// that carries the bytes of a KILL.
 func killsInHex(sql string) bool {
 	for i := 0; i+2 < len(sql); i++ {
-		var digits string
+		if i > 0 && isWord(sql[i-1]) {
+			continue
+		}
+		c, next := sql[i]|0x20, sql[i+1] // lower case
+		var b []byte
 		switch {
-		case sql[i] == '0' && (sql[i+1] == 'x' || sql[i+1] == 'X') && (i == 0 || !isWord(sql[i-1])):
-			j := i + 2
-			for j < len(sql) && isHex(sql[j]) {
-				j++
-			}
-			digits = sql[i+2 : j]
-		case (sql[i] == 'x' || sql[i] == 'X') && sql[i+1] == '\'' && (i == 0 || !isWord(sql[i-1])):
-			end := strings.IndexByte(sql[i+2:], '\'')
-			if end < 0 {
-				continue
-			}
-			digits = sql[i+2 : i+2+end]
-		default:
-			continue
+		case sql[i] == '0' && (next|0x20) == 'x':
+			b = decodeDigits(sql[i+2:], 4, false)
+		case c == 'x' && next == '\'':
+			b = decodeDigits(sql[i+2:], 4, true)
+		case sql[i] == '0' && (next|0x20) == 'b':
+			b = decodeDigits(sql[i+2:], 1, false)
+		case c == 'b' && next == '\'':
+			b = decodeDigits(sql[i+2:], 1, true)
 		}
-		if len(digits) < 8 || len(digits)%2 != 0 { // "KILL" is 4 bytes
-			continue
-		}
-		b := make([]byte, len(digits)/2)
-		ok := true
-		for k := range b {
-			hi, lo := unhex(digits[2*k]), unhex(digits[2*k+1])
-			if hi < 0 || lo < 0 {
-				ok = false
-				break
-			}
-			b[k] = byte(hi<<4 | lo)
-		}
-		if ok && Classify(string(b)).Kills {
+		if len(b) >= 4 && Classify(string(b)).Kills { // "KILL" is 4 bytes
 			return true
 		}
 	}
 	return false
 }
 
-func isHex(c byte) bool { return unhex(c) >= 0 }
+// decodeDigits reads the hex (bits 4) or binary (bits 1) digits at the
+// start of s, up to a closing quote when quoted, into bytes as MariaDB
+// does (left-padded with zero bits to whole bytes); nil when there are
+// none or a quoted literal is not closed by one.
+func decodeDigits(s string, bits uint, quoted bool) []byte {
+	n := 0
+	for n < len(s) && digitValue(s[n], bits) >= 0 {
+		n++
+	}
+	if n == 0 || quoted && (n == len(s) || s[n] != '\'') {
+		return nil
+	}
+	total := uint(n) * bits
+	out := make([]byte, (total+7)/8)
+	pos := uint(len(out))*8 - total // the zero bits of the left pad
+	for k := 0; k < n; k++ {
+		v := digitValue(s[k], bits)
+		for j := int(bits) - 1; j >= 0; j-- {
+			if v>>uint(j)&1 == 1 {
+				out[pos/8] |= 0x80 >> (pos % 8)
+			}
+			pos++
+		}
+	}
+	return out
+}
+
+func digitValue(c byte, bits uint) int {
+	if bits == 1 {
+		switch c {
+		case '0':
+			return 0
+		case '1':
+			return 1
+		}
+		return -1
+	}
+	return unhex(c)
+}
 
 func unhex(c byte) int {
 	switch {

@@ -58,6 +58,24 @@ func TestKills(t *testing.T) {
 		{"set statement max_statement_time=1, sql_mode='' for kill 5", true},
 		{"SET STATEMENT max_statement_time=0 FOR EXECUTE IMMEDIATE 'KILL 5'", true},
 		{"/*!SET STATEMENT max_statement_time=0 FOR KILL 5*/", true},
+		// The second red-team pass of session 37: KILL in compound
+		// statements and routine bodies, literals joined across
+		// comments, bit literals.
+		{"BEGIN NOT ATOMIC KILL QUERY 23; END", true},
+		{"IF 1 THEN KILL QUERY 23; END IF", true},
+		{"l: BEGIN NOT ATOMIC SELECT 1; KILL 23; END", true},
+		{"CREATE PROCEDURE p() KILL 5", true},
+		{"CREATE EVENT e ON SCHEDULE EVERY 1 SECOND DO KILL 5", true},
+		{"CREATE TRIGGER t BEFORE INSERT ON x FOR EACH ROW BEGIN KILL 5; END", true},
+		{"EXECUTE IMMEDIATE 'KI' /**/ 'LL QUERY 23'", true},
+		{"EXECUTE IMMEDIATE 'KI' -- x\n 'LL QUERY 23'", true},
+		{"EXECUTE IMMEDIATE 'KI' # x\n 'LL QUERY 23'", true},
+		{"EXECUTE IMMEDIATE b'01001011010010010100110001001100001000000011001000110011'", true},
+		{"EXECUTE IMMEDIATE 0b01001011010010010100110001001100001000000011001000110011", true},
+		{"EXECUTE IMMEDIATE CONCAT(b'0100101101001001010011000100110000100000', '23')", true}, // the bits alone read "KILL "
+		{"SELECT 0b0101, x'41', b'1'", false},
+		{"SELECT `kill` FROM t", false},
+		{"SELECT t.kill FROM t", false},
 		{"EXECUTE IMMEDIATE 'SELECT 1' ', 2'", false},
 		{"SELECT 0x4B494C4C203233", false},
 		{"INSERT INTO t VALUES (0x4B494C4C203233)", false},
