@@ -158,8 +158,11 @@
 // only once put back into its executes: stmt.go) is replayed on the new
 // connection. Only a SET that gives the same result again is replayed:
 // one calling anything but a few pure string functions (a subquery,
-// NEXTVAL, UUID, a stored function) pins the session to its connection
-// instead, and SET STATEMENT ... FOR is its statement, never state
+// NEXTVAL, UUID, a stored function), reading a value that differs on
+// another connection (NEXT VALUE FOR, CURRENT_TIMESTAMP,
+// @@last_insert_id) or setting a one-shot variable (insert_id,
+// timestamp) pins the session to its connection instead, as does SELECT
+// … INTO @var; SET STATEMENT ... FOR is its statement, never state
 // (classify). COM_SET_OPTION (multi-statements on or off) also pins: no
 // reset undoes it, so that connection is closed, never pooled, when the
 // client leaves. Commands the proxy does not know the answer's shape of
