@@ -42,18 +42,11 @@ func TestRequireSSLThroughProxy(t *testing.T) {
 	defer cancel()
 
 	open := func(addr, user, pw string, overTLS bool) *sql.DB {
-		cfg := mysql.NewConfig()
-		cfg.User, cfg.Passwd, cfg.Net, cfg.Addr, cfg.Timeout = user, pw, "tcp", addr, 5*time.Second
-		if overTLS {
-			cfg.TLS = &tls.Config{InsecureSkipVerify: true} // what the test checks is the proxy's rule, not the client's trust
-		}
-		c, err := mysql.NewConnector(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		db := sql.OpenDB(c)
-		t.Cleanup(func() { db.Close() })
-		return db
+		return clientDB(t, addr, user, pw, "", func(c *mysql.Config) {
+			if overTLS {
+				c.TLS = &tls.Config{InsecureSkipVerify: true} // what the test checks is the proxy's rule, not the client's trust
+			}
+		})
 	}
 	err := open(p.addr, "sec_ssl", "ssl-secret", false).PingContext(ctx)
 	if me := mysqlErr(t, err); me.Number != 1045 || !strings.Contains(me.Message, "requires TLS") {

@@ -14,12 +14,9 @@ import "fmt"
 // also rules out continuation packets (16 MiB - 1 announced).
 const maxCommandPacket = 256 << 10
 
-// commandFrames follows the packet framing of the bytes a logged-in
-// client sends (header: 3 bytes of length, 1 of sequence).
+// commandFrames follows the packets a logged-in client sends.
 type commandFrames struct {
-	hdrN int // header bytes of the next packet seen so far
-	left int // payload bytes of the current packet still to come
-	hdr  [3]byte
+	frames packetFrames
 	// over is the length a header announced past maxCommandPacket (0:
 	// none yet).
 	over int
@@ -34,31 +31,14 @@ func (e errCommandTooBig) Error() string {
 }
 
 // check follows p, the next bytes of the stream, and fails at a header
-// that announces more than maxCommandPacket.
+// that announces more than maxCommandPacket (before go-mysql, which
+// reads through the guard, has the whole header).
 func (f *commandFrames) check(p []byte) error {
-	for i := 0; i < len(p); {
-		if f.left > 0 {
-			k := min(f.left, len(p)-i)
-			f.left -= k
-			i += k
-			continue
+	return f.frames.walk(p, func(_, length int) error {
+		if length > maxCommandPacket {
+			f.over = length
+			return errCommandTooBig{length}
 		}
-		if f.hdrN < 3 {
-			f.hdr[f.hdrN] = p[i]
-			f.hdrN++
-			i++
-			if f.hdrN == 3 {
-				if n := int(f.hdr[0]) | int(f.hdr[1])<<8 | int(f.hdr[2])<<16; n > maxCommandPacket {
-					f.over = n
-					return errCommandTooBig{n}
-				}
-			}
-			continue
-		}
-		// The sequence byte: the payload follows.
-		f.left = int(f.hdr[0]) | int(f.hdr[1])<<8 | int(f.hdr[2])<<16
-		f.hdrN = 0
-		i++
-	}
-	return nil
+		return nil
+	})
 }

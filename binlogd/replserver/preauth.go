@@ -182,32 +182,50 @@ func (g *preAuthGuard) write(p []byte) (int, error) {
 // frameShift follows the packets go-mysql writes during the handshake
 // and adds one to each sequence number (the client counted its
 // SSLRequest).
-type frameShift struct {
+type frameShift struct{ frames packetFrames }
+
+func (f *frameShift) shift(p []byte) []byte {
+	out := append([]byte(nil), p...)
+	_ = f.frames.walk(out, func(seq, _ int) error {
+		out[seq]++
+		return nil
+	})
+	return out
+}
+
+// packetFrames follows MySQL packet framing (3 bytes of length, 1 of
+// sequence, the payload) across the chunks of a byte stream.
+type packetFrames struct {
 	hdrN int // header bytes of the current packet seen
 	left int // its payload bytes still to come
 	hdr  [3]byte
 }
 
-func (f *frameShift) shift(p []byte) []byte {
-	out := append([]byte(nil), p...)
-	for i := 0; i < len(out); {
+// walk follows p, the next bytes of the stream, calling atHeader with
+// the index in p of each packet's sequence byte and the payload length
+// its header announced; an error from atHeader ends the walk.
+func (f *packetFrames) walk(p []byte, atHeader func(seq, length int) error) error {
+	for i := 0; i < len(p); {
 		if f.left > 0 {
-			k := min(f.left, len(out)-i)
+			k := min(f.left, len(p)-i)
 			f.left -= k
 			i += k
 			continue
 		}
 		if f.hdrN < 3 {
-			f.hdr[f.hdrN] = out[i]
-		} else {
-			out[i]++
-			f.left = int(f.hdr[0]) | int(f.hdr[1])<<8 | int(f.hdr[2])<<16
-			f.hdrN = -1
+			f.hdr[f.hdrN] = p[i]
+			f.hdrN++
+			i++
+			continue
 		}
-		f.hdrN++
+		f.left = int(f.hdr[0]) | int(f.hdr[1])<<8 | int(f.hdr[2])<<16
+		f.hdrN = 0
+		if err := atHeader(i, f.left); err != nil {
+			return err
+		}
 		i++
 	}
-	return out
+	return nil
 }
 
 // hideHandshakeError turns an ERR packet go-mysql writes before login
