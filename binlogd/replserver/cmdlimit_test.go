@@ -143,3 +143,86 @@ func TestOutsideRefusalsLogBounded(t *testing.T) {
 		t.Fatalf("%d log lines for %d refusals, want 1:\n%.3000s", n, tries, out)
 	}
 }
+
+// TestOutsideConnectionsCapped is the third red-team pass of session 37:
+// 70 outside dumps took every logged-in slot of the endpoint, and the
+// node's own MariaDB could not reconnect (1040). Outside replicas now
+// hold at most MaxConns less nodeReserve; the one past that gets 1040 in
+// answer to its first command, and the node's account still gets in.
+func TestOutsideConnectionsCapped(t *testing.T) {
+	s, tc := outsideEndpointWith(t, NewMemorySource(0), func(c *Config) { c.MaxConns = nodeReserve + 2 })
+	login := func() (*client.Conn, error) {
+		return client.Connect(s.Addr(), outsideUser, outsidePassword, "", func(c *client.Conn) error {
+			c.SetTLSConfig(tc)
+			return nil
+		})
+	}
+	var held []*client.Conn
+	for i := range 2 {
+		c, err := login()
+		if err != nil {
+			t.Fatalf("outside connection %d: %v", i, err)
+		}
+		if _, err := c.Execute("SELECT @@GLOBAL.gtid_domain_id"); err != nil {
+			t.Fatalf("outside connection %d: %v", i, err)
+		}
+		held = append(held, c)
+	}
+	extra, err := login()
+	if err == nil {
+		_, err = extra.Execute("SELECT @@GLOBAL.gtid_domain_id")
+		extra.Close()
+	}
+	var me *gomysql.MyError
+	if !errors.As(err, &me) || me.Code != gomysql.ER_CON_COUNT_ERROR {
+		t.Fatalf("a third outside connection of 2 allowed: %v, want 1040", err)
+	}
+	for i := range nodeReserve {
+		db := openAs(t, s.Addr(), testUser, testPassword, nil)
+		db.SetMaxOpenConns(1)
+		var one string
+		if err := db.QueryRow("SELECT 1").Scan(&one); err != nil {
+			t.Fatalf("the node's account, connection %d, with outside replicas at their cap: %v", i, err)
+		}
+		defer db.Close()
+		db.SetMaxIdleConns(1)
+	}
+	held[0].Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c, err := login()
+		if err == nil {
+			if _, err = c.Execute("SELECT @@GLOBAL.gtid_domain_id"); err == nil {
+				c.Close()
+				break
+			}
+			c.Close()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("an outside connection after one closed: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestSelectBounded is the third red-team pass of session 37: SELECT
+// @a,@a,… of one 64 KB variable, 5,000 times, built a 1 GB row. A SELECT
+// now has at most maxSelectExprs expressions and a row of maxVarBytes.
+func TestSelectBounded(t *testing.T) {
+	s := newSession(nil, time.Now)
+	if r, _ := s.answer("SET @a='" + strings.Repeat("x", 40<<10) + "'"); r.err != nil {
+		t.Fatal(r.err)
+	}
+	if r, _ := s.answer("SELECT @a"); r.err != nil || len(r.rows) != 1 {
+		t.Fatalf("SELECT @a: %v", r.err)
+	}
+	if r, _ := s.answer("SELECT @a, @a"); r.err == nil || r.err.Code != erOutOfResources {
+		t.Fatalf("an 80 KB row: %v, want error %d", r.err, erOutOfResources)
+	}
+	if r, _ := s.answer("SELECT 1" + strings.Repeat(", 1", maxSelectExprs)); r.err == nil || r.err.Code != erOutOfResources {
+		t.Fatalf("%d expressions: %v, want error %d", maxSelectExprs+1, r.err, erOutOfResources)
+	}
+	if r, _ := s.answer("SELECT 1" + strings.Repeat(", 1", maxSelectExprs-1)); r.err != nil {
+		t.Fatalf("%d expressions: %v", maxSelectExprs, r.err)
+	}
+}

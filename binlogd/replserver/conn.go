@@ -44,6 +44,22 @@ func (s *Server) handle(nc net.Conn) {
 		return
 	}
 	guard.loggedIn()
+	if s.accounts.of(conn.GetUser()) == accountOutside {
+		if s.outside.Add(1) > s.maxOutside() {
+			s.outside.Add(-1)
+			s.outsideWarn(nil, log, "refusing an outside replica: its account holds every connection it may", "max_outside", s.maxOutside())
+			// The answer to the client's first command, read within
+			// the handshake's deadline and the command size limit.
+			conn.ResetSequence()
+			if _, err := conn.ReadPacket(); err != nil {
+				return
+			}
+			_ = conn.WriteValue(mysql.NewError(mysql.ER_CON_COUNT_ERROR, fmt.Sprintf(
+				"Too many connections: outside replicas hold at most %d of binlogd's replication endpoint's %d", s.maxOutside(), s.acc.Max)))
+			return
+		}
+		defer s.outside.Add(-1)
+	}
 	s.acc.Admit(accepted)
 	// From here on the connection is the TLS session when the client
 	// asked for one, else the socket (the dump writes to it directly).

@@ -62,6 +62,13 @@ func outsideEndpoint(t *testing.T, src Source) (*Server, *tls.Config) {
 // default logger).
 func outsideEndpointLogging(t *testing.T, src Source, log *slog.Logger) (*Server, *tls.Config) {
 	t.Helper()
+	return outsideEndpointWith(t, src, func(c *Config) { c.Logger = log })
+}
+
+// outsideEndpointWith is outsideEndpoint with tweak applied to its
+// config.
+func outsideEndpointWith(t *testing.T, src Source, tweak func(*Config)) (*Server, *tls.Config) {
+	t.Helper()
 	dir := mtlstest.MakeCA(t, 1)
 	m, err := mtls.Load(mtlstest.Files(dir, 1), time.Now())
 	if err != nil {
@@ -71,7 +78,7 @@ func outsideEndpointLogging(t *testing.T, src Source, log *slog.Logger) (*Server
 	cfg.Addr, cfg.User, cfg.Password, cfg.ServerID = "127.0.0.1:0", testUser, testPassword, endpointID
 	cfg.ReplUser, cfg.ReplPassword, cfg.TLS = outsideUser, outsidePassword, m.ServerOptionalClient()
 	cfg.HeartbeatPeriod = 200 * time.Millisecond
-	cfg.Logger = log
+	tweak(&cfg)
 	s, err := New(cfg, src)
 	if err != nil {
 		t.Fatal(err)

@@ -62,6 +62,14 @@ type Config struct {
 // and operators' tools need a handful.
 const DefaultMaxConns = 64
 
+// nodeReserve are the logged-in connections outside replicas never take:
+// the node's own MariaDB (one replica connection, reconnecting) and
+// operators' tools on the node. Outside replicas hold at most MaxConns
+// less these, so a credential handed out of the cluster cannot cut the
+// node's MariaDB off its log (third red-team pass, session 37: 70
+// outside dumps took every slot, and the node's replica got 1040).
+const nodeReserve = 8
+
 // DefaultMaxPending is MaxPending when unset. A stranger's connection
 // before login holds a goroutine and small buffers (the pre-login guard
 // bounds a packet to 64 KiB); 1,024 of them make a flood that evicts a
@@ -124,6 +132,9 @@ type Server struct {
 	sysvars    map[string]string
 
 	acc wire.Acceptor // connections, at most MaxConns
+	// outside counts the outside replicas' logged-in connections
+	// (nodeReserve).
+	outside atomic.Int32
 	// handshakeLog: failed handshakes (strangers' included) are logged
 	// once per handshakeLogEvery (package ratelog).
 	handshakeLog ratelog.Limiter
@@ -343,3 +354,7 @@ func (s *Server) refuseTooMany(c net.Conn) {
 		s.cfg.Logger.Warn("replication endpoint refuses connections: too many open", "remote", c.RemoteAddr().String(), "max", s.acc.Max)
 	}
 }
+
+// maxOutside is how many logged-in connections the outside account may
+// hold: MaxConns less nodeReserve, at least one.
+func (s *Server) maxOutside() int32 { return int32(max(s.acc.Max-nodeReserve, 1)) }
