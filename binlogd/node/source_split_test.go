@@ -6,11 +6,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"phxgo/binlogd/binlog"
+	"phxgo/binlogd/replserver"
 	"phxgo/masterlease"
 	"phxgo/paxos"
 )
@@ -244,5 +246,27 @@ func TestShipCopiesCutEventsOnce(t *testing.T) {
 		t.Errorf("shipping %d bytes allocated %d (%.1f per byte shipped), want at most 2", len(txn), alloc, float64(alloc)/float64(len(txn)))
 	} else {
 		t.Logf("shipping %d bytes allocated %d (%.2f per byte)", len(txn), alloc, float64(alloc)/float64(len(txn)))
+	}
+}
+
+// TestOpenInAnotherDomainRefused is the third red-team pass of session
+// 37: an outside replica at a GTID of another domain than the log's
+// waited forever for it instead of getting error 1236, once the log held
+// anything; a position of the log's domain ahead of it still waits.
+func TestOpenInAnotherDomainRefused(t *testing.T) {
+	g := func(server uint32, seq uint64) binlog.GTID { return binlog.GTID{Server: server, Seq: seq} }
+	lg := newFakeLog()
+	lg.add(masterlease.EncodeLeaseRequest(masterlease.LeaseRequest{Candidate: 1}))
+	lg.add(batchCmd(1, binlog.GTID{}, g(1, 1), fakeTxn(g(1, 1), 40), 0, false))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := newLogSource(lg).Open(ctx, binlog.GTIDList{{Domain: 7, Server: 1, Seq: 1}})
+	if !errors.Is(err, replserver.ErrUnknownPosition) || !strings.Contains(err.Error(), "domain 7") {
+		t.Fatalf("open in domain 7 of a domain-0 log: %v, want ErrUnknownPosition naming the domain", err)
+	}
+	ahead, cancelAhead := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancelAhead()
+	if _, err := newLogSource(lg).Open(ahead, binlog.GTIDList{g(1, 5)}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("open ahead of the log in its own domain: %v, want it to wait", err)
 	}
 }
