@@ -210,7 +210,9 @@
 // /*#mode=readonly*/ hints, then MasterPreferred, then
 // ReadMasterPercentage; reads need no FOR UPDATE / LOCK IN SHARE MODE; no
 // healthy replica means the master. Replicas are checked by health.go
-// (replication running, Seconds_Behind_Master <= MaxReplicaLag, and at
+// (read_only on: a read may call a stored function that writes, and
+// read_only is what refuses it there; replication running,
+// Seconds_Behind_Master <= MaxReplicaLag, and at
 // most MaxReplicaBehind transactions behind the master's
 // @@gtid_binlog_pos).
 //

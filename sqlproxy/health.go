@@ -166,7 +166,7 @@ func (h *health) check(ctx context.Context, db *sql.DB, r topology.Replica, mast
 	st := &replicaState{ID: r.ID, Addr: r.MySQLAddr, CheckedAt: time.Now(), Behind: -1}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	lag, pos, err := replicaLagFresh(ctx, db)
+	lag, pos, readOnly, err := replicaLagFresh(ctx, db)
 	if err != nil {
 		st.Error = err.Error()
 		return st
@@ -182,6 +182,11 @@ func (h *health) check(ctx context.Context, db *sql.DB, r topology.Replica, mast
 	}
 	rules := h.srv.rules() // a reload may change them (reload.go)
 	switch {
+	case !readOnly:
+		// A read may call a stored function that writes: read_only is
+		// what refuses it there, and a replica that took it would fork
+		// from the log (third red-team pass, session 37).
+		st.Error = "read_only is off: not a replica to send reads to"
 	case lag < 0:
 		st.Error = "replication not running"
 	case lag > rules.MaxReplicaLag:
@@ -200,17 +205,21 @@ func (h *health) check(ctx context.Context, db *sql.DB, r topology.Replica, mast
 // CREATE USER and its GRANT SLAVE MONITOR fails SHOW SLAVE STATUS for
 // as long as it lives, and the pool would keep it (in CI a learner's
 // own proxy judged it unhealthy for a minute that way).
-func replicaLagFresh(ctx context.Context, db *sql.DB) (time.Duration, string, error) {
+func replicaLagFresh(ctx context.Context, db *sql.DB) (lag time.Duration, pos string, readOnly bool, err error) {
 	c, err := db.Conn(ctx)
 	if err != nil {
-		return 0, "", err
+		return 0, "", false, err
 	}
 	defer c.Close()
-	lag, pos, err := replicaLag(ctx, c)
+	if err := c.QueryRowContext(ctx, "SELECT @@global.read_only").Scan(&readOnly); err != nil {
+		_ = c.Raw(func(any) error { return driver.ErrBadConn })
+		return 0, "", false, err
+	}
+	lag, pos, err = replicaLag(ctx, c)
 	if err != nil {
 		_ = c.Raw(func(any) error { return driver.ErrBadConn })
 	}
-	return lag, pos, err
+	return lag, pos, readOnly, err
 }
 
 // replicaLag reads Seconds_Behind_Master (-1 when replication is not

@@ -41,17 +41,28 @@ func TestHealthCheckSeesLateGrant(t *testing.T) {
 	db.SetMaxIdleConns(1) // as health.db: one session, kept between checks
 
 	var me *mysql.MySQLError
-	if _, _, err := replicaLagFresh(ctx, db); !errors.As(err, &me) || me.Number != 1227 {
+	if _, _, _, err := replicaLagFresh(ctx, db); !errors.As(err, &me) || me.Number != 1227 {
 		t.Fatalf("check without SLAVE MONITOR: %v, want error 1227 (access denied)", err)
 	}
 	if _, err := root.ExecContext(ctx, "GRANT SLAVE MONITOR ON *.* TO "+user+"@'%'"); err != nil {
 		t.Fatal(err)
 	}
-	lag, _, err := replicaLagFresh(ctx, db)
+	lag, _, _, err := replicaLagFresh(ctx, db)
 	if err != nil {
 		t.Fatalf("check after the grant: %v", err)
 	}
 	if lag != -1 {
 		t.Fatalf("lag %v on a server that is no replica, want -1", lag)
+	}
+
+	// read_only is read too: a server that takes writes is no replica to
+	// send reads to (a read may call a function that writes).
+	for _, on := range []bool{false, true} {
+		if _, err := root.ExecContext(ctx, "SET GLOBAL read_only="+map[bool]string{false: "OFF", true: "ON"}[on]); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, ro, err := replicaLagFresh(ctx, db); err != nil || ro != on {
+			t.Fatalf("read_only %v: check says %v, %v", on, ro, err)
+		}
 	}
 }

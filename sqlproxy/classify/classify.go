@@ -158,6 +158,13 @@ func Classify(sql string) Info {
 			if strings.HasSuffix(w, "_LOCK") || strings.HasSuffix(w, "_LOCKS") {
 				info.Pins = true
 			}
+		case "NEXT", "PREVIOUS":
+			// NEXT VALUE FOR s advances a sequence; PREVIOUS VALUE FOR
+			// s is the session's last: the master's (third red-team
+			// pass, session 37: a replica answered 1290 and NULL).
+			if info.Kind == Read && s.nextIs("VALUE") {
+				info.Kind = Other
+			}
 		case ":=":
 			info.Pins = true // user variable assigned in a query
 		case "AUTOCOMMIT", "@@AUTOCOMMIT", "@@SESSION.AUTOCOMMIT", "@@LOCAL.AUTOCOMMIT", "SESSION.AUTOCOMMIT", "LOCAL.AUTOCOMMIT":
