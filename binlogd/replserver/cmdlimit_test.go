@@ -1,6 +1,7 @@
 package replserver
 
 import (
+	"crypto/tls"
 	"errors"
 	"io"
 	"log/slog"
@@ -42,16 +43,22 @@ func TestCommandFramesLimit(t *testing.T) {
 	}
 }
 
+// connectOutside logs in to s as the outside account over TLS (tc) with
+// go-mysql's client.
+func connectOutside(s *Server, tc *tls.Config) (*client.Conn, error) {
+	return client.Connect(s.Addr(), outsideUser, outsidePassword, "", func(c *client.Conn) error {
+		c.SetTLSConfig(tc)
+		return nil
+	})
+}
+
 // TestOversizedCommandAfterLogin is the red-team attack of session 37: a
 // logged-in outside replica announces a 16 MiB command (and would follow
 // it with continuation packets). The endpoint answers 1153 at the header
 // and closes the connection, holding none of it.
 func TestOversizedCommandAfterLogin(t *testing.T) {
 	s, tc := outsideEndpoint(t, NewMemorySource(0))
-	c, err := client.Connect(s.Addr(), outsideUser, outsidePassword, "", func(c *client.Conn) error {
-		c.SetTLSConfig(tc)
-		return nil
-	})
+	c, err := connectOutside(s, tc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,10 +86,7 @@ func TestOversizedCommandAfterLogin(t *testing.T) {
 	}
 
 	// A replica's commands still work on a new connection.
-	c2, err := client.Connect(s.Addr(), outsideUser, outsidePassword, "", func(c *client.Conn) error {
-		c.SetTLSConfig(tc)
-		return nil
-	})
+	c2, err := connectOutside(s, tc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,12 +155,7 @@ func TestOutsideRefusalsLogBounded(t *testing.T) {
 // answer to its first command, and the node's account still gets in.
 func TestOutsideConnectionsCapped(t *testing.T) {
 	s, tc := outsideEndpointWith(t, NewMemorySource(0), func(c *Config) { c.MaxConns = nodeReserve + 2 })
-	login := func() (*client.Conn, error) {
-		return client.Connect(s.Addr(), outsideUser, outsidePassword, "", func(c *client.Conn) error {
-			c.SetTLSConfig(tc)
-			return nil
-		})
-	}
+	login := func() (*client.Conn, error) { return connectOutside(s, tc) }
 	var held []*client.Conn
 	for i := range 2 {
 		c, err := login()
