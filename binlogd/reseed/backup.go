@@ -99,6 +99,13 @@ func ReadManifest(dir string) (Manifest, error) {
 func RestoreDir(ctx context.Context, backup string, t Target) (Manifest, Result, error) {
 	now, out, every := t.defaults()
 	var res Result
+	// The walk below does not follow a symlink it starts from: through
+	// a link to a backup it copied nothing, and the node got an empty
+	// datadir at the backup's position (red-team pass, session 37).
+	backup, err := filepath.EvalSymlinks(backup)
+	if err != nil {
+		return Manifest{}, res, fmt.Errorf("restore: %w", err)
+	}
 	m, err := ReadManifest(backup)
 	if err != nil {
 		return m, res, err
@@ -119,6 +126,9 @@ func RestoreDir(ctx context.Context, backup string, t Target) (Manifest, Result,
 	p.finish()
 	res.Bytes, res.Copy = p.bytes.Load(), time.Since(p.start)
 	if err == nil {
+		err = looksLikeDataDir(newDir)
+	}
+	if err == nil {
 		err = swapIn(newDir, t, stamp, &res)
 	}
 	if err != nil {
@@ -126,6 +136,17 @@ func RestoreDir(ctx context.Context, backup string, t Target) (Manifest, Result,
 		return m, res, err
 	}
 	return m, res, nil
+}
+
+// looksLikeDataDir checks that dir holds a MariaDB datadir (its system
+// schema, mysql/): a copy without one would be swapped in, and MariaDB's
+// install would then make an empty server that claims the backup's
+// position.
+func looksLikeDataDir(dir string) error {
+	if st, err := os.Stat(filepath.Join(dir, "mysql")); err != nil || !st.IsDir() {
+		return fmt.Errorf("restore: the copy in %s has no mysql/ directory: not a MariaDB datadir (the old datadir is unchanged)", dir)
+	}
+	return nil
 }
 
 // copyTree copies the regular files and directories of src into dst

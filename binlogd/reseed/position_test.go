@@ -21,6 +21,12 @@ func TestPosition(t *testing.T) {
 		{"binlog info without gtid", "binlog.000001\t329\n", "", "", BinlogInfoFile, ""},
 		{"garbage", "binlog.000001\t329\t'; DROP TABLE x\n", "", "", "", "not a GTID position"},
 		{"nothing", "", "", "", "", "no GTID position"},
+		// Positions MariaDB's SET GLOBAL gtid_slave_pos refuses, caught
+		// before the swap (red-team pass, session 37).
+		{"a domain twice", "binlog.000001\t329\t0-1-5,0-2-6\n", "", "", "", "names domain 0 twice"},
+		{"sequence over 64 bits", "binlog.000001\t329\t0-1-99999999999999999999999\n", "", "", "", "out of range"},
+		{"domain over 32 bits", "binlog.000001\t329\t99999999999-1-5\n", "", "", "", "out of range"},
+		{"server over 32 bits in slave info", "", "SET GLOBAL gtid_slave_pos = '0-99999999999-5';\n", "", "", "out of range"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()

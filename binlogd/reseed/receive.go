@@ -82,7 +82,9 @@ func receiveInto(ctx context.Context, recv func() (*pb.BackupChunk, error), dir,
 		return fmt.Errorf("%s: the stream does not start with the backup's info (a binlogd without Backup?)", label)
 	}
 	res.Info = first.Info
-	fmt.Fprintf(out, "%s: copying from node %d (MariaDB %s, at %s), about %s\n",
+	// The source's words are quoted: they come from a peer and reach the
+	// operator's terminal.
+	fmt.Fprintf(out, "%s: copying from node %d (MariaDB %q, at %q), about %s\n",
 		label, res.Info.SourceNode, res.Info.MariadbVersion, orNone(res.Info.SourceGtidPos), size(int64(res.Info.EstimatedBytes)))
 	if err := os.Mkdir(dir, 0o750); err != nil {
 		return fmt.Errorf("%s: %w", label, err)
@@ -153,7 +155,7 @@ func receiveInto(ctx context.Context, recv func() (*pb.BackupChunk, error), dir,
 }
 
 // swapIn moves the prepared copy newDir to t.DataDir, keeping the old
-// datadir as <DataDir>.old-<stamp> (or removing it with DiscardOld).
+// datadir as <DataDir>.old-<stamp> (DiscardOldDir removes it later).
 func swapIn(newDir string, t Target, stamp string, res *Result) error {
 	if _, serr := os.Stat(t.DataDir); serr == nil {
 		old := t.DataDir + ".old-" + stamp
@@ -175,12 +177,22 @@ func swapIn(newDir string, t Target, stamp string, res *Result) error {
 	if err := syncPath(filepath.Dir(t.DataDir)); err != nil {
 		return fmt.Errorf("reseed: flush the swap to disk: %w", err)
 	}
-	if t.DiscardOld && res.OldDir != "" {
-		if err := os.RemoveAll(res.OldDir); err != nil {
-			return fmt.Errorf("reseed: remove the old datadir %s: %w", res.OldDir, err)
-		}
-		res.OldDir = ""
+	return nil
+}
+
+// DiscardOldDir removes the old datadir swapIn kept (res.OldDir), when t
+// asks for it. The caller runs it only once the copy has started and
+// taken its position: until then a failure leaves the old datadir there
+// to go back to (session 37's red-team pass: a position MariaDB refused
+// failed the reseed after -discard-old had removed it).
+func (t Target) DiscardOldDir(res *Result) error {
+	if !t.DiscardOld || res.OldDir == "" {
+		return nil
 	}
+	if err := os.RemoveAll(res.OldDir); err != nil {
+		return fmt.Errorf("reseed: remove the old datadir %s: %w", res.OldDir, err)
+	}
+	res.OldDir = ""
 	return nil
 }
 

@@ -81,12 +81,16 @@ func cmdReseed(args []string) error {
 		return fmt.Errorf("reseed from %s: %w", addr, tf.hint(err))
 	}
 	fmt.Fprintf(os.Stderr, "reseed: node %d from %s into %s\n", cfg.ID, addr, inst.DataDir())
-	res, err := reseed.Receive(ctx, stream.Recv, reseed.Target{DataDir: inst.DataDir(), DiscardOld: *discardOld, Progress: os.Stderr, Every: *every})
+	target := reseed.Target{DataDir: inst.DataDir(), DiscardOld: *discardOld, Progress: os.Stderr, Every: *every}
+	res, err := reseed.Receive(ctx, stream.Recv, target)
 	if err != nil {
 		return fmt.Errorf("%w (the old datadir %s is unchanged)", tf.hint(err), inst.DataDir())
 	}
 	fmt.Fprintf(os.Stderr, "reseed: prepared in %s; position %s (from %s)\n", res.Prepare.Round(100*time.Millisecond), orNone(res.Position), res.PositionFrom)
 	if err := setSlavePos(ctx, inst, res.Position); err != nil {
+		return fmt.Errorf("%w (the copy is in %s; the old datadir %s)", err, inst.DataDir(), oldDirText(res.OldDir))
+	}
+	if err := target.DiscardOldDir(&res); err != nil {
 		return err
 	}
 	old := "discarded"
@@ -251,4 +255,12 @@ func isMemberOf(cfg *config.Config) bool {
 		}
 	}
 	return false
+}
+
+// oldDirText says where a reseed or restore left the old datadir.
+func oldDirText(dir string) string {
+	if dir == "" {
+		return "did not exist"
+	}
+	return "is kept in " + dir
 }

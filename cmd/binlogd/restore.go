@@ -80,11 +80,15 @@ func cmdRestore(args []string) error {
 	}
 	defer done()
 
-	_, res, err := reseed.RestoreDir(ctx, *from, reseed.Target{DataDir: inst.DataDir(), DiscardOld: *discardOld, Progress: os.Stderr, Every: *every})
+	target := reseed.Target{DataDir: inst.DataDir(), DiscardOld: *discardOld, Progress: os.Stderr, Every: *every}
+	_, res, err := reseed.RestoreDir(ctx, *from, target)
 	if err != nil {
 		return fmt.Errorf("%w (the old datadir %s is unchanged)", err, inst.DataDir())
 	}
 	if err := setPosition(ctx, inst, m.Position, *newCluster); err != nil {
+		return fmt.Errorf("%w (the copy is in %s; the old datadir %s)", err, inst.DataDir(), oldDirText(res.OldDir))
+	}
+	if err := target.DiscardOldDir(&res); err != nil {
 		return err
 	}
 	if *newCluster {
