@@ -20,12 +20,12 @@ func fakeBackup(t *testing.T, pos string) string {
 	}
 	for name, body := range map[string]string{
 		"mysql/global_priv.MAD": "accounts",
-		BinlogInfoFile:    "binlog.000003\t385\t" + pos + "\n",
-		"ibdata1":         strings.Repeat("p", 100000),
-		"app/t.ibd":       "rows",
-		"app/db.opt":      "charset",
-		"backup-my.cnf":   "[mysqld]",
-		"xtrabackup_info": "",
+		BinlogInfoFile:          "binlog.000003\t385\t" + pos + "\n",
+		"ibdata1":               strings.Repeat("p", 100000),
+		"app/t.ibd":             "rows",
+		"app/db.opt":            "charset",
+		"backup-my.cnf":         "[mysqld]",
+		"xtrabackup_info":       "",
 	} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o640); err != nil {
 			t.Fatal(err)
