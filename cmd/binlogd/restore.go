@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"syscall"
 	"time"
 
 	"phxgo/binlogd/config"
@@ -155,7 +156,16 @@ func setBinlogState(ctx context.Context, db *sql.DB, pos string) error {
 
 // setConfigKey sets one top-level key of a JSON config file, keeping the
 // others as they are, and writes it atomically with the file's mode.
+//
+// The file is rewritten where it lives (a symlinked config's target),
+// with its mode and owner: restore runs as root, binlogd's unit as the
+// user that owns its config. The temporary file is created new (O_EXCL),
+// never through a name someone left there (red-team pass, session 37).
 func setConfigKey(path, key string, value any) error {
+	path, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return err
+	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -182,10 +192,20 @@ func setConfigKey(path, key string, value any) error {
 		return err
 	}
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(out, '\n'), st.Mode().Perm()); err != nil {
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, st.Mode().Perm())
+	if err != nil {
+		return fmt.Errorf("restore: %w (a %s left by an earlier run? remove it)", err, tmp)
+	}
+	_, werr := f.Write(append(out, '\n'))
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && werr == nil {
+		werr = f.Chown(int(sys.Uid), int(sys.Gid))
+	}
+	if err := errors.Join(werr, f.Sync(), f.Close()); err != nil {
+		_ = os.Remove(tmp)
 		return err
 	}
 	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
 		return err
 	}
 	if _, err := config.Load(path); err != nil {
