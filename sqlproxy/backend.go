@@ -43,6 +43,9 @@ type backend struct {
 	owner  *session         // last session that used it
 	gen    uint64           // owner's stateGen when last synced
 	idleAt time.Time
+	// loginStatus: the status flags of the login's OK, which show the
+	// sql_mode a new session starts with (Server.freshMode).
+	loginStatus uint16
 }
 
 func (b *backend) close() { _ = b.c.Close() }
@@ -144,6 +147,7 @@ func (b *backend) handshake(ctx context.Context, db string, peerTLS, mysqlTLS *T
 		}
 		switch p[0] {
 		case wire.HeaderOK:
+			b.loginStatus, _ = wire.StatusOf(p)
 			return nil, nil
 		case wire.HeaderErr:
 			return wire.ParseError(p), nil

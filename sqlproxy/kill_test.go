@@ -114,3 +114,45 @@ func wantKillRefused(t *testing.T, what string, err error) {
 		t.Fatalf("%s: error %d, want 1235", what, me.Number)
 	}
 }
+
+// TestKillUnderSQLModes (real MariaDB): a KILL hidden from the default
+// lexing by the session's own sql_mode is refused. Under
+// NO_BACKSLASH_ESCAPES '\' is a whole string and under ANSI_QUOTES "\" an
+// identifier, so the KILL after it runs, where the default reading saw
+// it inside a string. Data holding an escaped quote and the word kill
+// still goes through once the mode is known.
+func TestKillUnderSQLModes(t *testing.T) {
+	a := startInstances(t, 1)[0]
+	execRoot(t, a, "CREATE DATABASE IF NOT EXISTS test", "CREATE TABLE test.t (id INT PRIMARY KEY, s TEXT)")
+	p := startProxy(t, 1, masterView(a), Linearizable, []string{a.Addr()}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	db := appDB(t, p.addr, "test", true)
+	db.SetMaxOpenConns(1) // one session: the sql_mode set below stays
+	const victim = "999999"
+
+	for _, c := range []struct{ mode, sql string }{
+		{"NO_BACKSLASH_ESCAPES", `BEGIN NOT ATOMIC DO '\'; KILL QUERY ` + victim + `; DO '1'; END`},
+		{"NO_BACKSLASH_ESCAPES", `SELECT '\'; KILL QUERY ` + victim + `; -- '`},
+		{"ANSI_QUOTES", `BEGIN NOT ATOMIC DECLARE "\" INT; KILL QUERY ` + victim + `; BEGIN DECLARE "y" INT; END; END`},
+		{"", `SET sql_mode='NO_BACKSLASH_ESCAPES'; DO '\'; KILL QUERY ` + victim + `; -- '`},
+	} {
+		if _, err := db.ExecContext(ctx, "SET sql_mode = ?", c.mode); err != nil {
+			t.Fatal(err)
+		}
+		wantKillRefused(t, c.mode+": "+c.sql, execErr(ctx, db, c.sql))
+	}
+
+	if _, err := db.ExecContext(ctx, "SET sql_mode = DEFAULT"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `INSERT INTO t VALUES (1, 'Don\'t'), (2, 'how to kill a process')`); err != nil {
+		t.Fatalf("data with an escaped quote and the word kill: %v", err)
+	}
+	// A new session learns the default mode from the proxy's last login,
+	// so even its first statement reads as data.
+	fresh := appDB(t, p.addr, "test", false)
+	if _, err := fresh.ExecContext(ctx, `INSERT INTO t VALUES (3, 'it\'s'), (4, 'kill -9')`); err != nil {
+		t.Fatalf("first statement of a new session: %v", err)
+	}
+}

@@ -243,6 +243,9 @@ func (s *session) connect(addr string, kind routeKind) (*backend, *wire.Error) {
 	if werr != nil {
 		return nil, werr
 	}
+	if kind != routeForward { // a hop's login OK is the other proxy's, not MariaDB's
+		s.srv.freshMode.Store(uint32(classify.ModeOfStatus(b.loginStatus&wire.StatusNoBackslashEsc != 0)))
+	}
 	b.owner = s
 	if werr, err := s.sync(b); err != nil {
 		b.close()

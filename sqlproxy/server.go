@@ -13,6 +13,7 @@ import (
 
 	"phxgo/internal/ratelog"
 	"phxgo/sqlproxy/auth"
+	"phxgo/sqlproxy/classify"
 	"phxgo/sqlproxy/topology"
 	"phxgo/sqlproxy/wire"
 )
@@ -44,6 +45,10 @@ type Server struct {
 	beDial  DialFunc    // session backends: dial, or this node's MariaDB socket
 	peerTLS *tls.Config // server side of hop TLS; nil when Config.PeerTLS is
 	reload  reloadState // rules and level in force (reload.go)
+	// freshMode: the classify.SQLMode MariaDB's last new login started
+	// with (the global sql_mode's NO_BACKSLASH_ESCAPES), a new session's
+	// until its first answer says otherwise.
+	freshMode atomic.Uint32
 
 	connID atomic.Uint32
 	rr     atomic.Uint64
@@ -170,7 +175,8 @@ func (s *Server) handle(nc net.Conn, mode Mode) {
 		s.log.Warn("sqlproxy: cannot set peer timeout on client connection", "remote", nc.RemoteAddr(), "err", err)
 	}
 	sess := &session{srv: s, mode: mode, cl: wire.NewConnRaw(nc, preLoginBuffer), id: s.connID.Add(1),
-		stmts: map[uint32]*pstmt{}, client: auth.ClientFromAddr(nc.RemoteAddr())}
+		stmts: map[uint32]*pstmt{}, client: auth.ClientFromAddr(nc.RemoteAddr()),
+		sqlMode: classify.SQLMode(s.freshMode.Load())}
 	s.metrics.conns.WithLabelValues(mode.String()).Inc()
 	defer s.metrics.conns.WithLabelValues(mode.String()).Dec()
 	defer nc.Close()

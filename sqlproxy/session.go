@@ -53,6 +53,9 @@ type session struct {
 	nextStmt  uint32
 	closes    uint64 // statements the client closed (stmt.go: closeStale)
 	execBuf   []byte // an execute packet with parameter types put back
+	// sqlMode: NO_BACKSLASH_ESCAPES as the last answer's status said,
+	// which decides how statements are lexed (classify.ClassifyIn).
+	sqlMode classify.SQLMode
 
 	// Transaction and routing state (txstate.go): changed only by step.
 	txState
@@ -119,7 +122,7 @@ func (s *session) command(pkt []byte) error {
 	case wire.ComQuery:
 		// pkt is reused by the next read: classify it in place and keep
 		// only a copy of what outlives the command (a USE's database).
-		info := classify.Classify(unsafe.String(unsafe.SliceData(pkt[1:]), len(pkt)-1))
+		info := classify.ClassifyIn(unsafe.String(unsafe.SliceData(pkt[1:]), len(pkt)-1), s.sqlMode)
 		info.DB = strings.Clone(info.DB)
 		if info.Kills {
 			return s.refuseKill() // kill.go
@@ -252,6 +255,9 @@ func (s *session) roundTrip(b *backend, pkt, sql []byte, relay func() (wire.Resu
 	// ended the transaction; ERR packets carry no status to say so.
 	ev := txEvent{kind: evReply, status: res.Status, hasStatus: res.HasStatus,
 		rolledBack: res.Err != nil && res.Err.SQLState == "40001"}
+	if res.HasStatus {
+		s.sqlMode = classify.ModeOfStatus(res.Status&wire.StatusNoBackslashEsc != 0)
+	}
 	if s.step(ev).has(actClearNextTx) {
 		s.nextTx = nil
 	}

@@ -72,7 +72,7 @@ func (s *session) prepare(pkt []byte) error {
 	if s.aborted {
 		return s.replyFor(s.step(txEvent{kind: evStmt, stmt: classify.Other}))
 	}
-	info := classify.Classify(string(pkt[1:]))
+	info := classify.ClassifyIn(string(pkt[1:]), s.sqlMode)
 	if info.Kills {
 		return s.refuseKill() // kill.go
 	}

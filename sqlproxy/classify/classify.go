@@ -60,9 +60,17 @@ type Info struct {
 
 // Classify looks at a statement text. It never fails: what it does not
 // understand is Other, which routes to the master.
+//
+// It reads sql under every sql_mode MariaDB could lex it in (ClassifyIn
+// with ModeUnknown).
 func Classify(sql string) Info {
+	return ClassifyIn(sql, ModeUnknown)
+}
+
+// classifyAs classifies sql as MariaDB lexes it under mode.
+func classifyAs(sql string, mode lexMode) Info {
 	var info Info
-	s := scanner{src: sql}
+	s := scanner{src: sql, mode: mode}
 	first := s.word(&info)
 	switch first {
 	case "SELECT", "SHOW", "DESCRIBE", "DESC", "EXPLAIN", "WITH", "VALUES", "TABLE", "(":
@@ -91,14 +99,14 @@ func Classify(sql string) Info {
 			// is not session state, and replaying it on another
 			// connection ran its statement again (red-team test, session
 			// 37: one INSERT made two rows). Classified by what it runs.
-			return setStatement(sql, info)
+			return setStatement(sql, info, mode)
 		}
 	case "KILL":
 		info.Kind = Write
 		info.Kills = true
 	case "PREPARE", "EXECUTE":
 		info.Kind, info.Pins = Write, true
-		info.Kills = killsInLiterals(sql)
+		info.Kills = killsInLiterals(sql, mode)
 	case "LOCK", "UNLOCK", "DEALLOCATE":
 		info.Kind, info.Pins = Write, true
 	}
@@ -230,8 +238,8 @@ var replayableCall = map[string]bool{
 // would be alone. Never Set (it must not be replayed), never Read (the
 // settings could make a read do more, as max_statement_time could not,
 // but a FOR UPDATE could hide behind parentheses): Write at least.
-func setStatement(sql string, info Info) Info {
-	s := scanner{src: sql}
+func setStatement(sql string, info Info, mode lexMode) Info {
+	s := scanner{src: sql, mode: mode}
 	var scratch Info
 	for w := s.word(&scratch); w != ""; w = s.word(&scratch) {
 		if w == "FOR" { // the settings are name=constant: the first FOR ends them
@@ -284,6 +292,8 @@ type scanner struct {
 	// onLit, when set, is given every quoted string (with its quotes)
 	// that word skips, back-quoted identifiers excepted.
 	onLit func(raw string)
+	// mode is how quoted strings are lexed (lexmode.go).
+	mode lexMode
 }
 
 // word returns the next token, upper-cased: a keyword/identifier, ":=",
@@ -384,7 +394,7 @@ func (s *scanner) skipQuoted(q byte) {
 	s.pos++
 	for s.pos < len(s.src) {
 		c := s.src[s.pos]
-		if c == '\\' && q != '`' {
+		if c == '\\' && s.escapes(q) {
 			s.pos += 2
 			continue
 		}

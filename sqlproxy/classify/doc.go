@@ -10,6 +10,11 @@
 // a multi-statement text and in the string literals of PREPARE and
 // EXECUTE [IMMEDIATE]; kill.go), which the proxy refuses. Only KILL, PREPARE and EXECUTE pay for that check.
 //
+// Where a quoted string ends depends on the session's sql_mode
+// (NO_BACKSLASH_ESCAPES, ANSI_QUOTES; lexmode.go): ClassifyIn reads a
+// text with a backslash under each lexing the mode it is given leaves
+// possible, and merges the verdicts toward safety.
+//
 // It errs toward the master: anything it does not recognise is Other, and
 // only Kind Read without locking, pinning or multiple statements is a
 // replica candidate. FuzzClassify (corpus in testdata/fuzz) checks it

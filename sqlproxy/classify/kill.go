@@ -12,7 +12,7 @@ func (s *scanner) nextKills() bool {
 	case "KILL":
 		return true
 	case "PREPARE", "EXECUTE":
-		return killsInLiterals(s.src[s.pos:])
+		return killsInLiterals(s.src[s.pos:], s.mode)
 	}
 	return false
 }
@@ -25,9 +25,9 @@ func (s *scanner) nextKills() bool {
 // hex literal (0x4B…, X'4B…') as a string where it wants one: both are
 // checked as MariaDB would read them (red-team test, session 37: both ran
 // a KILL through EXECUTE IMMEDIATE).
-func killsInLiterals(sql string) bool {
+func killsInLiterals(sql string, mode lexMode) bool {
 	found := false
-	s := scanner{src: sql}
+	s := scanner{src: sql, mode: mode}
 	var joined strings.Builder // the run of adjacent literals so far
 	runEnd := -1               // where that run's last literal ended in s.src
 	s.onLit = func(raw string) {
@@ -35,7 +35,7 @@ func killsInLiterals(sql string) bool {
 		if runEnd < 0 || !blank(s.src[runEnd:start]) {
 			joined.Reset()
 		}
-		joined.WriteString(unquote(raw))
+		joined.WriteString(unquote(raw, s.escapes(raw[0])))
 		runEnd = s.pos
 		if !found && Classify(joined.String()).Kills {
 			found = true
@@ -154,9 +154,10 @@ func unhex(c byte) int {
 }
 
 // unquote turns a quoted literal's text into its value, as MariaDB does
-// for the escapes that matter here (a doubled quote, a backslash;
-// escaped control characters become a space, as they separate words).
-func unquote(raw string) string {
+// for the escapes that matter here (a doubled quote, and a backslash when
+// escapes is set; escaped control characters become a space, as they
+// separate words).
+func unquote(raw string, escapes bool) string {
 	if len(raw) < 2 {
 		return ""
 	}
@@ -165,14 +166,14 @@ func unquote(raw string) string {
 	if body[len(body)-1] == q {
 		body = body[:len(body)-1]
 	}
-	if strings.IndexByte(body, '\\') < 0 && strings.IndexByte(body, q) < 0 {
+	if (!escapes || strings.IndexByte(body, '\\') < 0) && strings.IndexByte(body, q) < 0 {
 		return body
 	}
 	var b strings.Builder
 	for i := 0; i < len(body); i++ {
 		c := body[i]
 		switch {
-		case c == '\\' && i+1 < len(body):
+		case c == '\\' && escapes && i+1 < len(body):
 			i++
 			switch c = body[i]; c {
 			case 'n', 't', 'r', 'b', 'Z', '0':

@@ -66,6 +66,7 @@ const (
 	StatusAutocommit      = 0x0002
 	StatusMoreResults     = 0x0008
 	StatusCursorExists    = 0x0040
+	StatusNoBackslashEsc  = 0x0200 // sql_mode has NO_BACKSLASH_ESCAPES
 	StatusInTransReadonly = 0x2000
 )
 
