@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"net"
 	"time"
+
+	"phxgo/internal/addrrate"
 )
 
 // Mode is how a listener routes statements.
@@ -152,6 +154,12 @@ type Config struct {
 	// master's @@global.max_allowed_packet when the authenticator can
 	// read it (auth.Store), else DefaultMaxAllowedPacket.
 	MaxAllowedPacket int
+	// LoginFailureBurst and LoginFailureEvery are each client address's
+	// budget of failed logins (addrrate.Failures): after Burst failures
+	// an address gets one attempt per Every, and the others are refused
+	// with 1129 before the password is checked. Burst 0: no limit.
+	LoginFailureBurst int
+	LoginFailureEvery time.Duration
 	// Knobs are test hooks; nil in production.
 	Knobs *Knobs
 
@@ -177,6 +185,9 @@ func DefaultConfig() Config {
 		IdleInTxTimeout: 10 * time.Second,
 		MaxConnections:  DefaultMaxConnections,
 		LoginTimeout:    10 * time.Second,
+
+		LoginFailureBurst: addrrate.DefaultFailureBurst,
+		LoginFailureEvery: addrrate.DefaultFailureEvery,
 	}
 }
 
@@ -200,6 +211,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: max-connections %d must be > 0", ErrConfig, c.MaxConnections)
 	case c.LoginTimeout <= 0:
 		return fmt.Errorf("%w: connect-timeout %v must be > 0", ErrConfig, c.LoginTimeout)
+	case c.LoginFailureBurst < 0:
+		return fmt.Errorf("%w: login-failure-burst %d must be >= 0 (0: no limit)", ErrConfig, c.LoginFailureBurst)
+	case c.LoginFailureBurst > 0 && c.LoginFailureEvery <= 0:
+		return fmt.Errorf("%w: login-failure-interval %v must be > 0", ErrConfig, c.LoginFailureEvery)
 	case c.MaxAllowedPacket < 0 || c.MaxAllowedPacket > 1<<30:
 		return fmt.Errorf("%w: max-allowed-packet %d not in 0..1G", ErrConfig, c.MaxAllowedPacket)
 	case c.SourceIP != nil && len(c.SourceIP) != net.IPv4len && len(c.SourceIP) != net.IPv6len:

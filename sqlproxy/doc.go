@@ -110,6 +110,9 @@
 // after it packets up to max_allowed_packet (ERR 1153 and closed beyond).
 // No read allocates for a length it was only told about. A panic in a
 // session closes that client and its backends only.
+// A client address past its budget of failed logins
+// (Config.LoginFailureBurst, loginbudget.go) is refused with 1129 before
+// its password is checked.
 //
 // Relaying is frame by frame (package wire); only OK/EOF status flags are
 // read, which gives the transaction state (SERVER_STATUS_IN_TRANS).

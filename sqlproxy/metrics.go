@@ -51,7 +51,7 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18)}, []string{"route"}),
 	}
 	m.refused = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "phxgo_sqlproxy_refused_connections_total",
-		Help: "Client connections refused before login: network (outside the allowed networks), hop_tls (a forwarding hop without TLS and a CA certificate), tls_handshake (a failed TLS handshake, e.g. a certificate of another CA), denied_user (root, phxgo's own accounts, -deny-users), max_connections (over -max-connections), too_big (a pre-login packet over the handshake bound), needs_tls (the right password, but the account requires TLS and the client did not use it)."}, []string{"reason"})
+		Help: "Client connections refused before login: network (outside the allowed networks), hop_tls (a forwarding hop without TLS and a CA certificate), tls_handshake (a failed TLS handshake, e.g. a certificate of another CA), denied_user (root, phxgo's own accounts, -deny-users), max_connections (over -max-connections), too_big (a pre-login packet over the handshake bound), needs_tls (the right password, but the account requires TLS and the client did not use it), login_failures (the client address spent its budget of failed logins: -login-failure-burst)."}, []string{"reason"})
 	m.panics = prometheus.NewCounter(prometheus.CounterOpts{Name: "phxgo_sqlproxy_session_panics_total",
 		Help: "Sessions ended by a recovered panic (the proxy kept serving the others; the log has the stack)."})
 	m.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "phxgo_sqlproxy_reloads_total",

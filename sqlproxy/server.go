@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"phxgo/internal/addrrate"
 	"phxgo/internal/ratelog"
 	"phxgo/sqlproxy/auth"
 	"phxgo/sqlproxy/classify"
@@ -49,6 +50,8 @@ type Server struct {
 	// with (the global sql_mode's NO_BACKSLASH_ESCAPES), a new session's
 	// until its first answer says otherwise.
 	freshMode atomic.Uint32
+	// loginFails: each client address's budget of failed logins.
+	loginFails *addrrate.Failures
 
 	connID atomic.Uint32
 	rr     atomic.Uint64
@@ -56,7 +59,7 @@ type Server struct {
 
 	// Refusals before login, logged at most once per refusalLogEvery
 	// each (ratelog.go).
-	hopLog, deniedLog, unavailLog ratelog.Limiter
+	hopLog, deniedLog, unavailLog, blockedLog ratelog.Limiter
 
 	ctx       context.Context
 	cancel    context.CancelFunc
@@ -82,6 +85,13 @@ func New(cfg Config, topo topology.Topology, a Authenticator) (*Server, error) {
 	s := &Server{cfg: cfg, topo: topo, auth: a, log: cfg.Logger, metrics: cfg.Metrics,
 		pool: newPool(256, cfg.IdleTimeout), ctx: ctx, cancel: cancel}
 	s.hopLog.Every, s.deniedLog.Every, s.unavailLog.Every = refusalLogEvery, refusalLogEvery, refusalLogEvery
+	s.blockedLog.Every = refusalLogEvery
+	fails, err := addrrate.NewFailures(cfg.LoginFailureBurst, cfg.LoginFailureEvery)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	s.loginFails = fails
 	s.dial = DialFrom(cfg.SourceIP, cfg.DialTimeout)
 	s.acc.Max = cfg.MaxConnections
 	s.acc.Refuse = func(nc net.Conn) { go s.refuseFull(nc) }
@@ -258,11 +268,15 @@ func (sess *session) login() error {
 	}
 	sess.client = clientOf(nc, resp.Attrs, sess.hop && verified)
 	host := sess.client.Addr()
+	if err := sess.checkFailureBudget(resp.User); err != nil {
+		return err
+	}
 	if s.deniedUser(resp.User) {
 		s.metrics.refused.WithLabelValues("denied_user").Inc()
 		if ok, held := s.deniedLog.Allow(time.Now()); ok {
 			s.log.Info("sqlproxy: refused a login as a denied user", "user", ratelog.Cut(resp.User, maxLoggedUser), "client", host, "remote", nc.RemoteAddr().String(), "unlogged_before", held)
 		}
+		s.loginFails.Failed(sess.client.NetipAddr(), time.Now())
 		_ = sess.cl.WriteFlush(accessDenied(resp.User, host, len(token) > 0).Packet())
 		return auth.ErrDenied
 	}
@@ -271,7 +285,9 @@ func (sess *session) login() error {
 	cancel()
 	if err != nil {
 		werr := accessDenied(resp.User, host, len(token) > 0)
-		if errors.Is(err, auth.ErrUnavailable) {
+		if !errors.Is(err, auth.ErrUnavailable) {
+			s.loginFails.Failed(sess.client.NetipAddr(), time.Now())
+		} else {
 			werr = &wire.Error{Code: 1045, SQLState: "28000", Message: "phxgo: cannot verify credentials now: no server answered"}
 			if ok, held := s.unavailLog.Allow(time.Now()); ok {
 				s.log.Warn("sqlproxy: credentials unavailable", "user", ratelog.Cut(resp.User, maxLoggedUser), "err", err, "unlogged_before", held)

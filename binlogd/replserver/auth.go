@@ -1,7 +1,9 @@
 package replserver
 
 import (
+	"errors"
 	"fmt"
+	"net"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/server"
@@ -42,6 +44,9 @@ type accounts struct {
 	replUser, replPassword string
 	tlsOffered             bool
 	decoy                  string
+	// failed is told the remote address of every wrong password
+	// (loginbudget.go); nil: nobody is.
+	failed func(net.Addr)
 }
 
 func newAccounts(cfg Config) *accounts {
@@ -82,5 +87,13 @@ func (a *accounts) OnAuthSuccess(c *server.Conn) error {
 	return mysql.NewError(erAccessDenied, fmt.Sprintf("Access denied for user '%s': binlogd's replication endpoint serves this account over TLS only (CHANGE MASTER TO MASTER_SSL=1, MASTER_SSL_CA='<the cluster's ca.pem>')", c.GetUser()))
 }
 
-// OnAuthFailure implements server.AuthenticationHandler (the caller logs).
-func (a *accounts) OnAuthFailure(*server.Conn, error) {}
+// OnAuthFailure implements server.AuthenticationHandler (the caller
+// logs): a wrong name or password spends one of the address's failures.
+// go-mysql calls it for a malformed handshake response too, which is no
+// guess and spends nothing.
+func (a *accounts) OnAuthFailure(c *server.Conn, err error) {
+	var me *mysql.MyError
+	if a.failed != nil && errors.As(err, &me) && me.Code == erAccessDenied {
+		a.failed(c.RemoteAddr())
+	}
+}

@@ -33,6 +33,9 @@ func (s *Server) handle(nc net.Conn) {
 			log.Error("connection handler panicked; connection closed", "panic", r, "stack", string(debug.Stack()))
 		}
 	}()
+	if s.refuseBlocked(nc, log) {
+		return
+	}
 	nc = rawnet.Wrap(nc) // no sysmon wake-up per dump write (package rawnet)
 	_ = nc.SetDeadline(time.Now().Add(handshakeTimeout))
 	guard := newPreAuthGuard(nc, s.cfg.TLS)

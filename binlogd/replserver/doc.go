@@ -67,6 +67,10 @@
 // mysql_native_password, and nobody else: any other name is checked
 // against a random password, so a stranger gets 1045 Access denied
 // whatever name it tries and learns no names.
+// An address that failed Config.LoginFailureBurst logins gets one more
+// attempt per LoginFailureEvery, and 1129 in place of the greeting
+// otherwise (loginbudget.go); loopback, where the node's own MariaDB
+// comes from, is exempt.
 //
 //	account            who                      TLS                      may
 //	User (capture)     the node's own MariaDB   optional (as before)     everything the endpoint answers

@@ -16,6 +16,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/server"
 
+	"phxgo/internal/addrrate"
 	"phxgo/internal/ratelog"
 	"phxgo/sqlproxy/wire"
 )
@@ -55,7 +56,13 @@ type Config struct {
 	// MaxPending caps the connections not logged in yet, on their own
 	// (0: DefaultMaxPending; wire.Acceptor.MaxPending).
 	MaxPending int
-	Logger     *slog.Logger
+	// LoginFailureBurst and LoginFailureEvery are each source address's
+	// budget of failed logins (addrrate.Failures; loginbudget.go): 0
+	// means the defaults, DefaultFailureBurst and DefaultFailureEvery; a
+	// negative burst, no limit.
+	LoginFailureBurst int
+	LoginFailureEvery time.Duration
+	Logger            *slog.Logger
 }
 
 // DefaultMaxConns is MaxConns when unset: one MariaDB replica reconnecting
@@ -96,6 +103,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: HeartbeatPeriod must be > 0", ErrBadConfig)
 	case c.WriteTimeout <= 0:
 		return fmt.Errorf("%w: WriteTimeout must be > 0", ErrBadConfig)
+	case c.LoginFailureEvery < 0:
+		return fmt.Errorf("%w: LoginFailureEvery must be >= 0", ErrBadConfig)
 	}
 	return nil
 }
@@ -138,6 +147,11 @@ type Server struct {
 	// handshakeLog: failed handshakes (strangers' included) are logged
 	// once per handshakeLogEvery (package ratelog).
 	handshakeLog ratelog.Limiter
+	// fails: each source address's budget of failed logins
+	// (loginbudget.go).
+	fails *addrrate.Failures
+	// budgetLoopback: loopback spends and is blocked too (tests only).
+	budgetLoopback bool
 	// outsideLog: the outside replicas' command-phase lines (refusals,
 	// unknown queries, registrations), each kind once per
 	// handshakeLogEvery (conn.go: outsideLine): message → *ratelog.Limiter.
@@ -195,6 +209,8 @@ func New(cfg Config, src Source) (*Server, error) {
 
 		rotateAt: defaultRotateAt,
 	}
+	s.fails = loginFailures(cfg)
+	s.accounts.failed = func(a net.Addr) { s.fails.Failed(s.budgetAddr(a), time.Now()) }
 	s.acc.Max = cfg.MaxConns
 	if s.acc.Max <= 0 {
 		s.acc.Max = DefaultMaxConns

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"net"
+	"net/netip"
 	"sort"
 	"strings"
 )
@@ -40,6 +41,13 @@ func ClientFromAddr(a net.Addr) Client {
 
 // Local reports whether the client is on this host ('localhost').
 func (c Client) Local() bool { return c.IP == nil || c.IP.IsLoopback() }
+
+// NetipAddr is c's IP as a netip.Addr (IPv4 unmapped); the zero Addr
+// for a non-IP peer.
+func (c Client) NetipAddr() netip.Addr {
+	a, _ := netip.AddrFromSlice(c.IP)
+	return a.Unmap()
+}
 
 // Addr is the address text host patterns are compared with (IPv4
 // without the IPv6-mapped prefix, as MariaDB normalizes it); "localhost"
