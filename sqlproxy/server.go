@@ -257,6 +257,7 @@ func (sess *session) login() error {
 		}
 	}
 	sess.user, sess.caps, sess.charset = resp.User, resp.Caps&wire.ServerCaps, resp.Charset
+	sess.multibyte = classify.PairCollations[resp.Charset]
 	sess.hop = resp.Attrs[hopAttr] == "1"
 	if sess.hop && s.peerTLS != nil && !verified {
 		s.metrics.refused.WithLabelValues("hop_tls").Inc()

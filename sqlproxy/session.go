@@ -56,6 +56,11 @@ type session struct {
 	// sqlMode: NO_BACKSLASH_ESCAPES as the last answer's status said,
 	// which decides how statements are lexed (classify.ClassifyIn).
 	sqlMode classify.SQLMode
+	// multibyte: character_set_client may be big5, cp932, gbk or sjis,
+	// whose characters can hide a backslash (classify.Lexing.Multibyte):
+	// the handshake asked for one, or a statement may have set one. A
+	// SET to a named safe set that succeeded clears it.
+	multibyte bool
 
 	// Transaction and routing state (txstate.go): changed only by step.
 	txState
@@ -122,10 +127,13 @@ func (s *session) command(pkt []byte) error {
 	case wire.ComQuery:
 		// pkt is reused by the next read: classify it in place and keep
 		// only a copy of what outlives the command (a USE's database).
-		info := classify.ClassifyIn(unsafe.String(unsafe.SliceData(pkt[1:]), len(pkt)-1), s.sqlMode)
+		info := classify.ClassifyIn(unsafe.String(unsafe.SliceData(pkt[1:]), len(pkt)-1), s.lexing())
 		info.DB = strings.Clone(info.DB)
 		if info.Kills {
 			return s.refuseKill() // kill.go
+		}
+		if info.Charset == classify.CharsetPairs {
+			s.multibyte = true // before it runs: it may fail half done
 		}
 		return s.query(pkt, info)
 	case wire.ComInitDB:
@@ -147,6 +155,11 @@ func (s *session) command(pkt []byte) error {
 	// test, session 37). MariaDB refuses most of the rest anyway
 	// (replication, shutdown, debug) or answers "Unknown command".
 	return s.reply(errUnknownCommand)
+}
+
+// lexing is how MariaDB may lex this session's next statement.
+func (s *session) lexing() classify.Lexing {
+	return classify.Lexing{Mode: s.sqlMode, Multibyte: s.multibyte}
 }
 
 // step feeds ev to the transaction state machine (txstate.go) and
@@ -205,6 +218,9 @@ func (s *session) query(pkt []byte, info classify.Info) error {
 	}
 	s.srv.metrics.observe(kind, start, res.Err)
 	if res.Err == nil {
+		if info.Charset == classify.CharsetSingle {
+			s.multibyte = false
+		}
 		s.track(b, pkt, info)
 		if mayWrite(info) && !s.afterWrite(b, kind) {
 			return nil

@@ -72,9 +72,12 @@ func (s *session) prepare(pkt []byte) error {
 	if s.aborted {
 		return s.replyFor(s.step(txEvent{kind: evStmt, stmt: classify.Other}))
 	}
-	info := classify.ClassifyIn(string(pkt[1:]), s.sqlMode)
+	info := classify.ClassifyIn(string(pkt[1:]), s.lexing())
 	if info.Kills {
 		return s.refuseKill() // kill.go
+	}
+	if info.Charset != classify.CharsetKeeps {
+		s.multibyte = true // it runs at each execute; only a text SET clears this
 	}
 	st := &pstmt{sql: append([]byte(nil), pkt[1:]...), readOnly: info.IsReadOnlyCandidate()}
 	// Prepare where it will execute now; executions elsewhere re-prepare.

@@ -49,6 +49,11 @@ type Info struct {
 	Multi bool
 	// DB is the database of a USE statement.
 	DB string
+	// Charset is what the text may do to the session's
+	// character_set_client (charset.go): the proxy reads the byte pairs
+	// of big5, cp932, gbk and sjis in a session that may use one
+	// (Lexing.Multibyte).
+	Charset CharsetEffect
 	// Kills: the text holds a KILL statement of any form, directly or in
 	// a literal that PREPARE or EXECUTE IMMEDIATE runs (kill.go). On
 	// MariaDB a KILL of a session whose COMMIT waits for the semi-sync
@@ -64,13 +69,13 @@ type Info struct {
 // It reads sql under every sql_mode MariaDB could lex it in (ClassifyIn
 // with ModeUnknown).
 func Classify(sql string) Info {
-	return ClassifyIn(sql, ModeUnknown)
+	return ClassifyIn(sql, Lexing{Mode: ModeUnknown, Multibyte: true})
 }
 
-// classifyAs classifies sql as MariaDB lexes it under mode.
-func classifyAs(sql string, mode lexMode) Info {
+// classifyAs classifies sql as MariaDB lexes it under lx.
+func classifyAs(sql string, lx lexing) Info {
 	var info Info
-	s := scanner{src: sql, mode: mode}
+	s := scanner{src: sql, lx: lx}
 	first := s.word(&info)
 	switch first {
 	case "SELECT", "SHOW", "DESCRIBE", "DESC", "EXPLAIN", "WITH", "VALUES", "TABLE", "(":
@@ -99,14 +104,14 @@ func classifyAs(sql string, mode lexMode) Info {
 			// is not session state, and replaying it on another
 			// connection ran its statement again (red-team test, session
 			// 37: one INSERT made two rows). Classified by what it runs.
-			return setStatement(sql, info, mode)
+			return setStatement(sql, info, lx)
 		}
 	case "KILL":
 		info.Kind = Write
 		info.Kills = true
 	case "PREPARE", "EXECUTE":
-		info.Kind, info.Pins = Write, true
-		info.Kills = killsInLiterals(sql, mode)
+		info.Kind, info.Pins, info.Charset = Write, true, CharsetPairs
+		info.Kills = killsInLiterals(sql, lx)
 	case "LOCK", "UNLOCK", "DEALLOCATE":
 		info.Kind, info.Pins = Write, true
 	}
@@ -118,6 +123,9 @@ func classifyAs(sql string, mode lexMode) Info {
 		}
 		if info.Kind == Set && volatileInSet(w) {
 			info.Pins = true // replayed, it would answer differently or act again
+		}
+		if charsetWord(w) {
+			info.Charset = max(info.Charset, s.charsetEffect(w, info.Kind))
 		}
 		switch w {
 		case "KILL":
@@ -194,6 +202,9 @@ func classifyAs(sql string, mode lexMode) Info {
 	if info.Kind == Set && info.Pins {
 		info.Kind = Write
 	}
+	if info.Multi && info.Charset == CharsetSingle {
+		info.Charset = CharsetPairs // which statement ran last is not known here
+	}
 	return info
 }
 
@@ -238,8 +249,8 @@ var replayableCall = map[string]bool{
 // would be alone. Never Set (it must not be replayed), never Read (the
 // settings could make a read do more, as max_statement_time could not,
 // but a FOR UPDATE could hide behind parentheses): Write at least.
-func setStatement(sql string, info Info, mode lexMode) Info {
-	s := scanner{src: sql, mode: mode}
+func setStatement(sql string, info Info, lx lexing) Info {
+	s := scanner{src: sql, lx: lx}
 	var scratch Info
 	for w := s.word(&scratch); w != ""; w = s.word(&scratch) {
 		if w == "FOR" { // the settings are name=constant: the first FOR ends them
@@ -292,8 +303,9 @@ type scanner struct {
 	// onLit, when set, is given every quoted string (with its quotes)
 	// that word skips, back-quoted identifiers excepted.
 	onLit func(raw string)
-	// mode is how quoted strings are lexed (lexmode.go).
-	mode lexMode
+	// lx is how quoted strings and multibyte characters are lexed
+	// (lexmode.go).
+	lx lexing
 }
 
 // word returns the next token, upper-cased: a keyword/identifier, ":=",
@@ -333,8 +345,9 @@ func (s *scanner) word(info *Info) string {
 		case isWord(c):
 			start := s.pos
 			for s.pos < len(s.src) && isWord(s.src[s.pos]) {
-				s.pos++
+				s.pos += s.charLen()
 			}
+			s.pos = min(s.pos, len(s.src))
 			return s.upper(s.src[start:s.pos])
 		default:
 			s.pos++
@@ -394,6 +407,10 @@ func (s *scanner) skipQuoted(q byte) {
 	s.pos++
 	for s.pos < len(s.src) {
 		c := s.src[s.pos]
+		if n := s.charLen(); n > 1 {
+			s.pos += n // a two-byte character, which may end in '\\' or '`'
+			continue
+		}
 		if c == '\\' && s.escapes(q) {
 			s.pos += 2
 			continue

@@ -66,15 +66,15 @@ func TestClassify(t *testing.T) {
 		{"SET PASSWORD = '*0000000000000000000000000000000000000000'", Info{Kind: Write, Pins: true}},
 		{"SET @timestamp = 5, @next = 'x'", Info{Kind: Set}}, // user variables of those names
 		{"SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED", Info{Kind: Set}},
-		{"SET NAMES utf8mb4 COLLATE utf8mb4_unicode_ci", Info{Kind: Set}},
+		{"SET NAMES utf8mb4 COLLATE utf8mb4_unicode_ci", Info{Kind: Set, Charset: CharsetSingle}},
 		{"SET autocommit=0", Info{Kind: Set, Autocommit: -1}},
 		{"SET @@session.autocommit = ON", Info{Kind: Set, Autocommit: 1}},
-		{"SET NAMES utf8mb4", Info{Kind: Set}},
+		{"SET NAMES utf8mb4", Info{Kind: Set, Charset: CharsetSingle}},
 		{"CREATE TEMPORARY TABLE x (a INT)", Info{Kind: Write, Pins: true}},
 		{"LOCK TABLES t WRITE", Info{Kind: Write, Pins: true}},
 		{"SELECT 1; SELECT 2", Info{Kind: Write, Multi: true, Pins: true}},
 		{"SELECT 1;", Info{Kind: Read}},
-		{"/*!40101 SET NAMES utf8 */", Info{Kind: Set}}, // executable comments are code
+		{"/*!40101 SET NAMES utf8 */", Info{Kind: Set, Charset: CharsetSingle}}, // executable comments are code
 		{"(SELECT 1) UNION (SELECT 2)", Info{Kind: Read}},
 		{"WITH a AS (SELECT 1) SELECT * FROM a", Info{Kind: Read}},
 		{"", Info{Kind: Other}},
@@ -108,7 +108,8 @@ func FuzzClassify(f *testing.F) {
 		"KILL HARD QUERY ID 5", "kill /**/ query user app", "EXECUTE IMMEDIATE 'KILL QUERY 5'", `PREPARE s FROM 'kill\nquery ?'`,
 		"EXECUTE IMMEDIATE 'EXECUTE IMMEDIATE ''KILL QUERY 5'' '", "KILL CONNECTION 5",
 		"SET STATEMENT max_statement_time=0 FOR INSERT INTO t VALUES (1)", "EXECUTE IMMEDIATE 'KI' 'LL 5'",
-		"EXECUTE IMMEDIATE 0x4B494C4C2035", "SET @a = UUID()", "SET sql_mode=CONCAT(@@sql_mode, ',X')"} {
+		"EXECUTE IMMEDIATE 0x4B494C4C2035", "SET @a = UUID()", "SET sql_mode=CONCAT(@@sql_mode, ',X')",
+		"BEGIN NOT ATOMIC DO '\xbf\x5c'; KILL QUERY 5; DO '1'; END", `SELECT '\'; KILL 5; -- '`, "SET NAMES gbk"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, sql string) {
@@ -128,6 +129,13 @@ func FuzzClassify(f *testing.F) {
 		}
 		if m := Classify("SELECT 1; " + sql); i.Kills && !m.Kills {
 			t.Fatalf("%q: kill lost after another statement", sql)
+		}
+		// Knowing nothing of the session reads every way a known
+		// session could: it flags every kill any of them flags.
+		for _, l := range []Lexing{{Mode: ModeBackslashEscapes}, {Mode: ModeNoBackslashEscapes}, {Mode: ModeBackslashEscapes, Multibyte: true}, {Mode: ModeNoBackslashEscapes, Multibyte: true}} {
+			if ClassifyIn(sql, l).Kills && !i.Kills {
+				t.Fatalf("%q: a kill under %+v not flagged when nothing is known", sql, l)
+			}
 		}
 		// Behind SET STATEMENT … FOR a statement is what it is alone,
 		// and never session state to replay.

@@ -12,7 +12,7 @@ func (s *scanner) nextKills() bool {
 	case "KILL":
 		return true
 	case "PREPARE", "EXECUTE":
-		return killsInLiterals(s.src[s.pos:], s.mode)
+		return killsInLiterals(s.src[s.pos:], s.lx)
 	}
 	return false
 }
@@ -25,9 +25,9 @@ func (s *scanner) nextKills() bool {
 // hex literal (0x4B…, X'4B…') as a string where it wants one: both are
 // checked as MariaDB would read them (red-team test, session 37: both ran
 // a KILL through EXECUTE IMMEDIATE).
-func killsInLiterals(sql string, mode lexMode) bool {
+func killsInLiterals(sql string, lx lexing) bool {
 	found := false
-	s := scanner{src: sql, mode: mode}
+	s := scanner{src: sql, lx: lx}
 	var joined strings.Builder // the run of adjacent literals so far
 	runEnd := -1               // where that run's last literal ended in s.src
 	s.onLit = func(raw string) {
@@ -35,7 +35,7 @@ func killsInLiterals(sql string, mode lexMode) bool {
 		if runEnd < 0 || !blank(s.src[runEnd:start]) {
 			joined.Reset()
 		}
-		joined.WriteString(unquote(raw, s.escapes(raw[0])))
+		joined.WriteString(s.unquote(raw))
 		runEnd = s.pos
 		if !found && Classify(joined.String()).Kills {
 			found = true
@@ -154,14 +154,15 @@ func unhex(c byte) int {
 }
 
 // unquote turns a quoted literal's text into its value, as MariaDB does
-// for the escapes that matter here (a doubled quote, and a backslash when
-// escapes is set; escaped control characters become a space, as they
-// separate words).
-func unquote(raw string, escapes bool) string {
+// for the escapes that matter here (a doubled quote, and a backslash
+// where s's lexing escapes with it; escaped control characters become a
+// space, as they separate words). A two-byte character is copied whole.
+func (s *scanner) unquote(raw string) string {
 	if len(raw) < 2 {
 		return ""
 	}
 	q := raw[0]
+	escapes := s.escapes(q)
 	body := raw[1:]
 	if body[len(body)-1] == q {
 		body = body[:len(body)-1]
@@ -173,6 +174,10 @@ func unquote(raw string, escapes bool) string {
 	for i := 0; i < len(body); i++ {
 		c := body[i]
 		switch {
+		case s.lx.pairs.lead(c) && i+1 < len(body) && s.lx.pairs.trail(body[i+1]):
+			b.WriteByte(c)
+			b.WriteByte(body[i+1])
+			i++
 		case c == '\\' && escapes && i+1 < len(body):
 			i++
 			switch c = body[i]; c {

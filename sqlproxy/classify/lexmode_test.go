@@ -33,7 +33,7 @@ func TestClassifyInModes(t *testing.T) {
 			for _, w := range c.modes {
 				want = want || w == m
 			}
-			if got := ClassifyIn(c.sql, m).Kills; got != want {
+			if got := ClassifyIn(c.sql, Lexing{Mode: m}).Kills; got != want {
 				t.Errorf("ClassifyIn(%q, %d).Kills = %v, want %v", c.sql, m, got, want)
 			}
 		}
@@ -53,7 +53,7 @@ func TestClassifyInModes(t *testing.T) {
 		{`SELECT 'a\\', 'kill'`, on, Read},
 	}
 	for _, c := range data {
-		i := ClassifyIn(c.sql, c.mode)
+		i := ClassifyIn(c.sql, Lexing{Mode: c.mode})
 		if i.Kills || i.Kind != c.kind || c.kind == Read && !i.IsReadOnlyCandidate() {
 			t.Errorf("ClassifyIn(%q, %d) = %+v, want kind %v and no kill", c.sql, c.mode, i, c.kind)
 		}
@@ -65,12 +65,72 @@ func TestClassifyInModes(t *testing.T) {
 // replays Set statements on every new backend connection).
 func TestSetReplayUnderModes(t *testing.T) {
 	sql := `SET @a = '\'; INSERT INTO t VALUES (1); -- '`
-	if i := ClassifyIn(sql, ModeBackslashEscapes); i.Kind != Set {
+	if i := ClassifyIn(sql, Lexing{Mode: ModeBackslashEscapes}); i.Kind != Set {
 		t.Fatalf("backslash escapes on: %+v, want Set (one SET of a string)", i)
 	}
 	for _, m := range []SQLMode{ModeUnknown, ModeNoBackslashEscapes} {
-		if i := ClassifyIn(sql, m); i.Kind == Set || !i.Pins {
+		if i := ClassifyIn(sql, Lexing{Mode: m}); i.Kind == Set || !i.Pins {
 			t.Fatalf("mode %d: %+v, want a pinned non-Set", m, i)
+		}
+	}
+}
+
+// TestClassifyInPairs: under big5, cp932, gbk and sjis a KILL hidden by a
+// two-byte character ending in a backslash or a backquote is flagged when
+// the session may use one, and UTF-8 text is read byte by byte otherwise.
+func TestClassifyInPairs(t *testing.T) {
+	on := ModeBackslashEscapes
+	for _, sql := range []string{
+		"BEGIN NOT ATOMIC DO '\xbf\x5c'; KILL QUERY 5; DO '1'; END",   // gbk, big5
+		"BEGIN NOT ATOMIC DO '\x95\x5c'; KILL QUERY 5; DO '1'; END",   // sjis, cp932 (0x95 leads there, not in big5)
+		"BEGIN NOT ATOMIC SELECT 1 AS \xbf`; KILL QUERY 5; SELECT 1 AS `x`; END",
+	} {
+		if ClassifyIn(sql, Lexing{Mode: on}).Kills {
+			t.Errorf("%q flagged in a single-byte session: the test shows nothing", sql)
+		}
+		if !ClassifyIn(sql, Lexing{Mode: on, Multibyte: true}).Kills {
+			t.Errorf("%q: kill not flagged in a multibyte session", sql)
+		}
+		if !Classify(sql).Kills {
+			t.Errorf("%q: kill not flagged when nothing is known", sql)
+		}
+		// The same text after a SET NAMES in one multi-statement text.
+		if !ClassifyIn("SET NAMES gbk; "+sql, Lexing{Mode: on}).Kills {
+			t.Errorf("SET NAMES gbk; %q: kill not flagged", sql)
+		}
+	}
+	utf8 := "INSERT INTO t VALUES ('価格€\\'s', 'kill')"
+	if i := ClassifyIn(utf8, Lexing{Mode: on}); i.Kills || i.Kind != Write {
+		t.Errorf("%q in a utf8mb4 session: %+v", utf8, i)
+	}
+
+	effects := []struct {
+		sql  string
+		want CharsetEffect
+	}{
+		{"SET NAMES utf8mb4", CharsetSingle},
+		{"set names 'latin1' collate 'latin1_swedish_ci'", CharsetSingle},
+		{"SET character_set_client = utf8", CharsetSingle},
+		{"SET @@SESSION.character_set_client='ujis'", CharsetSingle},
+		{"SET NAMES gbk", CharsetPairs},
+		{"SET NAMES `big5`", CharsetPairs},
+		{"SET CHARACTER SET sjis", CharsetPairs},
+		{"SET CHARSET cp932", CharsetPairs},
+		{"SET character_set_client = @cs", CharsetPairs},
+		{"SET NAMES DEFAULT", CharsetPairs},
+		{"SET NAMES utf8mb4; SET NAMES gbk", CharsetPairs},
+		{"SET NAMES utf8mb4; SELECT 1", CharsetPairs}, // several statements: not followed
+		{"BEGIN NOT ATOMIC SET NAMES utf8mb4; END", CharsetPairs},
+		{"EXECUTE IMMEDIATE @q", CharsetPairs},
+		{"PREPARE s FROM @q", CharsetPairs},
+		{"CREATE TABLE t (c TEXT CHARACTER SET utf8mb4)", CharsetPairs},
+		{"SELECT 'SET NAMES gbk'", CharsetKeeps},
+		{"SELECT CHARACTER_LENGTH('a')", CharsetKeeps},
+		{"CALL p()", CharsetKeeps}, // a routine's SET NAMES ends with it
+	}
+	for _, c := range effects {
+		if got := Classify(c.sql).Charset; got != c.want {
+			t.Errorf("Classify(%q).Charset = %d, want %d", c.sql, got, c.want)
 		}
 	}
 }
