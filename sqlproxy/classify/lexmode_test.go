@@ -81,8 +81,8 @@ func TestSetReplayUnderModes(t *testing.T) {
 func TestClassifyInPairs(t *testing.T) {
 	on := ModeBackslashEscapes
 	for _, sql := range []string{
-		"BEGIN NOT ATOMIC DO '\xbf\x5c'; KILL QUERY 5; DO '1'; END",   // gbk, big5
-		"BEGIN NOT ATOMIC DO '\x95\x5c'; KILL QUERY 5; DO '1'; END",   // sjis, cp932 (0x95 leads there, not in big5)
+		"BEGIN NOT ATOMIC DO '\xbf\x5c'; KILL QUERY 5; DO '1'; END", // gbk, big5
+		"BEGIN NOT ATOMIC DO '\x95\x5c'; KILL QUERY 5; DO '1'; END", // sjis, cp932 (0x95 leads there, not in big5)
 		"BEGIN NOT ATOMIC SELECT 1 AS \xbf`; KILL QUERY 5; SELECT 1 AS `x`; END",
 	} {
 		if ClassifyIn(sql, Lexing{Mode: on}).Kills {
