@@ -34,7 +34,7 @@ type Manifest struct {
 // extracts and prepares it (so it is a consistent datadir that needs no
 // source to restore) and writes the manifest. On failure dir is removed.
 func WriteBackup(ctx context.Context, recv func() (*pb.BackupChunk, error), dir string, t Target) (Manifest, Result, error) {
-	now, out, every := t.defaults()
+	now, _, _ := t.defaults()
 	var res Result
 	if _, err := os.Stat(dir); err == nil {
 		return Manifest{}, res, fmt.Errorf("backup: %s exists; give a new directory", dir)
@@ -42,7 +42,7 @@ func WriteBackup(ctx context.Context, recv func() (*pb.BackupChunk, error), dir 
 	if err := os.MkdirAll(filepath.Dir(dir), 0o750); err != nil {
 		return Manifest{}, res, fmt.Errorf("backup: %w", err)
 	}
-	if err := receiveInto(ctx, recv, dir, "backup", out, every, &res); err != nil {
+	if err := receiveInto(ctx, recv, dir, "backup", t, &res); err != nil {
 		return Manifest{}, res, err
 	}
 	m := Manifest{Format: 1, SourceNode: res.Info.SourceNode, MariaDBVersion: res.Info.MariadbVersion,

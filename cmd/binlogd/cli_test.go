@@ -52,6 +52,8 @@ func TestExitCodes(t *testing.T) {
 		{"status", 1, "no client certificate"},
 		{"switchover", 2, "-to is required"},
 		{"backup", 2, "-from GRPC_ADDR and -out DIR are required"},
+		{"backup -from 127.0.0.1:1 -out /nonexistent/b -stall-timeout -1s", 2, "-stall-timeout -1s is negative"},
+		{"backup -from 127.0.0.1:1 -out /nonexistent/b -min-free-mb -5", 2, "-min-free-mb -5 is out of range"},
 		{"restore", 2, "-from BACKUP_DIR is required"},
 		{"run -log-level loud", 2, "-log-level"},
 		{"run -config /nonexistent/binlogd.json", 1, "no such file"},
