@@ -374,23 +374,26 @@ func (c *Config) SortedMembers() []Member {
 	return out
 }
 
-// LoadCredentials reads the credentials file, refusing one that others
-// can read.
+// LoadCredentials reads the config's credentials file as binlogd does
+// at start: refusing one that group or others may access, or that
+// another user than the one binlogd runs as (or root) owns
+// (secretfile.go).
 func (c *Config) LoadCredentials() (Credentials, error) {
-	return LoadCredentials(c.CredentialsFile)
+	return loadCredentials(c.CredentialsFile, os.Geteuid())
 }
 
-// LoadCredentials reads a credentials file (mode 0600 required).
+// LoadCredentials reads a credentials file (no group or other permission
+// bits allowed; any owner: `binlogd init -credentials` reads an
+// operator's file).
 func LoadCredentials(path string) (Credentials, error) {
+	return loadCredentials(path, anyOwner)
+}
+
+// loadCredentials reads path for a process running as euid (anyOwner:
+// no owner check).
+func loadCredentials(path string, euid int) (Credentials, error) {
 	var cr Credentials
-	st, err := os.Stat(path)
-	if err != nil {
-		return cr, fmt.Errorf("%w: credentials_file: %v", ErrInvalid, err)
-	}
-	if st.Mode().Perm()&0o077 != 0 {
-		return cr, fmt.Errorf("%w: credentials_file %s has mode %v; it holds passwords and must be 0600", ErrInvalid, path, st.Mode().Perm())
-	}
-	b, err := os.ReadFile(path)
+	b, err := readSecretFile("credentials_file", path, euid)
 	if err != nil {
 		return cr, err
 	}
@@ -411,11 +414,12 @@ func LoadCredentials(path string) (Credentials, error) {
 	return cr, nil
 }
 
-// SaveCredentials writes a credentials file with mode 0600.
+// SaveCredentials writes a credentials file with mode 0600, owned by the
+// caller, replacing any file there (its mode and owner too).
 func SaveCredentials(path string, cr Credentials) error {
 	b, err := json.MarshalIndent(cr, "", "  ")
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o600)
+	return writeSecretFile(path, append(b, '\n'))
 }
