@@ -121,7 +121,7 @@ func RestoreDir(ctx context.Context, backup string, t Target) (Manifest, Result,
 		return m, res, fmt.Errorf("restore: %w", err)
 	}
 	fmt.Fprintf(out, "restore: copying %s (node %d's data at %s) into %s\n", backup, m.SourceNode, orNone(m.Position), newDir)
-	p := startProgress(out, "restore", EstimateBytes(backup), every)
+	p := startProgress(out, "restore", EstimateBytes(backup), every, 0)
 	err = copyTree(ctx, backup, newDir, p)
 	p.finish()
 	res.Bytes, res.Copy = p.bytes.Load(), time.Since(p.start)

@@ -21,8 +21,10 @@ type progress struct {
 	done      chan struct{}
 }
 
-func startProgress(w io.Writer, label string, estimated int64, every time.Duration) *progress {
-	p := &progress{w: w, label: label, estimated: estimated, start: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
+// startProgress prints a line every interval until finish; stall is the
+// stream's stall bound the lines mention once nothing arrives (0: none).
+func startProgress(w io.Writer, label string, estimated int64, every, stall time.Duration) *progress {
+	p := &progress{w: w, label: label, estimated: estimated, stall: stall, start: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
 		t := time.NewTicker(every)

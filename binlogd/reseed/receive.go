@@ -133,8 +133,7 @@ func receiveInto(ctx context.Context, recv func() (*pb.BackupChunk, error), dir,
 	if err := cpuprio.StartChild(x); err != nil {
 		return fmt.Errorf("%s: start mbstream: %w (install the mariadb-backup package: scripts/install-deps.sh)", label, err)
 	}
-	p := startProgress(out, label, int64(res.Info.EstimatedBytes), every)
-	p.stall = t.Stall
+	p := startProgress(out, label, int64(res.Info.EstimatedBytes), every, t.Stall)
 	var copyErr error
 	for {
 		c, rerr := stream.next()
