@@ -16,6 +16,14 @@ import (
 // ErrInvalid wraps every validation error.
 var ErrInvalid = errors.New("invalid config")
 
+// The defaults of the duration keys that have one; they fill an absent
+// key only (Duration).
+const (
+	DefaultLeaseDuration = 5 * time.Second
+	DefaultDriftMargin   = 500 * time.Millisecond
+	DefaultLogRetention  = 24 * time.Hour
+)
+
 // Member is one node of the cluster as every node knows it: only the
 // addresses OTHER nodes dial, as advertised to them (addrs.go). What a
 // node listens on is its own top-level keys.
@@ -40,8 +48,16 @@ type Member struct {
 	Learner bool `json:"learner,omitempty"`
 }
 
-// Duration is a time.Duration written as "5s" in JSON.
-type Duration struct{ time.Duration }
+// Duration is a time.Duration written as "5s" in JSON. It records
+// whether a file gave it, so that a default fills only an absent key:
+// an explicit "0s" stays 0 and means what the key documents for 0, or
+// is refused by Validate; it never silently becomes the default. Keys of
+// this type that have a default are tagged omitzero, so Save writes
+// an unset one as absent and an explicit "0s" as "0s".
+type Duration struct {
+	time.Duration
+	set bool // UnmarshalJSON ran: the key was in the file
+}
 
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
 
@@ -57,9 +73,13 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	if err != nil {
 		return &json.UnmarshalTypeError{Value: fmt.Sprintf("%q is not a duration such as \"5s\" or \"1h30m\" (%v)", s, err), Type: durationType}
 	}
-	d.Duration = v
+	d.Duration, d.set = v, true
 	return nil
 }
+
+// unset: no file gave d and nothing set it (the zero value): a default
+// may fill it.
+func (d Duration) unset() bool { return !d.set && d.Duration == 0 }
 
 // Config is binlogd's config file.
 type Config struct {
@@ -97,8 +117,9 @@ type Config struct {
 	// app_user, app_password; must be mode 0600.
 	CredentialsFile string `json:"credentials_file"`
 	// lease_duration, drift_margin: master lease timing (default 5s, 500ms).
-	LeaseDuration Duration `json:"lease_duration"`
-	DriftMargin   Duration `json:"drift_margin"`
+	// An explicit "0s" is refused (Validate), not taken for the default.
+	LeaseDuration Duration `json:"lease_duration,omitzero"`
+	DriftMargin   Duration `json:"drift_margin,omitzero"`
 	// http_addr: Prometheus /metrics and health; "" off; an empty host
 	// (":9100") means loopback.
 	HTTPAddr string `json:"http_addr"`
@@ -116,8 +137,9 @@ type Config struct {
 	WALIOURing *bool `json:"wal_io_uring,omitempty"`
 	// log_retention: keep Paxos log entries at least this long after they
 	// were applied, and until every member's MariaDB applied them
-	// (default 24h). See README "Log retention".
-	LogRetention Duration `json:"log_retention"`
+	// (default 24h; an explicit "0s" is refused, not taken for the
+	// default). See README "Log retention".
+	LogRetention Duration `json:"log_retention,omitzero"`
 	// log_retention_bytes: when the stored log exceeds this, compact past
 	// lagging members (oldest first, never past this node's MariaDB);
 	// default 1 GiB, min 64 KiB.
@@ -250,17 +272,19 @@ func (c *Config) Save(path string) error {
 func (c *Config) SetDefaults() { c.setDefaults() }
 
 func (c *Config) setDefaults() {
-	if c.LeaseDuration.Duration == 0 {
-		c.LeaseDuration.Duration = 5 * time.Second
+	// An absent key, not an explicit "0s" (Duration.set): Validate
+	// refuses that with the key's name.
+	if c.LeaseDuration.unset() {
+		c.LeaseDuration.Duration = DefaultLeaseDuration
 	}
-	if c.LogRetention.Duration == 0 {
-		c.LogRetention.Duration = 24 * time.Hour
+	if c.LogRetention.unset() {
+		c.LogRetention.Duration = DefaultLogRetention
 	}
 	if c.LogRetentionBytes == 0 {
 		c.LogRetentionBytes = 1 << 30
 	}
-	if c.DriftMargin.Duration == 0 {
-		c.DriftMargin.Duration = 500 * time.Millisecond
+	if c.DriftMargin.unset() {
+		c.DriftMargin.Duration = DefaultDriftMargin
 	}
 	c.setAddrDefaults()
 }
@@ -314,7 +338,7 @@ func (c *Config) Validate() error {
 		return c.bad("members", "%d voting members: use an odd number (an even one tolerates no more failures and splits votes; learners do not count)", v)
 	}
 	if c.LeaseDuration.Duration < 500*time.Millisecond {
-		return c.bad("lease_duration", "%v is too short (min 500ms)", c.LeaseDuration.Duration)
+		return c.bad("lease_duration", "%v is too short (min 500ms; omit the key for the default %v)", c.LeaseDuration.Duration, DefaultLeaseDuration)
 	}
 	if w := c.GroupCommitWaitOrDefault(); w != 0 && (w < time.Microsecond || w > 100*time.Millisecond) {
 		return c.bad("group_commit_wait", "%v must be 0s (off) or between 1µs and 100ms", w)
@@ -325,14 +349,14 @@ func (c *Config) Validate() error {
 	if n := c.ReplicaApplyThreadsOrDefault(); n < 0 || n > 256 {
 		return c.bad("replica_apply_threads", "%d must be between 0 (one SQL thread) and 256", n)
 	}
-	if c.LogRetention.Duration < 0 {
-		return c.bad("log_retention", "%v must be positive", c.LogRetention.Duration)
+	if c.LogRetention.Duration <= 0 {
+		return c.bad("log_retention", "%v must be > 0: how long applied entries are kept at least (omit the key for the default %v)", c.LogRetention.Duration, DefaultLogRetention)
 	}
 	if c.LogRetentionBytes < 64<<10 {
 		return c.bad("log_retention_bytes", "%d is too small (min 65536, 64 KiB)", c.LogRetentionBytes)
 	}
-	if c.DriftMargin.Duration < 0 || c.DriftMargin.Duration*2 >= c.LeaseDuration.Duration {
-		return c.bad("drift_margin", "%v must be >= 0 and under half of lease_duration %v", c.DriftMargin.Duration, c.LeaseDuration.Duration)
+	if c.DriftMargin.Duration <= 0 || c.DriftMargin.Duration*2 >= c.LeaseDuration.Duration {
+		return c.bad("drift_margin", "%v must be > 0 (clocks drift) and under half of lease_duration %v (omit the key for the default %v)", c.DriftMargin.Duration, c.LeaseDuration.Duration, DefaultDriftMargin)
 	}
 	if c.BaseGTID != "" && !baseGTID.MatchString(c.BaseGTID) {
 		return c.bad("base_gtid", "%q is not one GTID domain-server-seq (e.g. 0-1-1234)", c.BaseGTID)
@@ -374,23 +398,26 @@ func (c *Config) SortedMembers() []Member {
 	return out
 }
 
-// LoadCredentials reads the credentials file, refusing one that others
-// can read.
+// LoadCredentials reads the config's credentials file as binlogd does
+// at start: refusing one that group or others may access, or that
+// another user than the one binlogd runs as (or root) owns
+// (secretfile.go).
 func (c *Config) LoadCredentials() (Credentials, error) {
-	return LoadCredentials(c.CredentialsFile)
+	return loadCredentials(c.CredentialsFile, os.Geteuid())
 }
 
-// LoadCredentials reads a credentials file (mode 0600 required).
+// LoadCredentials reads a credentials file (no group or other permission
+// bits allowed; any owner: `binlogd init -credentials` reads an
+// operator's file).
 func LoadCredentials(path string) (Credentials, error) {
+	return loadCredentials(path, anyOwner)
+}
+
+// loadCredentials reads path for a process running as euid (anyOwner:
+// no owner check).
+func loadCredentials(path string, euid int) (Credentials, error) {
 	var cr Credentials
-	st, err := os.Stat(path)
-	if err != nil {
-		return cr, fmt.Errorf("%w: credentials_file: %v", ErrInvalid, err)
-	}
-	if st.Mode().Perm()&0o077 != 0 {
-		return cr, fmt.Errorf("%w: credentials_file %s has mode %v; it holds passwords and must be 0600", ErrInvalid, path, st.Mode().Perm())
-	}
-	b, err := os.ReadFile(path)
+	b, err := readSecretFile("credentials_file", path, euid)
 	if err != nil {
 		return cr, err
 	}
@@ -411,11 +438,12 @@ func LoadCredentials(path string) (Credentials, error) {
 	return cr, nil
 }
 
-// SaveCredentials writes a credentials file with mode 0600.
+// SaveCredentials writes a credentials file with mode 0600, owned by the
+// caller, replacing any file there (its mode and owner too).
 func SaveCredentials(path string, cr Credentials) error {
 	b, err := json.MarshalIndent(cr, "", "  ")
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o600)
+	return writeSecretFile(path, append(b, '\n'))
 }

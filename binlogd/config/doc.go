@@ -1,7 +1,9 @@
 // Package config is binlogd's configuration file: JSON, every key
 // documented on its field, validated at start with errors that name the
 // key and the file. Secrets (MySQL passwords) live in a separate
-// credentials file that must be mode 0600 and are never logged.
+// credentials file, never logged, that binlogd reads only when it grants
+// nothing to group or others and is owned by the user binlogd runs as or
+// root (secretfile.go).
 //
 // Addresses (addrs.go) come in two kinds. members[] is the cluster's
 // shared view, the same in every node's file, and holds only what the

@@ -34,7 +34,7 @@ type Manifest struct {
 // extracts and prepares it (so it is a consistent datadir that needs no
 // source to restore) and writes the manifest. On failure dir is removed.
 func WriteBackup(ctx context.Context, recv func() (*pb.BackupChunk, error), dir string, t Target) (Manifest, Result, error) {
-	now, out, every := t.defaults()
+	now, _, _ := t.defaults()
 	var res Result
 	if _, err := os.Stat(dir); err == nil {
 		return Manifest{}, res, fmt.Errorf("backup: %s exists; give a new directory", dir)
@@ -42,7 +42,7 @@ func WriteBackup(ctx context.Context, recv func() (*pb.BackupChunk, error), dir 
 	if err := os.MkdirAll(filepath.Dir(dir), 0o750); err != nil {
 		return Manifest{}, res, fmt.Errorf("backup: %w", err)
 	}
-	if err := receiveInto(ctx, recv, dir, "backup", out, every, &res); err != nil {
+	if err := receiveInto(ctx, recv, dir, "backup", t, &res); err != nil {
 		return Manifest{}, res, err
 	}
 	m := Manifest{Format: 1, SourceNode: res.Info.SourceNode, MariaDBVersion: res.Info.MariadbVersion,
@@ -121,7 +121,7 @@ func RestoreDir(ctx context.Context, backup string, t Target) (Manifest, Result,
 		return m, res, fmt.Errorf("restore: %w", err)
 	}
 	fmt.Fprintf(out, "restore: copying %s (node %d's data at %s) into %s\n", backup, m.SourceNode, orNone(m.Position), newDir)
-	p := startProgress(out, "restore", EstimateBytes(backup), every)
+	p := startProgress(out, "restore", EstimateBytes(backup), every, 0)
 	err = copyTree(ctx, backup, newDir, p)
 	p.finish()
 	res.Bytes, res.Copy = p.bytes.Load(), time.Since(p.start)

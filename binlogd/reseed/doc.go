@@ -25,6 +25,14 @@
 // failed or interrupted reseed therefore leaves the old datadir where it
 // was and removes its partial copy; it needs room for both copies.
 //
+// The stream is a peer's and bounded by what the receiver checks itself
+// (bound.go): no bytes for Target.Stall fails it (ErrStalled), and so
+// does the disk it is written to running into Target.MinFree (ErrNoRoom).
+// The source's size estimate bounds nothing (a liar sends what it likes,
+// and an honest backup grows past it); it only feeds progress and a
+// warning. The source flushes a partial chunk after a second, so the
+// stall clock measures its tool's silence, not a chunk filling up.
+//
 // The position: mariadb-backup takes the copy's end under BACKUP STAGE
 // BLOCK_COMMIT and writes xtrabackup_binlog_info ("file pos gtid"), whose
 // GTID is the source's @@gtid_current_pos at that point, and, with

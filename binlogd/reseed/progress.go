@@ -15,12 +15,16 @@ type progress struct {
 	estimated int64
 	start     time.Time
 	bytes     atomic.Int64
+	last      atomic.Int64  // UnixNano of the last bytes; 0: none yet (start counts)
+	stall     time.Duration // the stream's stall bound, shown once it idles; 0: none
 	stop      chan struct{}
 	done      chan struct{}
 }
 
-func startProgress(w io.Writer, label string, estimated int64, every time.Duration) *progress {
-	p := &progress{w: w, label: label, estimated: estimated, start: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
+// startProgress prints a line every interval until finish; stall is the
+// stream's stall bound the lines mention once nothing arrives (0: none).
+func startProgress(w io.Writer, label string, estimated int64, every, stall time.Duration) *progress {
+	p := &progress{w: w, label: label, estimated: estimated, stall: stall, start: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
 		t := time.NewTicker(every)
@@ -37,7 +41,16 @@ func startProgress(w io.Writer, label string, estimated int64, every time.Durati
 	return p
 }
 
-func (p *progress) add(n int) { p.bytes.Add(int64(n)) }
+func (p *progress) add(n int) {
+	if n > 0 {
+		p.bytes.Add(int64(n))
+		p.last.Store(time.Now().UnixNano())
+	}
+}
+
+// idleShown is how long a copy must go without bytes before its progress
+// line says so.
+const idleShown = 15 * time.Second
 
 // finish stops the ticker and prints the final line.
 func (p *progress) finish() {
@@ -69,6 +82,16 @@ func (p *progress) line(now time.Time) string {
 		left := max(0, p.estimated-n)
 		eta := time.Duration(float64(left) / (rate * (1 << 20)) * float64(time.Second))
 		s += fmt.Sprintf(", ETA %s", eta.Round(time.Second))
+	}
+	last := p.start
+	if ns := p.last.Load(); ns != 0 {
+		last = time.Unix(0, ns)
+	}
+	if idle := now.Sub(last); idle >= idleShown {
+		s += fmt.Sprintf(", nothing received for %s", idle.Round(time.Second))
+		if p.stall > 0 {
+			s += fmt.Sprintf(" (gives up at %s)", p.stall)
+		}
 	}
 	return s
 }

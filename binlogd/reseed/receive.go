@@ -23,6 +23,17 @@ type Target struct {
 	Progress   io.Writer     // progress lines (stderr); nil: none
 	Every      time.Duration // between progress lines; 0: a second
 	Now        func() time.Time
+	// Stall fails a received stream (Receive, WriteBackup) when the
+	// source sends no bytes for this long (bound.go); 0: no bound.
+	Stall time.Duration
+	// MinFree is the free space, in bytes, a received copy must leave on
+	// the disk it is written to: the copy fails once less is left
+	// (bound.go); 0: no reserve, only a full disk stops it.
+	MinFree int64
+
+	// Testing knobs; nil or 0 in production.
+	freeSpace  func(dir string) (int64, error) // statfs
+	checkEvery int64                           // bytes between free-space checks
 }
 
 func (t Target) defaults() (now func() time.Time, out io.Writer, every time.Duration) {
@@ -53,15 +64,16 @@ type Result struct {
 // Receive reads a Backup stream (recv returns io.EOF at its end) into a
 // new directory beside t.DataDir, prepares it, reads its position and
 // swaps it in. On any failure the partial copy is removed and t.DataDir
-// is left as it was.
+// is left as it was; that includes a stream that stalls (ErrStalled) or
+// runs into the disk's reserve (ErrNoRoom).
 func Receive(ctx context.Context, recv func() (*pb.BackupChunk, error), t Target) (res Result, err error) {
-	now, out, every := t.defaults()
+	now, _, _ := t.defaults()
 	stamp := now().UTC().Format("20060102T150405")
 	newDir := t.DataDir + ".reseed-" + stamp
 	if err := os.MkdirAll(filepath.Dir(t.DataDir), 0o750); err != nil { // a new node's mysql_dir
 		return res, fmt.Errorf("reseed: %w", err)
 	}
-	if err := receiveInto(ctx, recv, newDir, "reseed", out, every, &res); err != nil {
+	if err := receiveInto(ctx, recv, newDir, "reseed", t, &res); err != nil {
 		return res, err
 	}
 	if err := swapIn(newDir, t, stamp, &res); err != nil {
@@ -73,8 +85,12 @@ func Receive(ctx context.Context, recv func() (*pb.BackupChunk, error), t Target
 
 // receiveInto extracts a Backup stream into dir (which must not exist),
 // prepares it and reads its position into res. On failure dir is removed.
-func receiveInto(ctx context.Context, recv func() (*pb.BackupChunk, error), dir, label string, out io.Writer, every time.Duration, res *Result) (err error) {
-	first, err := recv()
+// The stream is bounded by t.Stall and t.MinFree (bound.go).
+func receiveInto(ctx context.Context, recv func() (*pb.BackupChunk, error), dir, label string, t Target, res *Result) (err error) {
+	_, out, every := t.defaults()
+	stream := newChunkStream(ctx, recv, t.Stall)
+	defer stream.close()
+	first, err := stream.next()
 	if err != nil {
 		return fmt.Errorf("%s: the source refused or failed: %w", label, err)
 	}
@@ -94,6 +110,16 @@ func receiveInto(ctx context.Context, recv func() (*pb.BackupChunk, error), dir,
 			_ = os.RemoveAll(dir)
 		}
 	}()
+	room := newRoomCheck(dir, t)
+	if err := room.check(0); err != nil {
+		return fmt.Errorf("%s: %w (nothing copied)", label, err)
+	}
+	// The estimate is the source's word, and a copy may outgrow it: it
+	// only warns here, the reserve is enforced while the copy runs.
+	if free, ferr := room.free(dir); ferr == nil && t.MinFree > 0 && int64(res.Info.EstimatedBytes) > free-t.MinFree {
+		fmt.Fprintf(out, "%s: warning: the source estimates ~%s, but only %s is free on the disk of %s beyond the reserve of %s: the copy stops if it runs into the reserve\n",
+			label, size(int64(res.Info.EstimatedBytes)), size(max(0, free-t.MinFree)), dir, size(t.MinFree))
+	}
 
 	xctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -107,10 +133,10 @@ func receiveInto(ctx context.Context, recv func() (*pb.BackupChunk, error), dir,
 	if err := cpuprio.StartChild(x); err != nil {
 		return fmt.Errorf("%s: start mbstream: %w (install the mariadb-backup package: scripts/install-deps.sh)", label, err)
 	}
-	p := startProgress(out, label, int64(res.Info.EstimatedBytes), every)
+	p := startProgress(out, label, int64(res.Info.EstimatedBytes), every, t.Stall)
 	var copyErr error
 	for {
-		c, rerr := recv()
+		c, rerr := stream.next()
 		if errors.Is(rerr, io.EOF) {
 			break
 		}
@@ -123,6 +149,10 @@ func receiveInto(ctx context.Context, recv func() (*pb.BackupChunk, error), dir,
 			break
 		}
 		p.add(len(c.Data))
+		if rerr := room.check(p.bytes.Load()); rerr != nil {
+			copyErr = fmt.Errorf("%s: stopped the copy from node %d: %w", label, res.Info.SourceNode, rerr)
+			break
+		}
 	}
 	if copyErr != nil {
 		cancel()

@@ -23,6 +23,12 @@ import (
 // per-message cost is noise, well under gRPC's 4 MiB message limit.
 const ChunkBytes = 1 << 20
 
+// flushAfter is how long Serve holds a partial chunk: what the tool
+// writes reaches the receiver within it even when it trickles (in a
+// quiet phase mariadb-backup writes little, and the receiver's stall
+// bound counts bytes, not time the source spent filling a chunk).
+const flushAfter = time.Second
+
 // stderrTail is how much of a tool's stderr an error carries.
 const stderrTail = 4096
 
@@ -77,7 +83,7 @@ func (s Source) Serve(ctx context.Context, send func(*pb.BackupChunk) error) err
 	var sent int64
 	buf := make([]byte, ChunkBytes)
 	for sendErr == nil {
-		n, rerr := io.ReadFull(out, buf)
+		n, rerr := readChunk(out, buf, flushAfter)
 		if n > 0 {
 			// A fresh slice per message: gRPC may hold the bytes after Send returns.
 			sendErr = send(&pb.BackupChunk{Data: append([]byte(nil), buf[:n]...)})
@@ -110,6 +116,34 @@ func (s Source) Serve(ctx context.Context, send func(*pb.BackupChunk) error) err
 	d := time.Since(start)
 	log.Info("backup for a reseed sent", "bytes", sent, "seconds", d.Seconds(), "mib_per_s", mibps(sent, d))
 	return nil
+}
+
+// readChunk fills buf from r as io.ReadFull does, but returns what it has
+// (with a nil error) once wait has passed since its first byte. r must
+// take read deadlines (the tool's stdout, a pipe); any other reader is
+// read with io.ReadFull.
+func readChunk(r io.Reader, buf []byte, wait time.Duration) (int, error) {
+	d, ok := r.(interface{ SetReadDeadline(time.Time) error })
+	if !ok || d.SetReadDeadline(time.Time{}) != nil {
+		return io.ReadFull(r, buf)
+	}
+	n := 0
+	for n < len(buf) {
+		m, err := r.Read(buf[n:])
+		if m > 0 && n == 0 {
+			_ = d.SetReadDeadline(time.Now().Add(wait))
+		}
+		n += m
+		switch {
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return n, nil
+		case errors.Is(err, io.EOF) && n > 0:
+			return n, io.ErrUnexpectedEOF
+		case err != nil:
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 // BackupArgs is the mariadb-backup command line of a streamed backup.

@@ -28,12 +28,16 @@ func cmdBackup(args []string) error {
 	out := fs.String("out", "", "new directory for the backup")
 	force := fs.Bool("force", false, "back up even if the source is the master (its commits stall briefly under the backup's lock)")
 	every := fs.Duration("progress", time.Second, "interval of the progress lines on stderr")
+	bounds := addStreamBoundFlags(fs)
 	tf := addTLSFileFlags(fs)
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if *from == "" || *out == "" {
 		return cli.Usagef("backup: -from GRPC_ADDR and -out DIR are required")
+	}
+	if err := bounds.check("backup"); err != nil {
+		return err
 	}
 	dir, err := filepath.Abs(*out)
 	if err != nil {
@@ -51,7 +55,9 @@ func cmdBackup(args []string) error {
 	if err != nil {
 		return fmt.Errorf("backup from %s: %w", *from, tf.hint(err))
 	}
-	m, res, err := reseed.WriteBackup(ctx, stream.Recv, dir, reseed.Target{Progress: os.Stderr, Every: *every})
+	target := reseed.Target{Progress: os.Stderr, Every: *every}
+	bounds.apply(&target)
+	m, res, err := reseed.WriteBackup(ctx, stream.Recv, dir, target)
 	if err != nil {
 		return tf.hint(err)
 	}
@@ -59,4 +65,34 @@ func cmdBackup(args []string) error {
 		m.SourceNode, dir, res.Bytes, res.Copy.Round(100*time.Millisecond), res.Prepare.Round(100*time.Millisecond), m.Position)
 	fmt.Printf("restore a node: binlogd restore -config NODE.json -from %s; a new cluster: add -new-cluster on every node\n", dir)
 	return nil
+}
+
+// streamBoundFlags bound a received backup stream (reseed.Target.Stall
+// and MinFree): a peer that stops sending or sends without end.
+type streamBoundFlags struct {
+	stall     *time.Duration
+	minFreeMB *int64
+}
+
+func addStreamBoundFlags(fs *flag.FlagSet) streamBoundFlags {
+	return streamBoundFlags{
+		stall: fs.Duration("stall-timeout", 5*time.Minute,
+			"fail when the source sends no bytes for this long (the old datadir stays, the partial copy is removed); 0: wait forever"),
+		minFreeMB: fs.Int64("min-free-mb", 1024,
+			"stop (and remove the partial copy) when less than this many MiB would be left free on the disk the copy is written to; 0: no reserve"),
+	}
+}
+
+func (b streamBoundFlags) check(cmd string) error {
+	switch {
+	case *b.stall < 0:
+		return cli.Usagef("%s: -stall-timeout %s is negative (0 waits forever)", cmd, *b.stall)
+	case *b.minFreeMB < 0 || *b.minFreeMB > 1<<40:
+		return cli.Usagef("%s: -min-free-mb %d is out of range (0 for no reserve)", cmd, *b.minFreeMB)
+	}
+	return nil
+}
+
+func (b streamBoundFlags) apply(t *reseed.Target) {
+	t.Stall, t.MinFree = *b.stall, *b.minFreeMB<<20
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"phxgo/binlogd/config"
 )
 
 // Every command keeps the conventions of internal/cli: -h exits 0, a bad
@@ -52,6 +54,8 @@ func TestExitCodes(t *testing.T) {
 		{"status", 1, "no client certificate"},
 		{"switchover", 2, "-to is required"},
 		{"backup", 2, "-from GRPC_ADDR and -out DIR are required"},
+		{"backup -from 127.0.0.1:1 -out /nonexistent/b -stall-timeout -1s", 2, "-stall-timeout -1s is negative"},
+		{"backup -from 127.0.0.1:1 -out /nonexistent/b -min-free-mb -5", 2, "-min-free-mb -5 is out of range"},
 		{"restore", 2, "-from BACKUP_DIR is required"},
 		{"run -log-level loud", 2, "-log-level"},
 		{"run -config /nonexistent/binlogd.json", 1, "no such file"},
@@ -114,5 +118,57 @@ func TestRunSurvivesClosedStderr(t *testing.T) {
 	}
 	if ws := ee.Sys().(syscall.WaitStatus); ws.Signaled() || ee.ExitCode() != 1 {
 		t.Fatalf("binlogd run with a closed stderr: %v (signal %v), want exit 1", err, ws.Signal())
+	}
+}
+
+// binlogd run refuses a credentials file that group or others may read,
+// or (run as root) one owned by another user, before it starts anything:
+// the error names the file, its mode or owner, and the fix. `binlogd
+// check` was the only place that looked before.
+func TestRunRefusesExposedCredentials(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "binlogd")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "binlogd.json")
+	cfg := `{"id":1,"insecure_no_tls":true,"dir":"n1","mysql_dir":"n1/mysql","credentials_file":"cred.json",
+ "members":[
+  {"id":1,"grpc_addr":"127.0.0.1:1","mysql_addr":"127.0.0.1:2"},
+  {"id":2,"grpc_addr":"127.0.0.1:4","mysql_addr":"127.0.0.1:5"},
+  {"id":3,"grpc_addr":"127.0.0.1:7","mysql_addr":"127.0.0.1:8"}]}`
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cred := filepath.Join(dir, "cred.json")
+	if err := config.SaveCredentials(cred, config.Credentials{CaptureUser: "c", CapturePassword: "p", AppUser: "a", AppPassword: "q"}); err != nil {
+		t.Fatal(err)
+	}
+	run := func() (string, int) {
+		cmd := exec.Command(bin, "run", "-config", cfgPath)
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			t.Fatalf("binlogd run: %v, want a refusal\n%s", err, out)
+		}
+		return string(out), ee.ExitCode()
+	}
+	if err := os.Chmod(cred, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := run(); code != 1 || !strings.Contains(out, cred+" has mode 0640") || !strings.Contains(out, "chmod 600 "+cred) {
+		t.Fatalf("group-readable credentials: exit %d\n%s", code, out)
+	}
+	if os.Geteuid() != 0 {
+		return // chown needs root
+	}
+	if err := os.Chmod(cred, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(cred, 4242, 4242); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := run(); code != 1 || !strings.Contains(out, cred+" is owned by uid 4242") || !strings.Contains(out, "chown root "+cred) {
+		t.Fatalf("credentials of another user: exit %d\n%s", code, out)
 	}
 }

@@ -50,9 +50,13 @@ func cmdReseed(args []string) error {
 	force := fs.Bool("force", false, "let the source serve even if it is the master (its commits stall briefly under the backup's lock)")
 	discardOld := fs.Bool("discard-old", false, "remove the old datadir after the swap instead of keeping it as <datadir>.old-<time>")
 	every := fs.Duration("progress", time.Second, "interval of the progress lines on stderr")
+	bounds := addStreamBoundFlags(fs)
 	tf := addTLSFileFlags(fs)
 	cfg, err := parseConfig(fs, args, cfgPath)
 	if err != nil {
+		return err
+	}
+	if err := bounds.check("reseed"); err != nil {
 		return err
 	}
 	if *tf.dir == "" && *tf.cert == "" && !*tf.insecure {
@@ -82,6 +86,7 @@ func cmdReseed(args []string) error {
 	}
 	fmt.Fprintf(os.Stderr, "reseed: node %d from %s into %s\n", cfg.ID, addr, inst.DataDir())
 	target := reseed.Target{DataDir: inst.DataDir(), DiscardOld: *discardOld, Progress: os.Stderr, Every: *every}
+	bounds.apply(&target)
 	res, err := reseed.Receive(ctx, stream.Recv, target)
 	if err != nil {
 		return fmt.Errorf("%w (the old datadir %s is unchanged)", tf.hint(err), inst.DataDir())
