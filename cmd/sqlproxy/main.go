@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -268,14 +269,26 @@ func setProcs(n int) {
 
 // readSecret reads a password file that only its owner may read.
 func readSecret(path string) (string, error) {
-	st, err := os.Stat(path)
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	st, err := f.Stat() // the open file: no race with a rename
 	if err != nil {
 		return "", err
 	}
 	if st.Mode().Perm()&0o077 != 0 {
-		return "", fmt.Errorf("%s has mode %v; want 0600 (no group/other access)", path, st.Mode().Perm())
+		return "", fmt.Errorf("%s has mode %v; want 0600 (no group/other access); fix: chmod 600 %s", path, st.Mode().Perm(), path)
 	}
-	b, err := os.ReadFile(path)
+	// Its owner may rewrite it whatever its mode: the user the proxy
+	// runs as, or root, as ssh demands of a key.
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		if uid, euid := int(sys.Uid), os.Geteuid(); uid != euid && uid != 0 {
+			return "", fmt.Errorf("%s is owned by uid %d, but sqlproxy runs as uid %d: only that user or root may own it; fix: chown %d %s", path, uid, euid, euid, path)
+		}
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 1<<16))
 	if err != nil {
 		return "", err
 	}
