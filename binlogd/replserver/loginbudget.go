@@ -49,7 +49,7 @@ func (s *Server) budgetAddr(a net.Addr) netip.Addr {
 	}
 	ip, _ := netip.AddrFromSlice(ta.IP)
 	ip = ip.Unmap()
-	if ip.IsLoopback() && !s.budgetLoopback {
+	if ip.IsLoopback() && !s.budgetLoopback.Load() {
 		return netip.Addr{}
 	}
 	return ip

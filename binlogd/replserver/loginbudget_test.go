@@ -49,7 +49,7 @@ func TestLoginFailureBudget(t *testing.T) {
 		t.Fatalf("loopback blocked: %v", err)
 	}
 
-	s.budgetLoopback = true
+	s.budgetLoopback.Store(true)
 	for i := range 3 {
 		if err := ping("wrong"); err == nil {
 			t.Fatalf("failure %d: a wrong password got in", i+1)

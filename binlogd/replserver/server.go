@@ -151,7 +151,7 @@ type Server struct {
 	// (loginbudget.go).
 	fails *addrrate.Failures
 	// budgetLoopback: loopback spends and is blocked too (tests only).
-	budgetLoopback bool
+	budgetLoopback atomic.Bool
 	// outsideLog: the outside replicas' command-phase lines (refusals,
 	// unknown queries, registrations), each kind once per
 	// handshakeLogEvery (conn.go: outsideLine): message → *ratelog.Limiter.
