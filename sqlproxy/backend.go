@@ -3,6 +3,7 @@ package sqlproxy
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -20,6 +21,10 @@ const hopAttr = "_phxgo_hop"
 // only on a hop verified by TLS).
 const clientAttr = "_phxgo_client"
 
+// erHostNotPrivileged is MariaDB's ER_HOST_NOT_PRIVILEGED (1130): before
+// the greeting, a host it refuses; after it, a PROXY header it refuses.
+const erHostNotPrivileged = 1130
+
 // poolKey identifies interchangeable backend connections.
 type poolKey struct {
 	addr    string
@@ -29,6 +34,11 @@ type poolKey struct {
 	charset uint8
 	client  string // a hop's original client address (clientAttr); "" otherwise
 	socket  bool   // may use this node's MariaDB socket (session.socketOK)
+	// origin: the client a MariaDB login names in its PROXY header
+	// (proxyproto.go: originFor); "" for a hop. Invariant: a connection
+	// opened for one origin never serves another (MariaDB chose its
+	// account by it).
+	origin string
 }
 
 // backend is one connection to a MariaDB or to the master's proxy.
@@ -46,6 +56,14 @@ type backend struct {
 	// loginStatus: the status flags of the login's OK, which show the
 	// sql_mode a new session starts with (Server.freshMode).
 	loginStatus uint16
+	// greeted: the server's greeting was read (an ERR after it answers
+	// the login, not the connection).
+	greeted bool
+	// hdr: the PROXY header the handshake sends in front of its first
+	// packet, in the same write: written at connect, it raced MariaDB's
+	// refusal (the server closed before the login was written, and the
+	// proxy saw a reset instead of its ERR).
+	hdr []byte
 }
 
 func (b *backend) close() { _ = b.c.Close() }
@@ -63,13 +81,22 @@ func (b *backend) close() { _ = b.c.Close() }
 // mutual TLS before the login (security.go); mysqlTLS (Config.MySQLTLS),
 // for a MariaDB reached over TCP (not this node's unix socket), in TLS
 // verified against the cluster CA (mysqltls.go).
-func dial(ctx context.Context, dialer DialFunc, key poolKey, kind routeKind, db string, timeout, peerTimeout time.Duration, peerTLS, mysqlTLS *TLS) (*backend, *wire.Error, error) {
+//
+// header: a connection to a MariaDB over TCP opens with a PROXY header
+// naming key.origin (proxyproto.go); the socket and a hop get none. A
+// MariaDB refusing it is *errHeaderRefused.
+func dial(ctx context.Context, dialer DialFunc, key poolKey, kind routeKind, db string, timeout, peerTimeout time.Duration, peerTLS, mysqlTLS *TLS, header bool) (*backend, *wire.Error, error) {
 	nc, err := dialer(ctx, "tcp", key.addr)
 	if err != nil {
 		return nil, nil, err
 	}
-	if kind == routeForward || nc.RemoteAddr().Network() == "unix" {
+	unix := nc.RemoteAddr().Network() == "unix"
+	if kind == routeForward || unix {
 		mysqlTLS = nil
+	}
+	var hdr []byte
+	if header && kind != routeForward && !unix && key.origin != "" {
+		hdr = proxyHeader(key.origin, nc.RemoteAddr())
 	}
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
@@ -80,10 +107,17 @@ func dial(ctx context.Context, dialer DialFunc, key poolKey, kind routeKind, db 
 	}
 	c := wire.NewConnRaw(nc, wire.DefaultBufferSize)
 	_ = nc.SetDeadline(time.Now().Add(timeout))
-	b := &backend{c: c, key: key, kind: kind, db: db, stmts: map[uint32]bstmt{}}
+	b := &backend{c: c, key: key, kind: kind, db: db, stmts: map[uint32]bstmt{}, hdr: hdr}
 	werr, err := b.handshake(ctx, db, peerTLS, mysqlTLS)
 	if err != nil || werr != nil {
 		nc.Close()
+		if hdr != nil && werr != nil && b.greeted && werr.Code == erHostNotPrivileged {
+			var local net.IP
+			if ta, ok := nc.LocalAddr().(*net.TCPAddr); ok {
+				local = ta.IP
+			}
+			return nil, nil, &errHeaderRefused{addr: key.addr, local: local, werr: werr}
+		}
 		return nil, werr, err
 	}
 	_ = nc.SetDeadline(time.Time{})
@@ -102,6 +136,10 @@ func (b *backend) handshake(ctx context.Context, db string, peerTLS, mysqlTLS *T
 	if err != nil {
 		return nil, err
 	}
+	b.greeted = true
+	if b.hdr != nil {
+		_, _ = b.c.W.Write(b.hdr) // flushed with the first packet
+	}
 	caps := b.key.caps&g.Caps | wire.ClientProtocol41 | wire.ClientSecureConn | wire.ClientPluginAuth
 	caps &^= wire.ClientSSL | wire.ClientCompress | wire.ClientConnectWithDB | wire.ClientConnectAttrs
 	if db != "" {
@@ -119,6 +157,9 @@ func (b *backend) handshake(ctx context.Context, db string, peerTLS, mysqlTLS *T
 		caps |= wire.ClientSSL // the login that follows says it runs in TLS
 	} else if mysqlTLS != nil {
 		c, err := startMySQLTLS(ctx, b.c, mysqlTLS, b.key.addr, g, caps, b.key.charset)
+		if werr := (*wire.Error)(nil); errors.As(err, &werr) {
+			return werr, nil
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -102,7 +102,14 @@
 // and the proxy's admin user never do (Config.DenyUsers, -deny-users).
 // Backend connections log in as the client's own user with SHA1(pw)
 // recovered from the client's token, so MariaDB enforces privileges; its
-// errors (code and SQLSTATE) are relayed unchanged.
+// errors (code and SQLSTATE) are relayed unchanged. MariaDB applies the
+// client's own row, not the one of the proxy's address: a connection to a
+// MariaDB over TCP opens with a PROXY protocol v2 header naming the
+// client (proxyproto.go; MariaDB takes it from the members' addresses,
+// which binlogd lists in proxy_protocol_networks), and the unix socket is
+// used only when localhost's row is the client's. A MariaDB that refuses
+// the header gets a login without it only when it would apply the
+// client's row to the proxy's address too; otherwise the client gets 1045.
 //
 // Strangers (guard.go). At most Config.MaxConnections clients (ERR 1040
 // beyond); before login 4 KiB buffers, packets of at most 68 KiB
@@ -236,7 +243,9 @@
 // (TestPreparedMetadataAcrossConnections).
 //
 // Pooling. Backend connections are pooled per (address, user, login
-// secret, capabilities, charset). After a statement a session keeps its
+// secret, capabilities, charset, client origin: the address its PROXY
+// header names, so one opened for a client at one address never serves
+// one at another). After a statement a session keeps its
 // connection for Config.Hold (Cetus: 256ms) so a busy session does not
 // re-sync state; inside a transaction, with unreplayable state
 // (temporary tables, LOCK TABLES, GET_LOCK, SQL PREPARE, multi-statements,
@@ -251,7 +260,9 @@
 // pairs (the Jepsen harness) cuts the proxy's traffic too.
 //
 // Security (security.go, guard.go). Config.Allow lists the client networks that may
-// connect; others get ERR 1130 before the greeting. Config.PeerTLS wraps
+// connect; others get ERR 1130 before the greeting. What a client may do
+// in MariaDB is what its own mysql.user row for its real address grants
+// (proxyproto.go): never the row of the proxy's address. Config.PeerTLS wraps
 // the forwarding hop in mutual TLS (a MySQL SSLRequest upgrade on the
 // master's client port) and makes the master's proxy refuse a hop that is
 // not TLS with a certificate of the cluster CA. Config.MySQLTLS (mysqltls.go)

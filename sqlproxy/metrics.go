@@ -20,6 +20,8 @@ type Metrics struct {
 	refused    *prometheus.CounterVec
 	panics     prometheus.Counter
 	reloads    *prometheus.CounterVec
+	// headerRefused: backend logins a MariaDB refused the PROXY header of.
+	headerRefused *prometheus.CounterVec
 
 	// Resolved children per route, so a statement does no label lookup.
 	byRoute [numRoutes]routeMetrics
@@ -58,7 +60,9 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 		Help: "Reloads (SIGHUP) of the TLS files and the settings file, by result: ok (all in force) or error (refused, the old ones stay; the log says why)."}, []string{"result"})
 	m.reloads.WithLabelValues("ok")
 	m.reloads.WithLabelValues("error") // both series exist from the start, so increase() sees the first error
-	reg.MustRegister(m.conns, m.statements, m.errors, m.latency, m.refused, m.panics, m.reloads)
+	m.headerRefused = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "phxgo_sqlproxy_proxy_header_refused_total",
+		Help: "Backend logins whose PROXY header a MariaDB refused (its proxy_protocol_networks lacks this proxy's address), by outcome: fallback (logged in without it: MariaDB applies the same row to the proxy's address as to the client's) or denied (it would not: the client got 1045)."}, []string{"outcome"})
+	reg.MustRegister(m.conns, m.statements, m.errors, m.latency, m.refused, m.panics, m.reloads, m.headerRefused)
 	reg.MustRegister(version.Collector()) // phxgo_build_info{version,revision,goversion} 1
 	for k := range m.byRoute {
 		name := routeKind(k).String()

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"time"
 
 	"phxgo/binlogd/mtls"
 	"phxgo/sqlproxy/wire"
@@ -80,6 +81,8 @@ func HostOf(addr string) string {
 
 // startMySQLTLS is startClientTLS for a MariaDB backend: after the
 // greeting, an SSLRequest and the handshake verified by MySQLClientTLS.
+// A *wire.Error is MariaDB's ERR answered in place of TLS (it refused the
+// PROXY header sent before the SSLRequest: proxyproto.go).
 func startMySQLTLS(ctx context.Context, c *wire.Conn, t *TLS, addr string, g *wire.Greeting, caps uint32, charset uint8) (*wire.Conn, error) {
 	if g.Caps&wire.ClientSSL == 0 {
 		return nil, fmt.Errorf("backend %s: %w", addr, errMySQLNoTLS)
@@ -87,8 +90,14 @@ func startMySQLTLS(ctx context.Context, c *wire.Conn, t *TLS, addr string, g *wi
 	if err := c.WriteFlush(wire.SSLRequest(caps, 1<<30, charset)); err != nil {
 		return nil, err
 	}
-	tc := tls.Client(newBufConn(c), MySQLClientTLS(t, HostOf(addr)))
+	bc := newBufConn(c)
+	sn := &sniffReader{r: bc.r}
+	tc := tls.Client(sniffConn{bc, sn}, MySQLClientTLS(t, HostOf(addr)))
 	if err := tc.HandshakeContext(ctx); err != nil {
+		_ = c.SetReadDeadline(time.Now().Add(time.Second)) // dial resets it
+		if werr := sn.refusal(c.R); werr != nil {
+			return nil, werr // MariaDB's ERR in place of TLS (a refused PROXY header)
+		}
 		return nil, fmt.Errorf("TLS handshake with MariaDB %s: %w", addr, err)
 	}
 	nc := wire.NewConn(tc)

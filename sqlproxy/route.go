@@ -1,6 +1,7 @@
 package sqlproxy
 
 import (
+	"errors"
 	"math/rand/v2"
 	"time"
 
@@ -212,6 +213,8 @@ func (s *session) connect(addr string, kind routeKind) (*backend, *wire.Error) {
 	key := poolKey{addr: addr, user: s.user, stage1: s.stage1, caps: s.caps, charset: s.charset}
 	if kind == routeForward {
 		key.client = s.client.Addr() // a hop serves one client address: the master judges it
+	} else {
+		key.origin = originFor(s.client, s.byAddr) // MariaDB judges it (proxyproto.go)
 	}
 	dialer := s.srv.dial
 	if s.socketOK && kind != routeForward {
@@ -234,7 +237,10 @@ func (s *session) connect(addr string, kind routeKind) (*backend, *wire.Error) {
 		return b, nil
 	}
 	ctx := s.ctx()
-	b, werr, err := dial(ctx, dialer, key, kind, s.db, s.srv.cfg.DialTimeout, s.srv.cfg.PeerTimeout, s.srv.cfg.PeerTLS, s.srv.cfg.MySQLTLS)
+	b, werr, err := dial(ctx, dialer, key, kind, s.db, s.srv.cfg.DialTimeout, s.srv.cfg.PeerTimeout, s.srv.cfg.PeerTLS, s.srv.cfg.MySQLTLS, true)
+	if refused := (*errHeaderRefused)(nil); errors.As(err, &refused) {
+		b, werr, err = s.withoutHeader(ctx, dialer, key, kind, refused)
+	}
 	if err != nil {
 		s.srv.log.Warn("sqlproxy: backend dial failed", "addr", addr, "err", err)
 		s.srv.metrics.errors.WithLabelValues("dial").Inc()

@@ -60,6 +60,7 @@ type Server struct {
 	// Refusals before login, logged at most once per refusalLogEvery
 	// each (ratelog.go).
 	hopLog, deniedLog, unavailLog, blockedLog ratelog.Limiter
+	headerLog                                 ratelog.Limiter // MariaDB refused a PROXY header (proxyproto.go)
 
 	ctx       context.Context
 	cancel    context.CancelFunc
@@ -85,7 +86,7 @@ func New(cfg Config, topo topology.Topology, a Authenticator) (*Server, error) {
 	s := &Server{cfg: cfg, topo: topo, auth: a, log: cfg.Logger, metrics: cfg.Metrics,
 		pool: newPool(256, cfg.IdleTimeout), ctx: ctx, cancel: cancel}
 	s.hopLog.Every, s.deniedLog.Every, s.unavailLog.Every = refusalLogEvery, refusalLogEvery, refusalLogEvery
-	s.blockedLog.Every = refusalLogEvery
+	s.blockedLog.Every, s.headerLog.Every = refusalLogEvery, refusalLogEvery
 	fails, err := addrrate.NewFailures(cfg.LoginFailureBurst, cfg.LoginFailureEvery)
 	if err != nil {
 		cancel()
@@ -310,6 +311,7 @@ func (sess *session) login() error {
 	// MariaDB takes a unix socket login for one without TLS: an account
 	// that requires TLS goes by TCP, in TLS (Config.MySQLTLS).
 	sess.socketOK = acct.SameLocally && !acct.RequireTLS
+	sess.acctHost, sess.byAddr = acct.Host, acct.ByAddr
 	sess.db = resp.DB
 	_ = nc.SetDeadline(time.Time{})
 	sess.cl.Resize(wire.DefaultBufferSize)

@@ -36,6 +36,11 @@ type session struct {
 	// (user@localhost) as the account the client matched, so
 	// Config.MySQLSocket may be used for this session.
 	socketOK bool
+	// acctHost, byAddr: the Host of the client's row, and whether it
+	// matches the client's address itself (auth.Account.ByAddr;
+	// proxyproto.go).
+	acctHost string
+	byAddr   bool
 
 	// Session state replayed on a new backend connection.
 	db   string

@@ -222,7 +222,7 @@ func rawConnect(t *testing.T, addr, db string) *rawClient {
 	a := mysqld.DefaultAccounts()
 	stage1 := sha1.Sum([]byte(a.AppPassword))
 	key := poolKey{addr: addr, user: a.AppUser, stage1: string(stage1[:]), caps: rawCaps, charset: 45}
-	b, werr, err := dial(context.Background(), DialFrom(nil, 5*time.Second), key, routeMaster, db, 5*time.Second, 5*time.Second, nil, nil)
+	b, werr, err := dial(context.Background(), DialFrom(nil, 5*time.Second), key, routeMaster, db, 5*time.Second, 5*time.Second, nil, nil, true)
 	if err != nil || werr != nil {
 		t.Fatalf("raw connect to %s: %v %v", addr, err, werr)
 	}

@@ -20,6 +20,8 @@ import (
 const (
 	adminUser = "phxgo_proxy"
 	adminPass = "proxy-secret"
+	// testProxyNetworks: the test proxies dial MariaDB from 127.0.0.1.
+	testProxyNetworks = "localhost,127.0.0.1"
 )
 
 // startInstances starts n MariaDBs (server ids 1..n) with the app and
@@ -52,6 +54,9 @@ func startInstancesOpts(t *testing.T, n int, opts func(id uint32) mysqld.Options
 			"CREATE USER IF NOT EXISTS " + adminUser + "@'%' IDENTIFIED BY '" + adminPass + "'",
 			"GRANT SELECT ON mysql.* TO " + adminUser + "@'%'",
 			"GRANT SLAVE MONITOR ON *.* TO " + adminUser + "@'%'",
+			// What binlogd sets (proxynets.go): the proxies' address, so
+			// their PROXY headers are taken (proxyproto.go).
+			"SET GLOBAL proxy_protocol_networks='" + testProxyNetworks + "'",
 		}
 		if i == 1 {
 			stmts = append(stmts, "SET GLOBAL read_only=OFF")

@@ -133,6 +133,13 @@
 // connections are in their TLS handshake (5 s each; the oldest of the
 // busiest address goes for a newcomer) and 2,048 past it.
 //
+// Who MariaDB takes a PROXY header from (proxynets.go): binlogd keeps
+// MariaDB's proxy_protocol_networks at the members' addresses (witnesses
+// aside; plus an operator's mysql_extra entries), set when MariaDB starts
+// and on every member change, so the proxies' headers name the client and
+// MariaDB applies the client's own account (sqlproxy/proxyproto.go).
+// Every address listed may claim any client address, so nothing else is.
+//
 // Read windows (windows.go): the master lends a non-master proxy a share
 // of its lease (at most d/5 + m) so the proxy may send to the master's
 // MariaDB directly, and its own proxy one to serve from its MariaDB at

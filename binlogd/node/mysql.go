@@ -133,6 +133,7 @@ func (n *Node) startMySQL(ctx context.Context) error {
 	n.dbMu.Lock()
 	n.db = db
 	n.dbMu.Unlock()
+	n.kickProxyNets() // the proxies' PROXY headers are taken once it is set (proxynets.go)
 	return nil
 }
 

@@ -49,6 +49,9 @@ type Node struct {
 	// exchange to save. peerIPsKick asks for its exempt addresses anew.
 	hsLimit     *addrrate.Limiter
 	peerIPsKick chan struct{}
+	// proxyNetsKick asks proxyNetsLoop to set proxy_protocol_networks
+	// now (proxynets.go).
+	proxyNetsKick chan struct{}
 	// peerLink: dial options for links to other nodes (paxos.PeerDialOptions)
 	peerLink []grpc.DialOption
 	http     *http.Server
@@ -124,7 +127,7 @@ func New(cfg *config.Config, logger *slog.Logger) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, cred: cred, log: logger, inst: inst, tls: tlsm, peerIPsKick: make(chan struct{}, 1)}
+	n := &Node{cfg: cfg, cred: cred, log: logger, inst: inst, tls: tlsm, peerIPsKick: make(chan struct{}, 1), proxyNetsKick: make(chan struct{}, 1)}
 	n.ret = &retention{n: n}
 	n.ctl = newRoleDriver(n)
 	zero := binlog.GTID{}
@@ -239,6 +242,7 @@ func (n *Node) Run(ctx context.Context) error {
 	}
 	if !witness {
 		run(n.poll)
+		run(n.proxyNetsLoop) // proxynets.go
 	}
 	leaseCtx, stopLease := context.WithCancel(loopCtx)
 	defer stopLease()

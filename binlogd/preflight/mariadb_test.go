@@ -97,6 +97,7 @@ func TestCheckMySQLExtra(t *testing.T) {
 		{"!includedir /etc/mysql/conf.d", Warn},
 		{"binlog_commit_wait_count=10", Warn},
 		{"binlog-commit-wait-usec = 5000", Warn},
+		{"loose-proxy-protocol-networks=10.9.0.0/16", Warn},
 	} {
 		rs := CheckMySQLExtra([]string{c.line}, "/etc/phxgo/binlogd.json", 10*time.Millisecond)
 		if w := Worst(rs); w != c.want {
@@ -105,6 +106,20 @@ func TestCheckMySQLExtra(t *testing.T) {
 		}
 		if c.want != OK && (len(rs) != 1 || rs[0].Fix == "") {
 			t.Errorf("%q: want one result with a fix, got %+v", c.line, rs)
+		}
+	}
+	for _, tc := range []struct {
+		extra []string
+		want  string
+		ok    bool
+	}{
+		{nil, "", false},
+		{[]string{"proxy_protocol_networks=10.0.0.0/8"}, "10.0.0.0/8", true},
+		{[]string{"loose-proxy-protocol-networks = '10.0.0.1, ::1'", "# proxy_protocol_networks=x"}, "10.0.0.1, ::1", true},
+		{[]string{"proxy_protocol_networks=a", "proxy-protocol-networks=b"}, "b", true}, // the last wins, as in my.cnf
+	} {
+		if v, ok := ExtraSetting(tc.extra, "proxy_protocol_networks"); v != tc.want || ok != tc.ok {
+			t.Errorf("ExtraSetting(%q) = %q, %v; want %q, %v", tc.extra, v, ok, tc.want, tc.ok)
 		}
 	}
 	rs := CheckMySQLExtra([]string{"sync_binlog=0"}, "/etc/phxgo/binlogd.json", 10*time.Millisecond)

@@ -106,6 +106,18 @@ func parseExtra(raw string) (extraLine, bool) {
 	return extraLine{raw: raw, key: key, value: value}, true
 }
 
+// ExtraSetting is the value the mysql_extra lines give key (MariaDB's
+// spelling with '_'; '-' and a loose- prefix are read alike), the last
+// one winning as in my.cnf; ok false when no line sets it.
+func ExtraSetting(extra []string, key string) (value string, ok bool) {
+	for _, raw := range extra {
+		if l, isSetting := parseExtra(raw); isSetting && l.key == key {
+			value, ok = l.value, true
+		}
+	}
+	return value, ok
+}
+
 // isKnown: key is itself a setting (skip_slave_start is an option, not
 // "slave_start=OFF").
 func isKnown(key string) bool {
@@ -146,6 +158,12 @@ func CheckMySQLExtra(extra []string, cfgPath string, groupWait time.Duration) []
 			out = append(out, Result{Check: name, Status: s.sev,
 				Finding: fmt.Sprintf("%q overrides %s (phxgo: %s): %s", strings.TrimSpace(raw), l.key, s.want, s.why),
 				Fix:     fmt.Sprintf("remove %q from mysql_extra in %s", strings.TrimSpace(raw), cfgPath)})
+		}
+		if l.key == "proxy_protocol_networks" {
+			out = append(out, Result{Check: name, Status: Warn,
+				Finding: fmt.Sprintf("%q: binlogd adds the members' addresses to these entries at run time; every address listed may name any client address to MariaDB, and so log in with the privileges of that address's account (sqlproxy's PROXY header)",
+					strings.TrimSpace(raw)),
+				Fix: fmt.Sprintf("remove %q from mysql_extra in %s unless a proxy dials from an address that is not a member's", strings.TrimSpace(raw), cfgPath)})
 		}
 		if groupWait > 0 && contains(groupWaitKeys, l.key) {
 			out = append(out, Result{Check: name, Status: Warn,

@@ -18,7 +18,10 @@
 // A user without a row for the client is denied. The proxy resolves no
 // names (phxgo's MariaDB runs skip-name-resolve); 'localhost' matches a
 // loopback client. Account.SameLocally tells the proxy whether a login by
-// MariaDB's unix socket (user@localhost) would be the same account.
+// MariaDB's unix socket (user@localhost) would be the same account, and
+// Account.ByAddr whether the row matches the client's address itself (as
+// MariaDB judges a TCP login; a loopback address does not match
+// 'localhost' there), which decides what sqlproxy's PROXY header names.
 //
 // Refused: accounts with other plugins (ed25519, unix_socket, ...), an
 // invalid hash ('invalid'), no password at all, and roles. The cache of

@@ -29,6 +29,11 @@ import (
 // sees it, or as a verified forwarding hop reports it.
 type Client struct {
 	IP net.IP // nil: not an IP peer (unix socket), which is local
+	// ByAddr: judge the client by its address alone, as MariaDB (with
+	// skip-name-resolve) judges a TCP login: a loopback address then
+	// does not match 'localhost'. For the proxy's own address in
+	// Store.AccountFor; clients of the proxy leave it false.
+	ByAddr bool
 }
 
 // ClientFromAddr returns the Client for a connection's remote address.
@@ -40,7 +45,7 @@ func ClientFromAddr(a net.Addr) Client {
 }
 
 // Local reports whether the client is on this host ('localhost').
-func (c Client) Local() bool { return c.IP == nil || c.IP.IsLoopback() }
+func (c Client) Local() bool { return c.IP == nil || !c.ByAddr && c.IP.IsLoopback() }
 
 // NetipAddr is c's IP as a netip.Addr (IPv4 unmapped); the zero Addr
 // for a non-IP peer.

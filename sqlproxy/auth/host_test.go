@@ -39,6 +39,8 @@ func TestHostMatches(t *testing.T) {
 		{"localhost", ip("127.0.0.1"), true},
 		{"localhost", ip("::1"), true},
 		{"localhost", unix, true},
+		{"localhost", Client{IP: net.ParseIP("127.0.0.1"), ByAddr: true}, false}, // MariaDB over TCP, skip-name-resolve
+		{"127.0.0.1", Client{IP: net.ParseIP("127.0.0.1"), ByAddr: true}, true},
 		{"LOCALHOST", ip("127.0.0.1"), true}, // host names compare case-insensitively
 		{"localhost", ip("10.0.0.1"), false},
 		{"local%", ip("127.0.0.1"), true},

@@ -121,6 +121,11 @@ type Account struct {
 	// (red-team test, session 37: a plaintext client got in through a
 	// proxy whose link to MariaDB was TLS).
 	RequireTLS bool
+	// ByAddr: the row matches the client's address itself, as MariaDB
+	// judges a login by TCP (skip-name-resolve), not only as 'localhost'
+	// (a loopback client matching a 'localhost' row). sqlproxy's PROXY
+	// header names the address only then, else a local client.
+	ByAddr bool
 }
 
 // Verify checks the client's token for user, connecting from client,
@@ -145,12 +150,27 @@ func (s *Store) Verify(ctx context.Context, user string, client Client, salt, to
 		default:
 			if st1, ok := wire.Stage1FromToken(salt, token, r.hash); ok {
 				local, _ := match(e.rows, Client{})
-				return Account{Stage1: st1, Host: r.host.text, SameLocally: local.host.text == r.host.text, RequireTLS: r.requireTLS}, nil
+				byAddr := client.IP != nil && r.host.matches(Client{IP: client.IP, ByAddr: true})
+				return Account{Stage1: st1, Host: r.host.text, SameLocally: local.host.text == r.host.text, RequireTLS: r.requireTLS, ByAddr: byAddr}, nil
 			}
 			err = ErrDenied
 		}
 	}
 	return Account{}, err
+}
+
+// AccountFor is the Host of the row of user that a login from client
+// gets, password unchecked; ok false when no row matches. The proxy asks
+// it about its own address (Client.ByAddr) before it logs in to a MariaDB
+// without a PROXY header (sqlproxy's proxyproto.go). Errors:
+// ErrUnavailable (wrapped with the cause).
+func (s *Store) AccountFor(ctx context.Context, user string, client Client) (string, bool, error) {
+	e, err := s.lookup(ctx, user, false)
+	if err != nil {
+		return "", false, err
+	}
+	r, ok := match(e.rows, client)
+	return r.host.text, ok, nil
 }
 
 func (s *Store) lookup(ctx context.Context, user string, refresh bool) (*entry, error) {

@@ -1,7 +1,9 @@
 package fakebackend
 
 import (
+	"bytes"
 	"crypto/sha1"
+	"encoding/binary"
 	"fmt"
 	"net"
 	"sync"
@@ -322,6 +324,9 @@ func (c *conn) login() error {
 	if err := c.wc.WriteFlush(g.Encode()); err != nil {
 		return err
 	}
+	if err := c.skipProxyHeader(); err != nil {
+		return err
+	}
 	p, err := c.wc.ReadPacket()
 	if err != nil {
 		return err
@@ -345,6 +350,18 @@ func (c *conn) login() error {
 		c.db = r.DB
 	}
 	return c.wc.WriteFlush(wire.OK(0, 0, c.status()))
+}
+
+// skipProxyHeader drops a PROXY protocol v2 header in front of the first
+// packet, as MariaDB takes one from its proxy_protocol_networks
+// (sqlproxy sends one on every TCP backend login).
+func (c *conn) skipProxyHeader() error {
+	sig, err := c.wc.R.Peek(16)
+	if err != nil || !bytes.Equal(sig[:12], []byte("\r\n\r\n\x00\r\nQUIT\n")) {
+		return nil // not one (a handshake response is longer than 16 bytes)
+	}
+	_, err = c.wc.R.Discard(16 + int(binary.BigEndian.Uint16(sig[14:16])))
+	return err
 }
 
 func tokenOK(salt, token []byte, password string) bool {
