@@ -86,6 +86,11 @@ type Message struct {
 	// Fetch with Probe set (a joining node asks for it), and on MsgSnapshot
 	// (the history a compacted log no longer holds).
 	Meta []byte
+	// Digests are the sender's newest finished log range digests, on any
+	// type: not part of the protocol. The driver attaches them to at most
+	// one message per peer and interval and reads them before stepping
+	// the core, which ignores them (digest.go, digestbook.go).
+	Digests []RangeDigest
 }
 
 func (m Message) String() string {

@@ -1,0 +1,241 @@
+package paxos
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"phxgo/wal"
+)
+
+// digestLog stores values 1..n in a MemoryStorage as chosen and applied.
+func digestLog(t testing.TB, n int, value func(i uint64) []byte) *MemoryStorage {
+	t.Helper()
+	st := NewMemoryStorage()
+	u := wal.Update{Chosen: uint64(n)}
+	for i := uint64(1); i <= uint64(n); i++ {
+		u.Accepted = append(u.Accepted, wal.Accepted{Index: i, Ballot: Ballot{Round: 1, Node: 1}, Value: value(i)})
+	}
+	if err := st.Save(u); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func digestValue(i uint64) []byte {
+	switch {
+	case i%5 == 0:
+		return nil // a Noop
+	case i%7 == 0:
+		return bytes.Repeat([]byte{byte(i)}, 3<<20) // a big value
+	}
+	return testValue(fmt.Sprintf("cmd-%d", i))
+}
+
+// applyDigests runs a digester over storage's [from, to] as the applier
+// does and returns the finished ranges.
+func applyDigests(t testing.TB, d *digester, st Storage, from, to uint64) []RangeDigest {
+	t.Helper()
+	var out []RangeDigest
+	for i := from; i <= to; i++ {
+		a, ok, err := st.Get(i)
+		if err != nil || !ok {
+			t.Fatalf("get %d: %v %v", i, ok, err)
+		}
+		if rd, ok := d.add(i, a.Value); ok {
+			out = append(out, rd)
+		}
+	}
+	return out
+}
+
+// TestDigestRangesAndBytes: a range's digest is SHA-256 over (index,
+// length, value) of each entry, is finished at the range's last index,
+// and equals what digestStored computes from storage.
+func TestDigestRangesAndBytes(t *testing.T) {
+	st := digestLog(t, 20, digestValue)
+	d := newDigester(8)
+	d.reset(0)
+	got := applyDigests(t, d, st, 1, 20)
+	if len(got) != 2 || got[0].First != 1 || got[0].Last != 8 || got[1].First != 9 || got[1].Last != 16 {
+		t.Fatalf("ranges %v; want [1,8] and [9,16]", got)
+	}
+	for _, g := range got {
+		s, ok, err := digestStored(st, g.First, g.Last)
+		if err != nil || !ok || s != g {
+			t.Fatalf("stored digest %v %v %v; applied %v", s, ok, err, g)
+		}
+	}
+	// Every byte counts: a value moved between two entries changes it.
+	other := digestLog(t, 20, func(i uint64) []byte {
+		switch i {
+		case 2:
+			return append(digestValue(2), digestValue(3)[:1]...)
+		case 3:
+			return digestValue(3)[1:]
+		}
+		return digestValue(i)
+	})
+	if s, _, _ := digestStored(other, 1, 8); s.Sum == got[0].Sum {
+		t.Fatal("a byte moved between two entries left the digest unchanged")
+	}
+	if s, _, _ := digestStored(other, 9, 16); s.Sum != got[1].Sum {
+		t.Fatal("the next range changed too")
+	}
+}
+
+// TestDigestRestartMidRange: a node restarting with applied inside a
+// range re-hashes the applied part from its storage and finishes the
+// range with the digest of a node that never stopped; if that part is
+// compacted (or a snapshot was installed inside the range), the range is
+// unknown there (no digest), never a different one.
+func TestDigestRestartMidRange(t *testing.T) {
+	st := digestLog(t, 24, digestValue)
+	whole := newDigester(8)
+	whole.reset(0)
+	want := applyDigests(t, whole, st, 1, 24)
+
+	for _, applied := range []uint64{3, 8, 13, 16, 23} {
+		d := newDigester(8)
+		d.reset(applied)
+		if err := d.resume(st); err != nil {
+			t.Fatal(err)
+		}
+		got := applyDigests(t, d, st, applied+1, 24)
+		var wantAfter []RangeDigest
+		for _, w := range want {
+			if w.Last > applied {
+				wantAfter = append(wantAfter, w)
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(wantAfter) {
+			t.Fatalf("restart at %d: %v; want %v", applied, got, wantAfter)
+		}
+	}
+
+	// Compacted below 12: the range [9,16] cannot be re-hashed after a
+	// restart at 13; [17,24] is known again.
+	if err := st.TruncateBelow(1); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SaveApplied(13, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.TruncateBelow(12); err != nil {
+		t.Fatal(err)
+	}
+	d := newDigester(8)
+	d.reset(13)
+	if err := d.resume(st); err != nil {
+		t.Fatal(err)
+	}
+	got := applyDigests(t, d, st, 14, 24)
+	if len(got) != 1 || got[0] != want[2] {
+		t.Fatalf("after a compaction inside the range: %v; want only %v", got, want[2])
+	}
+}
+
+// TestDigestFile: records survive a reopen; a torn tail and a damaged
+// record are skipped; the file is rewritten once it grows.
+func TestDigestFile(t *testing.T) {
+	dir := t.TempDir()
+	f, ds, err := openDigestFile(dir)
+	if err != nil || len(ds) != 0 {
+		t.Fatalf("fresh: %v %v", ds, err)
+	}
+	var want []RangeDigest
+	for k := uint64(0); k < 3; k++ {
+		d := RangeDigest{First: k*8 + 1, Last: k*8 + 8}
+		d.Sum[0] = byte(k + 1)
+		want = append(want, d)
+		if err := f.append(d, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.close()
+	path := filepath.Join(dir, digestFileName)
+	b, _ := os.ReadFile(path)
+	b[digestRecordSize+20] ^= 1                             // damage the second record
+	b = append(b, encodeDigestRecord(nil, want[0])[:30]...) // a torn tail
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, ds, err = openDigestFile(dir)
+	if err != nil || fmt.Sprint(ds) != fmt.Sprint([]RangeDigest{want[0], want[2]}) {
+		t.Fatalf("reopened: %v %v", ds, err)
+	}
+	if st, _ := os.Stat(path); st.Size() != 2*digestRecordSize {
+		t.Fatalf("size %d after the torn tail: want it rewritten", st.Size())
+	}
+	var all []RangeDigest
+	for k := uint64(0); k < 4*digestKeepOwn; k++ {
+		d := RangeDigest{First: k*8 + 1, Last: k*8 + 8}
+		all = append(all, d)
+		if err := f.append(d, func() []RangeDigest { return all[max(0, len(all)-digestKeepOwn):] }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.close()
+	if ds, _, _ := readDigestFile(path); len(ds) > 4*digestKeepOwn || ds[len(ds)-1] != all[len(all)-1] {
+		t.Fatalf("after growth: %d records, last %v", len(ds), ds[len(ds)-1])
+	}
+}
+
+// TestDigestBook: a differing digest of a range both hold is one
+// divergence per (peer, range), whichever arrives first; other ranges
+// (unknown here, or of another range size) are not; the majority of the
+// digests known names the odd node.
+func TestDigestBook(t *testing.T) {
+	sum := func(b byte) (s [32]byte) { s[0] = b; return }
+	b := newDigestBook(1)
+	if divs := b.addOwn(RangeDigest{First: 1, Last: 8, Sum: sum(1)}); len(divs) != 0 {
+		t.Fatal(divs)
+	}
+	// Peer 2 agrees; peer 3 differs on [1,8] and sends ranges we lack or
+	// of another size.
+	if divs := b.addPeer(2, []RangeDigest{{First: 1, Last: 8, Sum: sum(1)}}); len(divs) != 0 {
+		t.Fatal(divs)
+	}
+	divs := b.addPeer(3, []RangeDigest{{First: 1, Last: 8, Sum: sum(9)}, {First: 9, Last: 16, Sum: sum(9)}, {First: 1, Last: 16, Sum: sum(9)}})
+	if len(divs) != 1 || divs[0].Peer != 3 || divs[0].First != 1 || divs[0].Odd() != 3 || divs[0].Known != 3 || divs[0].OursCount != 2 {
+		t.Fatalf("divergences %+v; want [1,8] with peer 3, node 3 odd", divs)
+	}
+	if divs := b.addPeer(3, []RangeDigest{{First: 1, Last: 8, Sum: sum(9)}}); len(divs) != 0 {
+		t.Fatalf("reported twice: %v", divs)
+	}
+	// Our own digest arriving after the peer's.
+	divs = b.addOwn(RangeDigest{First: 9, Last: 16, Sum: sum(2)})
+	if len(divs) != 1 || divs[0].Peer != 3 || divs[0].First != 9 || divs[0].Odd() != 0 {
+		t.Fatalf("divergences %+v; want [9,16] with peer 3, odd unknown (one against one)", divs)
+	}
+	if _, all, n := b.status(); n != 2 || len(all) != 2 {
+		t.Fatalf("status: %v, %d seen", all, n)
+	}
+	// The majority against us: we are the odd one.
+	b2 := newDigestBook(3)
+	b2.addOwn(RangeDigest{First: 1, Last: 8, Sum: sum(9)})
+	b2.addPeer(1, []RangeDigest{{First: 1, Last: 8, Sum: sum(1)}})
+	b2.addPeer(2, []RangeDigest{{First: 1, Last: 8, Sum: sum(1)}})
+	if _, all, _ := b2.status(); len(all) != 2 || all[0].Odd() != 3 || all[1].Odd() != 3 {
+		t.Fatalf("%+v: want node 3 (this one) odd", all)
+	}
+}
+
+// BenchmarkDigestAdd is the cost per applied entry of the log digest,
+// by value size.
+func BenchmarkDigestAdd(b *testing.B) {
+	for _, size := range []int{0, 128, 4 << 10, 64 << 10, 256 << 10} {
+		b.Run(fmt.Sprintf("value=%d", size), func(b *testing.B) {
+			v := bytes.Repeat([]byte{7}, size)
+			d := newDigester(DefaultDigestRange)
+			d.reset(0)
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				d.add(uint64(i)+1, v)
+			}
+		})
+	}
+}
