@@ -211,6 +211,13 @@ func cmdStatus(args []string) error {
 	if st.UnsafeReason != "" {
 		fmt.Printf("UNSAFE          %s\n", st.UnsafeReason)
 	}
+	_, divs := logDigestsJSON(st)
+	for _, d := range divs {
+		fmt.Printf("LOG DIVERGED    %s\n", describeDivergence(st.NodeId, d))
+	}
+	if n := st.LogDivergencesSeen; n > uint64(len(divs)) {
+		fmt.Printf("LOG DIVERGED    %d more ranges (see the node's log)\n", n-uint64(len(divs)))
+	}
 	return nil
 }
 
