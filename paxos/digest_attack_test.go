@@ -196,3 +196,58 @@ func TestForgedLearnDivergenceDetected(t *testing.T) {
 		}
 	}
 }
+
+// TestDigestsAfterSnapshotInstall: a node that installed a peer's
+// snapshot lacks the entries below it: the range the snapshot ends inside
+// is unknown there (no digest, no mismatch), and the next ranges it
+// applies have the others' digests.
+func TestDigestsAfterSnapshotInstall(t *testing.T) {
+	c := digestCluster(t, 3, nil, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	leadWith(t, c, 1)
+	idx := proposeUpTo(t, c.nodes[1], 3, "a")
+	waitAllApplied(t, c, idx)
+	c.stop(3)
+	var last uint64
+	for last%8 == 0 || last < 40 { // the snapshot ends inside a range
+		last = proposeUpTo(t, c.nodes[1], last+1, "b")
+	}
+	for _, id := range []uint32{1, 2} {
+		if err := c.nodes[id].WaitApplied(ctx, last); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.nodes[id].Compact(ctx, last+1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.start(3, nil)
+	leadWith(t, c, 1)
+	final := proposeUpTo(t, c.nodes[1], last+20, "c")
+	waitAllApplied(t, c, final)
+	if first := c.nodes[3].Status().FirstIndex; first <= idx+1 {
+		t.Fatalf("node 3's log starts at %d: it did not install a snapshot", first)
+	}
+	snapRange := (last-1)/8*8 + 1
+	await(t, 10*time.Second, "node 3's digest of the range after the snapshot", func() bool {
+		ds := c.nodes[3].Status().LogDigests
+		return len(ds) > 0 && ds[len(ds)-1].Last >= snapRange+15
+	})
+	want := map[uint64]RangeDigest{}
+	for _, d := range c.nodes[1].Status().LogDigests {
+		want[d.First] = d
+	}
+	for _, d := range c.nodes[3].Status().LogDigests {
+		if d.First <= snapRange {
+			t.Errorf("node 3 has a digest of %v, at or below the snapshot at %d", d, last)
+		}
+		if w, ok := want[d.First]; ok && w != d {
+			t.Errorf("node 3: %v, node 1: %v", d, w)
+		}
+	}
+	for id, n := range c.nodes {
+		if st := n.Status(); st.DivergencesSeen != 0 {
+			t.Errorf("node %d reports divergences %+v", id, st.Divergences)
+		}
+	}
+}

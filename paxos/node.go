@@ -450,12 +450,15 @@ func (n *Node) applyLoop() {
 			continue
 		}
 		if it.install != nil {
+			before := n.app.applied
 			if err := n.installSnapshot(it.install); err != nil {
 				n.fail(err)
 			}
-			// The ranges below the snapshot, and the one it ends inside,
-			// are unknown here (digest.go).
-			n.digests.d.reset(n.app.applied)
+			if n.app.applied != before {
+				// The ranges below the snapshot, and the one it ends
+				// inside, are unknown here (digest.go).
+				n.digests.d.reset(n.app.applied)
+			}
 			n.publishApplied()
 			continue
 		}
