@@ -3,6 +3,7 @@ package paxos
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -79,6 +80,7 @@ type digestBook struct {
 	self       uint32
 	own        []RangeDigest // ascending First, at most digestKeepOwn
 	version    uint64        // bumps when own gains a range
+	ver        atomic.Uint64 // version, readable without mu
 	peers      map[uint32][]RangeDigest
 	seen       map[divKey]bool
 	divs       []Divergence // first maxDivergences seen
@@ -134,6 +136,7 @@ func (b *digestBook) loadOwn(ds []RangeDigest) {
 		b.own = insertDigest(b.own, d, digestKeepOwn)
 	}
 	b.version++
+	b.ver.Store(b.version)
 }
 
 // addOwn records a range this node finished and returns the divergences
@@ -143,6 +146,7 @@ func (b *digestBook) addOwn(d RangeDigest) []Divergence {
 	defer b.mu.Unlock()
 	b.own = insertDigest(b.own, d, digestKeepOwn)
 	b.version++
+	b.ver.Store(b.version)
 	var out []Divergence
 	for peer, ds := range b.peers {
 		if p, ok := findDigest(ds, d.First, d.Last); ok && p.Sum != d.Sum {
@@ -259,21 +263,21 @@ func newDigestTransport(t transport, book *digestBook, every time.Duration) *dig
 
 func (t *digestTransport) send(ms []Message) {
 	var ds []RangeDigest
-	var version uint64
+	version := t.book.ver.Load()
 	loaded := false
 	now := time.Now()
 	t.mu.Lock()
 	for i := range ms {
 		mark, ok := t.sent[ms[i].To]
+		if ok && mark.version == version && now.Sub(mark.at) < t.every {
+			continue // the common case: no lock, no copy
+		}
 		if !loaded {
 			ds, version = t.book.recent()
 			loaded = true
 		}
 		if len(ds) == 0 {
 			break
-		}
-		if ok && mark.version == version && now.Sub(mark.at) < t.every {
-			continue
 		}
 		ms[i].Digests = ds
 		t.sent[ms[i].To] = digestMark{at: now, version: version}
