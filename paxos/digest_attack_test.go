@@ -144,9 +144,8 @@ func TestDigestsAgreeAcrossNodes(t *testing.T) {
 // lags, and node 2's answer to node 3's Fetch carries a value no one
 // proposed). Paxos cannot see it: node 3 applies the forged value and
 // its log forks from the others'. The digests must: within a few
-// heartbeats of the range's end, node 3 reports a divergence with node
-// 2, and node 2 one with node 3, naming node 3 as the odd node (node 1
-// holds node 2's digest).
+// heartbeats of the range's end, every node reports it, each naming node
+// 3 as the odd one (nodes 1 and 2 agree), node 3 too.
 func TestForgedLearnDivergenceDetected(t *testing.T) {
 	var forger *forgingTransport
 	opts := map[uint32][]Option{2: {withTransport(func(n *Node) transport {
@@ -182,17 +181,19 @@ func TestForgedLearnDivergenceDetected(t *testing.T) {
 		}
 		return false
 	}
-	await(t, bound, "node 3 (the victim) reporting [9,16] diverged from node 2", func() bool { return has(3, 2, 0) })
-	await(t, bound, "node 2 reporting [9,16] diverged from node 3, node 3 the odd one", func() bool { return has(2, 3, 3) })
+	for _, w := range []struct{ id, peer uint32 }{{3, 2}, {3, 1}, {2, 3}, {1, 3}} {
+		await(t, bound, fmt.Sprintf("node %d reporting [9,16] diverged from node %d, node 3 the odd one", w.id, w.peer),
+			func() bool { return has(w.id, w.peer, 3) })
+	}
 	for id, n := range c.nodes {
 		st := n.Status()
 		for _, d := range st.Divergences {
-			if d.First != 9 || (id != 3 && d.Peer != 3) {
+			if d.First != 9 || (id != 3 && d.Peer != 3) || d.Odd() != 3 {
 				t.Errorf("node %d: unexpected divergence %+v", id, d)
 			}
 		}
-		if (id == 1) != (st.DivergencesSeen == 0) {
-			t.Errorf("node %d: %d divergences seen", id, st.DivergencesSeen)
+		if want := map[uint32]uint64{1: 1, 2: 1, 3: 2}[id]; st.DivergencesSeen != want {
+			t.Errorf("node %d: %d divergences seen, want %d", id, st.DivergencesSeen, want)
 		}
 	}
 }

@@ -16,13 +16,15 @@ import (
 //	(m.Digests)         │ divergences: (peer, range) once     │               else once per interval)
 //	                    └─────────────────────────────────────┘ ──▶ Status.Divergences, an ERROR log
 //
-// Who sees whom: every message carries digests at most once per peer and
-// interval, so the leader (it sends heartbeats to every member and voters
-// answer) compares with every voter and every member compares with the
-// leader; a learner compares with the leader only (it answers nothing).
-// A Divergence records what this node saw; its counts say which side a
+// Who sees whom: the digests ride on whatever a node sends a peer
+// anyway, and a peer that got nothing within the interval (one follower
+// from another) gets a MsgDigests of its own, so every member compares
+// with every member. Each digest comes from the node it describes, over
+// that node's own authenticated link (the transport drops a message whose
+// From is not the sender's certificate): one stolen key is one voice. A
+// Divergence records what this node saw; its counts say which side a
 // majority of the digests known here for that range holds, so the odd
-// node is named when this node knows enough of them (the leader does).
+// node is named once this node knows more than two of them.
 //
 // Why a mismatch only reports and never changes what a node does: a
 // digest comes from a peer, and whoever holds a node's key can send any
@@ -247,9 +249,11 @@ type digestTransport struct {
 	transport
 	book  *digestBook
 	every time.Duration
+	self  uint32
 
-	mu   sync.Mutex
-	sent map[uint32]digestMark
+	mu    sync.Mutex
+	sent  map[uint32]digestMark
+	peers []uint32 // every node the transport dials (setPeers), but this one
 }
 
 type digestMark struct {
@@ -257,8 +261,56 @@ type digestMark struct {
 	version uint64
 }
 
-func newDigestTransport(t transport, book *digestBook, every time.Duration) *digestTransport {
-	return &digestTransport{transport: t, book: book, every: every, sent: make(map[uint32]digestMark)}
+func newDigestTransport(t transport, book *digestBook, every time.Duration, self uint32, peers map[uint32]string) *digestTransport {
+	d := &digestTransport{transport: t, book: book, every: every, self: self, sent: make(map[uint32]digestMark)}
+	d.followPeers(peers)
+	return d
+}
+
+func (t *digestTransport) followPeers(addrs map[uint32]string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.peers = t.peers[:0]
+	for id := range addrs {
+		if id != t.self {
+			t.peers = append(t.peers, id)
+		}
+	}
+	slices.Sort(t.peers)
+}
+
+func (t *digestTransport) setPeers(addrs map[uint32]string) {
+	t.followPeers(addrs)
+	t.transport.setPeers(addrs)
+}
+
+// tick (run loop, every tick) sends a MsgDigests to each peer that is
+// due and got no other message meanwhile: followers send each other
+// nothing else, and so every member compares with every member, which
+// lets each one count a majority (Divergence.Odd) from digests every
+// peer sent for itself, over its own authenticated link.
+func (t *digestTransport) tick() {
+	version := t.book.ver.Load()
+	now := time.Now()
+	var ms []Message
+	var ds []RangeDigest
+	t.mu.Lock()
+	for _, id := range t.peers {
+		if mark, ok := t.sent[id]; ok && mark.version == version && now.Sub(mark.at) < t.every {
+			continue
+		}
+		if ds == nil {
+			if ds, version = t.book.recent(); len(ds) == 0 {
+				break
+			}
+		}
+		ms = append(ms, Message{Type: MsgDigests, From: t.self, To: id, Digests: ds})
+		t.sent[id] = digestMark{at: now, version: version}
+	}
+	t.mu.Unlock()
+	if len(ms) > 0 {
+		t.transport.send(ms)
+	}
 }
 
 func (t *digestTransport) send(ms []Message) {

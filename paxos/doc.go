@@ -322,9 +322,11 @@
 //     never a mismatch; compaction needs nothing from the digests;
 //   - the newest 4 ride on the next message to each peer whenever they
 //     change, and at least once per election timeout (Message.Digests,
-//     proto field 21; an older peer sends none and ignores them). The
-//     leader thus compares with every voter, every member with the
-//     leader;
+//     proto field 21; an older peer sends none and ignores them); a peer
+//     that gets no other message meanwhile (a follower from a follower)
+//     gets a MsgDigests, which the driver takes and an older node drops
+//     unread. So every member compares with every member, each digest
+//     coming over its sender's own authenticated link;
 //   - a peer's digest of a range this node also holds that differs is a
 //     Divergence: an ERROR log once per (peer, range), Status.Divergences
 //     and DivergencesSeen, with how many of the digests this node knows

@@ -40,7 +40,7 @@ func messageToProto(m *Message) *pb.PaxosMessage {
 
 // messageFromProto converts and checks the parts the core relies on.
 func messageFromProto(p *pb.PaxosMessage) (Message, bool) {
-	if p.Type == 0 || p.Type > uint32(MsgSnapshot) {
+	if p.Type == 0 || p.Type > uint32(MsgDigests) {
 		return Message{}, false
 	}
 	m := Message{

@@ -47,9 +47,14 @@ const (
 	// Meta the paxos-internal state as of Index (reserved, nil for now),
 	// Chosen the sender's chosen index. See snapshot_install.go.
 	MsgSnapshot
+	// MsgDigests carries only Digests, to a peer this node sent no other
+	// message within the interval (a follower to another follower): not
+	// part of the protocol, the driver takes it and the core never sees
+	// it (digestbook.go). An older node drops the unknown type unread.
+	MsgDigests
 )
 
-var msgNames = [...]string{"?", "Prepare", "Promise", "Accept", "Accepted", "Fetch", "Learn", "Forward", "Snapshot"}
+var msgNames = [...]string{"?", "Prepare", "Promise", "Accept", "Accepted", "Fetch", "Learn", "Forward", "Snapshot", "Digests"}
 
 func (t MsgType) String() string {
 	if int(t) < len(msgNames) {

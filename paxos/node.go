@@ -70,7 +70,8 @@ type Node struct {
 	dropLog dropLogger   // run loop: rate-limited log of dropped messages
 	leadLog leaderLogger // run loop: leadership changes
 
-	digests *nodeDigests // log digests (digest_node.go)
+	digests *nodeDigests     // log digests (digest_node.go)
+	dtr     *digestTransport // tr, which carries them
 
 	meta     metaStore
 	members  atomic.Pointer[history] // published copy of the core's
@@ -184,7 +185,8 @@ func Start(cfg Config, sm StateMachine, opts ...Option) (*Node, error) {
 	} else {
 		n.tr = newGRPCTransport(cfg, o.dialOptions, n.log)
 	}
-	n.tr = newDigestTransport(n.tr, n.digests.book, cfg.ElectionTimeout)
+	n.dtr = newDigestTransport(n.tr, n.digests.book, cfg.ElectionTimeout, cfg.ID, cfg.Peers)
+	n.tr = n.dtr
 	n.lingerTimer = time.NewTimer(time.Hour)
 	n.lingerTimer.Stop()
 	n.followMembers(rn.Members())
@@ -328,6 +330,7 @@ func (n *Node) run() {
 			n.onCampaign(op)
 		case <-ticker.C:
 			n.rn.Tick()
+			n.dtr.tick()
 		case <-n.lingerTimer.C:
 			n.lingerArmed = false
 			n.rn.Flush()
@@ -362,9 +365,12 @@ func (n *Node) stepAll(ms []Message) {
 		if len(m.Digests) > 0 {
 			// Only from a node the core knows (it drops a stranger's
 			// message whole; the digests go with it).
-			if _, known := n.rn.c.peerPos[m.From]; known && m.From != n.cfg.ID {
+			if _, known := n.rn.c.peerPos[m.From]; known && m.From != n.cfg.ID && m.To == n.cfg.ID {
 				n.digests.fromPeer(m.From, m.Digests)
 			}
+		}
+		if m.Type == MsgDigests {
+			continue // the driver's alone (digestbook.go)
 		}
 		n.rn.Step(m)
 	}

@@ -16,10 +16,10 @@ import (
 // it in one case only: a node that the majority of the digests it knows
 // names as the odd one does not ask for the lease (canAcquire), so a
 // node whose log lost or gained a value does not become master. It does
-// not step down a master, and a mere one-to-one mismatch (a follower
-// hears only the Paxos leader's digests) changes nothing: a digest comes
-// from a peer, and one stolen key must not be enough to keep every node
-// from becoming master.
+// not step down a master, and a mismatch without a majority (one node
+// against one, or no side above half of the digests known) changes
+// nothing: each digest is its sender's word about itself, and one stolen
+// key must not be enough to keep a healthy node from becoming master.
 
 // logDigestStatus copies the digests and divergences into st.
 func logDigestStatus(st *pb.NodeStatus, ps paxos.Status) {

@@ -12,10 +12,11 @@ import (
 // Log digests in `binlogd status` and `binlogd cluster status`: each node
 // reports its newest finished log range digests and the divergences it
 // saw itself (a peer's digest of a range differing from its own;
-// paxos/digest.go). The cluster status also compares the members'
-// digests with each other, so a fork shows even between two followers
-// that never exchange digests directly, and names the odd nodes when a
-// majority of the members that hold a range's digest agree.
+// paxos/digest.go). The cluster status also compares the members' own
+// digests with each other (what each says of itself, whatever they saw
+// of each other: a member may not have heard a peer's yet), and names the
+// odd nodes when a majority of the members that hold a range's digest
+// agree.
 
 // healthLogDiverged: the node's log differs from another member's.
 const healthLogDiverged = "log_diverged"
