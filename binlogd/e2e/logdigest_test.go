@@ -148,7 +148,17 @@ func TestLogDivergenceReported(t *testing.T) {
 		}
 	}
 	awaitLog(ctx, t, c, victim, "LOG DIVERGENCE")
-	if g := scrape(t, c, victim)["phxgo_paxos_log_diverged"]; g != 1 {
-		t.Fatalf("node %d: phxgo_paxos_log_diverged %v, want 1", victim, g)
+	// Every node hears every member's digests: the victim knows it is the
+	// odd one (so it does not ask for the lease), the others that they
+	// are not.
+	for _, id := range c.IDs() {
+		want := map[bool]float64{true: 1, false: 0}[id == victim]
+		for scrape(t, c, id)["phxgo_paxos_log_odd"] != want || scrape(t, c, id)["phxgo_paxos_log_diverged"] != 1 {
+			if ctx.Err() != nil {
+				t.Fatalf("node %d: phxgo_paxos_log_odd %v (want %v), phxgo_paxos_log_diverged %v (want 1)", id,
+					scrape(t, c, id)["phxgo_paxos_log_odd"], want, scrape(t, c, id)["phxgo_paxos_log_diverged"])
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
 	}
 }
