@@ -92,8 +92,8 @@ func waitAllApplied(t *testing.T, c *testCluster, idx uint64) {
 
 // TestDigestsAgreeAcrossNodes: nodes that got the same log by different
 // paths (voting, fetching it after a restart, as a learner, restarting
-// mid-range) compute the same digest for every range, and none reports a
-// divergence.
+// mid-range) compute the same digest for every range, membership changes
+// and Noops included, and none reports a divergence.
 func TestDigestsAgreeAcrossNodes(t *testing.T) {
 	c := digestCluster(t, 4, []uint32{4}, nil)
 	leadWith(t, c, 2)
@@ -112,6 +112,13 @@ func TestDigestsAgreeAcrossNodes(t *testing.T) {
 	c.start(3, nil)
 	c.start(1, nil)
 	leadWith(t, c, 2)
+	// A membership change is an entry like any other (and the Noops the
+	// leader fills the pipeline with until it is active).
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := c.nodes[2].PromoteLearner(ctx, 4); err != nil {
+		t.Fatal(err)
+	}
 	idx = proposeUpTo(t, c.nodes[2], 42, "c")
 	waitAllApplied(t, c, idx)
 
