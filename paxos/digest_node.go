@@ -89,7 +89,7 @@ func (nd *nodeDigests) report(divs []Divergence) {
 	for _, d := range divs {
 		nd.log.Error("paxos: LOG DIVERGENCE: a peer's digest of a range of the chosen log differs from this node's; "+
 			"one of the two logs holds a value that was not chosen (a forged message from a holder of a node's key, a bug, or a corrupt disk). "+
-			"Compare with the other nodes (binlogd cluster status) and reseed the odd one",
+			"Compare with the other nodes (binlogd cluster status); replace the odd one: remove it from the membership and add it back with an empty directory (its log would go on serving the value to peers that fetch from it)",
 			"peer", d.Peer, "first", d.First, "last", d.Last,
 			"ours", hex.EncodeToString(d.Ours[:]), "theirs", hex.EncodeToString(d.Theirs[:]),
 			"digests_known", d.Known, "holding_ours", d.OursCount, "holding_theirs", d.TheirsCount, "odd_node", d.Odd())

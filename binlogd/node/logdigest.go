@@ -61,7 +61,7 @@ func newDigestCollector(n *Node) *digestCollector {
 		diverged: prometheus.NewDesc("phxgo_paxos_log_diverged",
 			"1 when this node saw a peer's log diverge from its own since it started (binlogd cluster status names the nodes and the range)", nil, nil),
 		odd: prometheus.NewDesc("phxgo_paxos_log_odd",
-			"1 when the majority of the digests this node knows for a diverged range disagrees with its own: reseed this node", nil, nil),
+			"1 when the majority of the digests this node knows for a diverged range disagrees with its own: remove this node and add it back with an empty dir", nil, nil),
 	}
 }
 

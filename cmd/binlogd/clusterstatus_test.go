@@ -85,7 +85,7 @@ func TestJudge(t *testing.T) {
 			[]string{"ok", "ok", "ok"}, []string{}},
 		{"a replica's log forked: the members' digests name it", rows(digest(master(1), sumA), digest(replica(2, 1), sumA), digest(replica(3, 1), sumB)), false, 1,
 			[]string{"ok", "ok", "log_diverged"}, []string{"node 3 log_diverged",
-				"log diverged at indexes [9, 16] (digests nodes 1, 2: aaaaaaaaaaaaaaaa, node 3: bbbbbbbbbbbbbbbb); the odd node 3: reseed"}},
+				"log diverged at indexes [9, 16] (digests nodes 1, 2: aaaaaaaaaaaaaaaa, node 3: bbbbbbbbbbbbbbbb); the odd node 3: remove and add back with an empty dir"}},
 		{"a fork only a member saw (the odd one's digests unknown)", rows(saw(master(1), 3, 3), replica(2, 1), replica(3, 1)), false, 1,
 			[]string{"ok", "ok", "log_diverged"}, []string{"node 3 log_diverged",
 				"log of node 1 diverged from node 3's at indexes [9, 16] (ours aaaaaaaaaaaaaaaa, theirs bbbbbbbbbbbbbbbb): node 3 is the odd one (2 of 3 digests known agree against it)"}},

@@ -115,7 +115,7 @@ func judgeLogDigests(rows []clusterRow) (diverged map[uint32]bool, problems []st
 			for _, s := range keys[1:] {
 				odd = append(odd, sums[s]...)
 			}
-			verdict = fmt.Sprintf("the odd %s: reseed", nodeList(odd))
+			verdict = fmt.Sprintf("the odd %s: remove and add back with an empty dir", nodeList(odd))
 			resolved[k] = true
 			for _, id := range odd {
 				diverged[id] = true
