@@ -88,6 +88,11 @@ type Status struct {
 	// for nodes that only stop: the cluster is not healthy.
 	Divergences     []Divergence
 	DivergencesSeen uint64
+	// OddRanges are the ranges where the majority of the digests this
+	// node knew named its own log the odd one; kept across restarts
+	// (digest_odd.go). Nonempty: replace this node (remove it, add it
+	// back with an empty directory).
+	OddRanges []OddRange
 }
 
 // Option adjusts Start.
@@ -338,6 +343,7 @@ func (n *Node) Status() Status {
 	n.mu.Unlock()
 	st.TailReads, st.StorageReads = n.tailReads.Load(), n.storeReads.Load()
 	st.LogDigests, st.Divergences, st.DivergencesSeen = n.digests.book.status()
+	st.OddRanges = n.digests.odd.list()
 	return st
 }
 

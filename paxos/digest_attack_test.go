@@ -195,6 +195,7 @@ func TestForgedLearnDivergenceDetected(t *testing.T) {
 		await(t, bound, fmt.Sprintf("node %d reporting [9,16] diverged from node %d, node 3 the odd one", w.id, w.peer),
 			func() bool { return has(w.id, w.peer, 3) })
 	}
+	await(t, bound, "node 3's odd mark", func() bool { return len(c.nodes[3].Status().OddRanges) == 1 })
 	for id, n := range c.nodes {
 		st := n.Status()
 		for _, d := range st.Divergences {
@@ -205,6 +206,16 @@ func TestForgedLearnDivergenceDetected(t *testing.T) {
 		if want := map[uint32]uint64{1: 1, 2: 1, 3: 2}[id]; st.DivergencesSeen != want {
 			t.Errorf("node %d: %d divergences seen, want %d", id, st.DivergencesSeen, want)
 		}
+		if (len(st.OddRanges) == 1 && st.OddRanges[0].First == 9) != (id == 3) || len(st.OddRanges) > 1 {
+			t.Errorf("node %d: odd ranges %+v", id, st.OddRanges)
+		}
+	}
+	// The victim keeps saying it is odd across a restart, from the start:
+	// the range may no longer be among the digests the nodes exchange.
+	c.stop(3)
+	c.start(3, nil)
+	if odd := c.nodes[3].Status().OddRanges; len(odd) != 1 || odd[0].First != 9 || odd[0].Last != 16 {
+		t.Fatalf("after a restart node 3 reports odd ranges %+v", odd)
 	}
 }
 

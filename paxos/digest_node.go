@@ -12,6 +12,7 @@ type nodeDigests struct {
 	d    *digester
 	book *digestBook
 	file *digestFile // nil: no Dir, or it could not be opened (kept in memory only)
+	odd  *oddMarks   // digest_odd.go
 	log  *slog.Logger
 }
 
@@ -24,6 +25,15 @@ type nodeDigests struct {
 func startDigests(cfg Config, st Storage, applied uint64, log *slog.Logger) *nodeDigests {
 	nd := &nodeDigests{d: newDigester(cfg.DigestRange), book: newDigestBook(cfg.ID), log: log}
 	nd.d.reset(applied)
+	var err error
+	if nd.odd, err = loadOddMarks(cfg.Dir); err != nil {
+		log.Warn("paxos: read the log's odd marks", "err", err)
+	}
+	for _, m := range nd.odd.list() {
+		log.Error("paxos: this node's log is the ODD ONE: at its last check the majority of the nodes' digests of this range disagreed with its own, "+
+			"so its log holds a value there that was not chosen; remove it from the membership and add it back with an empty directory",
+			"first", m.First, "last", m.Last, "ours", hex.EncodeToString(m.Ours[:]), "majority", hex.EncodeToString(m.Majority[:]), "since", m.At)
+	}
 	var last uint64 // highest Last on file
 	if cfg.Dir != "" {
 		f, ds, err := openDigestFile(cfg.Dir)
@@ -74,6 +84,7 @@ func (nd *nodeDigests) own(d RangeDigest) {
 		}
 	}
 	nd.report(divs)
+	nd.checkOdd()
 }
 
 // fromPeer takes the digests a peer's message carried (run loop).
@@ -82,6 +93,25 @@ func (nd *nodeDigests) fromPeer(peer uint32, ds []RangeDigest) {
 		return
 	}
 	nd.report(nd.book.addPeer(peer, ds))
+	nd.checkOdd()
+}
+
+// checkOdd records the ranges where the majority now names this node as
+// the odd one (digest_odd.go).
+func (nd *nodeDigests) checkOdd() {
+	for _, d := range nd.book.oddNow() {
+		isNew, err := nd.odd.add(OddRange{First: d.First, Last: d.Last, Ours: d.Ours, Majority: d.Theirs, At: d.At})
+		if err != nil {
+			nd.log.Warn("paxos: persist an odd mark", "first", d.First, "err", err)
+		}
+		if isNew {
+			nd.log.Error("paxos: this node's log is the ODD ONE: the majority of the nodes' digests of this range disagrees with its own, "+
+				"so its log holds a value there that was not chosen; it says so until its directory is replaced: "+
+				"remove it from the membership and add it back with an empty directory",
+				"first", d.First, "last", d.Last, "ours", hex.EncodeToString(d.Ours[:]), "majority", hex.EncodeToString(d.Theirs[:]),
+				"digests_known", d.Known, "holding_majority", d.TheirsCount)
+		}
+	}
 }
 
 // report logs each divergence once (the book returns each once).

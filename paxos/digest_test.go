@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"phxgo/wal"
 )
@@ -220,6 +221,46 @@ func TestDigestBook(t *testing.T) {
 	b2.addPeer(2, []RangeDigest{{First: 1, Last: 8, Sum: sum(1)}})
 	if _, all, _ := b2.status(); len(all) != 2 || all[0].Odd() != 3 || all[1].Odd() != 3 {
 		t.Fatalf("%+v: want node 3 (this one) odd", all)
+	}
+	// Five members: a forked node 4 and a liar 5 sending node 4's digest
+	// are two of five, not a majority, however early they speak.
+	b5 := newDigestBook(1)
+	b5.setMembers(5)
+	b5.addOwn(RangeDigest{First: 1, Last: 8, Sum: sum(1)})
+	b5.addPeer(4, []RangeDigest{{First: 1, Last: 8, Sum: sum(9)}})
+	b5.addPeer(5, []RangeDigest{{First: 1, Last: 8, Sum: sum(9)}})
+	if odd := b5.oddNow(); len(odd) != 0 {
+		t.Fatalf("two of five named this node odd: %+v", odd)
+	}
+	b5.addPeer(2, []RangeDigest{{First: 1, Last: 8, Sum: sum(1)}})
+	b5.addPeer(3, []RangeDigest{{First: 1, Last: 8, Sum: sum(1)}})
+	if _, all, _ := b5.status(); len(all) != 2 || all[0].Odd() != 4 || all[1].Odd() != 5 {
+		t.Fatalf("%+v: want nodes 4 and 5 odd once three of five agree", all)
+	}
+}
+
+// TestOddMarks: a node the majority names odd records it durably; the
+// mark survives a reload, once per range; a damaged line is skipped.
+func TestOddMarks(t *testing.T) {
+	dir := t.TempDir()
+	o, err := loadOddMarks(dir)
+	if err != nil || len(o.list()) != 0 {
+		t.Fatal(o.list(), err)
+	}
+	r := OddRange{First: 9, Last: 16, At: time.Unix(0, 12345)}
+	r.Ours[0], r.Majority[0] = 1, 2
+	if isNew, err := o.add(r); !isNew || err != nil {
+		t.Fatal(isNew, err)
+	}
+	if isNew, _ := o.add(r); isNew {
+		t.Fatal("added twice")
+	}
+	f, _ := os.OpenFile(filepath.Join(dir, oddFileName), os.O_WRONLY|os.O_APPEND, 0)
+	f.WriteString("9 16 zz\n")
+	f.Close()
+	o, err = loadOddMarks(dir)
+	if got := o.list(); err != nil || len(got) != 1 || got[0] != r {
+		t.Fatalf("reloaded %+v %v; want %+v", got, err, r)
 	}
 }
 

@@ -52,19 +52,25 @@ type Divergence struct {
 	First, Last  uint64
 	Ours, Theirs [32]byte
 	// Among the digests of this range this node knows (its own and its
-	// peers', Known in all): how many equal Ours and Theirs.
-	OursCount, TheirsCount, Known int
-	At                            time.Time // when it was first seen
+	// peers', Known in all): how many equal Ours and Theirs. Members is
+	// how many nodes the cluster has (every member computes digests).
+	OursCount, TheirsCount, Known, Members int
+	At                                     time.Time // when it was first seen
 }
 
-// Odd returns the node whose digest the majority of Known does not hold:
-// Peer when more than half hold Ours, Node when more than half hold
-// Theirs, 0 when this node does not know enough digests to tell.
+// Odd returns the node whose digest a majority of the members does not
+// hold: Peer when more than half of them hold Ours, Node when more than
+// half hold Theirs, 0 when this node does not know enough digests to
+// tell. A majority of the members, not of the digests known: otherwise a
+// forked node and a liar that sends the forked node's digest (one stolen
+// key can do both) would outvote a healthy node that has not heard the
+// others yet.
 func (d Divergence) Odd() uint32 {
+	n := max(d.Known, d.Members)
 	switch {
-	case 2*d.OursCount > d.Known:
+	case 2*d.OursCount > n:
 		return d.Peer
-	case 2*d.TheirsCount > d.Known:
+	case 2*d.TheirsCount > n:
 		return d.Node
 	}
 	return 0
@@ -87,7 +93,15 @@ type digestBook struct {
 	seen       map[divKey]bool
 	divs       []Divergence // first maxDivergences seen
 	mismatches uint64       // every divergence seen
+	members    int          // nodes in the cluster (setMembers)
 	now        func() time.Time
+}
+
+// setMembers records how many nodes the cluster has, this one included.
+func (b *digestBook) setMembers(n int) {
+	b.mu.Lock()
+	b.members = n
+	b.mu.Unlock()
 }
 
 func newDigestBook(self uint32) *digestBook {
@@ -195,7 +209,7 @@ func (b *digestBook) note(peer uint32, ours, theirs RangeDigest, out []Divergenc
 
 // count fills in d's counts from the digests known now.
 func (b *digestBook) count(d *Divergence) {
-	d.OursCount, d.TheirsCount, d.Known = 1, 0, 1
+	d.OursCount, d.TheirsCount, d.Known, d.Members = 1, 0, 1, b.members
 	for _, ds := range b.peers {
 		p, ok := findDigest(ds, d.First, d.Last)
 		if !ok {
@@ -277,6 +291,7 @@ func (t *digestTransport) followPeers(addrs map[uint32]string) {
 		}
 	}
 	slices.Sort(t.peers)
+	t.book.setMembers(len(t.peers) + 1)
 }
 
 func (t *digestTransport) setPeers(addrs map[uint32]string) {
