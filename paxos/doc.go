@@ -330,11 +330,21 @@
 //   - a peer's digest of a range this node also holds that differs is a
 //     Divergence: an ERROR log once per (peer, range), Status.Divergences
 //     and DivergencesSeen, with how many of the digests this node knows
-//     for the range hold each side (Divergence.Odd names the node the
-//     majority disagrees with). Paxos itself goes on unchanged: a digest
-//     is a peer's word, and a stolen key must not be able to stop the
-//     majority (binlogd only keeps a node it knows to be odd from
-//     becoming master).
+//     for the range hold each side (Divergence.Odd names the node that
+//     more than half of the members disagree with: of the members, not
+//     of the digests heard, or a forked node and a liar sending its
+//     digest would outvote a healthy node that has not heard the rest);
+//   - a node named odd records it, synced, in Dir/logdigests-odd and
+//     reports it (Status.OddRanges) across restarts, until its directory
+//     is replaced (digest_odd.go): the range soon leaves the digests the
+//     nodes exchange, and the fork must not look healthy again.
+//
+// Paxos itself goes on unchanged: a digest is a peer's word, and a
+// stolen key must not be able to stop the majority (binlogd only keeps a
+// node named odd from becoming master). What the digests cannot do: an
+// attacker who forks a majority of the nodes (each that fetches from it)
+// makes the majority's digest the forged one, and the healthy minority
+// is then named odd; the divergence is still reported.
 //
 // # Invariants
 //

@@ -161,4 +161,28 @@ func TestLogDivergenceReported(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
+	// The victim recorded it is the odd one: after a restart it says so
+	// from the start, whatever digests the nodes exchange by then.
+	if err := c.StopNode(ctx, victim); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.StartNode(victim); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		vs, err := c.Status(ctx, victim)
+		if err == nil {
+			if len(vs.LogOddRanges) != 1 || vs.LogOddRanges[0].First != first {
+				t.Fatalf("node %d after a restart: odd ranges %v", victim, vs.LogOddRanges)
+			}
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("node %d never answered after its restart: %v", victim, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !strings.Contains(nodeLog(t, c, victim), "ODD ONE") {
+		t.Fatalf("node %d logged nothing about being the odd one", victim)
+	}
 }

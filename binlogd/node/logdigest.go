@@ -35,11 +35,19 @@ func logDigestStatus(st *pb.NodeStatus, ps paxos.Status) {
 		})
 	}
 	st.LogDivergencesSeen = ps.DivergencesSeen
+	for _, r := range ps.OddRanges {
+		st.LogOddRanges = append(st.LogOddRanges, &pb.LogOddRange{First: r.First, Last: r.Last,
+			Ours: append([]byte(nil), r.Ours[:]...), Majority: append([]byte(nil), r.Majority[:]...), SinceUnixNano: r.At.UnixNano()})
+	}
 }
 
-// logOdd reports whether the majority of the digests this node knows for
-// some diverged range disagrees with its own.
+// logOdd reports whether a majority of the members' digests of some
+// diverged range disagrees with this node's own, now or at a check it
+// recorded before (a restart does not make it healthy).
 func logOdd(ps paxos.Status) bool {
+	if len(ps.OddRanges) > 0 {
+		return true // recorded (paxos/digest_odd.go): across restarts
+	}
 	for _, d := range ps.Divergences {
 		if d.Odd() == ps.ID && ps.ID != 0 {
 			return true

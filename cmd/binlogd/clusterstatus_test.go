@@ -92,6 +92,11 @@ func TestJudge(t *testing.T) {
 		{"a fork seen one to one", rows(master(1), replica(2, 1), with(replica(3, 1), func(s *statusJSON) { saw(s, 1, 0) })), false, 1,
 			[]string{"log_diverged", "ok", "log_diverged"}, []string{"node 1 log_diverged", "node 3 log_diverged",
 				"log of node 3 diverged from node 1's at indexes [9, 16] (ours aaaaaaaaaaaaaaaa, theirs bbbbbbbbbbbbbbbb): which is odd is not known here"}},
+		{"a node that recorded it is the odd one (after restarts: no digest left to compare)", rows(master(1), replica(2, 1), with(replica(3, 1), func(s *statusJSON) {
+			s.LogOddRanges = []logOddJSON{{First: 9, Last: 16, Ours: sumB, Majority: sumA, Since: "2026-12-05T00:14:15Z"}}
+		})), false, 1,
+			[]string{"ok", "ok", "log_diverged"}, []string{"node 3 log_diverged",
+				"log of node 3 is the odd one at indexes [9, 16] since 2026-12-05T00:14:15Z (ours bbbbbbbbbbbbbbbb, the majority's aaaaaaaaaaaaaaaa): remove it and add it back with an empty dir"}},
 		{"two members, two digests: no majority", rows(digest(master(1), sumA), digest(replica(2, 1), sumB)), false, 1,
 			[]string{"log_diverged", "log_diverged"}, []string{"node 1 log_diverged", "node 2 log_diverged",
 				"log diverged at indexes [9, 16] (digests node 1: aaaaaaaaaaaaaaaa, node 2: bbbbbbbbbbbbbbbb); no majority: compare the nodes' data"}},

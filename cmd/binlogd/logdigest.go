@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	pb "phxgo/proto"
 )
@@ -37,6 +38,29 @@ type logDivergenceJSON struct {
 	HoldingOurs   uint32 `json:"holding_ours"`
 	HoldingTheirs uint32 `json:"holding_theirs"`
 	OddNode       uint32 `json:"odd_node"` // 0: the reporter could not tell
+}
+
+type logOddJSON struct {
+	First    uint64 `json:"first"`
+	Last     uint64 `json:"last"`
+	Ours     string `json:"ours"`
+	Majority string `json:"majority"`
+	Since    string `json:"since"` // RFC 3339
+}
+
+func logOddJSONs(st *pb.NodeStatus) []logOddJSON {
+	out := []logOddJSON{}
+	for _, r := range st.LogOddRanges {
+		out = append(out, logOddJSON{First: r.First, Last: r.Last, Ours: hex.EncodeToString(r.Ours), Majority: hex.EncodeToString(r.Majority),
+			Since: time.Unix(0, r.SinceUnixNano).UTC().Format(time.RFC3339)})
+	}
+	return out
+}
+
+// describeOdd is one line for people.
+func describeOdd(self uint32, r logOddJSON) string {
+	return fmt.Sprintf("log of node %d is the odd one at indexes [%d, %d] since %s (ours %.16s, the majority's %.16s): remove it and add it back with an empty dir",
+		self, r.First, r.Last, r.Since, r.Ours, r.Majority)
 }
 
 func logDigestsJSON(st *pb.NodeStatus) ([]logDigestJSON, []logDivergenceJSON) {
@@ -132,6 +156,10 @@ func judgeLogDigests(rows []clusterRow) (diverged map[uint32]bool, problems []st
 	for _, r := range rows {
 		if r.Status == nil {
 			continue
+		}
+		for _, o := range r.Status.LogOddRanges {
+			problems = append(problems, describeOdd(r.ID, o))
+			diverged[r.ID] = true
 		}
 		for _, d := range r.Status.LogDivergences {
 			problems = append(problems, describeDivergence(r.ID, d))

@@ -211,6 +211,9 @@ func cmdStatus(args []string) error {
 	if st.UnsafeReason != "" {
 		fmt.Printf("UNSAFE          %s\n", st.UnsafeReason)
 	}
+	for _, o := range logOddJSONs(st) {
+		fmt.Printf("LOG ODD         %s\n", describeOdd(st.NodeId, o))
+	}
 	_, divs := logDigestsJSON(st)
 	for _, d := range divs {
 		fmt.Printf("LOG DIVERGED    %s\n", describeDivergence(st.NodeId, d))

@@ -46,6 +46,7 @@ type statusJSON struct {
 	LogDigests         []logDigestJSON     `json:"log_digests"`
 	LogDivergences     []logDivergenceJSON `json:"log_divergences"`
 	LogDivergencesSeen uint64              `json:"log_divergences_seen"`
+	LogOddRanges       []logOddJSON        `json:"log_odd_ranges"`
 }
 
 type memberJSON struct {
@@ -76,6 +77,7 @@ func newStatusJSON(st *pb.NodeStatus) statusJSON {
 	}
 	out.LogDigests, out.LogDivergences = logDigestsJSON(st)
 	out.LogDivergencesSeen = st.LogDivergencesSeen
+	out.LogOddRanges = logOddJSONs(st)
 	for _, m := range st.Members {
 		out.Members = append(out.Members, memberJSON{ID: m.Id, GRPCAddr: m.GrpcAddr, MySQLAddr: m.MysqlAddr, ReplAddr: m.ReplAddr, ProxyAddr: m.ProxyAddr})
 	}
