@@ -78,6 +78,21 @@ type Status struct {
 	// (StuckPromise: it keeps the promise, so it never votes again, and
 	// still learns and applies the log).
 	BallotExhausted, StuckPromise bool
+	// LogDigests are this node's newest finished range digests (at most
+	// 4, ascending), the ones it sends its peers (digest.go).
+	LogDigests []RangeDigest
+	// Divergences are the ranges a peer's digest showed differently
+	// (the first 64 seen since Start, with counts as of now);
+	// DivergencesSeen counts all of them. Either nonzero: this node's log
+	// and a peer's hold different chosen values, which Paxos rules out
+	// for nodes that only stop: the cluster is not healthy.
+	Divergences     []Divergence
+	DivergencesSeen uint64
+	// OddRanges are the ranges where the majority of the digests this
+	// node knew named its own log the odd one; kept across restarts
+	// (digest_odd.go). Nonempty: replace this node (remove it, add it
+	// back with an empty directory).
+	OddRanges []OddRange
 }
 
 // Option adjusts Start.
@@ -327,6 +342,8 @@ func (n *Node) Status() Status {
 	st := n.status
 	n.mu.Unlock()
 	st.TailReads, st.StorageReads = n.tailReads.Load(), n.storeReads.Load()
+	st.LogDigests, st.Divergences, st.DivergencesSeen = n.digests.book.status()
+	st.OddRanges = n.digests.odd.list()
 	return st
 }
 

@@ -84,6 +84,11 @@ type Config struct {
 	// in memory for ReadNext (readtail.go); 0 turns the tail off, so
 	// every read goes to storage.
 	ReadTailBytes int
+	// DigestRange is the size of the index ranges whose log digests the
+	// nodes exchange to detect a forked log (digest.go); 0 means
+	// DefaultDigestRange. Nodes compare only ranges of equal bounds, so
+	// nodes configured differently compare nothing (and say nothing).
+	DigestRange uint64
 	// Logger receives the engine's logs (slog.Default() if nil).
 	Logger *slog.Logger
 }
@@ -106,6 +111,7 @@ func DefaultConfig() Config {
 		MaxIndexAhead:     DefaultMaxIndexAhead,
 		SnapshotEvery:     1000,
 		ReadTailBytes:     32 << 20,
+		DigestRange:       DefaultDigestRange,
 	}
 }
 
@@ -141,6 +147,8 @@ func (c Config) Validate() error {
 		return bad("SnapshotEvery", "must be positive, got %d", c.SnapshotEvery)
 	case c.ReadTailBytes < 0:
 		return bad("ReadTailBytes", "negative")
+	case c.DigestRange > maxDigestRange:
+		return bad("DigestRange", "%d, at most %d", c.DigestRange, maxDigestRange)
 	}
 	if _, ok := c.Peers[c.ID]; !ok {
 		return bad("Peers", "lacks this node's ID %d", c.ID)

@@ -296,6 +296,56 @@
 // loaded; a chosen or applied index above MaxIndex (a forged snapshot) is
 // refused at start as corruption, naming it.
 //
+// # Log digests
+//
+// Everything above protects a node from messages that are out of range;
+// nothing in Paxos protects it from a well-formed lie. A holder of a
+// node's key can answer another node's Fetch with a forged value, which
+// that node stores as chosen (a bug or a disk could do the same), and the
+// protocol never looks at a chosen value again. So the nodes compare
+// their logs (digest.go, digestbook.go, digest_node.go):
+//
+//   - each node hashes its chosen log as the applier applies it, per
+//     range [k*R+1, (k+1)*R] (Config.DigestRange, default 256): SHA-256
+//     over index, length and value of every entry (the exact chosen
+//     bytes: a Noop is the empty value, a membership change a value like
+//     any other; no value is chunked), one hash update per entry (about
+//     20 ns plus 0.6 ns per value byte with SHA-NI). Whether the entry
+//     came in an Accept, a Learn or from storage at a restart, the bytes
+//     and so the digests are the same on every node;
+//   - finished range digests are appended to Dir/logdigests (no sync; the
+//     newest 64 kept). At start the node re-hashes from its own log the
+//     ranges finished since the file's last record (at most 4) and the
+//     applied part of the current range, so a node restarting mid-range
+//     finishes it with the same digest. What storage no longer holds (a
+//     compacted range, one a peer's snapshot ends inside) is unknown,
+//     never a mismatch; compaction needs nothing from the digests;
+//   - the newest 4 ride on the next message to each peer whenever they
+//     change, and at least once per election timeout (Message.Digests,
+//     proto field 21; an older peer sends none and ignores them); a peer
+//     that gets no other message meanwhile (a follower from a follower)
+//     gets a MsgDigests, which the driver takes and an older node drops
+//     unread. So every member compares with every member, each digest
+//     coming over its sender's own authenticated link;
+//   - a peer's digest of a range this node also holds that differs is a
+//     Divergence: an ERROR log once per (peer, range), Status.Divergences
+//     and DivergencesSeen, with how many of the digests this node knows
+//     for the range hold each side (Divergence.Odd names the node that
+//     more than half of the members disagree with: of the members, not
+//     of the digests heard, or a forked node and a liar sending its
+//     digest would outvote a healthy node that has not heard the rest);
+//   - a node named odd records it, synced, in Dir/logdigests-odd and
+//     reports it (Status.OddRanges) across restarts, until its directory
+//     is replaced (digest_odd.go): the range soon leaves the digests the
+//     nodes exchange, and the fork must not look healthy again.
+//
+// Paxos itself goes on unchanged: a digest is a peer's word, and a
+// stolen key must not be able to stop the majority (binlogd only keeps a
+// node named odd from becoming master). What the digests cannot do: an
+// attacker who forks a majority of the nodes (each that fetches from it)
+// makes the majority's digest the forged one, and the healthy minority
+// is then named odd; the divergence is still reported.
+//
 // # Invariants
 //
 //   - at most one value is chosen per index (checked by the simulation on
@@ -334,4 +384,7 @@
 // FuzzCoreStep feeds three cores arbitrary scripts of ticks, proposals,
 // lost or delivered messages, restarts and forged messages (hostile
 // input above; hostile_test.go is its table of cases).
+// digest_attack_test.go is the forged-Learn attack on real nodes over
+// gRPC: the victim applies the forged value, and both it and the
+// leader report the divergence within a few heartbeats.
 package paxos

@@ -31,12 +31,16 @@ func messageToProto(m *Message) *pb.PaxosMessage {
 			out.Entries[i] = &pb.PaxosEntry{Index: e.Index, Ballot: ballotToProto(e.Ballot), Value: e.Value}
 		}
 	}
+	for i := range m.Digests {
+		d := &m.Digests[i]
+		out.Digests = append(out.Digests, &pb.PaxosDigest{First: d.First, Last: d.Last, Sum: d.Sum[:]})
+	}
 	return out
 }
 
 // messageFromProto converts and checks the parts the core relies on.
 func messageFromProto(p *pb.PaxosMessage) (Message, bool) {
-	if p.Type == 0 || p.Type > uint32(MsgSnapshot) {
+	if p.Type == 0 || p.Type > uint32(MsgDigests) {
 		return Message{}, false
 	}
 	m := Message{
@@ -51,6 +55,7 @@ func messageFromProto(p *pb.PaxosMessage) (Message, bool) {
 			m.Entries[i] = Entry{Index: e.Index, Ballot: ballotFromProto(e.Ballot), Value: e.Value}
 		}
 	}
+	m.Digests = digestsFromProto(p.Digests)
 	return m, true
 }
 
@@ -60,9 +65,27 @@ func messageSize(m *Message) int {
 	for _, e := range m.Entries {
 		n += len(e.Value) + 32
 	}
-	n += len(m.Snapshot)
+	n += len(m.Snapshot) + 56*len(m.Digests)
 	for _, c := range m.Cmds {
 		n += len(c) + 8
 	}
 	return n
+}
+
+// digestsFromProto converts a message's digests; a list that is too long
+// or holds a malformed digest is dropped whole (digests are advisory:
+// the message itself still counts).
+func digestsFromProto(ps []*pb.PaxosDigest) []RangeDigest {
+	if len(ps) == 0 || len(ps) > maxDigestsPerMessage {
+		return nil
+	}
+	out := make([]RangeDigest, len(ps))
+	for i, p := range ps {
+		if len(p.Sum) != len(out[i].Sum) {
+			return nil
+		}
+		out[i].First, out[i].Last = p.First, p.Last
+		copy(out[i].Sum[:], p.Sum)
+	}
+	return out
 }

@@ -51,6 +51,10 @@ type testCluster struct {
 	srvs  map[uint32]*grpc.Server
 	// walOptions, if set, opens each node's wal with these options.
 	walOptions *wal.Options
+	// configure, if set, adjusts each node's config at every start;
+	// opts adds options to a node's Start.
+	configure func(*Config)
+	opts      map[uint32][]Option
 }
 
 func testConfig(id uint32, peers map[uint32]string, dir string) Config {
@@ -66,8 +70,15 @@ func newTestCluster(t *testing.T, n int) *testCluster { return newTestClusterWAL
 // newTestClusterWAL starts n nodes whose wals are opened with walOpts (nil:
 // the engine's own defaults).
 func newTestClusterWAL(t *testing.T, n int, walOpts *wal.Options) *testCluster {
+	return newTestClusterWith(t, n, &testCluster{walOptions: walOpts})
+}
+
+// newTestClusterWith starts n nodes with proto's walOptions, configure
+// and opts.
+func newTestClusterWith(t *testing.T, n int, proto *testCluster) *testCluster {
 	c := &testCluster{t: t, peers: map[uint32]string{}, dirs: map[uint32]string{},
-		nodes: map[uint32]*Node{}, sms: map[uint32]*lockedSM{}, srvs: map[uint32]*grpc.Server{}, walOptions: walOpts}
+		nodes: map[uint32]*Node{}, sms: map[uint32]*lockedSM{}, srvs: map[uint32]*grpc.Server{},
+		walOptions: proto.walOptions, configure: proto.configure, opts: proto.opts}
 	lis := map[uint32]net.Listener{}
 	for i := uint32(1); i <= uint32(n); i++ {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -91,7 +102,11 @@ func newTestClusterWAL(t *testing.T, n int, walOpts *wal.Options) *testCluster {
 
 func (c *testCluster) start(id uint32, l net.Listener) {
 	c.t.Helper()
-	c.startWith(id, l, testConfig(id, c.peers, c.dirs[id]))
+	cfg := testConfig(id, c.peers, c.dirs[id])
+	if c.configure != nil {
+		c.configure(&cfg)
+	}
+	c.startWith(id, l, cfg)
 }
 
 func (c *testCluster) startWith(id uint32, l net.Listener, cfg Config) {
@@ -110,7 +125,7 @@ func (c *testCluster) startWith(id uint32, l net.Listener, cfg Config) {
 		}
 	}
 	sm := &lockedSM{}
-	var opts []Option
+	opts := append([]Option(nil), c.opts[id]...)
 	if c.walOptions != nil {
 		w, err := wal.Open(cfg.Dir, *c.walOptions)
 		if err != nil {

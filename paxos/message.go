@@ -47,9 +47,14 @@ const (
 	// Meta the paxos-internal state as of Index (reserved, nil for now),
 	// Chosen the sender's chosen index. See snapshot_install.go.
 	MsgSnapshot
+	// MsgDigests carries only Digests, to a peer this node sent no other
+	// message within the interval (a follower to another follower): not
+	// part of the protocol, the driver takes it and the core never sees
+	// it (digestbook.go). An older node drops the unknown type unread.
+	MsgDigests
 )
 
-var msgNames = [...]string{"?", "Prepare", "Promise", "Accept", "Accepted", "Fetch", "Learn", "Forward", "Snapshot"}
+var msgNames = [...]string{"?", "Prepare", "Promise", "Accept", "Accepted", "Fetch", "Learn", "Forward", "Snapshot", "Digests"}
 
 func (t MsgType) String() string {
 	if int(t) < len(msgNames) {
@@ -86,6 +91,11 @@ type Message struct {
 	// Fetch with Probe set (a joining node asks for it), and on MsgSnapshot
 	// (the history a compacted log no longer holds).
 	Meta []byte
+	// Digests are the sender's newest finished log range digests, on any
+	// type: not part of the protocol. The driver attaches them to at most
+	// one message per peer and interval and reads them before stepping
+	// the core, which ignores them (digest.go, digestbook.go).
+	Digests []RangeDigest
 }
 
 func (m Message) String() string {

@@ -70,6 +70,9 @@ type Node struct {
 	dropLog dropLogger   // run loop: rate-limited log of dropped messages
 	leadLog leaderLogger // run loop: leadership changes
 
+	digests *nodeDigests     // log digests (digest_node.go)
+	dtr     *digestTransport // tr, which carries them
+
 	meta     metaStore
 	members  atomic.Pointer[history] // published copy of the core's
 	chosenAt atomic.Uint64           // core's chosen index, for Membership
@@ -173,6 +176,7 @@ func Start(cfg Config, sm StateMachine, opts ...Option) (*Node, error) {
 			"promised_round", st.HardState().Promised.Round, "promised_node", st.HardState().Promised.Node, "max_round", MaxRound)
 	}
 	n.applied.Store(n.app.applied)
+	n.digests = startDigests(cfg, st, n.app.applied, n.log)
 	if hs := st.HardState(); hs.Snapshot != nil {
 		n.addCheckpoint(hs.Applied, hs.Snapshot)
 	}
@@ -181,6 +185,8 @@ func Start(cfg Config, sm StateMachine, opts ...Option) (*Node, error) {
 	} else {
 		n.tr = newGRPCTransport(cfg, o.dialOptions, n.log)
 	}
+	n.dtr = newDigestTransport(n.tr, n.digests.book, cfg.ElectionTimeout, cfg.ID, cfg.Peers)
+	n.tr = n.dtr
 	n.lingerTimer = time.NewTimer(time.Hour)
 	n.lingerTimer.Stop()
 	n.followMembers(rn.Members())
@@ -324,6 +330,7 @@ func (n *Node) run() {
 			n.onCampaign(op)
 		case <-ticker.C:
 			n.rn.Tick()
+			n.dtr.tick()
 		case <-n.lingerTimer.C:
 			n.lingerArmed = false
 			n.rn.Flush()
@@ -355,6 +362,16 @@ func (n *Node) drain() {
 
 func (n *Node) stepAll(ms []Message) {
 	for _, m := range n.checkSnapshots(ms) {
+		if len(m.Digests) > 0 {
+			// Only from a node the core knows (it drops a stranger's
+			// message whole; the digests go with it).
+			if _, known := n.rn.c.peerPos[m.From]; known && m.From != n.cfg.ID && m.To == n.cfg.ID {
+				n.digests.fromPeer(m.From, m.Digests)
+			}
+		}
+		if m.Type == MsgDigests {
+			continue // the driver's alone (digestbook.go)
+		}
 		n.rn.Step(m)
 	}
 }
@@ -439,8 +456,14 @@ func (n *Node) applyLoop() {
 			continue
 		}
 		if it.install != nil {
+			before := n.app.applied
 			if err := n.installSnapshot(it.install); err != nil {
 				n.fail(err)
+			}
+			if n.app.applied != before {
+				// The ranges below the snapshot, and the one it ends
+				// inside, are unknown here (digest.go).
+				n.digests.d.reset(n.app.applied)
 			}
 			n.publishApplied()
 			continue
@@ -454,6 +477,7 @@ func (n *Node) applyLoop() {
 			// Before Applied moves: a reader that sees the new Applied
 			// finds the entry in the tail.
 			n.tail.add(e.Index, cmds, len(e.Value))
+			n.digests.applied(e)
 			n.sinceSnap++
 		}
 		n.applied.Store(n.app.applied)
@@ -574,6 +598,7 @@ func (n *Node) shutdown() {
 	if err := n.storage.Close(); err != nil {
 		n.log.Error("close storage", "err", err)
 	}
+	n.digests.close()
 	n.mu.Lock()
 	err := n.fatal
 	close(n.appliedCh)

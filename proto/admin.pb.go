@@ -942,7 +942,23 @@ type NodeStatus struct {
 	MysqlDurableGtidPos string `protobuf:"bytes,24,opt,name=mysql_durable_gtid_pos,json=mysqlDurableGtidPos,proto3" json:"mysql_durable_gtid_pos,omitempty"`
 	// learner: this node is a learner (members[].learner): a replica that
 	// does not vote and is never master. Its role is REPLICA (or UNSAFE).
-	Learner       bool `protobuf:"varint,25,opt,name=learner,proto3" json:"learner,omitempty"`
+	Learner bool `protobuf:"varint,25,opt,name=learner,proto3" json:"learner,omitempty"`
+	// log_digests: this node's newest finished log range digests (at most
+	// 4, ascending; paxos/digest.go). Nodes holding the same chosen log
+	// hold the same digest for the same range; `binlogd cluster status`
+	// compares them across the members.
+	LogDigests []*LogDigest `protobuf:"bytes,26,rep,name=log_digests,json=logDigests,proto3" json:"log_digests,omitempty"`
+	// log_divergences: ranges whose digest a peer sent differs from this
+	// node's own: the two logs fork there (a forged message from a holder
+	// of a node key, a bug, a corrupt disk). Empty on a healthy node and
+	// from a binlogd that predates digests.
+	LogDivergences     []*LogDivergence `protobuf:"bytes,27,rep,name=log_divergences,json=logDivergences,proto3" json:"log_divergences,omitempty"`
+	LogDivergencesSeen uint64           `protobuf:"varint,28,opt,name=log_divergences_seen,json=logDivergencesSeen,proto3" json:"log_divergences_seen,omitempty"` // all seen since start (the list keeps the first 64)
+	// log_odd_ranges: ranges where a majority of the members' digests
+	// disagreed with this node's own, recorded durably: its log holds a
+	// value there that was not chosen, and it says so across restarts
+	// until its directory is replaced.
+	LogOddRanges  []*LogOddRange `protobuf:"bytes,29,rep,name=log_odd_ranges,json=logOddRanges,proto3" json:"log_odd_ranges,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1152,6 +1168,290 @@ func (x *NodeStatus) GetLearner() bool {
 	return false
 }
 
+func (x *NodeStatus) GetLogDigests() []*LogDigest {
+	if x != nil {
+		return x.LogDigests
+	}
+	return nil
+}
+
+func (x *NodeStatus) GetLogDivergences() []*LogDivergence {
+	if x != nil {
+		return x.LogDivergences
+	}
+	return nil
+}
+
+func (x *NodeStatus) GetLogDivergencesSeen() uint64 {
+	if x != nil {
+		return x.LogDivergencesSeen
+	}
+	return 0
+}
+
+func (x *NodeStatus) GetLogOddRanges() []*LogOddRange {
+	if x != nil {
+		return x.LogOddRanges
+	}
+	return nil
+}
+
+type LogOddRange struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	First         uint64                 `protobuf:"varint,1,opt,name=first,proto3" json:"first,omitempty"`
+	Last          uint64                 `protobuf:"varint,2,opt,name=last,proto3" json:"last,omitempty"`
+	Ours          []byte                 `protobuf:"bytes,3,opt,name=ours,proto3" json:"ours,omitempty"`
+	Majority      []byte                 `protobuf:"bytes,4,opt,name=majority,proto3" json:"majority,omitempty"`
+	SinceUnixNano int64                  `protobuf:"varint,5,opt,name=since_unix_nano,json=sinceUnixNano,proto3" json:"since_unix_nano,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LogOddRange) Reset() {
+	*x = LogOddRange{}
+	mi := &file_admin_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LogOddRange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LogOddRange) ProtoMessage() {}
+
+func (x *LogOddRange) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LogOddRange.ProtoReflect.Descriptor instead.
+func (*LogOddRange) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *LogOddRange) GetFirst() uint64 {
+	if x != nil {
+		return x.First
+	}
+	return 0
+}
+
+func (x *LogOddRange) GetLast() uint64 {
+	if x != nil {
+		return x.Last
+	}
+	return 0
+}
+
+func (x *LogOddRange) GetOurs() []byte {
+	if x != nil {
+		return x.Ours
+	}
+	return nil
+}
+
+func (x *LogOddRange) GetMajority() []byte {
+	if x != nil {
+		return x.Majority
+	}
+	return nil
+}
+
+func (x *LogOddRange) GetSinceUnixNano() int64 {
+	if x != nil {
+		return x.SinceUnixNano
+	}
+	return 0
+}
+
+type LogDigest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	First         uint64                 `protobuf:"varint,1,opt,name=first,proto3" json:"first,omitempty"`
+	Last          uint64                 `protobuf:"varint,2,opt,name=last,proto3" json:"last,omitempty"`
+	Sum           []byte                 `protobuf:"bytes,3,opt,name=sum,proto3" json:"sum,omitempty"` // SHA-256 (32 bytes)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LogDigest) Reset() {
+	*x = LogDigest{}
+	mi := &file_admin_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LogDigest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LogDigest) ProtoMessage() {}
+
+func (x *LogDigest) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LogDigest.ProtoReflect.Descriptor instead.
+func (*LogDigest) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *LogDigest) GetFirst() uint64 {
+	if x != nil {
+		return x.First
+	}
+	return 0
+}
+
+func (x *LogDigest) GetLast() uint64 {
+	if x != nil {
+		return x.Last
+	}
+	return 0
+}
+
+func (x *LogDigest) GetSum() []byte {
+	if x != nil {
+		return x.Sum
+	}
+	return nil
+}
+
+type LogDivergence struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Peer   uint32                 `protobuf:"varint,1,opt,name=peer,proto3" json:"peer,omitempty"`
+	First  uint64                 `protobuf:"varint,2,opt,name=first,proto3" json:"first,omitempty"`
+	Last   uint64                 `protobuf:"varint,3,opt,name=last,proto3" json:"last,omitempty"`
+	Ours   []byte                 `protobuf:"bytes,4,opt,name=ours,proto3" json:"ours,omitempty"`
+	Theirs []byte                 `protobuf:"bytes,5,opt,name=theirs,proto3" json:"theirs,omitempty"`
+	// Among the digests of the range the reporting node knows (its own
+	// included): known in all, holding_ours equal to ours, holding_theirs
+	// equal to theirs. odd_node: the node the majority disagrees with (the
+	// reporter or the peer), 0 when the reporter cannot tell.
+	Known         uint32 `protobuf:"varint,6,opt,name=known,proto3" json:"known,omitempty"`
+	HoldingOurs   uint32 `protobuf:"varint,7,opt,name=holding_ours,json=holdingOurs,proto3" json:"holding_ours,omitempty"`
+	HoldingTheirs uint32 `protobuf:"varint,8,opt,name=holding_theirs,json=holdingTheirs,proto3" json:"holding_theirs,omitempty"`
+	OddNode       uint32 `protobuf:"varint,9,opt,name=odd_node,json=oddNode,proto3" json:"odd_node,omitempty"`
+	SeenUnixNano  int64  `protobuf:"varint,10,opt,name=seen_unix_nano,json=seenUnixNano,proto3" json:"seen_unix_nano,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LogDivergence) Reset() {
+	*x = LogDivergence{}
+	mi := &file_admin_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LogDivergence) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LogDivergence) ProtoMessage() {}
+
+func (x *LogDivergence) ProtoReflect() protoreflect.Message {
+	mi := &file_admin_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LogDivergence.ProtoReflect.Descriptor instead.
+func (*LogDivergence) Descriptor() ([]byte, []int) {
+	return file_admin_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *LogDivergence) GetPeer() uint32 {
+	if x != nil {
+		return x.Peer
+	}
+	return 0
+}
+
+func (x *LogDivergence) GetFirst() uint64 {
+	if x != nil {
+		return x.First
+	}
+	return 0
+}
+
+func (x *LogDivergence) GetLast() uint64 {
+	if x != nil {
+		return x.Last
+	}
+	return 0
+}
+
+func (x *LogDivergence) GetOurs() []byte {
+	if x != nil {
+		return x.Ours
+	}
+	return nil
+}
+
+func (x *LogDivergence) GetTheirs() []byte {
+	if x != nil {
+		return x.Theirs
+	}
+	return nil
+}
+
+func (x *LogDivergence) GetKnown() uint32 {
+	if x != nil {
+		return x.Known
+	}
+	return 0
+}
+
+func (x *LogDivergence) GetHoldingOurs() uint32 {
+	if x != nil {
+		return x.HoldingOurs
+	}
+	return 0
+}
+
+func (x *LogDivergence) GetHoldingTheirs() uint32 {
+	if x != nil {
+		return x.HoldingTheirs
+	}
+	return 0
+}
+
+func (x *LogDivergence) GetOddNode() uint32 {
+	if x != nil {
+		return x.OddNode
+	}
+	return 0
+}
+
+func (x *LogDivergence) GetSeenUnixNano() int64 {
+	if x != nil {
+		return x.SeenUnixNano
+	}
+	return 0
+}
+
 type RecoverPointRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	NodeId uint32                 `protobuf:"varint,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
@@ -1163,7 +1463,7 @@ type RecoverPointRequest struct {
 
 func (x *RecoverPointRequest) Reset() {
 	*x = RecoverPointRequest{}
-	mi := &file_admin_proto_msgTypes[16]
+	mi := &file_admin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1175,7 +1475,7 @@ func (x *RecoverPointRequest) String() string {
 func (*RecoverPointRequest) ProtoMessage() {}
 
 func (x *RecoverPointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[16]
+	mi := &file_admin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1188,7 +1488,7 @@ func (x *RecoverPointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecoverPointRequest.ProtoReflect.Descriptor instead.
 func (*RecoverPointRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{16}
+	return file_admin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *RecoverPointRequest) GetNodeId() uint32 {
@@ -1218,7 +1518,7 @@ type RecoverPointReply struct {
 
 func (x *RecoverPointReply) Reset() {
 	*x = RecoverPointReply{}
-	mi := &file_admin_proto_msgTypes[17]
+	mi := &file_admin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1230,7 +1530,7 @@ func (x *RecoverPointReply) String() string {
 func (*RecoverPointReply) ProtoMessage() {}
 
 func (x *RecoverPointReply) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[17]
+	mi := &file_admin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1243,7 +1543,7 @@ func (x *RecoverPointReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecoverPointReply.ProtoReflect.Descriptor instead.
 func (*RecoverPointReply) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{17}
+	return file_admin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *RecoverPointReply) GetValid() []bool {
@@ -1283,7 +1583,7 @@ type SwitchoverRequest struct {
 
 func (x *SwitchoverRequest) Reset() {
 	*x = SwitchoverRequest{}
-	mi := &file_admin_proto_msgTypes[18]
+	mi := &file_admin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1295,7 +1595,7 @@ func (x *SwitchoverRequest) String() string {
 func (*SwitchoverRequest) ProtoMessage() {}
 
 func (x *SwitchoverRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[18]
+	mi := &file_admin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1308,7 +1608,7 @@ func (x *SwitchoverRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SwitchoverRequest.ProtoReflect.Descriptor instead.
 func (*SwitchoverRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{18}
+	return file_admin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SwitchoverRequest) GetTo() uint32 {
@@ -1328,7 +1628,7 @@ type SwitchoverReply struct {
 
 func (x *SwitchoverReply) Reset() {
 	*x = SwitchoverReply{}
-	mi := &file_admin_proto_msgTypes[19]
+	mi := &file_admin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1340,7 +1640,7 @@ func (x *SwitchoverReply) String() string {
 func (*SwitchoverReply) ProtoMessage() {}
 
 func (x *SwitchoverReply) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[19]
+	mi := &file_admin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1353,7 +1653,7 @@ func (x *SwitchoverReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SwitchoverReply.ProtoReflect.Descriptor instead.
 func (*SwitchoverReply) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{19}
+	return file_admin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SwitchoverReply) GetLeaseVersion() uint64 {
@@ -1380,7 +1680,7 @@ type BackupRequest struct {
 
 func (x *BackupRequest) Reset() {
 	*x = BackupRequest{}
-	mi := &file_admin_proto_msgTypes[20]
+	mi := &file_admin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1392,7 +1692,7 @@ func (x *BackupRequest) String() string {
 func (*BackupRequest) ProtoMessage() {}
 
 func (x *BackupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[20]
+	mi := &file_admin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1405,7 +1705,7 @@ func (x *BackupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupRequest.ProtoReflect.Descriptor instead.
 func (*BackupRequest) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{20}
+	return file_admin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *BackupRequest) GetNodeId() uint32 {
@@ -1434,7 +1734,7 @@ type BackupInfo struct {
 
 func (x *BackupInfo) Reset() {
 	*x = BackupInfo{}
-	mi := &file_admin_proto_msgTypes[21]
+	mi := &file_admin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1446,7 +1746,7 @@ func (x *BackupInfo) String() string {
 func (*BackupInfo) ProtoMessage() {}
 
 func (x *BackupInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[21]
+	mi := &file_admin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1459,7 +1759,7 @@ func (x *BackupInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupInfo.ProtoReflect.Descriptor instead.
 func (*BackupInfo) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{21}
+	return file_admin_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *BackupInfo) GetSourceNode() uint32 {
@@ -1500,7 +1800,7 @@ type BackupChunk struct {
 
 func (x *BackupChunk) Reset() {
 	*x = BackupChunk{}
-	mi := &file_admin_proto_msgTypes[22]
+	mi := &file_admin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1512,7 +1812,7 @@ func (x *BackupChunk) String() string {
 func (*BackupChunk) ProtoMessage() {}
 
 func (x *BackupChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_admin_proto_msgTypes[22]
+	mi := &file_admin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1525,7 +1825,7 @@ func (x *BackupChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupChunk.ProtoReflect.Descriptor instead.
 func (*BackupChunk) Descriptor() ([]byte, []int) {
-	return file_admin_proto_rawDescGZIP(), []int{22}
+	return file_admin_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *BackupChunk) GetInfo() *BackupInfo {
@@ -1603,7 +1903,7 @@ const file_admin_proto_rawDesc = "" +
 	"\n" +
 	"proxy_addr\x18\x05 \x01(\tR\tproxyAddr\x12\x18\n" +
 	"\awitness\x18\x06 \x01(\bR\awitness\x12\x18\n" +
-	"\alearner\x18\a \x01(\bR\alearner\"\xf4\x06\n" +
+	"\alearner\x18\a \x01(\bR\alearner\"\xe4\b\n" +
 	"\n" +
 	"NodeStatus\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\rR\x06nodeId\x12%\n" +
@@ -1634,7 +1934,34 @@ const file_admin_proto_rawDesc = "" +
 	"lagSeconds\x12\x19\n" +
 	"\bmysql_up\x18\x17 \x01(\bR\amysqlUp\x123\n" +
 	"\x16mysql_durable_gtid_pos\x18\x18 \x01(\tR\x13mysqlDurableGtidPos\x12\x18\n" +
-	"\alearner\x18\x19 \x01(\bR\alearner\"D\n" +
+	"\alearner\x18\x19 \x01(\bR\alearner\x127\n" +
+	"\vlog_digests\x18\x1a \x03(\v2\x16.phxgo.admin.LogDigestR\n" +
+	"logDigests\x12C\n" +
+	"\x0flog_divergences\x18\x1b \x03(\v2\x1a.phxgo.admin.LogDivergenceR\x0elogDivergences\x120\n" +
+	"\x14log_divergences_seen\x18\x1c \x01(\x04R\x12logDivergencesSeen\x12>\n" +
+	"\x0elog_odd_ranges\x18\x1d \x03(\v2\x18.phxgo.admin.LogOddRangeR\flogOddRanges\"\x8f\x01\n" +
+	"\vLogOddRange\x12\x14\n" +
+	"\x05first\x18\x01 \x01(\x04R\x05first\x12\x12\n" +
+	"\x04last\x18\x02 \x01(\x04R\x04last\x12\x12\n" +
+	"\x04ours\x18\x03 \x01(\fR\x04ours\x12\x1a\n" +
+	"\bmajority\x18\x04 \x01(\fR\bmajority\x12&\n" +
+	"\x0fsince_unix_nano\x18\x05 \x01(\x03R\rsinceUnixNano\"G\n" +
+	"\tLogDigest\x12\x14\n" +
+	"\x05first\x18\x01 \x01(\x04R\x05first\x12\x12\n" +
+	"\x04last\x18\x02 \x01(\x04R\x04last\x12\x10\n" +
+	"\x03sum\x18\x03 \x01(\fR\x03sum\"\x9a\x02\n" +
+	"\rLogDivergence\x12\x12\n" +
+	"\x04peer\x18\x01 \x01(\rR\x04peer\x12\x14\n" +
+	"\x05first\x18\x02 \x01(\x04R\x05first\x12\x12\n" +
+	"\x04last\x18\x03 \x01(\x04R\x04last\x12\x12\n" +
+	"\x04ours\x18\x04 \x01(\fR\x04ours\x12\x16\n" +
+	"\x06theirs\x18\x05 \x01(\fR\x06theirs\x12\x14\n" +
+	"\x05known\x18\x06 \x01(\rR\x05known\x12!\n" +
+	"\fholding_ours\x18\a \x01(\rR\vholdingOurs\x12%\n" +
+	"\x0eholding_theirs\x18\b \x01(\rR\rholdingTheirs\x12\x19\n" +
+	"\bodd_node\x18\t \x01(\rR\aoddNode\x12$\n" +
+	"\x0eseen_unix_nano\x18\n" +
+	" \x01(\x03R\fseenUnixNano\"D\n" +
 	"\x13RecoverPointRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\rR\x06nodeId\x12\x14\n" +
 	"\x05gtids\x18\x02 \x03(\tR\x05gtids\"\x7f\n" +
@@ -1698,7 +2025,7 @@ func file_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_admin_proto_goTypes = []any{
 	(Role)(0),                    // 0: phxgo.admin.Role
 	(*WatchStatusRequest)(nil),   // 1: phxgo.admin.WatchStatusRequest
@@ -1717,53 +2044,59 @@ var file_admin_proto_goTypes = []any{
 	(*StatusRequest)(nil),        // 14: phxgo.admin.StatusRequest
 	(*Member)(nil),               // 15: phxgo.admin.Member
 	(*NodeStatus)(nil),           // 16: phxgo.admin.NodeStatus
-	(*RecoverPointRequest)(nil),  // 17: phxgo.admin.RecoverPointRequest
-	(*RecoverPointReply)(nil),    // 18: phxgo.admin.RecoverPointReply
-	(*SwitchoverRequest)(nil),    // 19: phxgo.admin.SwitchoverRequest
-	(*SwitchoverReply)(nil),      // 20: phxgo.admin.SwitchoverReply
-	(*BackupRequest)(nil),        // 21: phxgo.admin.BackupRequest
-	(*BackupInfo)(nil),           // 22: phxgo.admin.BackupInfo
-	(*BackupChunk)(nil),          // 23: phxgo.admin.BackupChunk
-	nil,                          // 24: phxgo.admin.Event.DetailsEntry
+	(*LogOddRange)(nil),          // 17: phxgo.admin.LogOddRange
+	(*LogDigest)(nil),            // 18: phxgo.admin.LogDigest
+	(*LogDivergence)(nil),        // 19: phxgo.admin.LogDivergence
+	(*RecoverPointRequest)(nil),  // 20: phxgo.admin.RecoverPointRequest
+	(*RecoverPointReply)(nil),    // 21: phxgo.admin.RecoverPointReply
+	(*SwitchoverRequest)(nil),    // 22: phxgo.admin.SwitchoverRequest
+	(*SwitchoverReply)(nil),      // 23: phxgo.admin.SwitchoverReply
+	(*BackupRequest)(nil),        // 24: phxgo.admin.BackupRequest
+	(*BackupInfo)(nil),           // 25: phxgo.admin.BackupInfo
+	(*BackupChunk)(nil),          // 26: phxgo.admin.BackupChunk
+	nil,                          // 27: phxgo.admin.Event.DetailsEntry
 }
 var file_admin_proto_depIdxs = []int32{
-	24, // 0: phxgo.admin.Event.details:type_name -> phxgo.admin.Event.DetailsEntry
+	27, // 0: phxgo.admin.Event.details:type_name -> phxgo.admin.Event.DetailsEntry
 	15, // 1: phxgo.admin.MembersReply.members:type_name -> phxgo.admin.Member
 	15, // 2: phxgo.admin.AddMemberRequest.member:type_name -> phxgo.admin.Member
 	0,  // 3: phxgo.admin.NodeStatus.role:type_name -> phxgo.admin.Role
 	15, // 4: phxgo.admin.NodeStatus.members:type_name -> phxgo.admin.Member
-	22, // 5: phxgo.admin.BackupChunk.info:type_name -> phxgo.admin.BackupInfo
-	14, // 6: phxgo.admin.Admin.Status:input_type -> phxgo.admin.StatusRequest
-	17, // 7: phxgo.admin.Admin.RecoverPoint:input_type -> phxgo.admin.RecoverPointRequest
-	19, // 8: phxgo.admin.Admin.Switchover:input_type -> phxgo.admin.SwitchoverRequest
-	8,  // 9: phxgo.admin.Admin.Members:input_type -> phxgo.admin.MembersRequest
-	10, // 10: phxgo.admin.Admin.AddMember:input_type -> phxgo.admin.AddMemberRequest
-	11, // 11: phxgo.admin.Admin.RemoveMember:input_type -> phxgo.admin.RemoveMemberRequest
-	12, // 12: phxgo.admin.Admin.PromoteMember:input_type -> phxgo.admin.PromoteMemberRequest
-	13, // 13: phxgo.admin.Admin.DemoteMember:input_type -> phxgo.admin.DemoteMemberRequest
-	21, // 14: phxgo.admin.Admin.Backup:input_type -> phxgo.admin.BackupRequest
-	6,  // 15: phxgo.admin.Admin.ReadWindow:input_type -> phxgo.admin.ReadWindowRequest
-	4,  // 16: phxgo.admin.Admin.Events:input_type -> phxgo.admin.EventsRequest
-	2,  // 17: phxgo.admin.Admin.Reload:input_type -> phxgo.admin.ReloadRequest
-	1,  // 18: phxgo.admin.Admin.WatchStatus:input_type -> phxgo.admin.WatchStatusRequest
-	16, // 19: phxgo.admin.Admin.Status:output_type -> phxgo.admin.NodeStatus
-	18, // 20: phxgo.admin.Admin.RecoverPoint:output_type -> phxgo.admin.RecoverPointReply
-	20, // 21: phxgo.admin.Admin.Switchover:output_type -> phxgo.admin.SwitchoverReply
-	9,  // 22: phxgo.admin.Admin.Members:output_type -> phxgo.admin.MembersReply
-	9,  // 23: phxgo.admin.Admin.AddMember:output_type -> phxgo.admin.MembersReply
-	9,  // 24: phxgo.admin.Admin.RemoveMember:output_type -> phxgo.admin.MembersReply
-	9,  // 25: phxgo.admin.Admin.PromoteMember:output_type -> phxgo.admin.MembersReply
-	9,  // 26: phxgo.admin.Admin.DemoteMember:output_type -> phxgo.admin.MembersReply
-	23, // 27: phxgo.admin.Admin.Backup:output_type -> phxgo.admin.BackupChunk
-	7,  // 28: phxgo.admin.Admin.ReadWindow:output_type -> phxgo.admin.ReadWindowReply
-	5,  // 29: phxgo.admin.Admin.Events:output_type -> phxgo.admin.Event
-	3,  // 30: phxgo.admin.Admin.Reload:output_type -> phxgo.admin.ReloadReply
-	16, // 31: phxgo.admin.Admin.WatchStatus:output_type -> phxgo.admin.NodeStatus
-	19, // [19:32] is the sub-list for method output_type
-	6,  // [6:19] is the sub-list for method input_type
-	6,  // [6:6] is the sub-list for extension type_name
-	6,  // [6:6] is the sub-list for extension extendee
-	0,  // [0:6] is the sub-list for field type_name
+	18, // 5: phxgo.admin.NodeStatus.log_digests:type_name -> phxgo.admin.LogDigest
+	19, // 6: phxgo.admin.NodeStatus.log_divergences:type_name -> phxgo.admin.LogDivergence
+	17, // 7: phxgo.admin.NodeStatus.log_odd_ranges:type_name -> phxgo.admin.LogOddRange
+	25, // 8: phxgo.admin.BackupChunk.info:type_name -> phxgo.admin.BackupInfo
+	14, // 9: phxgo.admin.Admin.Status:input_type -> phxgo.admin.StatusRequest
+	20, // 10: phxgo.admin.Admin.RecoverPoint:input_type -> phxgo.admin.RecoverPointRequest
+	22, // 11: phxgo.admin.Admin.Switchover:input_type -> phxgo.admin.SwitchoverRequest
+	8,  // 12: phxgo.admin.Admin.Members:input_type -> phxgo.admin.MembersRequest
+	10, // 13: phxgo.admin.Admin.AddMember:input_type -> phxgo.admin.AddMemberRequest
+	11, // 14: phxgo.admin.Admin.RemoveMember:input_type -> phxgo.admin.RemoveMemberRequest
+	12, // 15: phxgo.admin.Admin.PromoteMember:input_type -> phxgo.admin.PromoteMemberRequest
+	13, // 16: phxgo.admin.Admin.DemoteMember:input_type -> phxgo.admin.DemoteMemberRequest
+	24, // 17: phxgo.admin.Admin.Backup:input_type -> phxgo.admin.BackupRequest
+	6,  // 18: phxgo.admin.Admin.ReadWindow:input_type -> phxgo.admin.ReadWindowRequest
+	4,  // 19: phxgo.admin.Admin.Events:input_type -> phxgo.admin.EventsRequest
+	2,  // 20: phxgo.admin.Admin.Reload:input_type -> phxgo.admin.ReloadRequest
+	1,  // 21: phxgo.admin.Admin.WatchStatus:input_type -> phxgo.admin.WatchStatusRequest
+	16, // 22: phxgo.admin.Admin.Status:output_type -> phxgo.admin.NodeStatus
+	21, // 23: phxgo.admin.Admin.RecoverPoint:output_type -> phxgo.admin.RecoverPointReply
+	23, // 24: phxgo.admin.Admin.Switchover:output_type -> phxgo.admin.SwitchoverReply
+	9,  // 25: phxgo.admin.Admin.Members:output_type -> phxgo.admin.MembersReply
+	9,  // 26: phxgo.admin.Admin.AddMember:output_type -> phxgo.admin.MembersReply
+	9,  // 27: phxgo.admin.Admin.RemoveMember:output_type -> phxgo.admin.MembersReply
+	9,  // 28: phxgo.admin.Admin.PromoteMember:output_type -> phxgo.admin.MembersReply
+	9,  // 29: phxgo.admin.Admin.DemoteMember:output_type -> phxgo.admin.MembersReply
+	26, // 30: phxgo.admin.Admin.Backup:output_type -> phxgo.admin.BackupChunk
+	7,  // 31: phxgo.admin.Admin.ReadWindow:output_type -> phxgo.admin.ReadWindowReply
+	5,  // 32: phxgo.admin.Admin.Events:output_type -> phxgo.admin.Event
+	3,  // 33: phxgo.admin.Admin.Reload:output_type -> phxgo.admin.ReloadReply
+	16, // 34: phxgo.admin.Admin.WatchStatus:output_type -> phxgo.admin.NodeStatus
+	22, // [22:35] is the sub-list for method output_type
+	9,  // [9:22] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_admin_proto_init() }
@@ -1777,7 +2110,7 @@ func file_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_admin_proto_rawDesc), len(file_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   24,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

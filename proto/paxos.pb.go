@@ -240,7 +240,11 @@ type PaxosMessage struct {
 	NoVote bool `protobuf:"varint,14,opt,name=no_vote,json=noVote,proto3" json:"no_vote,omitempty"`
 	// meta: the sender's membership history (a Learn answering a joining
 	// node's Fetch, and a Snapshot: see paxos/membership.go).
-	Meta          []byte `protobuf:"bytes,20,opt,name=meta,proto3" json:"meta,omitempty"`
+	Meta []byte `protobuf:"bytes,20,opt,name=meta,proto3" json:"meta,omitempty"`
+	// digests: the sender's newest finished log range digests (any type;
+	// at most one message per peer and interval carries them, see
+	// paxos/digest.go). Absent from older nodes: unknown, not a mismatch.
+	Digests       []*PaxosDigest `protobuf:"bytes,21,rep,name=digests,proto3" json:"digests,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -380,6 +384,74 @@ func (x *PaxosMessage) GetMeta() []byte {
 	return nil
 }
 
+func (x *PaxosMessage) GetDigests() []*PaxosDigest {
+	if x != nil {
+		return x.Digests
+	}
+	return nil
+}
+
+// PaxosDigest is a node's SHA-256 over its chosen log in [first, last].
+type PaxosDigest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	First         uint64                 `protobuf:"varint,1,opt,name=first,proto3" json:"first,omitempty"`
+	Last          uint64                 `protobuf:"varint,2,opt,name=last,proto3" json:"last,omitempty"`
+	Sum           []byte                 `protobuf:"bytes,3,opt,name=sum,proto3" json:"sum,omitempty"` // 32 bytes
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PaxosDigest) Reset() {
+	*x = PaxosDigest{}
+	mi := &file_paxos_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PaxosDigest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PaxosDigest) ProtoMessage() {}
+
+func (x *PaxosDigest) ProtoReflect() protoreflect.Message {
+	mi := &file_paxos_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PaxosDigest.ProtoReflect.Descriptor instead.
+func (*PaxosDigest) Descriptor() ([]byte, []int) {
+	return file_paxos_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *PaxosDigest) GetFirst() uint64 {
+	if x != nil {
+		return x.First
+	}
+	return 0
+}
+
+func (x *PaxosDigest) GetLast() uint64 {
+	if x != nil {
+		return x.Last
+	}
+	return 0
+}
+
+func (x *PaxosDigest) GetSum() []byte {
+	if x != nil {
+		return x.Sum
+	}
+	return nil
+}
+
 var File_paxos_proto protoreflect.FileDescriptor
 
 const file_paxos_proto_rawDesc = "" +
@@ -397,7 +469,7 @@ const file_paxos_proto_rawDesc = "" +
 	"PaxosEntry\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\x120\n" +
 	"\x06ballot\x18\x02 \x01(\v2\x18.phxgo.paxos.PaxosBallotR\x06ballot\x12\x14\n" +
-	"\x05value\x18\x03 \x01(\fR\x05value\"\xb4\x03\n" +
+	"\x05value\x18\x03 \x01(\fR\x05value\"\xe8\x03\n" +
 	"\fPaxosMessage\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\rR\x04type\x12\x12\n" +
 	"\x04from\x18\x02 \x01(\rR\x04from\x12\x0e\n" +
@@ -414,7 +486,12 @@ const file_paxos_proto_rawDesc = "" +
 	"\x05probe\x18\f \x01(\bR\x05probe\x12\x1a\n" +
 	"\bsnapshot\x18\r \x01(\fR\bsnapshot\x12\x17\n" +
 	"\ano_vote\x18\x0e \x01(\bR\x06noVote\x12\x12\n" +
-	"\x04meta\x18\x14 \x01(\fR\x04meta2G\n" +
+	"\x04meta\x18\x14 \x01(\fR\x04meta\x122\n" +
+	"\adigests\x18\x15 \x03(\v2\x18.phxgo.paxos.PaxosDigestR\adigests\"I\n" +
+	"\vPaxosDigest\x12\x14\n" +
+	"\x05first\x18\x01 \x01(\x04R\x05first\x12\x12\n" +
+	"\x04last\x18\x02 \x01(\x04R\x04last\x12\x10\n" +
+	"\x03sum\x18\x03 \x01(\fR\x03sum2G\n" +
 	"\tPaxosPeer\x12:\n" +
 	"\x04Send\x12\x17.phxgo.paxos.PaxosBatch\x1a\x17.phxgo.paxos.PaxosEmpty(\x01B\x13Z\x11phxgo/proto;protob\x06proto3"
 
@@ -430,13 +507,14 @@ func file_paxos_proto_rawDescGZIP() []byte {
 	return file_paxos_proto_rawDescData
 }
 
-var file_paxos_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_paxos_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_paxos_proto_goTypes = []any{
 	(*PaxosEmpty)(nil),   // 0: phxgo.paxos.PaxosEmpty
 	(*PaxosBatch)(nil),   // 1: phxgo.paxos.PaxosBatch
 	(*PaxosBallot)(nil),  // 2: phxgo.paxos.PaxosBallot
 	(*PaxosEntry)(nil),   // 3: phxgo.paxos.PaxosEntry
 	(*PaxosMessage)(nil), // 4: phxgo.paxos.PaxosMessage
+	(*PaxosDigest)(nil),  // 5: phxgo.paxos.PaxosDigest
 }
 var file_paxos_proto_depIdxs = []int32{
 	4, // 0: phxgo.paxos.PaxosBatch.messages:type_name -> phxgo.paxos.PaxosMessage
@@ -444,13 +522,14 @@ var file_paxos_proto_depIdxs = []int32{
 	2, // 2: phxgo.paxos.PaxosMessage.ballot:type_name -> phxgo.paxos.PaxosBallot
 	2, // 3: phxgo.paxos.PaxosMessage.promised:type_name -> phxgo.paxos.PaxosBallot
 	3, // 4: phxgo.paxos.PaxosMessage.entries:type_name -> phxgo.paxos.PaxosEntry
-	1, // 5: phxgo.paxos.PaxosPeer.Send:input_type -> phxgo.paxos.PaxosBatch
-	0, // 6: phxgo.paxos.PaxosPeer.Send:output_type -> phxgo.paxos.PaxosEmpty
-	6, // [6:7] is the sub-list for method output_type
-	5, // [5:6] is the sub-list for method input_type
-	5, // [5:5] is the sub-list for extension type_name
-	5, // [5:5] is the sub-list for extension extendee
-	0, // [0:5] is the sub-list for field type_name
+	5, // 5: phxgo.paxos.PaxosMessage.digests:type_name -> phxgo.paxos.PaxosDigest
+	1, // 6: phxgo.paxos.PaxosPeer.Send:input_type -> phxgo.paxos.PaxosBatch
+	0, // 7: phxgo.paxos.PaxosPeer.Send:output_type -> phxgo.paxos.PaxosEmpty
+	7, // [7:8] is the sub-list for method output_type
+	6, // [6:7] is the sub-list for method input_type
+	6, // [6:6] is the sub-list for extension type_name
+	6, // [6:6] is the sub-list for extension extendee
+	0, // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_paxos_proto_init() }
@@ -464,7 +543,7 @@ func file_paxos_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_paxos_proto_rawDesc), len(file_paxos_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   5,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -380,6 +381,9 @@ func (c *Cluster) HealthyUpTo(ctx context.Context, target *binlog.GTID) (master 
 		}
 		sts = append(sts, st)
 	}
+	if err := logsAgree(sts); err != nil {
+		return 0, err
+	}
 	var lastValid string
 	for _, st := range sts {
 		if st.Role == pb.Role_ROLE_MASTER && st.Ready {
@@ -416,6 +420,28 @@ func (c *Cluster) HealthyUpTo(ctx context.Context, target *binlog.GTID) (master 
 		}
 	}
 	return master, nil
+}
+
+// logsAgree fails if a node reported a divergence of its Paxos log from
+// a peer's, or two nodes hold different digests of the same log range
+// (paxos/digest.go): a forked log is never healthy.
+func logsAgree(sts []*pb.NodeStatus) error {
+	type rng struct{ first, last uint64 }
+	seen := map[rng]*pb.NodeStatus{}
+	for _, st := range sts {
+		for _, d := range st.LogDivergences {
+			return fmt.Errorf("node %d: its log diverged from node %d's at indexes [%d, %d]", st.NodeId, d.Peer, d.First, d.Last)
+		}
+		for _, d := range st.LogDigests {
+			k := rng{d.First, d.Last}
+			if o := seen[k]; o == nil {
+				seen[k] = st
+			} else if i := slices.IndexFunc(o.LogDigests, func(x *pb.LogDigest) bool { return x.First == d.First && x.Last == d.Last }); !bytes.Equal(o.LogDigests[i].Sum, d.Sum) {
+				return fmt.Errorf("nodes %d and %d hold different log digests of indexes [%d, %d]", o.NodeId, st.NodeId, d.First, d.Last)
+			}
+		}
+	}
+	return nil
 }
 
 // reached reports whether a replica's MariaDB has applied the master's

@@ -74,6 +74,7 @@ func (n *Node) Status() *pb.NodeStatus {
 		st.ReplicationState = *r
 	}
 	n.statusExtra(st)
+	logDigestStatus(st, ps) // logdigest.go
 	n.retentionStatus(st)
 	if n.datadirLost.Load() {
 		st.ReseedNeeded = true // datadir_lost.go

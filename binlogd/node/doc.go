@@ -100,6 +100,14 @@
 // transport dials added members and drops removed ones, and a node that
 // is not a member (joining, or removed) never asks for the lease.
 //
+// Log digests (logdigest.go, paxos/digest.go): Status carries the node's
+// newest Paxos log range digests and the divergences it saw (a peer's
+// digest of a range differing from its own: the logs fork there), the
+// metrics count them, and a node that the majority of the digests it
+// knows names as odd never asks for the lease. Nothing else changes on a
+// divergence: a digest is a peer's word, and one stolen key must not be
+// able to keep the healthy nodes from becoming master.
+//
 // The gRPC server (Paxos, Admin, grpc.health.v1) runs in mutual TLS (the
 // config's tls_* keys; without them the config is refused unless it says
 // "insecure_no_tls", and then the node warns every minute), and every dial

@@ -26,6 +26,7 @@ func registerPaxosMetrics(reg *prometheus.Registry, n *Node) {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "phxgo", Subsystem: "paxos", Name: "ballot", Help: "round of the highest ballot this node promised"},
 			func() float64 { return float64(n.px.Status().Ballot) }),
 		newDroppedCollector(n),
+		newDigestCollector(n),
 		newLeadershipCollector(n),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "phxgo", Subsystem: "paxos", Name: "is_leader", Help: "1 while this node leads the log"},
 			func() float64 {

@@ -273,9 +273,14 @@ func (n *Node) Run(ctx context.Context) error {
 }
 
 // canAcquire is the election condition: this node is no witness, its
-// MariaDB is up, safe, and has applied the whole valid log.
+// MariaDB is up, safe, and has applied the whole valid log, and the
+// majority of the log digests it knows does not name its log the odd
+// one (logdigest.go).
 func (n *Node) canAcquire() bool {
 	if n.witness() || n.learner() || !n.mysqlUp.Load() || n.unsafe.Load() != nil || n.stopping.Load() || !n.isMember() {
+		return false
+	}
+	if logOdd(n.px.Status()) {
 		return false
 	}
 	last, _ := n.lease.Position()

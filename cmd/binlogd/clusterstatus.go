@@ -49,6 +49,8 @@ const (
 	healthReseedNeeded = "reseed_needed" // its MariaDB needs binlog the log no longer holds, or its datadir cannot be recovered
 	healthMariaDBDown  = "mariadb_down"  // binlogd cannot reach its MariaDB
 	healthLagging      = "lagging"       // over -max-lag-seconds or -max-lag-transactions
+	// healthLogDiverged (logdigest.go), the most severe of all: the
+	// node's log differs from another member's.
 )
 
 // clusterJSON is `binlogd cluster status -json` (README "Cluster status").
@@ -236,11 +238,15 @@ func call[T any](ctx context.Context, addr string, creds grpc.DialOption, timeou
 func judge(v *clusterJSON, lim lagLimits) {
 	sort.Slice(v.Members, func(i, j int) bool { return v.Members[i].ID < v.Members[j].ID })
 	v.Problems, v.MasterID = []string{}, 0
+	diverged, logProblems := judgeLogDigests(v.Members) // logdigest.go
 	var masters []uint32
 	for i := range v.Members {
 		r := &v.Members[i]
 		r.Role = rowRole(r)
 		r.Problems = rowProblems(r, lim)
+		if diverged[r.ID] {
+			r.Problems = append([]string{healthLogDiverged}, r.Problems...)
+		}
 		r.Health = healthOK
 		if len(r.Problems) > 0 {
 			r.Health = r.Problems[0]
@@ -263,6 +269,7 @@ func judge(v *clusterJSON, lim lagLimits) {
 	default:
 		v.Problems = append(v.Problems, fmt.Sprintf("more than one member says master: %v", masters))
 	}
+	v.Problems = append(v.Problems, logProblems...)
 	v.Healthy = len(v.Problems) == 0
 }
 

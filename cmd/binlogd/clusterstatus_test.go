@@ -26,6 +26,15 @@ func TestJudge(t *testing.T) {
 		return &statusJSON{NodeID: id, Role: "replica", MasterID: m, MySQLUp: true, Version: v, LagSeconds: 0}
 	}
 	with := func(s *statusJSON, f func(*statusJSON)) *statusJSON { f(s); return s }
+	sumA, sumB := strings.Repeat("a", 64), strings.Repeat("b", 64)
+	digest := func(s *statusJSON, sum string) *statusJSON {
+		s.LogDigests = []logDigestJSON{{First: 1, Last: 8, Sum: sumA}, {First: 9, Last: 16, Sum: sum}}
+		return s
+	}
+	saw := func(s *statusJSON, peer, odd uint32) *statusJSON {
+		s.LogDivergences = append(s.LogDivergences, logDivergenceJSON{Peer: peer, First: 9, Last: 16, Ours: sumA, Theirs: sumB, Known: 3, HoldingOurs: 2, HoldingTheirs: 1, OddNode: odd})
+		return s
+	}
 	rows := func(sts ...*statusJSON) []clusterRow {
 		var out []clusterRow
 		for i, s := range sts {
@@ -72,6 +81,25 @@ func TestJudge(t *testing.T) {
 			[]string{"ok", "ok", "ok"}, []string{"node 3 sees master 2, node 1 is master"}},
 		{"two masters", rows(master(1), master(2), replica(3, 1)), false, 0,
 			[]string{"ok", "ok", "ok"}, []string{"more than one member says master: [1 2]"}},
+		{"log digests agree", rows(digest(master(1), sumA), digest(replica(2, 1), sumA), digest(replica(3, 1), sumA)), true, 1,
+			[]string{"ok", "ok", "ok"}, []string{}},
+		{"a replica's log forked: the members' digests name it", rows(digest(master(1), sumA), digest(replica(2, 1), sumA), digest(replica(3, 1), sumB)), false, 1,
+			[]string{"ok", "ok", "log_diverged"}, []string{"node 3 log_diverged",
+				"log diverged at indexes [9, 16] (digests nodes 1, 2: aaaaaaaaaaaaaaaa, node 3: bbbbbbbbbbbbbbbb); the odd node 3: remove and add back with an empty dir"}},
+		{"a fork only a member saw (the odd one's digests unknown)", rows(saw(master(1), 3, 3), replica(2, 1), replica(3, 1)), false, 1,
+			[]string{"ok", "ok", "log_diverged"}, []string{"node 3 log_diverged",
+				"log of node 1 diverged from node 3's at indexes [9, 16] (ours aaaaaaaaaaaaaaaa, theirs bbbbbbbbbbbbbbbb): node 3 is the odd one (2 of 3 digests known agree against it)"}},
+		{"a fork seen one to one", rows(master(1), replica(2, 1), with(replica(3, 1), func(s *statusJSON) { saw(s, 1, 0) })), false, 1,
+			[]string{"log_diverged", "ok", "log_diverged"}, []string{"node 1 log_diverged", "node 3 log_diverged",
+				"log of node 3 diverged from node 1's at indexes [9, 16] (ours aaaaaaaaaaaaaaaa, theirs bbbbbbbbbbbbbbbb): which is odd is not known here"}},
+		{"a node that recorded it is the odd one (after restarts: no digest left to compare)", rows(master(1), replica(2, 1), with(replica(3, 1), func(s *statusJSON) {
+			s.LogOddRanges = []logOddJSON{{First: 9, Last: 16, Ours: sumB, Majority: sumA, Since: "2026-12-05T00:14:15Z"}}
+		})), false, 1,
+			[]string{"ok", "ok", "log_diverged"}, []string{"node 3 log_diverged",
+				"log of node 3 is the odd one at indexes [9, 16] since 2026-12-05T00:14:15Z (ours bbbbbbbbbbbbbbbb, the majority's aaaaaaaaaaaaaaaa): remove it and add it back with an empty dir"}},
+		{"two members, two digests: no majority", rows(digest(master(1), sumA), digest(replica(2, 1), sumB)), false, 1,
+			[]string{"log_diverged", "log_diverged"}, []string{"node 1 log_diverged", "node 2 log_diverged",
+				"log diverged at indexes [9, 16] (digests node 1: aaaaaaaaaaaaaaaa, node 2: bbbbbbbbbbbbbbbb); no majority: compare the nodes' data"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := clusterJSON{Members: tc.rows}

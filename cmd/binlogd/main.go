@@ -211,6 +211,16 @@ func cmdStatus(args []string) error {
 	if st.UnsafeReason != "" {
 		fmt.Printf("UNSAFE          %s\n", st.UnsafeReason)
 	}
+	for _, o := range logOddJSONs(st) {
+		fmt.Printf("LOG ODD         %s\n", describeOdd(st.NodeId, o))
+	}
+	_, divs := logDigestsJSON(st)
+	for _, d := range divs {
+		fmt.Printf("LOG DIVERGED    %s\n", describeDivergence(st.NodeId, d))
+	}
+	if n := st.LogDivergencesSeen; n > uint64(len(divs)) {
+		fmt.Printf("LOG DIVERGED    %d more ranges (see the node's log)\n", n-uint64(len(divs)))
+	}
 	return nil
 }
 

@@ -42,6 +42,11 @@ type statusJSON struct {
 	LogBytes              uint64       `json:"log_bytes"`
 	Version               string       `json:"version"`
 	Members               []memberJSON `json:"members"`
+	// Log digests and the divergences this node saw (logdigest.go).
+	LogDigests         []logDigestJSON     `json:"log_digests"`
+	LogDivergences     []logDivergenceJSON `json:"log_divergences"`
+	LogDivergencesSeen uint64              `json:"log_divergences_seen"`
+	LogOddRanges       []logOddJSON        `json:"log_odd_ranges"`
 }
 
 type memberJSON struct {
@@ -70,6 +75,9 @@ func newStatusJSON(st *pb.NodeStatus) statusJSON {
 		ReseedNeeded: st.ReseedNeeded, LogBytes: st.LogBytes, Version: st.Version,
 		Members: []memberJSON{},
 	}
+	out.LogDigests, out.LogDivergences = logDigestsJSON(st)
+	out.LogDivergencesSeen = st.LogDivergencesSeen
+	out.LogOddRanges = logOddJSONs(st)
 	for _, m := range st.Members {
 		out.Members = append(out.Members, memberJSON{ID: m.Id, GRPCAddr: m.GrpcAddr, MySQLAddr: m.MysqlAddr, ReplAddr: m.ReplAddr, ProxyAddr: m.ProxyAddr})
 	}

@@ -34,6 +34,7 @@ var statusKeys = map[string]string{
 	"mysql_up": "bool", "replication_state": "string", "lag_transactions": "number", "lag_seconds": "number",
 	"unsafe_reason": "string", "first_index": "number", "first_gtid": "string", "reseed_needed": "bool",
 	"log_bytes": "number", "version": "string", "members": "array",
+	"log_digests": "array", "log_divergences": "array", "log_divergences_seen": "number", "log_odd_ranges": "array",
 }
 
 var memberKeys = map[string]string{"id": "number", "grpc_addr": "string", "mysql_addr": "string", "repl_addr": "string", "proxy_addr": "string"}
