@@ -2,6 +2,7 @@ package sqlproxy
 
 import (
 	"context"
+	"crypto/sha1"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 
 	"phxgo/binlogd/mysqld"
 	"phxgo/sqlproxy/classify"
+	"phxgo/sqlproxy/wire"
 )
 
 // TestKillUnderMultibyteCharsets (real MariaDB, red-team test of session
@@ -54,6 +56,25 @@ func TestKillUnderMultibyteCharsets(t *testing.T) {
 		t.Fatalf("utf8mb4 data: %v", err)
 	}
 
+	// Red-team test, session 38: a quoted variable name, and a SET NAMES
+	// in an executable comment MariaDB skips, leave the session on gbk.
+	for _, set := range []string{"SET `character_set_client` = 28", "SET @@session.`character_set_client` = 28"} {
+		if _, err := db.ExecContext(ctx, "SET NAMES utf8mb4"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.ExecContext(ctx, set); err != nil {
+			t.Fatalf("%s: %v", set, err)
+		}
+		wantKillRefused(t, set, execErr(ctx, db, hidden[0]))
+	}
+	if _, err := db.ExecContext(ctx, "SET NAMES gbk"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, "SET @x = 1 /*M!999999 , NAMES utf8mb4 */"); err != nil {
+		t.Fatal(err)
+	}
+	wantKillRefused(t, "after a skipped executable comment", execErr(ctx, db, hidden[0]))
+
 	// The handshake's character set alone.
 	acc := mysqld.DefaultAccounts()
 	gbk := clientDB(t, p.addr, acc.AppUser, acc.AppPassword, "test", func(c *mysql.Config) { c.Collation = "gbk_chinese_ci" })
@@ -63,6 +84,26 @@ func TestKillUnderMultibyteCharsets(t *testing.T) {
 		t.Fatalf("handshake in gbk: character_set_client %q, %v", cs, err)
 	}
 	wantKillRefused(t, "gbk from the handshake", execErr(ctx, gbk, hidden[0]))
+
+	// Logged in as gbk, SET NAMES utf8mb4, then COM_RESET_CONNECTION:
+	// MariaDB is back on the handshake's gbk.
+	stage1 := sha1.Sum([]byte(acc.AppPassword))
+	key := poolKey{addr: p.addr, user: acc.AppUser, stage1: string(stage1[:]), caps: rawCaps, charset: 28} // gbk_chinese_ci
+	b, werr, err := dial(ctx, DialFrom(nil, 5*time.Second), key, routeMaster, "test", 5*time.Second, 5*time.Second, nil, nil, true)
+	if err != nil || werr != nil {
+		t.Fatalf("raw connect: %v %v", err, werr)
+	}
+	defer b.close()
+	raw := &rawClient{t: t, b: b}
+	if werr := raw.query("SET NAMES utf8mb4"); werr != nil {
+		t.Fatal(werr)
+	}
+	if res, err := b.exec(wire.ComResetConnection, nil, rawCaps); err != nil || res.Err != nil {
+		t.Fatalf("COM_RESET_CONNECTION: %v %v", err, res.Err)
+	}
+	if werr := raw.query(hidden[0]); werr == nil || werr.Code != 1235 {
+		t.Fatalf("after a reset back to gbk: %+v, want 1235", werr)
+	}
 }
 
 // TestPairCollations: classify.PairCollations are exactly the collation

@@ -149,7 +149,17 @@ func (s *session) command(pkt []byte) error {
 		return s.stmtCommand(pkt)
 	case wire.ComProcessKill:
 		return s.refuseKill() // kill.go
-	case wire.ComFieldList, wire.ComStatistics, wire.ComResetConnection, wire.ComSetOption:
+	case wire.ComResetConnection:
+		// MariaDB goes back to the handshake's character set: a session
+		// that logged in as gbk and then SET NAMES utf8mb4 is gbk again
+		// (red-team test, session 38).
+		// Raised now, lowered only once the reset succeeded (query).
+		reset := classify.Info{Kind: classify.Other, Charset: classify.CharsetSingle}
+		if classify.PairCollations[s.charset] {
+			s.multibyte, reset.Charset = true, classify.CharsetPairs
+		}
+		return s.query(pkt, reset) // on the master connection
+	case wire.ComFieldList, wire.ComStatistics, wire.ComSetOption:
 		return s.query(pkt, classify.Info{Kind: classify.Other}) // on the master connection
 	}
 	// Any other command is refused, not relayed: the relay knows the

@@ -202,9 +202,7 @@ func classifyAs(sql string, lx lexing) Info {
 	if info.Kind == Set && info.Pins {
 		info.Kind = Write
 	}
-	if info.Multi && info.Charset == CharsetSingle {
-		info.Charset = CharsetPairs // which statement ran last is not known here
-	}
+	info.Charset = hiddenCharset(sql, info)
 	return info
 }
 

@@ -74,7 +74,7 @@ func TestClassify(t *testing.T) {
 		{"LOCK TABLES t WRITE", Info{Kind: Write, Pins: true}},
 		{"SELECT 1; SELECT 2", Info{Kind: Write, Multi: true, Pins: true}},
 		{"SELECT 1;", Info{Kind: Read}},
-		{"/*!40101 SET NAMES utf8 */", Info{Kind: Set, Charset: CharsetSingle}}, // executable comments are code
+		{"/*!40101 SET NAMES utf8 */", Info{Kind: Set, Charset: CharsetPairs}}, // executable comments are code
 		{"(SELECT 1) UNION (SELECT 2)", Info{Kind: Read}},
 		{"WITH a AS (SELECT 1) SELECT * FROM a", Info{Kind: Read}},
 		{"", Info{Kind: Other}},

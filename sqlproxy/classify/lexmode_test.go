@@ -127,6 +127,15 @@ func TestClassifyInPairs(t *testing.T) {
 		{"SELECT 'SET NAMES gbk'", CharsetKeeps},
 		{"SELECT CHARACTER_LENGTH('a')", CharsetKeeps},
 		{"CALL p()", CharsetKeeps}, // a routine's SET NAMES ends with it
+		// Red-team test, session 38: each left a session on gbk that
+		// the proxy took for single-byte.
+		{"SET `character_set_client` = 28", CharsetPairs},
+		{"SET @@session.`character_set_client`=28", CharsetPairs},
+		{`SET "character_set_client" = 28`, CharsetPairs}, // ANSI_QUOTES
+		{"SET NAMES utf8mb4, `character_set_client` = gbk", CharsetPairs},
+		{"SET @x=1 /*M!999999 , NAMES utf8mb4 */", CharsetPairs},
+		{"SET @x=1 /*!99999 , NAMES utf8mb4 */", CharsetPairs},
+		{"SELECT 'character_set_client'", CharsetKeeps},
 	}
 	for _, c := range effects {
 		if got := Classify(c.sql).Charset; got != c.want {
