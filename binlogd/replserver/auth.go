@@ -84,7 +84,7 @@ func (a *accounts) OnAuthSuccess(c *server.Conn) error {
 	if g, ok := c.Conn.Conn.(*preAuthGuard); ok && g.overTLS() { // the guard answers the SSLRequest (preauth.go)
 		return nil
 	}
-	return mysql.NewError(erAccessDenied, fmt.Sprintf("Access denied for user '%s': binlogd's replication endpoint serves this account over TLS only (CHANGE MASTER TO MASTER_SSL=1, MASTER_SSL_CA='<the cluster's ca.pem>')", c.GetUser()))
+	return mysql.NewError(erAccessDenied, fmt.Sprintf("Access denied for user '%s': binlogd's replication endpoint serves this account over TLS only (CHANGE MASTER TO MASTER_SSL=1, MASTER_SSL_CA='<the cluster's ca.pem>', MASTER_SSL_VERIFY_SERVER_CERT=1)", c.GetUser()))
 }
 
 // OnAuthFailure implements server.AuthenticationHandler (the caller

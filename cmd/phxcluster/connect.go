@@ -51,7 +51,7 @@ func printUp(w io.Writer, info localcluster.Info, master uint32, took float64, t
 		rhost, rport := splitAddr(first.ReplAddr)
 		ssl := ""
 		if tlsDir != "" { // the endpoint then takes this account over TLS only
-			ssl = fmt.Sprintf(", MASTER_SSL=1, MASTER_SSL_CA='%s'", filepath.Join(tlsDir, mtls.CACertFile))
+			ssl = fmt.Sprintf(", MASTER_SSL=1, MASTER_SSL_CA='%s', MASTER_SSL_VERIFY_SERVER_CERT=1", filepath.Join(tlsDir, mtls.CACertFile))
 		}
 		fmt.Fprintf(w, "outside replicas (dump only; README \"Outside replicas\"): account %s / %s on any data node's repl endpoint (replica server_id >= 3000):\n"+
 			"  CHANGE MASTER TO MASTER_HOST='%s', MASTER_PORT=%s, MASTER_USER='%s', MASTER_PASSWORD='%s', MASTER_USE_GTID=slave_pos%s\n",

@@ -29,7 +29,7 @@ func TestPrintUp(t *testing.T) {
 		"node 3: learner proxy 127.0.0.1:17033",
 		"mariadb -h127.0.0.1 -P17013 -uapp -papppw",
 		"account phxgo_repl / replpw",
-		"MASTER_HOST='127.0.0.1', MASTER_PORT=17012, MASTER_USER='phxgo_repl', MASTER_PASSWORD='replpw', MASTER_USE_GTID=slave_pos, MASTER_SSL=1, MASTER_SSL_CA='/c/tls/ca.crt'",
+		"MASTER_HOST='127.0.0.1', MASTER_PORT=17012, MASTER_USER='phxgo_repl', MASTER_PASSWORD='replpw', MASTER_USE_GTID=slave_pos, MASTER_SSL=1, MASTER_SSL_CA='/c/tls/ca.crt', MASTER_SSL_VERIFY_SERVER_CERT=1",
 		"cluster status -addr 127.0.0.1:17011 -tls-dir /c/tls",
 	} {
 		if !strings.Contains(out, want) {
