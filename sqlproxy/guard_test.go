@@ -141,7 +141,7 @@ func TestHopCarriesClient(t *testing.T) {
 	ca := mtlstest.MakeCA(t, 2)
 	authAddrs := []string{a.Addr()}
 	start := func(tls bool) (master, fwd *testProxy) {
-		master = startProxy(t, 1, masterView(a), Linearizable, authAddrs, func(c *Config) {
+		master = startProxy(t, 1, withMembers(masterView(a), 2), Linearizable, authAddrs, func(c *Config) {
 			if tls {
 				c.PeerTLS = loadMaterial(t, proxyFiles(ca, 1))
 			}

@@ -125,7 +125,7 @@ func TestReloadHopCA(t *testing.T) {
 	ca, next := mtlstest.MakeCA(t, 2), mtlstest.MakeCA(t, 2)
 	authAddrs := []string{a.Addr()}
 	fa, fb := mtlstest.OwnCopy(t, proxyFiles(ca, 1)), mtlstest.OwnCopy(t, proxyFiles(ca, 2))
-	pa := startProxy(t, 1, masterView(a), Linearizable, authAddrs, func(c *Config) { c.PeerTLS = NewTLS(mtlstest.Load(t, fa)) })
+	pa := startProxy(t, 1, withMembers(masterView(a), 2), Linearizable, authAddrs, func(c *Config) { c.PeerTLS = NewTLS(mtlstest.Load(t, fa)) })
 	v := topology.View{MasterID: 1, MasterProxyAddr: pa.addr, MasterMySQLAddr: a.Addr(), SelfMySQLAddr: a.Addr()}
 	pb := startProxy(t, 2, v, Linearizable, authAddrs, func(c *Config) { c.PeerTLS = NewTLS(mtlstest.Load(t, fb)) })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

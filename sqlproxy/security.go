@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"phxgo/binlogd/mtls"
+	"phxgo/sqlproxy/topology"
 	"phxgo/sqlproxy/wire"
 )
 
@@ -143,14 +144,44 @@ func (c bufConn) NetConn() net.Conn { return c.Conn }
 // the client may forward as a hop: it presented a certificate the CA
 // signed for a proxy identity (phxgo://proxy/N; a node's or the admin's
 // certificate does not make a hop).
-func startServerTLS(ctx context.Context, cl *wire.Conn, cfg *tls.Config) (*wire.Conn, bool, error) {
+func startServerTLS(ctx context.Context, cl *wire.Conn, cfg *tls.Config) (*wire.Conn, uint32, error) {
 	tc := tls.Server(newBufConn(cl), cfg)
 	if err := tc.HandshakeContext(ctx); err != nil {
-		return nil, false, fmt.Errorf("TLS handshake with %s: %w", cl.Conn.RemoteAddr(), err)
+		return nil, 0, fmt.Errorf("TLS handshake with %s: %w", cl.Conn.RemoteAddr(), err)
 	}
 	nc := wire.NewConn(tc)
 	nc.Seq = cl.Seq
-	return nc, isProxyPeer(tc.ConnectionState()), nil
+	return nc, proxyPeerID(tc.ConnectionState()), nil
+}
+
+// proxyPeerID is N of a verified phxgo://proxy/N peer certificate, 0 for
+// any other peer.
+func proxyPeerID(st tls.ConnectionState) uint32 {
+	if !isProxyPeer(st) {
+		return 0
+	}
+	id, _ := mtls.IdentityOf(st.VerifiedChains[0][0])
+	return id.ID
+}
+
+// memberProxy reports whether proxy id belongs to a member node of v
+// (the master or a replica, this node included): a removed node's proxy
+// certificate, or one of an id never added, makes no hop (red-team test,
+// session 38: it could claim any client address and so spend any
+// address's budget of failed logins, or guess passwords unbounded).
+func memberProxy(v topology.View, self, id uint32) bool {
+	if id == 0 {
+		return false
+	}
+	if id == v.MasterID || id == self {
+		return true
+	}
+	for _, r := range v.Replicas {
+		if r.ID == id {
+			return true
+		}
+	}
+	return false
 }
 
 // isProxyPeer: the handshake verified a peer certificate of the CA that

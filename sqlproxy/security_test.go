@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"database/sql"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"phxgo/binlogd/mtls"
 	"phxgo/binlogd/mtls/mtlstest"
 	"phxgo/binlogd/mysqld"
+	"phxgo/internal/testkit"
 	"phxgo/sqlproxy/topology"
 )
 
@@ -58,7 +60,7 @@ func TestPeerTLS(t *testing.T) {
 	a := startInstances(t, 1)[0]
 	ca, other := mtlstest.MakeCA(t, 2), mtlstest.MakeCA(t, 2)
 	authAddrs := []string{a.Addr()}
-	pa := startProxy(t, 1, masterView(a), Linearizable, authAddrs, func(c *Config) {
+	pa := startProxy(t, 1, withMembers(masterView(a), 2), Linearizable, authAddrs, func(c *Config) {
 		c.PeerTLS = loadMaterial(t, proxyFiles(ca, 1))
 	})
 	fwd := func(tlsm *TLS) *testProxy {
@@ -75,6 +77,29 @@ func TestPeerTLS(t *testing.T) {
 		}
 		if n := refused(t, pa, "hop_tls"); n != 0 {
 			t.Fatalf("refused hops: %v", n)
+		}
+	})
+	t.Run("non_member_hop_refused", func(t *testing.T) {
+		// A proxy certificate of a node that is not a member (removed,
+		// or never added) makes no hop (red-team test, session 38).
+		issuer := t.TempDir()
+		for _, f := range []string{mtls.CACertFile, mtls.CAKeyFile} {
+			testkit.CopyFile(t, filepath.Join(ca, f), filepath.Join(issuer, f))
+		}
+		crt, key, err := mtls.WriteCert(issuer, mtls.Identity{Role: mtls.RoleProxy, ID: 3}, []string{"127.0.0.1", "localhost"}, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := topology.View{MasterID: 1, MasterProxyAddr: pa.addr, MasterMySQLAddr: a.Addr(), SelfMySQLAddr: a.Addr()}
+		p3 := startProxy(t, 3, v, Linearizable, authAddrs, func(c *Config) {
+			c.PeerTLS = loadMaterial(t, mtls.Files{Cert: crt, Key: key, CA: filepath.Join(ca, mtls.CACertFile)})
+		})
+		err = appDB(t, p3.addr, "", false).PingContext(ctx)
+		if err == nil || !strings.Contains(err.Error(), "not a member") {
+			t.Fatalf("a hop from proxy 3, not a member: %v", err)
+		}
+		if n := refused(t, pa, "hop_not_member"); n < 1 {
+			t.Fatalf("refused{hop_not_member} = %v", n)
 		}
 	})
 	t.Run("plain_hop_refused", func(t *testing.T) {

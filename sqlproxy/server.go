@@ -227,8 +227,8 @@ func (sess *session) login() error {
 	if err != nil {
 		return err
 	}
-	verified := false // a TLS client certificate from the cluster CA
-	overTLS := false  // the client speaks TLS to this proxy
+	var hopPeer uint32 // N of a phxgo://proxy/N client certificate from the cluster CA
+	overTLS := false   // the client speaks TLS to this proxy
 	if s.peerTLS != nil && wire.IsSSLRequest(p) {
 		ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
 		cl, v, err := startServerTLS(ctx, sess.cl, s.peerTLS)
@@ -237,7 +237,7 @@ func (sess *session) login() error {
 			s.metrics.refused.WithLabelValues("tls_handshake").Inc()
 			return err
 		}
-		sess.cl, verified, overTLS = cl, v, true
+		sess.cl, hopPeer, overTLS = cl, v, true
 		sess.cl.Limit = wire.MaxHandshakePacket
 		if p, err = sess.readPreLogin(); err != nil {
 			return err
@@ -260,7 +260,7 @@ func (sess *session) login() error {
 	sess.user, sess.caps, sess.charset = resp.User, resp.Caps&wire.ServerCaps, resp.Charset
 	sess.multibyte = classify.PairCollations[resp.Charset]
 	sess.hop = resp.Attrs[hopAttr] == "1"
-	if sess.hop && s.peerTLS != nil && !verified {
+	if sess.hop && s.peerTLS != nil && hopPeer == 0 {
 		s.metrics.refused.WithLabelValues("hop_tls").Inc()
 		if ok, held := s.hopLog.Allow(time.Now()); ok {
 			s.log.Warn("sqlproxy: refused a forwarding hop without TLS and a CA certificate", "remote", nc.RemoteAddr().String(), "unlogged_before", held)
@@ -268,7 +268,17 @@ func (sess *session) login() error {
 		_ = sess.cl.WriteFlush(errHopNeedsTLS.Packet())
 		return errHopNeedsTLS
 	}
-	sess.client = clientOf(nc, resp.Attrs, sess.hop && verified)
+	if sess.hop && hopPeer != 0 && !memberProxy(s.topo.View(), s.topo.Self(), hopPeer) {
+		s.metrics.refused.WithLabelValues("hop_not_member").Inc()
+		if ok, held := s.hopLog.Allow(time.Now()); ok {
+			s.log.Warn("sqlproxy: refused a forwarding hop from the proxy of a node that is not a member", "proxy", hopPeer, "remote", nc.RemoteAddr().String(), "unlogged_before", held)
+		}
+		werr := &wire.Error{Code: 1045, SQLState: "28000", Message: fmt.Sprintf(
+			"phxgo: proxy %d's certificate makes no hop: node %d is not a member of the cluster", hopPeer, hopPeer)}
+		_ = sess.cl.WriteFlush(werr.Packet())
+		return werr
+	}
+	sess.client = clientOf(nc, resp.Attrs, sess.hop && hopPeer != 0)
 	host := sess.client.Addr()
 	if err := sess.checkFailureBudget(resp.User); err != nil {
 		return err

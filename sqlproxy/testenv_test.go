@@ -86,6 +86,16 @@ func masterView[B interface {
 	return v
 }
 
+// withMembers adds nodes ids to v as members (replicas on the master's
+// MariaDB, which its read_only=OFF keeps from ever serving a read): a
+// proxy takes a hop only from a member's proxy.
+func withMembers(v topology.View, ids ...uint32) topology.View {
+	for _, id := range ids {
+		v.Replicas = append(v.Replicas, topology.Replica{ID: id, MySQLAddr: v.MasterMySQLAddr})
+	}
+	return v
+}
+
 type testProxy struct {
 	srv  *Server
 	addr string

@@ -162,6 +162,12 @@ type authorizer struct {
 	// a full copy of MariaDB (Backup), watch the cluster, or send Paxos
 	// messages (red-team test, session 37).
 	removed func(id uint32) bool
+	// member reports whether node id is a member now; nil: everyone is.
+	// A proxy's certificate serves only while its node is a member: a
+	// removed node's proxy (or one of an id never added) still got
+	// Status, WatchStatus and read windows, and each window can delay the
+	// master's step-down (red-team test, session 38).
+	member func(id uint32) bool
 
 	mu   sync.Mutex
 	last map[string]time.Time // rate limit of warnings, by what they are about
@@ -189,6 +195,9 @@ func (a *authorizer) check(ctx context.Context, method string, req any) (mtls.Id
 	if err == nil && id.Role == mtls.RoleNode && a.removed != nil && !strings.HasPrefix(method, healthPrefix) && a.removed(id.ID) {
 		err = status.Errorf(codes.PermissionDenied, "%s was removed from the cluster: its certificate no longer serves here "+
 			"(to add node %d again, reseed it with the admin certificate: binlogd reseed -tls-dir DIR)", id, id.ID)
+	}
+	if err == nil && id.Role == mtls.RoleProxy && a.member != nil && !strings.HasPrefix(method, healthPrefix) && !a.member(id.ID) {
+		err = status.Errorf(codes.PermissionDenied, "%s: node %d is not a member of the cluster, so its proxy's certificate serves nothing here", id, id.ID)
 	}
 	if err != nil {
 		role := string(id.Role)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 
 	"phxgo/binlogd/mtls"
 	"phxgo/binlogd/mtls/mtlstest"
+	"phxgo/internal/testkit"
 	pb "phxgo/proto"
 )
 
@@ -236,6 +238,41 @@ func TestAuthzAttacks(t *testing.T) {
 	}
 	if _, err := node2Cl.Status(ctx, &pb.StatusRequest{}); err != nil {
 		t.Fatalf("node 2's Status after node 3's removal: %v", err)
+	}
+
+	// A proxy's certificate serves only while its node is a member
+	// (red-team test, session 38): removed node 3's proxy, and one of an
+	// id never added, get nothing; node 1's still gets Status.
+	issuer := t.TempDir()
+	for _, f := range []string{mtls.CACertFile, mtls.CAKeyFile} {
+		testkit.CopyFile(t, filepath.Join(ca, f), filepath.Join(issuer, f))
+	}
+	for _, id := range []uint32{3, 99} {
+		pid := mtls.Identity{Role: mtls.RoleProxy, ID: id}
+		crt, key, err := mtls.WriteCert(issuer, pid, []string{"127.0.0.1", "localhost"}, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl, _ := dialAdmin(t, addr1, DialOption(mtlstest.Load(t, mtls.Files{Cert: crt, Key: key, CA: filepath.Join(ca, mtls.CACertFile)})))
+		if _, err := cl.Status(ctx, &pb.StatusRequest{}); status.Code(err) != codes.PermissionDenied || !strings.Contains(err.Error(), "not a member") {
+			t.Fatalf("%s, node %d not a member: Status %v; want PermissionDenied, not a member", pid, id, err)
+		}
+		if _, err := cl.ReadWindow(ctx, &pb.ReadWindowRequest{}); status.Code(err) != codes.PermissionDenied {
+			t.Fatalf("%s: ReadWindow %v; want PermissionDenied", pid, err)
+		}
+	}
+	if _, err := proxyCl.Status(ctx, &pb.StatusRequest{}); err != nil {
+		t.Fatalf("proxy 1's Status: %v", err)
+	}
+
+	// Only the admin certificate may force a backup on the master: a
+	// node's took BACKUP STAGE locks there (red-team test, session 38).
+	fs, err := node2Cl.Backup(ctx, &pb.BackupRequest{NodeId: 2, Force: true})
+	if err == nil {
+		_, err = fs.Recv()
+	}
+	if status.Code(err) != codes.PermissionDenied || !strings.Contains(err.Error(), "force") {
+		t.Fatalf("node 2's forced Backup: %v; want PermissionDenied naming force", err)
 	}
 
 	// The refusals are counted by method and role.

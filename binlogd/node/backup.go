@@ -38,6 +38,12 @@ func (a *adminServer) Backup(req *pb.BackupRequest, ss pb.Admin_BackupServer) er
 		if id.Role == mtls.RoleNode && req.NodeId != id.ID {
 			return status.Errorf(codes.PermissionDenied, "%s may ask for a backup only to reseed itself (node_id %d), not node %d; another node's needs the admin certificate", id, id.ID, req.NodeId)
 		}
+		if id.Role != mtls.RoleAdmin && req.Force {
+			// Force takes the backup's locks and IO on the master: an
+			// operator's call, not a node's (red-team test, session 38:
+			// a node certificate forced BACKUP STAGE on the master).
+			return status.Errorf(codes.PermissionDenied, "%s may not pass force (a backup on the master needs the admin certificate)", id)
+		}
 	}
 	if req.NodeId == n.cfg.ID {
 		return status.Errorf(codes.InvalidArgument, "node %d cannot reseed itself from itself: pick another replica", n.cfg.ID)

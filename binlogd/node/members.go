@@ -21,6 +21,20 @@ import (
 // their entries come from the config file.
 
 // members returns the current members, by id.
+// hasMember reports whether node id is a member now, of any kind
+// (authz.go: a proxy's certificate serves only for a member).
+func (n *Node) hasMember(id uint32) bool {
+	if m, _ := n.px.Membership(); m.Members != nil {
+		return m.Has(id)
+	}
+	for _, m := range n.cfg.SortedMembers() { // joining: not learned yet
+		if m.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
 func (n *Node) members() []config.Member {
 	m, _ := n.px.Membership()
 	if m.Members == nil {

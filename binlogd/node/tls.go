@@ -90,6 +90,7 @@ func (n *Node) serverOptions() []grpc.ServerOption {
 	}
 	a := newAuthorizer(n.log, reg)
 	a.removed = n.px.Removed
+	a.member = n.hasMember
 	return []grpc.ServerOption{
 		grpc.Creds(establishOnHandshake{newLoggedCreds(n.reloadable(), n.log)}), // rpcguard.go: a finished handshake cannot be evicted
 		grpc.ChainUnaryInterceptor(a.unary),
