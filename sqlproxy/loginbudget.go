@@ -8,14 +8,14 @@ import (
 	"phxgo/sqlproxy/wire"
 )
 
-// checkFailureBudget refuses a login from a client address that has
-// spent its budget of failed logins (Config.LoginFailureBurst), before
-// the password is checked, with MariaDB's code for a blocked host. A
+// checkFailureBudget refuses a login as user from a client address that
+// has spent its budget of failed logins as that user
+// (Config.LoginFailureBurst), before the password is checked, with MariaDB's code for a blocked host. A
 // password guesser gets one guess per LoginFailureEvery, a client with a
 // wrong password configured learns why it stopped getting 1045.
 func (sess *session) checkFailureBudget(user string) error {
 	s := sess.srv
-	blocked, wait := s.loginFails.Blocked(sess.client.NetipAddr(), time.Now())
+	blocked, wait := s.loginFails.Blocked(sess.client.NetipAddr(), user, time.Now())
 	if !blocked {
 		return nil
 	}

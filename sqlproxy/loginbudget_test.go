@@ -13,11 +13,12 @@ import (
 
 // TestLoginFailureBudget (real MariaDB): after its budget of failed
 // logins a client address is refused with 1129 before its password is
-// checked, even the right one, and the metric counts it; another address
-// still logs in. Without the budget a stranger could guess passwords as
+// checked, even the right one, and the metric counts it; another address,
+// and another user from the same address, still log in. Without the budget a stranger could guess passwords as
 // fast as the proxy answers.
 func TestLoginFailureBudget(t *testing.T) {
 	a := startInstances(t, 1)[0]
+	execRoot(t, a, "CREATE USER 'other'@'%' IDENTIFIED BY 'other-secret-pw'")
 	p := startProxy(t, 1, masterView(a), Linearizable, []string{a.Addr()}, func(c *Config) {
 		c.LoginFailureBurst, c.LoginFailureEvery = 3, time.Hour
 	})
@@ -52,5 +53,11 @@ func TestLoginFailureBudget(t *testing.T) {
 	}
 	if err := from("127.0.0.2", acc.AppPassword); err != nil {
 		t.Fatalf("another address: %v", err)
+	}
+	// Another account from the same address is not locked out by the
+	// guesses at app's password (red-team test, session 38).
+	otherDB := clientDB(t, p.addr, "other", "other-secret-pw", "", func(*mysql.Config) {})
+	if err := otherDB.PingContext(ctx); err != nil {
+		t.Fatalf("another user from the blocked address: %v", err)
 	}
 }

@@ -288,7 +288,7 @@ func (sess *session) login() error {
 		if ok, held := s.deniedLog.Allow(time.Now()); ok {
 			s.log.Info("sqlproxy: refused a login as a denied user", "user", ratelog.Cut(resp.User, maxLoggedUser), "client", host, "remote", nc.RemoteAddr().String(), "unlogged_before", held)
 		}
-		s.loginFails.Failed(sess.client.NetipAddr(), time.Now())
+		s.loginFails.Failed(sess.client.NetipAddr(), resp.User, time.Now())
 		_ = sess.cl.WriteFlush(accessDenied(resp.User, host, len(token) > 0).Packet())
 		return auth.ErrDenied
 	}
@@ -298,7 +298,7 @@ func (sess *session) login() error {
 	if err != nil {
 		werr := accessDenied(resp.User, host, len(token) > 0)
 		if !errors.Is(err, auth.ErrUnavailable) {
-			s.loginFails.Failed(sess.client.NetipAddr(), time.Now())
+			s.loginFails.Failed(sess.client.NetipAddr(), resp.User, time.Now())
 		} else {
 			werr = &wire.Error{Code: 1045, SQLState: "28000", Message: "phxgo: cannot verify credentials now: no server answered"}
 			if ok, held := s.unavailLog.Allow(time.Now()); ok {

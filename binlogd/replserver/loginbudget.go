@@ -17,10 +17,14 @@ import (
 // guesser of the node's or the outside replicas' password gets one guess
 // per LoginFailureEvery once it has failed LoginFailureBurst times.
 //
-// Loopback is never blocked: the node's own MariaDB replicates from this
-// endpoint over loopback, and a local process failing logins on purpose
-// must not cut it off the log. Guessing from the host itself is left to
-// the host's own users and permissions.
+// The budget is the address's, whatever user it tries: the endpoint has
+// two accounts, and a guess is checked before go-mysql reads the name.
+// Loopback and the endpoint's own listen address are never blocked: the
+// node's own MariaDB replicates from this endpoint from one of them, and
+// a local process failing logins on purpose must not cut it off the log
+// (red-team test, session 38: with a non-loopback repl_addr it came from
+// that address). Guessing from the host itself is left to the host's own
+// users and permissions.
 func loginFailures(cfg Config) *addrrate.Failures {
 	burst, every := cfg.LoginFailureBurst, cfg.LoginFailureEvery
 	switch {
@@ -49,7 +53,7 @@ func (s *Server) budgetAddr(a net.Addr) netip.Addr {
 	}
 	ip, _ := netip.AddrFromSlice(ta.IP)
 	ip = ip.Unmap()
-	if ip.IsLoopback() && !s.budgetLoopback.Load() {
+	if (ip.IsLoopback() || ip == s.listenIP) && !s.budgetLoopback.Load() {
 		return netip.Addr{}
 	}
 	return ip
@@ -60,7 +64,7 @@ func (s *Server) budgetAddr(a net.Addr) netip.Addr {
 // answers a blocked host, and reports whether it did (the caller then
 // closes it).
 func (s *Server) refuseBlocked(nc net.Conn, log *slog.Logger) bool {
-	blocked, wait := s.fails.Blocked(s.budgetAddr(nc.RemoteAddr()), time.Now())
+	blocked, wait := s.fails.Blocked(s.budgetAddr(nc.RemoteAddr()), "", time.Now())
 	if !blocked {
 		return false
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sort"
 	"strconv"
 	"sync"
@@ -152,6 +153,8 @@ type Server struct {
 	fails *addrrate.Failures
 	// budgetLoopback: loopback spends and is blocked too (tests only).
 	budgetLoopback atomic.Bool
+	// listenIP: the host of Config.Addr, never blocked (loginbudget.go).
+	listenIP netip.Addr
 	// outsideLog: the outside replicas' command-phase lines (refusals,
 	// unknown queries, registrations), each kind once per
 	// handshakeLogEvery (conn.go: outsideLine): message → *ratelog.Limiter.
@@ -210,7 +213,10 @@ func New(cfg Config, src Source) (*Server, error) {
 		rotateAt: defaultRotateAt,
 	}
 	s.fails = loginFailures(cfg)
-	s.accounts.failed = func(a net.Addr) { s.fails.Failed(s.budgetAddr(a), time.Now()) }
+	s.accounts.failed = func(a net.Addr) { s.fails.Failed(s.budgetAddr(a), "", time.Now()) }
+	if ap, err := netip.ParseAddrPort(cfg.Addr); err == nil {
+		s.listenIP = ap.Addr().Unmap()
+	}
 	s.acc.Max = cfg.MaxConns
 	if s.acc.Max <= 0 {
 		s.acc.Max = DefaultMaxConns
