@@ -117,7 +117,7 @@
 // after it packets up to max_allowed_packet (ERR 1153 and closed beyond).
 // No read allocates for a length it was only told about. A panic in a
 // session closes that client and its backends only.
-// A client address past its budget of failed logins
+// A client address past its budget of failed logins as a user
 // (Config.LoginFailureBurst, loginbudget.go) is refused with 1129 before
 // its password is checked.
 //

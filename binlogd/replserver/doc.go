@@ -69,8 +69,8 @@
 // whatever name it tries and learns no names.
 // An address that failed Config.LoginFailureBurst logins gets one more
 // attempt per LoginFailureEvery, and 1129 in place of the greeting
-// otherwise (loginbudget.go); loopback, where the node's own MariaDB
-// comes from, is exempt.
+// otherwise (loginbudget.go); loopback and the endpoint's own listen
+// address, where the node's own MariaDB comes from, are exempt.
 //
 //	account            who                      TLS                      may
 //	User (capture)     the node's own MariaDB   optional (as before)     everything the endpoint answers
