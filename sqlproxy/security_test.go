@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"database/sql"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +14,6 @@ import (
 	"phxgo/binlogd/mtls"
 	"phxgo/binlogd/mtls/mtlstest"
 	"phxgo/binlogd/mysqld"
-	"phxgo/internal/testkit"
 	"phxgo/sqlproxy/topology"
 )
 
@@ -82,19 +80,11 @@ func TestPeerTLS(t *testing.T) {
 	t.Run("non_member_hop_refused", func(t *testing.T) {
 		// A proxy certificate of a node that is not a member (removed,
 		// or never added) makes no hop (red-team test, session 38).
-		issuer := t.TempDir()
-		for _, f := range []string{mtls.CACertFile, mtls.CAKeyFile} {
-			testkit.CopyFile(t, filepath.Join(ca, f), filepath.Join(issuer, f))
-		}
-		crt, key, err := mtls.WriteCert(issuer, mtls.Identity{Role: mtls.RoleProxy, ID: 3}, []string{"127.0.0.1", "localhost"}, time.Hour)
-		if err != nil {
-			t.Fatal(err)
-		}
 		v := topology.View{MasterID: 1, MasterProxyAddr: pa.addr, MasterMySQLAddr: a.Addr(), SelfMySQLAddr: a.Addr()}
 		p3 := startProxy(t, 3, v, Linearizable, authAddrs, func(c *Config) {
-			c.PeerTLS = loadMaterial(t, mtls.Files{Cert: crt, Key: key, CA: filepath.Join(ca, mtls.CACertFile)})
+			c.PeerTLS = loadMaterial(t, mtlstest.Issue(t, ca, mtls.Identity{Role: mtls.RoleProxy, ID: 3}))
 		})
-		err = appDB(t, p3.addr, "", false).PingContext(ctx)
+		err := appDB(t, p3.addr, "", false).PingContext(ctx)
 		if err == nil || !strings.Contains(err.Error(), "not a member") {
 			t.Fatalf("a hop from proxy 3, not a member: %v", err)
 		}

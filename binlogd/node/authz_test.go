@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +18,6 @@ import (
 
 	"phxgo/binlogd/mtls"
 	"phxgo/binlogd/mtls/mtlstest"
-	"phxgo/internal/testkit"
 	pb "phxgo/proto"
 )
 
@@ -243,17 +241,9 @@ func TestAuthzAttacks(t *testing.T) {
 	// A proxy's certificate serves only while its node is a member
 	// (red-team test, session 38): removed node 3's proxy, and one of an
 	// id never added, get nothing; node 1's still gets Status.
-	issuer := t.TempDir()
-	for _, f := range []string{mtls.CACertFile, mtls.CAKeyFile} {
-		testkit.CopyFile(t, filepath.Join(ca, f), filepath.Join(issuer, f))
-	}
 	for _, id := range []uint32{3, 99} {
 		pid := mtls.Identity{Role: mtls.RoleProxy, ID: id}
-		crt, key, err := mtls.WriteCert(issuer, pid, []string{"127.0.0.1", "localhost"}, time.Hour)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cl, _ := dialAdmin(t, addr1, DialOption(mtlstest.Load(t, mtls.Files{Cert: crt, Key: key, CA: filepath.Join(ca, mtls.CACertFile)})))
+		cl, _ := dialAdmin(t, addr1, DialOption(mtlstest.Load(t, mtlstest.Issue(t, ca, pid))))
 		if _, err := cl.Status(ctx, &pb.StatusRequest{}); status.Code(err) != codes.PermissionDenied || !strings.Contains(err.Error(), "not a member") {
 			t.Fatalf("%s, node %d not a member: Status %v; want PermissionDenied, not a member", pid, id, err)
 		}
