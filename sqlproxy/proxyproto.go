@@ -23,7 +23,7 @@ import (
 // connection to a MariaDB over TCP opened for a client starts with a
 // PROXY protocol v2 header (wire.ProxyHeaderIP) naming the client, which
 // MariaDB 10.3+ accepts from its proxy_protocol_networks (binlogd sets
-// them: localhost and the members' addresses, binlogd/node/proxynets.go)
+// them: the members' addresses, not localhost; binlogd/node/proxynets.go)
 // and then matches accounts by:
 //
 //	client ──▶ proxy ── TCP: [PROXY v2 header: client's address] greeting… login ──▶ MariaDB
@@ -33,7 +33,9 @@ import (
 // What MariaDB 10.11 does (checked against the real server, TestProxyProtocol*):
 //   - The header may come right after connect or in front of the first
 //     packet (it reads it with that packet, after sending the greeting);
-//     the proxy writes it at connect, before the SSLRequest of a TLS login.
+//     the proxy sends it in the same write as its first packet (the login,
+//     or the SSLRequest of a TLS login): sent alone at connect, a refused
+//     header makes MariaDB reset the connection before any ERR is read.
 //   - From an address outside the list it answers that first packet with
 //     ERR 1130 "Proxy header is not accepted from <addr>" and closes; a
 //     connection without a header is still accepted from anywhere.
