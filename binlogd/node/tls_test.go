@@ -28,6 +28,13 @@ import (
 // with certificate files files[i-1] (zero Files: plain).
 func testNodes(t *testing.T, files []mtls.Files, hooks ...func(*Node)) (cfgs []*config.Config, nodes []*Node, stop []context.CancelFunc) {
 	t.Helper()
+	return testNodesOf(t, files, nil, hooks...)
+}
+
+// testNodesOf is testNodes whose nodes listed in absent are members but
+// are not started (their addresses are free for the test).
+func testNodesOf(t *testing.T, files []mtls.Files, absent map[uint32]bool, hooks ...func(*Node)) (cfgs []*config.Config, nodes []*Node, stop []context.CancelFunc) {
+	t.Helper()
 	base := localcluster.FreeBasePort(len(files))
 	dir := t.TempDir()
 	cred := filepath.Join(dir, "cred.json")
@@ -50,6 +57,9 @@ func testNodes(t *testing.T, files []mtls.Files, hooks ...func(*Node)) (cfgs []*
 		c.SetDefaults()
 		if err := c.Validate(); err != nil {
 			t.Fatal(err)
+		}
+		if absent[c.ID] {
+			continue
 		}
 		n, err := New(c, logger)
 		if err != nil {
@@ -87,7 +97,7 @@ func TestMutualTLS(t *testing.T) {
 	cfgs, nodes, _ := testNodes(t, []mtls.Files{mtlstest.Files(ca, 1), mtlstest.Files(ca, 2), mtlstest.Files(other, 3)}, func(n *Node) {
 		n.log = slog.New(slog.NewTextHandler(logs, nil)).With("node", n.cfg.ID)
 	})
-	good := DialOption(mtlstest.Load(t, mtls.DirFiles(ca, mtls.Identity{Role: mtls.RoleAdmin}))) // an operator's CLI with the cluster's CA
+	good := DialOption(mtlstest.Load(t, mtls.DirFiles(ca, mtls.Identity{Role: mtls.RoleAdmin})), 0) // an operator's CLI with the cluster's CA
 	addr1 := cfgs[0].Self().GRPCAddr
 
 	admin, _ := dialAdmin(t, addr1, good)
@@ -137,8 +147,8 @@ func TestMutualTLS(t *testing.T) {
 	strangerCert := mtlstest.Load(t, mtlstest.Files(other, 1))
 	strangerCert.Pool = mtlstest.Load(t, mtlstest.Files(ca, 1)).Pool
 	for name, opt := range map[string]grpc.DialOption{
-		"other CA":              DialOption(mtlstest.Load(t, mtlstest.Files(other, 1))),
-		"other CA, trusts ours": DialOption(strangerCert),
+		"other CA":              DialOption(mtlstest.Load(t, mtlstest.Files(other, 1)), 1),
+		"other CA, trusts ours": DialOption(strangerCert, 1),
 		"plain":                 grpc.WithTransportCredentials(insecure.NewCredentials()),
 	} {
 		cl, _ := dialAdmin(t, addr1, opt)
@@ -185,7 +195,7 @@ func TestHealth(t *testing.T) {
 			n.testHookStopping = func() { <-release }
 		}
 	})
-	_, hc := dialAdmin(t, cfgs[0].Self().GRPCAddr, DialOption(nil))
+	_, hc := dialAdmin(t, cfgs[0].Self().GRPCAddr, DialOption(nil, 0))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for _, svc := range []string{"", HealthService} {
