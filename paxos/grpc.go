@@ -37,7 +37,7 @@ type grpcTransport struct {
 	// expected identity: WithPeerDialOption).
 	perPeer func(id uint32) grpc.DialOption
 	log     *slog.Logger
-	wg   sync.WaitGroup
+	wg      sync.WaitGroup
 
 	mu    sync.RWMutex // guards peers: setPeers runs while others send
 	peers map[uint32]*peerSender

@@ -82,4 +82,3 @@ func TestReseedSourceWantsTheMember(t *testing.T) {
 		t.Fatalf("%d calls reached the impostor", n)
 	}
 }
-

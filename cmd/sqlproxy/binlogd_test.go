@@ -11,8 +11,8 @@ import (
 
 	"phxgo/binlogd/mtls"
 	"phxgo/binlogd/mtls/mtlstest"
-	"phxgo/sqlproxy"
 	pb "phxgo/proto"
+	"phxgo/sqlproxy"
 )
 
 // TestBinlogdLinkWantsOwnNode is the red-team finding: sqlproxy 2 took

@@ -6,11 +6,11 @@ package mtlstest
 import (
 	"math/big"
 	"net"
-	"sync/atomic"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
