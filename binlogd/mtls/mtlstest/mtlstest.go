@@ -5,19 +5,12 @@ package mtlstest
 
 import (
 	"math/big"
-	"net"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/status"
 
 	"phxgo/binlogd/mtls"
 	"phxgo/internal/testkit"
@@ -92,25 +85,4 @@ func Reissue(t testing.TB, caDir string, id mtls.Identity, files mtls.Files) *bi
 	testkit.CopyFile(t, crt, files.Cert)
 	testkit.CopyFile(t, key, files.Key)
 	return Load(t, files).Leaf.SerialNumber
-}
-
-// Of is the files of identity id in a MakeCA directory (node, proxy or
-// admin).
-func Of(dir string, id mtls.Identity) mtls.Files { return mtls.DirFiles(dir, id) }
-
-// Impostor serves gRPC with m's certificate on lis, as a holder of a
-// valid cluster certificate of the wrong identity would: it answers
-// nothing, but counts every call that reaches it (a client that checks
-// whom it dialled must make none). It stops at the test's end.
-func Impostor(t testing.TB, lis net.Listener, m *mtls.Material) (calls func() int64) {
-	t.Helper()
-	var n atomic.Int64
-	srv := grpc.NewServer(grpc.Creds(credentials.NewTLS(m.Server())),
-		grpc.UnknownServiceHandler(func(any, grpc.ServerStream) error {
-			n.Add(1)
-			return status.Error(codes.Unavailable, "impostor")
-		}))
-	go srv.Serve(lis)
-	t.Cleanup(srv.Stop)
-	return n.Load
 }
