@@ -108,7 +108,7 @@ func TestAuthzAttacks(t *testing.T) {
 	ca := mtlstest.MakeCA(t, 3)
 	cfgs, _, _ := testNodes(t, []mtls.Files{mtlstest.Files(ca, 1), mtlstest.Files(ca, 2), mtlstest.Files(ca, 3)})
 	addr1 := cfgs[0].Self().GRPCAddr
-	as := func(id mtls.Identity) grpc.DialOption { return DialOption(mtlstest.Load(t, mtls.DirFiles(ca, id)), 0) }
+	as := func(id mtls.Identity) grpc.DialOption { return DialOption(mtlstest.Load(t, mtls.DirFiles(ca, id))) }
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 

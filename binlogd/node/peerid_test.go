@@ -38,7 +38,7 @@ func TestPaxosRefusesImpostorPeer(t *testing.T) {
 
 	// Paxos runs between 1 and 2 (a read barrier needs a majority), and
 	// its broadcasts go to node 3's address as well.
-	admin, _ := dialAdmin(t, cfgs[0].Self().GRPCAddr, DialOption(mtlstest.Load(t, mtls.DirFiles(ca, mtls.Identity{Role: mtls.RoleAdmin})), 1))
+	admin, _ := dialAdmin(t, cfgs[0].Self().GRPCAddr, DialOptionTo(mtlstest.Load(t, mtls.DirFiles(ca, mtls.Identity{Role: mtls.RoleAdmin})), 1))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for {

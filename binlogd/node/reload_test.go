@@ -29,7 +29,7 @@ func TestReloadCertificate(t *testing.T) {
 	files := mtlstest.Files(ca, 1)
 	cfgs, nodes, _ := testNodes(t, []mtls.Files{files}, func(n *Node) { n.SetLogLevelVar(new(slog.LevelVar)) })
 	n, addr := nodes[0], cfgs[0].Self().GRPCAddr
-	adminOpt := DialOption(mtlstest.Load(t, mtls.DirFiles(ca, mtls.Identity{Role: mtls.RoleAdmin})), 0)
+	adminOpt := DialOption(mtlstest.Load(t, mtls.DirFiles(ca, mtls.Identity{Role: mtls.RoleAdmin})))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 

@@ -31,11 +31,15 @@ func ServerOptions(m *mtls.Material) []grpc.ServerOption {
 }
 
 // DialOption is the transport credential for dialling a binlogd with
+// material m (nil: plain): DialOptionTo any node.
+func DialOption(m *mtls.Material) grpc.DialOption { return DialOptionTo(m, 0) }
+
+// DialOptionTo is the transport credential for dialling binlogd id with
 // material m (nil: plain). The server name is the dialled host, so a
 // peer's certificate needs a SAN for the host of its grpc_addr, and the
 // server must be a binlogd: node id's certificate, or any node's if id
 // is 0 (mtls.ExpectNode).
-func DialOption(m *mtls.Material, id uint32) grpc.DialOption {
+func DialOptionTo(m *mtls.Material, id uint32) grpc.DialOption {
 	if m == nil {
 		return grpc.WithTransportCredentials(insecure.NewCredentials())
 	}
@@ -106,7 +110,7 @@ func (n *Node) serverOptions() []grpc.ServerOption {
 // Learners and witnesses are members with node certificates too.
 func (n *Node) dialOptionTo(id uint32) grpc.DialOption {
 	if n.tls == nil {
-		return DialOption(nil, 0)
+		return DialOption(nil)
 	}
 	n.tlsCur.CompareAndSwap(nil, mtls.NewReloadable(n.tls))
 	return grpc.WithTransportCredentials(newLoggedCreds(n.tlsCur.Load().ClientCredentials(mtls.ExpectNode(id)), n.log))

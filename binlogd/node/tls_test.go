@@ -97,7 +97,7 @@ func TestMutualTLS(t *testing.T) {
 	cfgs, nodes, _ := testNodes(t, []mtls.Files{mtlstest.Files(ca, 1), mtlstest.Files(ca, 2), mtlstest.Files(other, 3)}, func(n *Node) {
 		n.log = slog.New(slog.NewTextHandler(logs, nil)).With("node", n.cfg.ID)
 	})
-	good := DialOption(mtlstest.Load(t, mtls.DirFiles(ca, mtls.Identity{Role: mtls.RoleAdmin})), 0) // an operator's CLI with the cluster's CA
+	good := DialOption(mtlstest.Load(t, mtls.DirFiles(ca, mtls.Identity{Role: mtls.RoleAdmin}))) // an operator's CLI with the cluster's CA
 	addr1 := cfgs[0].Self().GRPCAddr
 
 	admin, _ := dialAdmin(t, addr1, good)
@@ -147,8 +147,8 @@ func TestMutualTLS(t *testing.T) {
 	strangerCert := mtlstest.Load(t, mtlstest.Files(other, 1))
 	strangerCert.Pool = mtlstest.Load(t, mtlstest.Files(ca, 1)).Pool
 	for name, opt := range map[string]grpc.DialOption{
-		"other CA":              DialOption(mtlstest.Load(t, mtlstest.Files(other, 1)), 1),
-		"other CA, trusts ours": DialOption(strangerCert, 1),
+		"other CA":              DialOption(mtlstest.Load(t, mtlstest.Files(other, 1))),
+		"other CA, trusts ours": DialOption(strangerCert),
 		"plain":                 grpc.WithTransportCredentials(insecure.NewCredentials()),
 	} {
 		cl, _ := dialAdmin(t, addr1, opt)
@@ -195,7 +195,7 @@ func TestHealth(t *testing.T) {
 			n.testHookStopping = func() { <-release }
 		}
 	})
-	_, hc := dialAdmin(t, cfgs[0].Self().GRPCAddr, DialOption(nil, 0))
+	_, hc := dialAdmin(t, cfgs[0].Self().GRPCAddr, DialOption(nil))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for _, svc := range []string{"", HealthService} {

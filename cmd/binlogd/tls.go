@@ -105,10 +105,10 @@ func dialOptionFor(files mtls.Files) (credsFor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("-tls-%s: %w", flagName(err), err)
 	}
-	return func(id uint32) grpc.DialOption { return node.DialOption(m, id) }, nil
+	return func(id uint32) grpc.DialOption { return node.DialOptionTo(m, id) }, nil
 }
 
-func plainCreds(uint32) grpc.DialOption { return node.DialOption(nil, 0) }
+func plainCreds(uint32) grpc.DialOption { return node.DialOption(nil) }
 
 // nodeAt is the id of the member whose grpc_addr is addr in the config
 // of -config, or 0 (any binlogd) without -config or when no member has

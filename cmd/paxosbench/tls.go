@@ -56,7 +56,7 @@ func (b *benchTLS) dialOptions(id uint32) []paxos.Option {
 	}
 	// As binlogd: each peer link checks that the server is that node.
 	m := b.mats[id]
-	return []paxos.Option{paxos.WithPeerDialOption(func(peer uint32) grpc.DialOption { return node.DialOption(m, peer) })}
+	return []paxos.Option{paxos.WithPeerDialOption(func(peer uint32) grpc.DialOption { return node.DialOptionTo(m, peer) })}
 }
 
 // peerAuth is binlogd's Paxos stream authorisation, reduced to what costs
