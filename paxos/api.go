@@ -103,6 +103,7 @@ type options struct {
 	stageObserver  func(Stage, time.Duration)
 	storage        Storage
 	dialOptions    []grpc.DialOption
+	peerDialOption func(id uint32) grpc.DialOption
 	transport      func(n *Node) transport
 	seed           int64
 }
@@ -122,6 +123,14 @@ func WithStorage(s Storage) Option { return func(o *options) { o.storage = s } }
 // ...). Without them, connections are insecure.
 func WithDialOptions(opts ...grpc.DialOption) Option {
 	return func(o *options) { o.dialOptions = append(o.dialOptions, opts...) }
+}
+
+// WithPeerDialOption adds f(id) to the grpc.DialOptions of the
+// connection to peer id, after WithDialOptions' (the last transport
+// credential wins): binlogd gives each peer TLS credentials that refuse a
+// server whose certificate is not node id's (mtls.ExpectNode).
+func WithPeerDialOption(f func(id uint32) grpc.DialOption) Option {
+	return func(o *options) { o.peerDialOption = f }
 }
 
 // Propose submits cmd and returns once it is chosen AND applied on this

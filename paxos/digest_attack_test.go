@@ -159,7 +159,7 @@ func TestDigestsAgreeAcrossNodes(t *testing.T) {
 func TestForgedLearnDivergenceDetected(t *testing.T) {
 	var forger *forgingTransport
 	opts := map[uint32][]Option{2: {withTransport(func(n *Node) transport {
-		forger = &forgingTransport{transport: newGRPCTransport(n.cfg, nil, n.log), victim: 3}
+		forger = &forgingTransport{transport: newGRPCTransport(n.cfg, nil, nil, n.log), victim: 3}
 		return forger
 	})}}
 	c := digestCluster(t, 3, nil, opts)

@@ -230,7 +230,8 @@
 //
 // A peer message is input from the network, so it may come from a
 // stranger or a broken peer. Authentication (mTLS, the sender named in
-// the peer's certificate) is the transport's job; the core's is that no
+// the peer's certificate; on dials, the server's certificate naming the
+// peer dialled: WithPeerDialOption) is the transport's job; the core's is that no
 // message, however forged, panics a node, wraps an integer or gets
 // persisted out of range: a Prepare at round MaxUint64, once promised
 // and persisted, would wrap the next round to 0 and panic every node at

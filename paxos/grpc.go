@@ -33,15 +33,18 @@ const (
 type grpcTransport struct {
 	self uint32
 	opts []grpc.DialOption
-	log  *slog.Logger
-	wg   sync.WaitGroup
+	// perPeer, if set, adds the options of one peer's connection (its
+	// expected identity: WithPeerDialOption).
+	perPeer func(id uint32) grpc.DialOption
+	log     *slog.Logger
+	wg      sync.WaitGroup
 
 	mu    sync.RWMutex // guards peers: setPeers runs while others send
 	peers map[uint32]*peerSender
 }
 
-func newGRPCTransport(cfg Config, dialOpts []grpc.DialOption, log *slog.Logger) *grpcTransport {
-	t := &grpcTransport{self: cfg.ID, log: log, peers: make(map[uint32]*peerSender)}
+func newGRPCTransport(cfg Config, dialOpts []grpc.DialOption, perPeer func(uint32) grpc.DialOption, log *slog.Logger) *grpcTransport {
+	t := &grpcTransport{self: cfg.ID, log: log, perPeer: perPeer, peers: make(map[uint32]*peerSender)}
 	t.opts = append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, PeerDialOptions(cfg)...)
 	t.opts = append(t.opts, dialOpts...)
 	t.setPeers(cfg.Peers)
@@ -64,7 +67,11 @@ func (t *grpcTransport) setPeers(addrs map[uint32]string) {
 			continue
 		}
 		ctx, cancel := context.WithCancel(context.Background())
-		p := &peerSender{id: id, addr: addr, opts: t.opts, log: t.log.With("peer", id),
+		opts := t.opts[:len(t.opts):len(t.opts)]
+		if t.perPeer != nil {
+			opts = append(opts, t.perPeer(id))
+		}
+		p := &peerSender{id: id, addr: addr, opts: opts, log: t.log.With("peer", id),
 			wake: make(chan struct{}, 1), ctx: ctx, cancel: cancel}
 		t.peers[id] = p
 		t.wg.Add(1)

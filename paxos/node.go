@@ -183,7 +183,7 @@ func Start(cfg Config, sm StateMachine, opts ...Option) (*Node, error) {
 	if o.transport != nil {
 		n.tr = o.transport(n)
 	} else {
-		n.tr = newGRPCTransport(cfg, o.dialOptions, n.log)
+		n.tr = newGRPCTransport(cfg, o.dialOptions, o.peerDialOption, n.log)
 	}
 	n.dtr = newDigestTransport(n.tr, n.digests.book, cfg.ElectionTimeout, cfg.ID, cfg.Peers)
 	n.tr = n.dtr

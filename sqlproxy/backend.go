@@ -27,7 +27,11 @@ const erHostNotPrivileged = 1130
 
 // poolKey identifies interchangeable backend connections.
 type poolKey struct {
-	addr    string
+	addr string
+	// node is the member whose MariaDB (or, for a hop, proxy) is at addr,
+	// from the view the route was chosen in: the TLS handshake wants its
+	// certificate (node N's for MariaDB, proxy N's for a hop).
+	node    uint32
 	user    string
 	stage1  string // the login secret the connection was opened with
 	caps    uint32
@@ -149,14 +153,14 @@ func (b *backend) handshake(ctx context.Context, db string, peerTLS, mysqlTLS *T
 		return nil, fmt.Errorf("backend %s does not support CLIENT_DEPRECATE_EOF", b.key.addr)
 	}
 	if b.kind == routeForward && peerTLS != nil {
-		c, err := startClientTLS(ctx, b.c, peerTLS, b.key.addr, g, caps, b.key.charset)
+		c, err := startClientTLS(ctx, b.c, peerTLS, b.key.addr, b.key.node, g, caps, b.key.charset)
 		if err != nil {
 			return nil, err
 		}
 		b.c = c
 		caps |= wire.ClientSSL // the login that follows says it runs in TLS
 	} else if mysqlTLS != nil {
-		c, err := startMySQLTLS(ctx, b.c, mysqlTLS, b.key.addr, g, caps, b.key.charset)
+		c, err := startMySQLTLS(ctx, b.c, mysqlTLS, b.key.addr, b.key.node, g, caps, b.key.charset)
 		if werr := (*wire.Error)(nil); errors.As(err, &werr) {
 			return werr, nil
 		}

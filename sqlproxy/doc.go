@@ -265,10 +265,14 @@
 // (proxyproto.go): never the row of the proxy's address. Config.PeerTLS wraps
 // the forwarding hop in mutual TLS (a MySQL SSLRequest upgrade on the
 // master's client port) and makes the master's proxy refuse a hop that is
-// not TLS with a certificate of the cluster CA. Config.MySQLTLS (mysqltls.go)
+// not TLS with a certificate of the cluster CA; the forwarder accepts only
+// the master's own proxy certificate (proxy M, M the master in the view
+// the route was chosen in: poolKey.node). Config.MySQLTLS (mysqltls.go)
 // wraps every connection to a MariaDB over TCP (backends, health checks;
 // auth.Config.TLS for the mysql.user reads) in TLS checked against the CA
-// for a node certificate, and refuses a MariaDB without TLS.
+// for the certificate of the member at that address (node K: poolKey.node
+// for backends, MySQLNodeAt of the current view for pooled sql.DBs), and
+// refuses a MariaDB without TLS.
 //
 // Kills (kill.go). Every KILL (and COM_PROCESS_KILL) is refused with
 // 1235 (also as a prepared statement, after another statement, or as a

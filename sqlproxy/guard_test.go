@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"phxgo/binlogd/mtls"
 	"phxgo/binlogd/mtls/mtlstest"
 	"phxgo/binlogd/mysqld"
 	"phxgo/sqlproxy/topology"
@@ -355,7 +356,7 @@ func TestSocketOnlyForTheSameAccount(t *testing.T) {
 	}
 	cfg := mysql.NewConfig()
 	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr, cfg.Timeout = "dave", "dave-secret", "tcp", p.addr, 5*time.Second
-	cfg.TLS = loadMaterial(t, proxyFiles(ca, 2)).Client("127.0.0.1")
+	cfg.TLS = loadMaterial(t, proxyFiles(ca, 2)).ClientFor(p.addr, mtls.ExpectProxy(1))
 	cfg.ConnectionAttributes = hopAttr + ":1," + clientAttr + ":10.0.0.5"
 	c, err := mysql.NewConnector(cfg)
 	if err != nil {

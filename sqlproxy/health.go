@@ -129,7 +129,7 @@ func (h *health) db(addr string) *sql.DB {
 	cfg.Timeout, cfg.ReadTimeout = time.Second, 2*time.Second
 	cfg.DialFunc = DialFrom(h.srv.cfg.SourceIP, time.Second)
 	if t := h.srv.cfg.MySQLTLS; t != nil {
-		cfg.TLS = MySQLClientTLS(t, HostOf(addr))
+		cfg.TLS = MySQLClientTLS(t, addr, MySQLNodeAt(h.srv.topo, addr))
 	}
 	c, _ := mysql.NewConnector(cfg)
 	db := sql.OpenDB(c)

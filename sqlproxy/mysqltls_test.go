@@ -4,18 +4,24 @@ import (
 	"context"
 	"crypto/tls"
 	"database/sql"
+	"errors"
+	"net"
+	"strings"
 	"testing"
 	"time"
 
+	"phxgo/binlogd/mtls"
 	"phxgo/binlogd/mtls/mtlstest"
 	"phxgo/binlogd/mysqld"
 	"phxgo/sqlproxy/auth"
+	"phxgo/sqlproxy/topology"
 )
 
-// tlsStore is startProxy's authenticator reading mysql.user in TLS.
+// tlsStore is startProxy's authenticator reading mysql.user in TLS from
+// node 1's MariaDB (the master of these tests).
 func tlsStore(t *testing.T, m *TLS, addrs []string) *auth.Store {
 	store := auth.New(auth.Config{User: adminUser, Password: adminPass, Addrs: func() []string { return addrs },
-		TLS: func(addr string) *tls.Config { return MySQLClientTLS(m, HostOf(addr)) }})
+		TLS: func(addr string) *tls.Config { return MySQLClientTLS(m, addr, NodeIs(1)) }})
 	t.Cleanup(func() { store.Close() })
 	return store
 }
@@ -104,5 +110,70 @@ func TestMySQLTLS(t *testing.T) {
 	po := serveProxy(t, 1, masterView(m), Linearizable, tlsStore(t, mt, authAddrs), func(c *Config) { c.MySQLTLS = mo })
 	if err := appDB(t, po.addr, "", false).PingContext(ctx); err == nil {
 		t.Fatal("session to a MariaDB of another CA worked")
+	}
+	// A man in the middle on node 2's MariaDB address with node 1's
+	// certificate (the CA's, valid for the host): proxy 2, whose view has
+	// its own MariaDB there, refuses it; it wants node 2's certificate.
+	p2 := serveProxy(t, 2, masterView(m), Linearizable, tlsStore(t, mt, authAddrs), opts)
+	if err := appDB(t, p2.addr, "", false).PingContext(ctx); err == nil {
+		t.Fatal("session to a MariaDB presenting another node's certificate worked")
+	}
+}
+
+// TestMySQLClientTLSWantsTheMember: MySQLClientTLS accepts the MariaDB at
+// an address only with the certificate of the member the view has there;
+// another node's or a proxy's (both of the CA, valid for the host) fail,
+// and so does an address no member has.
+func TestMySQLClientTLSWantsTheMember(t *testing.T) {
+	ca := mtlstest.MakeCA(t, 3)
+	mt := loadMaterial(t, proxyFiles(ca, 1))
+	serve := func(f mtls.Files) string {
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { lis.Close() })
+		cfg := mtlstest.Load(t, f).Server()
+		cfg.ClientAuth = tls.NoClientCert // MariaDB asks no certificate of the proxy
+		go func() {
+			for {
+				c, err := lis.Accept()
+				if err != nil {
+					return
+				}
+				go func() {
+					defer c.Close()
+					tc := tls.Server(c, cfg)
+					if tc.Handshake() == nil {
+						tc.Read(make([]byte, 1))
+					}
+				}()
+			}
+		}()
+		return lis.Addr().String()
+	}
+	node2 := serve(mtlstest.Files(ca, 2))
+	node3 := serve(mtlstest.Files(ca, 3))
+	proxy2 := serve(proxyFiles(ca, 2))
+	topo := topology.NewStatic(1, topology.View{MasterID: 1, SelfMySQLAddr: "127.0.0.1:1", MasterMySQLAddr: "127.0.0.1:1",
+		Replicas: []topology.Replica{{ID: 2, MySQLAddr: node2}, {ID: 2, MySQLAddr: node3}, {ID: 2, MySQLAddr: proxy2}}})
+	try := func(addr string) error {
+		c, err := tls.Dial("tcp", addr, MySQLClientTLS(mt, addr, MySQLNodeAt(topo, addr)))
+		if err == nil {
+			c.Close()
+		}
+		return err
+	}
+	if err := try(node2); err != nil {
+		t.Fatalf("node 2's MariaDB: %v", err)
+	}
+	for addr, want := range map[string]string{node3: "presented node 3, want node 2", proxy2: "presented proxy 2, want node 2"} {
+		if err := try(addr); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("MariaDB at %s: err %v, want %q", addr, err, want)
+		}
+	}
+	topo.Set(topology.View{MasterID: 1, SelfMySQLAddr: "127.0.0.1:1"}) // node 2 left the view
+	if err := try(node2); err == nil || !errors.Is(err, errNoMemberAt) {
+		t.Errorf("MariaDB of no member: err %v", err)
 	}
 }

@@ -83,7 +83,7 @@ func TestRequireSSLThroughProxy(t *testing.T) {
 
 	// A store that cannot read ssl_type: closed, every account needs TLS.
 	old := auth.New(auth.Config{User: "old_proxy", Password: "old-secret", Addrs: func() []string { return authAddrs },
-		TLS: func(addr string) *tls.Config { return MySQLClientTLS(mt, HostOf(addr)) }})
+		TLS: func(addr string) *tls.Config { return MySQLClientTLS(mt, addr, NodeIs(1)) }})
 	t.Cleanup(func() { old.Close() })
 	po := serveProxy(t, 1, masterView(m), Linearizable, old, opts)
 	err = open(po.addr, app.AppUser, app.AppPassword, false).PingContext(ctx)

@@ -87,15 +87,16 @@ func (s *session) pickReplica() decision {
 // or, for a client (not a hop), the master's MariaDB under a read window
 // or another node's proxy. The usual case (a usable view) costs one view
 // load and one clock read; only a wait sets up the deadline and timer.
-func (s *session) masterTarget() (string, routeKind, *wire.Error) {
-	if addr, kind, ok := s.masterIn(s.srv.topo.View(), time.Now()); ok {
-		return addr, kind, nil
+func (s *session) masterTarget() (string, uint32, routeKind, *wire.Error) {
+	if addr, node, kind, ok := s.masterIn(s.srv.topo.View(), time.Now()); ok {
+		return addr, node, kind, nil
 	}
 	return s.masterWait()
 }
 
-// masterIn is the master target view v allows at now, if any.
-func (s *session) masterIn(v topology.View, now time.Time) (string, routeKind, bool) {
+// masterIn is the master target view v allows at now, if any: its
+// address and the member there (whose certificate TLS wants: poolKey.node).
+func (s *session) masterIn(v topology.View, now time.Time) (string, uint32, routeKind, bool) {
 	switch {
 	case v.IsMaster:
 		if v.LeaseValid(now) {
@@ -103,18 +104,18 @@ func (s *session) masterIn(v topology.View, now time.Time) (string, routeKind, b
 			if addr == "" {
 				addr = v.SelfMySQLAddr
 			}
-			return addr, routeMaster, true
+			return addr, s.srv.topo.Self(), routeMaster, true
 		}
 	case !s.hop && v.WindowValid(now) && !s.stayForwarding(v):
-		return v.Window.MySQLAddr, routeDirect, true
+		return v.Window.MySQLAddr, v.Window.MasterID, routeDirect, true
 	case !s.hop && v.MasterID != 0 && v.MasterID != s.srv.topo.Self() && v.MasterProxyAddr != "":
-		return v.MasterProxyAddr, routeForward, true
+		return v.MasterProxyAddr, v.MasterID, routeForward, true
 	}
-	return "", 0, false
+	return "", 0, 0, false
 }
 
 // masterWait waits for a view with a master target (masterTarget).
-func (s *session) masterWait() (string, routeKind, *wire.Error) {
+func (s *session) masterWait() (string, uint32, routeKind, *wire.Error) {
 	topo := s.srv.topo
 	wait := s.srv.rules().MasterWait
 	deadline := time.Now().Add(wait)
@@ -123,18 +124,18 @@ func (s *session) masterWait() (string, routeKind, *wire.Error) {
 	for {
 		ch := topo.Changed()
 		now := time.Now()
-		if addr, kind, ok := s.masterIn(topo.View(), now); ok {
-			return addr, kind, nil
+		if addr, node, kind, ok := s.masterIn(topo.View(), now); ok {
+			return addr, node, kind, nil
 		}
 		if deadline.Sub(now) <= 0 {
-			return "", 0, errNoMaster
+			return "", 0, 0, errNoMaster
 		}
 		select {
 		case <-ch:
 		case <-timer.C:
-			return "", 0, errNoMaster
+			return "", 0, 0, errNoMaster
 		case <-s.ctx().Done():
-			return "", 0, errNoMaster
+			return "", 0, 0, errNoMaster
 		}
 	}
 }
@@ -146,15 +147,15 @@ func (s *session) masterWait() (string, routeKind, *wire.Error) {
 // client gets errTxAborted.
 func (s *session) acquire(d decision) (*backend, routeKind, *wire.Error) {
 	for attempt := 0; ; attempt++ {
-		addr, kind := d.replica.MySQLAddr, routeReplica
+		addr, node, kind := d.replica.MySQLAddr, d.replica.ID, routeReplica
 		if d.master {
 			var werr *wire.Error
-			if addr, kind, werr = s.masterTarget(); werr != nil {
+			if addr, node, kind, werr = s.masterTarget(); werr != nil {
 				return nil, 0, werr
 			}
 		}
 		b := s.takeHeld()
-		if b != nil && b.key.addr != addr {
+		if b != nil && (b.key.addr != addr || b.key.node != node) {
 			// The route moved: an open transaction (or unreplayable
 			// state) is never half-applied on the new one (txstate.go).
 			a := s.step(txEvent{kind: evMoved})
@@ -170,7 +171,7 @@ func (s *session) acquire(d decision) (*backend, routeKind, *wire.Error) {
 		}
 		if b == nil {
 			var werr *wire.Error
-			b, werr = s.connect(addr, kind)
+			b, werr = s.connect(addr, node, kind)
 			if werr != nil {
 				if werr == errBackend && !d.master && attempt == 0 {
 					d = decision{master: true} // replica unreachable: the master serves
@@ -209,8 +210,9 @@ func (s *session) acquire(d decision) (*backend, routeKind, *wire.Error) {
 }
 
 // connect takes a pooled connection or dials one, then syncs state.
-func (s *session) connect(addr string, kind routeKind) (*backend, *wire.Error) {
-	key := poolKey{addr: addr, user: s.user, stage1: s.stage1, caps: s.caps, charset: s.charset}
+// node is the member at addr (poolKey.node).
+func (s *session) connect(addr string, node uint32, kind routeKind) (*backend, *wire.Error) {
+	key := poolKey{addr: addr, node: node, user: s.user, stage1: s.stage1, caps: s.caps, charset: s.charset}
 	if kind == routeForward {
 		key.client = s.client.Addr() // a hop serves one client address: the master judges it
 	} else {

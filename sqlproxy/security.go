@@ -196,25 +196,19 @@ func isProxyPeer(st tls.ConnectionState) bool {
 
 // startClientTLS is the forwarding side: after the greeting it sends an
 // SSLRequest and runs the TLS handshake against the master's proxy at
-// addr, checking its certificate for addr's host.
-func startClientTLS(ctx context.Context, c *wire.Conn, m *TLS, addr string, g *wire.Greeting, caps uint32, charset uint8) (*wire.Conn, error) {
+// addr, checking its certificate for addr's host and that it is proxy
+// master's (the master node's id from the view): another certificate for
+// that host, a node's or another proxy's, does not pass.
+func startClientTLS(ctx context.Context, c *wire.Conn, m *TLS, addr string, master uint32, g *wire.Greeting, caps uint32, charset uint8) (*wire.Conn, error) {
 	if g.Caps&wire.ClientSSL == 0 {
 		return nil, fmt.Errorf("master's proxy %s does not offer TLS: start it with -tls-cert/-tls-key/-tls-ca too", addr)
 	}
 	if err := c.WriteFlush(wire.SSLRequest(caps, 1<<30, charset)); err != nil {
 		return nil, err
 	}
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		host = addr
-	}
-	tc := tls.Client(newBufConn(c), m.Client(host))
+	tc := tls.Client(newBufConn(c), m.ClientFor(addr, mtls.ExpectProxy(master)))
 	if err := tc.HandshakeContext(ctx); err != nil {
 		return nil, fmt.Errorf("TLS handshake with the master's proxy %s: %w", addr, err)
-	}
-	if !isProxyPeer(tc.ConnectionState()) { // the CA also signs nodes and the admin
-		tc.Close()
-		return nil, fmt.Errorf("master's proxy %s presented a certificate that is not a proxy's (want phxgo://proxy/N)", addr)
 	}
 	nc := wire.NewConn(tc)
 	nc.Seq = c.Seq

@@ -56,7 +56,7 @@ func refused(t *testing.T, p *testProxy, reason string) float64 {
 // for TLS without a certificate) still use its port.
 func TestPeerTLS(t *testing.T) {
 	a := startInstances(t, 1)[0]
-	ca, other := mtlstest.MakeCA(t, 2), mtlstest.MakeCA(t, 2)
+	ca, other := mtlstest.MakeCA(t, 3), mtlstest.MakeCA(t, 2)
 	authAddrs := []string{a.Addr()}
 	pa := startProxy(t, 1, withMembers(masterView(a), 2), Linearizable, authAddrs, func(c *Config) {
 		c.PeerTLS = loadMaterial(t, proxyFiles(ca, 1))
@@ -108,6 +108,16 @@ func TestPeerTLS(t *testing.T) {
 		err := appDB(t, fwd(loadMaterial(t, mtlstest.Files(ca, 2))).addr, "", false).PingContext(ctx)
 		if me := mysqlErr(t, err); me.Number != 1045 || !strings.Contains(me.Message, "issued to a proxy") {
 			t.Fatalf("hop with a node certificate: %v", me)
+		}
+	})
+	t.Run("impostor_master_proxy_refused", func(t *testing.T) {
+		// The view says node 2 is the master; on its proxy address
+		// answers a proxy with proxy 1's certificate (of the CA, valid
+		// for the host). Proxy 3 wants proxy 2's and does not forward.
+		v := topology.View{MasterID: 2, MasterProxyAddr: pa.addr, MasterMySQLAddr: a.Addr(), SelfMySQLAddr: a.Addr()}
+		p3 := startProxy(t, 3, v, Linearizable, authAddrs, func(c *Config) { c.PeerTLS = loadMaterial(t, proxyFiles(ca, 3)) })
+		if err := appDB(t, p3.addr, "", false).PingContext(ctx); err == nil {
+			t.Fatal("forwarded to a proxy presenting proxy 1's certificate as the master's proxy 2")
 		}
 	})
 	t.Run("other_CA_refused", func(t *testing.T) {

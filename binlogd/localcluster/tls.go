@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"phxgo/binlogd/config"
@@ -112,8 +111,13 @@ func (s Spec) proxyTLSArgs(id int) []string {
 
 // AdminDialOption is the credential of this package's Admin clients: the
 // admin certificate (every Admin call is allowed to it), or plain with
-// InsecureNoTLS.
-func (s Spec) AdminDialOption() (grpc.DialOption, error) {
+// InsecureNoTLS. The server must present a node certificate (any node's:
+// adminCreds wants the node dialled).
+func (s Spec) AdminDialOption() (grpc.DialOption, error) { return s.adminCreds(0) }
+
+// adminCreds is AdminDialOption for node id's Admin client: the server
+// must be binlogd id (0: any binlogd).
+func (s Spec) adminCreds(id uint32) (grpc.DialOption, error) {
 	f := s.TLSFiles(mtls.Identity{Role: mtls.RoleAdmin})
 	if !f.Enabled() {
 		return grpc.WithTransportCredentials(insecure.NewCredentials()), nil
@@ -122,8 +126,5 @@ func (s Spec) AdminDialOption() (grpc.DialOption, error) {
 	if err != nil {
 		return nil, err
 	}
-	return grpc.WithTransportCredentials(credentials.NewTLS(m.Client(""))), nil
+	return grpc.WithTransportCredentials(m.ClientCredentials(mtls.ExpectNode(id))), nil
 }
-
-// adminCreds is AdminDialOption for node id's Admin client.
-func (s Spec) adminCreds(uint32) (grpc.DialOption, error) { return s.AdminDialOption() }

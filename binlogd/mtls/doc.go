@@ -10,6 +10,23 @@
 // serverAuth and clientAuth; each side accepts only a peer whose
 // certificate chains to the cluster's CA.
 //
+// A dialler also checks WHO the server is (expect.go): the CA and the
+// host name admit every key on that host (a proxy's beside its node's,
+// or any node's where certificates carry 127.0.0.1), so every dial says
+// whom it wants, an Expect, and ClientFor / ClientCredentials refuse
+// anyone else in VerifyConnection, after chain and host name:
+//
+//	dial                                 wants
+//	binlogd ─▶ member N (Paxos, Admin)   node N
+//	CLI ─▶ binlogd                       node N if it knows N, else any node
+//	reseed / recover ─▶ member N         node N
+//	sqlproxy N ─▶ its binlogd            node N
+//	sqlproxy ─▶ master's proxy           proxy M (M: the master in its view)
+//	sqlproxy ─▶ MariaDB at mysql_addr    node K (K: the member there in its view)
+//
+// The errors name both: "peer at 127.0.0.1:23031 presented proxy 3, want
+// node 3" (ErrWrongPeer). Client, without the check, is only their base.
+//
 // Identities (identity.go): every certificate names exactly one holder in
 // a SAN URI, phxgo://node/N (binlogd N), phxgo://proxy/N (sqlproxy N) or
 // phxgo://admin (the operator's CLI). The CA says a peer belongs to the

@@ -168,6 +168,9 @@ func (m *Material) ServerOptionalClient() *tls.Config {
 // Client is the dialling side: it presents the node's certificate and
 // verifies the server's against the CA and serverName (an IP or DNS
 // name from the address dialled; "" lets gRPC fill it from the target).
+// It does not check whose certificate that is: every dial in phxgo knows
+// whom it wants and uses ClientFor or ClientCredentials (expect.go);
+// Client is their base and the tests'.
 func (m *Material) Client(serverName string) *tls.Config {
 	return &tls.Config{
 		MinVersion:   tls.VersionTLS12,

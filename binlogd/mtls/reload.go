@@ -27,7 +27,6 @@ type Reloadable struct {
 type loaded struct {
 	m         *Material
 	server    credentials.TransportCredentials
-	client    credentials.TransportCredentials
 	optClient *tls.Config
 }
 
@@ -40,16 +39,11 @@ func NewReloadable(m *Material) *Reloadable {
 
 // Store puts m in force for new handshakes.
 func (r *Reloadable) Store(m *Material) {
-	r.cur.Store(&loaded{m: m, server: credentials.NewTLS(m.Server()), client: credentials.NewTLS(m.Client("")),
-		optClient: m.ServerOptionalClient()})
+	r.cur.Store(&loaded{m: m, server: credentials.NewTLS(m.Server()), optClient: m.ServerOptionalClient()})
 }
 
 // Material is what new handshakes use now.
 func (r *Reloadable) Material() *Material { return r.cur.Load().m }
-
-// Client is the dialling side's configuration for serverName, from the
-// current material.
-func (r *Reloadable) Client(serverName string) *tls.Config { return r.Material().Client(serverName) }
 
 // ServerOptionalClient is Material.ServerOptionalClient taken from the
 // current material at each handshake.
@@ -63,13 +57,15 @@ func (r *Reloadable) ServerOptionalClient() *tls.Config {
 }
 
 // Credentials are gRPC credentials for both sides (the server side asks
-// for a client certificate, as Material.Server) that follow Store.
+// for a client certificate, as Material.Server) that follow Store. Their
+// client side wants any binlogd (ExpectNode(0): every phxgo gRPC server
+// is one); a dial that knows the member uses ClientCredentials.
 func (r *Reloadable) Credentials() credentials.TransportCredentials { return reloadingCreds{r} }
 
 type reloadingCreds struct{ r *Reloadable }
 
 func (c reloadingCreds) ClientHandshake(ctx context.Context, authority string, raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
-	return c.r.cur.Load().client.ClientHandshake(ctx, authority, raw)
+	return c.r.ClientCredentials(ExpectNode(0)).ClientHandshake(ctx, authority, raw)
 }
 
 func (c reloadingCreds) ServerHandshake(raw net.Conn) (net.Conn, credentials.AuthInfo, error) {

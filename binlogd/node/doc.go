@@ -111,7 +111,10 @@
 // The gRPC server (Paxos, Admin, grpc.health.v1) runs in mutual TLS (the
 // config's tls_* keys; without them the config is refused unless it says
 // "insecure_no_tls", and then the node warns every minute), and every dial
-// to a peer presents this node's certificate (tls.go). Reload (SIGHUP,
+// to a peer presents this node's certificate and accepts only member N's
+// certificate (phxgo://node/N) from member N (tls.go dialOptionTo: the
+// Paxos stream per peer, peerAdmin per member, ids from the current
+// membership). Reload (SIGHUP,
 // Admin Reload; reload.go, tlsreload.go) re-reads the tls_* files and the
 // log level without a restart: every handshake looks up the current
 // certificate and CA, so new connections use the new files and open ones

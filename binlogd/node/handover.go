@@ -130,7 +130,7 @@ func (n *Node) handoverTarget(ctx context.Context) (uint32, error) {
 // peerServing asks member m's gRPC health service whether its binlogd
 // serves (NOT_SERVING once it stops: health.go).
 func (n *Node) peerServing(ctx context.Context, m config.Member) bool {
-	cc, ok := peerConns.Load(m.GRPCAddr)
+	cc, ok := peerConns.Load(peerKey(m))
 	if !ok {
 		return false
 	}

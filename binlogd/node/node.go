@@ -168,8 +168,11 @@ func (n *Node) Run(ctx context.Context) error {
 	pcfg.WALPlainSync = !n.cfg.UseIOURing()
 	pcfg.CompactBase = compactBaseWhole
 	n.linkTimeout = paxos.LinkTimeout(pcfg) // before the first dial (linktimeout.go)
-	n.peerLink = append(paxos.PeerDialOptions(pcfg), n.dialOption(), grpc.WithContextDialer(n.dialFromSelf))
-	px, err := paxos.Start(pcfg, lease, paxos.WithDialOptions(n.dialOption(), grpc.WithContextDialer(n.dialFromSelf)),
+	// Every link to a member checks that the server is that member
+	// (dialOptionTo): peerAdmin adds it per member, paxos per peer.
+	n.peerLink = append(paxos.PeerDialOptions(pcfg), grpc.WithContextDialer(n.dialFromSelf))
+	px, err := paxos.Start(pcfg, lease, paxos.WithDialOptions(grpc.WithContextDialer(n.dialFromSelf)),
+		paxos.WithPeerDialOption(n.dialOptionTo),
 		paxos.WithCommitObserver(func(d time.Duration) { n.m.commitLatency.Observe(d.Seconds()) }),
 		paxos.WithStageObserver(stageObserver(n.m.reg)))
 	if err != nil {

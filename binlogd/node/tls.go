@@ -31,13 +31,19 @@ func ServerOptions(m *mtls.Material) []grpc.ServerOption {
 }
 
 // DialOption is the transport credential for dialling a binlogd with
+// material m (nil: plain): DialOptionTo any node.
+func DialOption(m *mtls.Material) grpc.DialOption { return DialOptionTo(m, 0) }
+
+// DialOptionTo is the transport credential for dialling binlogd id with
 // material m (nil: plain). The server name is the dialled host, so a
-// peer's certificate needs a SAN for the host of its grpc_addr.
-func DialOption(m *mtls.Material) grpc.DialOption {
+// peer's certificate needs a SAN for the host of its grpc_addr, and the
+// server must be a binlogd: node id's certificate, or any node's if id
+// is 0 (mtls.ExpectNode).
+func DialOptionTo(m *mtls.Material, id uint32) grpc.DialOption {
 	if m == nil {
 		return grpc.WithTransportCredentials(insecure.NewCredentials())
 	}
-	return grpc.WithTransportCredentials(credentials.NewTLS(m.Client("")))
+	return grpc.WithTransportCredentials(m.ClientCredentials(mtls.ExpectNode(id)))
 }
 
 func (n *Node) logLinkSecurity() {
@@ -66,7 +72,7 @@ func (n *Node) warnInsecureLoop(ctx context.Context) {
 	every(ctx, insecureWarnEvery, n.warnInsecure)
 }
 
-// serverOptions and dialOption are ServerOptions and DialOption with
+// serverOptions and dialOptionTo are ServerOptions and DialOption with
 // handshake failures logged: a peer with a wrong certificate otherwise
 // shows only as a Paxos stream that keeps breaking.
 //
@@ -98,11 +104,17 @@ func (n *Node) serverOptions() []grpc.ServerOption {
 	}
 }
 
-func (n *Node) dialOption() grpc.DialOption {
+// dialOptionTo is dialOption for a link to member id: the server must
+// present node id's certificate (mtls.ExpectNode), not merely one of the
+// cluster CA for the host dialled, so a proxy's key on that host, or
+// another node's, cannot take Paxos messages or Admin calls meant for id.
+// Learners and witnesses are members with node certificates too.
+func (n *Node) dialOptionTo(id uint32) grpc.DialOption {
 	if n.tls == nil {
 		return DialOption(nil)
 	}
-	return grpc.WithTransportCredentials(newLoggedCreds(n.reloadable(), n.log))
+	n.tlsCur.CompareAndSwap(nil, mtls.NewReloadable(n.tls))
+	return grpc.WithTransportCredentials(newLoggedCreds(n.tlsCur.Load().ClientCredentials(mtls.ExpectNode(id)), n.log))
 }
 
 // loggedCreds logs failed TLS handshakes, at most once per peer host per

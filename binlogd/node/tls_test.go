@@ -28,6 +28,13 @@ import (
 // with certificate files files[i-1] (zero Files: plain).
 func testNodes(t *testing.T, files []mtls.Files, hooks ...func(*Node)) (cfgs []*config.Config, nodes []*Node, stop []context.CancelFunc) {
 	t.Helper()
+	return testNodesOf(t, files, nil, hooks...)
+}
+
+// testNodesOf is testNodes whose nodes listed in absent are members but
+// are not started (their addresses are free for the test).
+func testNodesOf(t *testing.T, files []mtls.Files, absent map[uint32]bool, hooks ...func(*Node)) (cfgs []*config.Config, nodes []*Node, stop []context.CancelFunc) {
+	t.Helper()
 	base := localcluster.FreeBasePort(len(files))
 	dir := t.TempDir()
 	cred := filepath.Join(dir, "cred.json")
@@ -50,6 +57,9 @@ func testNodes(t *testing.T, files []mtls.Files, hooks ...func(*Node)) (cfgs []*
 		c.SetDefaults()
 		if err := c.Validate(); err != nil {
 			t.Fatal(err)
+		}
+		if absent[c.ID] {
+			continue
 		}
 		n, err := New(c, logger)
 		if err != nil {

@@ -18,13 +18,14 @@ func dial(addr string, creds grpc.DialOption) (pb.AdminClient, func(), error) {
 	return pb.NewAdminClient(cc), func() { cc.Close() }, nil
 }
 
-// connect dials addr with the certificate the flags name.
+// connect dials addr with the certificate the flags name; the server
+// must be a binlogd (nodeAt's, when -config says which).
 func (f tlsFlags) connect(addr string) (pb.AdminClient, func(), error) {
 	creds, err := f.dialOption()
 	if err != nil {
 		return nil, nil, err
 	}
-	return dial(addr, creds)
+	return dial(addr, creds(f.nodeAt(addr)))
 }
 
 // parseConnect is the preamble of the one-node operator commands: parse

@@ -153,14 +153,22 @@ func cmdCluster(args []string, stdout, stderr io.Writer) int {
 // askMembership returns rows (no status yet) for the members as the first
 // answering address has them; with none answering, the -config file's
 // members stand in (a cluster whose every member is down still gets rows).
-func askMembership(ctx context.Context, addrs []string, cfgPath string, creds grpc.DialOption, timeout time.Duration, hint func(error) error) (clusterJSON, error) {
+func askMembership(ctx context.Context, addrs []string, cfgPath string, creds credsFor, timeout time.Duration, hint func(error) error) (clusterJSON, error) {
 	var errs []error
+	// Whoever answers must be a binlogd: the member at addr if -config
+	// has one there, else any node.
+	idAt := func(string) uint32 { return 0 }
+	if cfgPath != "" {
+		if cfg, err := config.Load(cfgPath); err == nil {
+			idAt = func(addr string) uint32 { return memberAt(cfg, addr) }
+		}
+	}
 	for _, addr := range addrs {
 		addr = strings.TrimSpace(addr)
 		if addr == "" {
 			continue
 		}
-		r, err := call(ctx, addr, creds, timeout, func(ctx context.Context, cl pb.AdminClient) (*pb.MembersReply, error) {
+		r, err := call(ctx, addr, creds(idAt(addr)), timeout, func(ctx context.Context, cl pb.AdminClient) (*pb.MembersReply, error) {
 			r, err := cl.Members(ctx, &pb.MembersRequest{})
 			if status.Code(err) != codes.PermissionDenied {
 				return r, err
@@ -198,13 +206,13 @@ func askMembership(ctx context.Context, addrs []string, cfgPath string, creds gr
 }
 
 // askStatuses fills in each row's Status (or Error), all members at once.
-func askStatuses(ctx context.Context, rows []clusterRow, creds grpc.DialOption, timeout time.Duration, hint func(error) error) {
+func askStatuses(ctx context.Context, rows []clusterRow, creds credsFor, timeout time.Duration, hint func(error) error) {
 	var wg sync.WaitGroup
 	for i := range rows {
 		wg.Add(1)
 		go func(r *clusterRow) {
 			defer wg.Done()
-			st, err := call(ctx, r.GRPCAddr, creds, timeout, func(ctx context.Context, cl pb.AdminClient) (*pb.NodeStatus, error) {
+			st, err := call(ctx, r.GRPCAddr, creds(r.ID), timeout, func(ctx context.Context, cl pb.AdminClient) (*pb.NodeStatus, error) {
 				return cl.Status(ctx, &pb.StatusRequest{})
 			})
 			if err != nil {

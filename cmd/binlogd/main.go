@@ -264,7 +264,7 @@ func cmdRecover(args []string) error {
 	var reply *pb.RecoverPointReply
 	var errs []error
 	for _, m := range cfg.SortedMembers() {
-		cl, closeFn, err := dial(m.GRPCAddr, creds)
+		cl, closeFn, err := dial(m.GRPCAddr, creds(m.ID))
 		if err != nil {
 			errs = append(errs, err)
 			continue

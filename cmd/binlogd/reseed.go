@@ -15,8 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	"google.golang.org/grpc"
-
 	"phxgo/binlogd/config"
 	"phxgo/binlogd/mysqld"
 	"phxgo/binlogd/reseed"
@@ -71,11 +69,12 @@ func cmdReseed(args []string) error {
 		return err
 	}
 	defer done()
-	addr, err := reseedSource(ctx, cfg, *from, uint32(*sourceNode), creds)
+	addr, srcID, err := reseedSource(ctx, cfg, *from, uint32(*sourceNode), creds)
 	if err != nil {
 		return err
 	}
-	cl, closeFn, err := dial(addr, creds)
+	cl, closeFn, err := dial(addr, creds(srcID)) // its bytes become our datadir: only that binlogd
+
 	if err != nil {
 		return err
 	}
@@ -160,25 +159,28 @@ func stoppedNode(cfg *config.Config, inst *mysqld.Instance) (unlock func(), err 
 	return func() { f.Close() }, nil
 }
 
-// reseedSource picks the source's gRPC address: -from, -source-node's
-// member address, or else the member replica with the least lag.
-func reseedSource(ctx context.Context, cfg *config.Config, from string, id uint32, creds grpc.DialOption) (string, error) {
+// reseedSource picks the source's gRPC address and member id: -from
+// (its id if a member has that address, else 0: any binlogd),
+// -source-node's member address, or else the member replica with the
+// least lag.
+func reseedSource(ctx context.Context, cfg *config.Config, from string, id uint32, creds credsFor) (string, uint32, error) {
 	if from != "" && id != 0 {
-		return "", cli.Usagef("reseed: give -from or -source-node, not both")
+		return "", 0, cli.Usagef("reseed: give -from or -source-node, not both")
 	}
 	if from != "" {
-		return from, nil
+		return from, memberAt(cfg, from), nil
 	}
 	if id != 0 {
 		for _, m := range cfg.SortedMembers() {
 			if m.ID == id {
-				return m.GRPCAddr, nil
+				return m.GRPCAddr, m.ID, nil
 			}
 		}
-		return "", fmt.Errorf("reseed: node %d is not among the config's members", id)
+		return "", 0, fmt.Errorf("reseed: node %d is not among the config's members", id)
 	}
 	type cand struct {
 		addr string
+		id   uint32
 		lag  uint64
 	}
 	var cands []cand
@@ -187,7 +189,7 @@ func reseedSource(ctx context.Context, cfg *config.Config, from string, id uint3
 		if m.ID == cfg.ID {
 			continue
 		}
-		cl, closeFn, err := dial(m.GRPCAddr, creds)
+		cl, closeFn, err := dial(m.GRPCAddr, creds(m.ID))
 		if err != nil {
 			continue
 		}
@@ -201,14 +203,14 @@ func reseedSource(ctx context.Context, cfg *config.Config, from string, id uint3
 		}
 		seen = append(seen, fmt.Sprintf("node %d: %s", m.ID, roleName(st.Role)))
 		if st.Role == pb.Role_ROLE_REPLICA && st.MysqlUp && !st.ReseedNeeded {
-			cands = append(cands, cand{m.GRPCAddr, st.LagTransactions})
+			cands = append(cands, cand{m.GRPCAddr, m.ID, st.LagTransactions})
 		}
 	}
 	if len(cands) == 0 {
-		return "", fmt.Errorf("reseed: no healthy replica among the members to copy from (%s); name one with -from or -source-node", strings.Join(seen, "; "))
+		return "", 0, fmt.Errorf("reseed: no healthy replica among the members to copy from (%s); name one with -from or -source-node", strings.Join(seen, "; "))
 	}
 	sort.SliceStable(cands, func(i, j int) bool { return cands[i].lag < cands[j].lag })
-	return cands[0].addr, nil
+	return cands[0].addr, cands[0].id, nil
 }
 
 // setSlavePos starts the copied MariaDB once and records where its

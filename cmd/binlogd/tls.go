@@ -49,13 +49,21 @@ func addTLSFileFlags(fs *flag.FlagSet) tlsFlags {
 	}
 }
 
+// credsFor is the transport credential of a dial to binlogd id (0: any
+// binlogd). With TLS the server must present a node certificate, id's
+// when the command knows it: the CA and the host name alone let a
+// proxy's certificate for the same host pass for the binlogd, which was
+// then sent switchovers and piped backups into a restore (red-team test,
+// December 2026). A proxy or admin certificate is never a binlogd.
+type credsFor func(id uint32) grpc.DialOption
+
 // errNoCert: an operator command with neither certificate flags nor
 // -insecure.
 var errNoCert = errors.New("no client certificate: pass -tls-dir DIR (its admin certificate), -tls-cert/-tls-key/-tls-ca, " +
 	"or -config FILE (a node's config: its certificate); -insecure only for a cluster running with \"insecure_no_tls\": true")
 
 // dialOption is the transport credential the flags ask for.
-func (f tlsFlags) dialOption() (grpc.DialOption, error) {
+func (f tlsFlags) dialOption() (credsFor, error) {
 	var files mtls.Files
 	insecureCfg := false
 	if *f.config != "" {
@@ -80,7 +88,7 @@ func (f tlsFlags) dialOption() (grpc.DialOption, error) {
 	case *f.insecure && (*f.dir != "" || *f.cert != "" || *f.key != "" || *f.ca != ""):
 		return nil, errors.New("-insecure with certificate flags: give one or the other")
 	case *f.insecure || insecureCfg && !files.Enabled():
-		return node.DialOption(nil), nil
+		return plainCreds, nil
 	case !files.Enabled():
 		return nil, errNoCert
 	}
@@ -89,15 +97,41 @@ func (f tlsFlags) dialOption() (grpc.DialOption, error) {
 
 // dialOptionFor: files' mTLS, or plain when files is empty (callers made
 // sure that is what the config asks for).
-func dialOptionFor(files mtls.Files) (grpc.DialOption, error) {
+func dialOptionFor(files mtls.Files) (credsFor, error) {
 	if !files.Enabled() {
-		return node.DialOption(nil), nil
+		return plainCreds, nil
 	}
 	m, err := mtls.Load(files, time.Now())
 	if err != nil {
 		return nil, fmt.Errorf("-tls-%s: %w", flagName(err), err)
 	}
-	return node.DialOption(m), nil
+	return func(id uint32) grpc.DialOption { return node.DialOptionTo(m, id) }, nil
+}
+
+func plainCreds(uint32) grpc.DialOption { return node.DialOption(nil) }
+
+// nodeAt is the id of the member whose grpc_addr is addr in the config
+// of -config, or 0 (any binlogd) without -config or when no member has
+// that address: the CLI is then told only an address.
+func (f tlsFlags) nodeAt(addr string) uint32 {
+	if *f.config == "" {
+		return 0
+	}
+	cfg, err := config.Load(*f.config)
+	if err != nil {
+		return 0 // dialOption already reported it
+	}
+	return memberAt(cfg, addr)
+}
+
+// memberAt is the id of cfg's member at grpc address addr, or 0.
+func memberAt(cfg *config.Config, addr string) uint32 {
+	for _, m := range cfg.SortedMembers() {
+		if m.GRPCAddr == addr {
+			return m.ID
+		}
+	}
+	return 0
 }
 
 func flagName(err error) string {

@@ -54,7 +54,9 @@ func (b *benchTLS) dialOptions(id uint32) []paxos.Option {
 	if b == nil {
 		return nil
 	}
-	return []paxos.Option{paxos.WithDialOptions(node.DialOption(b.mats[id]))}
+	// As binlogd: each peer link checks that the server is that node.
+	m := b.mats[id]
+	return []paxos.Option{paxos.WithPeerDialOption(func(peer uint32) grpc.DialOption { return node.DialOptionTo(m, peer) })}
 }
 
 // peerAuth is binlogd's Paxos stream authorisation, reduced to what costs

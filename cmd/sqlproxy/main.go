@@ -172,11 +172,11 @@ func run(args []string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	creds := grpc.WithTransportCredentials(insecure.NewCredentials())
-	if cfg.PeerTLS != nil && !*binlogdPlain {
-		creds = grpc.WithTransportCredentials(cfg.PeerTLS.Credentials()) // follows reloads
+	var binlogdTLS *sqlproxy.TLS
+	if !*binlogdPlain {
+		binlogdTLS = cfg.PeerTLS
 	}
-	cc, err := grpc.NewClient(*binlogd, creds)
+	cc, err := grpc.NewClient(*binlogd, binlogdCreds(binlogdTLS))
 	if err != nil {
 		return fmt.Errorf("binlogd %s: %w", *binlogd, err)
 	}
@@ -184,7 +184,9 @@ func run(args []string) error {
 	topo := topology.NewAdmin(ctx, pb.NewAdminClient(cc), *poll, log)
 	var storeTLS func(addr string) *tls.Config
 	if t := cfg.MySQLTLS; t != nil {
-		storeTLS = func(addr string) *tls.Config { return sqlproxy.MySQLClientTLS(t, sqlproxy.HostOf(addr)) }
+		storeTLS = func(addr string) *tls.Config {
+			return sqlproxy.MySQLClientTLS(t, addr, sqlproxy.MySQLNodeAt(topo, addr))
+		}
 	}
 	store := auth.New(auth.Config{User: *adminUser, Password: pw, Dial: sqlproxy.DialFrom(src, 2*time.Second), TLS: storeTLS, Addrs: func() []string {
 		v := topo.View()
@@ -293,4 +295,16 @@ func readSecret(path string) (string, error) {
 		return "", err
 	}
 	return strings.TrimRight(string(b), "\r\n"), nil
+}
+
+// binlogdCreds is the credential of the link to -binlogd (t nil: plain).
+// It follows reloads, and the server must be this node's binlogd: proxy
+// N fronts node N (its certificate's id), whose Status stream tells the
+// proxy who is master and where to forward. Another certificate of the
+// CA valid for the host (a proxy's, another node's) is refused.
+func binlogdCreds(t *sqlproxy.TLS) grpc.DialOption {
+	if t == nil {
+		return grpc.WithTransportCredentials(insecure.NewCredentials())
+	}
+	return grpc.WithTransportCredentials(t.ClientCredentials(mtls.ExpectNode(t.Material().Identity.ID)))
 }
