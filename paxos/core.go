@@ -252,9 +252,8 @@ type core struct {
 	electionElapsed  int
 	electionTimeout  int
 	heartbeatElapsed int
-	lastHeard        []int64     // by peer position
-	governing        *Membership // the configuration hasQuorum last counted by (noteGoverning)
-	emptyAnswered    int64       // follower: tick of its last answer to an Accept without entries
+	lastHeard        []int64 // by peer position
+	emptyAnswered    int64   // follower: tick of its last answer to an Accept without entries
 
 	// learner catch-up
 	fetching   bool
@@ -556,7 +555,6 @@ func (c *core) hasQuorum() bool {
 	if c.hist == nil {
 		return false
 	}
-	c.noteGoverning(c.cfgAt(c.chosen + 1))
 	var heard uint64
 	for i, p := range c.peers {
 		if p == c.id || c.tick-c.lastHeard[i] < int64(2*c.cfg.ElectionTicks) {
@@ -564,30 +562,6 @@ func (c *core) hasQuorum() bool {
 		}
 	}
 	return c.isQuorum(heard, c.cfgAt(c.chosen+1))
-}
-
-// noteGoverning records cfg as the configuration that governs the next
-// instance. A voter it adds (a promoted learner, a new member) counts as
-// heard from now: as a learner or a non-member it sent the leader
-// nothing to hear, and the moment its promotion governed, a leader that
-// heard two of the three old voters counted two of four and stepped down
-// before the new voter could answer a single Accept (e2e TestLearner
-// under make test's load, session 38). It gets the 2E ticks every voter
-// gets after an election.
-func (c *core) noteGoverning(cfg *Membership) {
-	if cfg == c.governing {
-		return
-	}
-	prev := c.governing
-	c.governing = cfg
-	if prev == nil || cfg == nil {
-		return
-	}
-	for i, p := range c.peers {
-		if cfg.IsVoter(p) && !prev.IsVoter(p) {
-			c.lastHeard[i] = c.tick
-		}
-	}
 }
 
 // ---- output ----
