@@ -71,7 +71,7 @@ func hopToMaster(t *testing.T, peer time.Duration) (*testProxy, *sql.DB) {
 	t.Cleanup(func() { root.Close() })
 	ca := mtlstest.MakeCA(t, 2)
 	authAddrs := []string{master.Addr()}
-	pa := startProxy(t, 1, masterView(master), Linearizable, authAddrs, func(c *Config) {
+	pa := startProxy(t, 1, withMembers(masterView(master), 2), Linearizable, authAddrs, func(c *Config) {
 		c.PeerTLS, c.PeerTimeout = loadMaterial(t, proxyFiles(ca, 1)), peer
 	})
 	hopView := topology.View{MasterID: 1, MasterProxyAddr: pa.addr, MasterMySQLAddr: master.Addr(), SelfMySQLAddr: master.Addr()}

@@ -339,7 +339,7 @@ func TestSocketOnlyForTheSameAccount(t *testing.T) {
 		"CREATE USER 'dave'@'localhost' IDENTIFIED BY 'dave-secret'", "GRANT ALL ON *.* TO 'dave'@'localhost'",
 		"CREATE USER 'dave'@'%' IDENTIFIED BY 'dave-secret'", "GRANT SELECT ON mysql.* TO 'dave'@'%'")
 	ca := mtlstest.MakeCA(t, 2)
-	p := startProxy(t, 1, masterView(a), Linearizable, []string{a.Addr()}, func(c *Config) {
+	p := startProxy(t, 1, withMembers(masterView(a), 2), Linearizable, []string{a.Addr()}, func(c *Config) {
 		c.MySQLSocket = a.Socket()
 		c.PeerTLS = loadMaterial(t, proxyFiles(ca, 1))
 	})
