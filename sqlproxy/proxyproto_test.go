@@ -153,6 +153,9 @@ func TestProxyProtocolPool(t *testing.T) {
 			t.Fatalf("backend connection %d served %s, then %s", id, prev, src)
 		}
 		seen[id] = src
+		// The proxy puts the backend back after it has answered, so
+		// the next client may arrive first: wait for it to be idle.
+		waitIdleBackends(t, p.srv, min(i+1, 2))
 	}
 	if len(seen) != 2 {
 		t.Fatalf("6 sequential clients from 2 addresses used %d backend connections, want 2 (pooled per address): %v", len(seen), seen)
@@ -238,5 +241,25 @@ func TestProxyProtocolTLS(t *testing.T) {
 	}
 	if _, c := sessionCipher(t, ctx, one); c == "" {
 		t.Fatal("fallback session in the clear")
+	}
+}
+
+// waitIdleBackends waits until srv's pool holds want idle backend
+// connections in all.
+func waitIdleBackends(t *testing.T, srv *Server, want int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n := 0
+		for _, c := range srv.pool.counts() {
+			n += c
+		}
+		if n == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pool holds %d idle backend connections, want %d", n, want)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
