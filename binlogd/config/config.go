@@ -142,7 +142,7 @@ type Config struct {
 	LogRetention Duration `json:"log_retention,omitzero"`
 	// log_retention_bytes: when the stored log exceeds this, compact past
 	// lagging members (oldest first, never past this node's MariaDB);
-	// default 1 GiB, min 64 KiB.
+	// default 1 GiB (an absent key or 0), min 64 KiB.
 	LogRetentionBytes int64 `json:"log_retention_bytes"`
 	// group_commit_wait: while master, binlogd sets MariaDB's
 	// binlog_commit_wait_count to the size the commit groups reach and
