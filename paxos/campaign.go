@@ -58,6 +58,7 @@ func (n *Node) onCampaign(op campaignOp) {
 		}
 		return
 	}
+	n.noteOdd()
 	terms := n.rn.Soft().Terms
 	leading, err := n.rn.Campaign()
 	if leading || err != nil {

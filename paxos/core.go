@@ -221,6 +221,7 @@ type core struct {
 	probeBallot  Ballot
 	probeVotes   uint64 // peers (by position) that granted the probe
 	campaigning  bool
+	odd          bool   // core_odd.go: never leads, serves no fetch
 	campaignWait int    // ticks until a campaigning follower retries (0 = none)
 	terms        uint64 // leaderships won by this core
 

@@ -182,6 +182,9 @@ func (c *core) maybeFetch(from uint32) {
 // onFetch answers with chosen entries from m.Index on, up to FetchMaxBytes
 // (at least one): compacted ones from the reader, the rest from memory.
 func (c *core) onFetch(m Message) {
+	if c.odd {
+		return // core_odd.go: the fetcher asks another member
+	}
 	if c.answerCompacted(m) {
 		return
 	}

@@ -83,6 +83,11 @@ func (c *core) startProbe() {
 		c.learnerFetch()
 		return
 	}
+	if c.odd { // core_odd.go: stands for no election
+		c.electionElapsed = 0
+		c.electionTimeout = c.randomTimeout()
+		return
+	}
 	round, ok := c.nextRound()
 	if !ok {
 		// Ballot space used up (see nextRound): never stand again.
@@ -143,7 +148,7 @@ func (c *core) onProbeReply(m Message) {
 // again after a randomized backoff whenever it loses, until it has led
 // once (becomeLeader clears campaigning) or stopCampaign is called.
 func (c *core) campaign() {
-	if c.role == leader || !c.voter() {
+	if c.role == leader || !c.voter() || c.odd {
 		return
 	}
 	c.campaigning = true
@@ -170,6 +175,10 @@ func (c *core) startElection() {
 		c.becomeFollower(0)
 	}
 	if !c.voter() {
+		return
+	}
+	if c.odd {
+		c.stopCampaign()
 		return
 	}
 	round, ok := c.nextRound()

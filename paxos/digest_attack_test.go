@@ -2,6 +2,7 @@ package paxos
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync/atomic"
@@ -207,6 +208,7 @@ func TestForgedLearnDivergenceDetected(t *testing.T) {
 			func() bool { return has(w.id, w.peer, 3) })
 	}
 	await(t, bound, "node 3's odd mark", func() bool { return len(c.nodes[3].Status().OddRanges) == 1 })
+	refusesToLead(t, c.nodes[3])
 	for id, n := range c.nodes {
 		st := n.Status()
 		for _, d := range st.Divergences {
@@ -227,6 +229,21 @@ func TestForgedLearnDivergenceDetected(t *testing.T) {
 	c.start(3, nil)
 	if odd := c.nodes[3].Status().OddRanges; len(odd) != 1 || odd[0].First != 9 || odd[0].Last != 16 {
 		t.Fatalf("after a restart node 3 reports odd ranges %+v", odd)
+	}
+	refusesToLead(t, c.nodes[3])
+}
+
+// refusesToLead checks that an odd node's Campaign is refused
+// (core_odd.go).
+func refusesToLead(t *testing.T, n *Node) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := n.Campaign(ctx); !errors.Is(err, ErrOddLog) {
+		t.Fatalf("odd node's Campaign: %v, want ErrOddLog", err)
+	}
+	if st := n.Status(); st.Role == "leader" {
+		t.Fatalf("odd node leads")
 	}
 }
 

@@ -127,3 +127,12 @@ func (nd *nodeDigests) report(divs []Divergence) {
 }
 
 func (nd *nodeDigests) close() { nd.file.close() }
+
+// noteOdd tells the core once the node holds an odd mark (core_odd.go),
+// from the run loop: marks come from peers' digests there and from the
+// applier's own, which the next tick picks up.
+func (n *Node) noteOdd() {
+	if n.digests.odd.any() {
+		n.rn.SetOdd()
+	}
+}

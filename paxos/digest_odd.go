@@ -115,6 +115,13 @@ func (o *oddMarks) add(r OddRange) (bool, error) {
 	return true, errors.Join(err, f.Close())
 }
 
+// any reports whether the node holds a mark.
+func (o *oddMarks) any() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.marks) > 0
+}
+
 func (o *oddMarks) list() []OddRange {
 	o.mu.Lock()
 	defer o.mu.Unlock()

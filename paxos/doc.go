@@ -338,10 +338,13 @@
 //   - a node named odd records it, synced, in Dir/logdigests-odd and
 //     reports it (Status.OddRanges) across restarts, until its directory
 //     is replaced (digest_odd.go): the range soon leaves the digests the
-//     nodes exchange, and the fork must not look healthy again.
+//     nodes exchange, and the fork must not look healthy again;
+//   - a node named odd stands for no election (a leader steps down,
+//     StepDownOddLog; Campaign: ErrOddLog) and answers no Fetch, so its
+//     value spreads no further (core_odd.go); it still votes.
 //
-// Paxos itself goes on unchanged: a digest is a peer's word, and a
-// stolen key must not be able to stop the majority (binlogd only keeps a
+// Otherwise Paxos goes on unchanged: a digest is a peer's word, and a
+// stolen key must not be able to stop the majority (binlogd also keeps a
 // node named odd from becoming master). What the digests cannot do: an
 // attacker who forks a majority of the nodes (each that fetches from it)
 // makes the majority's digest the forged one, and the healthy minority

@@ -114,6 +114,9 @@ var (
 	// ErrNotVoter: Campaign on a node that is no voter (a learner, or
 	// removed): it can never lead.
 	ErrNotVoter = errors.New("paxos: this node does not vote (a learner or not a member) and never leads")
+	// ErrOddLog: Campaign on a node whose log the majority of the nodes'
+	// digests named the odd one (Status.OddRanges, core_odd.go).
+	ErrOddLog = errors.New("paxos: this node's log is the odd one (the majority's digests disagree with it): it never leads until its directory is replaced")
 )
 
 // membershipChange is the data of a flagMembership command.

@@ -177,6 +177,7 @@ func Start(cfg Config, sm StateMachine, opts ...Option) (*Node, error) {
 	}
 	n.applied.Store(n.app.applied)
 	n.digests = startDigests(cfg, st, n.app.applied, n.log)
+	n.noteOdd()
 	if hs := st.HardState(); hs.Snapshot != nil {
 		n.addCheckpoint(hs.Applied, hs.Snapshot)
 	}
@@ -331,6 +332,7 @@ func (n *Node) run() {
 		case <-ticker.C:
 			n.rn.Tick()
 			n.dtr.tick()
+			n.noteOdd() // a mark the applier recorded
 		case <-n.lingerTimer.C:
 			n.lingerArmed = false
 			n.rn.Flush()
@@ -367,6 +369,7 @@ func (n *Node) stepAll(ms []Message) {
 			// message whole; the digests go with it).
 			if _, known := n.rn.c.peerPos[m.From]; known && m.From != n.cfg.ID && m.To == n.cfg.ID {
 				n.digests.fromPeer(m.From, m.Digests)
+				n.noteOdd()
 			}
 		}
 		if m.Type == MsgDigests {

@@ -64,6 +64,9 @@ func (r *rawNode) Reject(m *Message, err *BadMessageError) { r.c.drop(m, err) }
 // Tick advances the core's logical clock by one tick.
 func (r *rawNode) Tick() { r.c.tickOnce() }
 
+// SetOdd marks this node's log the odd one (core_odd.go).
+func (r *rawNode) SetOdd() { r.c.setOdd() }
+
 // Propose adds a local command and returns its seq, the key under which
 // its application is reported (applier.go). ErrNoQuorum: the node heard
 // neither a leader nor a majority lately; the command was not taken.
@@ -101,6 +104,9 @@ func (r *rawNode) Campaign() (leading bool, err error) {
 	}
 	if c.hist != nil && !c.voter() {
 		return false, ErrNotVoter
+	}
+	if c.odd {
+		return false, ErrOddLog
 	}
 	if !c.campaigning && !c.canPropose() {
 		return false, ErrNoQuorum

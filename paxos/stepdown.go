@@ -27,10 +27,13 @@ const (
 	// StepDownSuperseded: a peer's log or snapshot decided an instance
 	// this leader proposed.
 	StepDownSuperseded
+	// StepDownOddLog: the majority of the nodes' log digests named this
+	// node's log the odd one (core_odd.go).
+	StepDownOddLog
 	NumStepDownCauses
 )
 
-var stepDownNames = [NumStepDownCauses]string{"quorum_silent", "higher_ballot", "rejected", "removed", "superseded"}
+var stepDownNames = [NumStepDownCauses]string{"quorum_silent", "higher_ballot", "rejected", "removed", "superseded", "odd_log"}
 
 func (s StepDownCause) String() string {
 	if s < NumStepDownCauses {
