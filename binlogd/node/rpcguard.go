@@ -325,7 +325,7 @@ func (e establishOnHandshake) ServerHandshake(raw net.Conn) (net.Conn, credentia
 	}
 	cc, ok := raw.(*capConn)
 	if !ok {
-		return conn, info, nil
+		return capRequestsOf(conn, info), info, nil
 	}
 	if err := cc.established(); err != nil {
 		if errors.Is(err, errRPCConnCap) {
@@ -335,7 +335,7 @@ func (e establishOnHandshake) ServerHandshake(raw net.Conn) (net.Conn, credentia
 		_ = conn.Close()
 		return nil, nil, err
 	}
-	return conn, info, nil
+	return capRequestsOf(conn, info), info, nil // rpcdatacap.go
 }
 
 func (e establishOnHandshake) Clone() credentials.TransportCredentials {
