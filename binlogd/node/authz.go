@@ -169,8 +169,9 @@ type authorizer struct {
 	// master's step-down (red-team test, session 38).
 	member func(id uint32) bool
 
-	mu   sync.Mutex
-	last map[string]time.Time // rate limit of warnings, by what they are about
+	mu      sync.Mutex
+	last    map[string]time.Time  // rate limit of warnings, by what they are about
+	streams map[mtls.Identity]int // open server streams but Paxos ones (streamcap.go)
 }
 
 func newAuthorizer(log *slog.Logger, reg prometheus.Registerer) *authorizer {
@@ -230,7 +231,13 @@ func (a *authorizer) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServ
 	if info.FullMethod == pb.PaxosPeer_Send_FullMethodName {
 		ctx := paxos.WithPeerAuth(ss.Context(), paxos.PeerAuth{ID: id.ID, Forged: a.forgedBy(id)})
 		ss = &ctxStream{ServerStream: ss, ctx: ctx}
+		return h(srv, ss)
 	}
+	release, err := a.takeStream(id, info.FullMethod)
+	if err != nil {
+		return err
+	}
+	defer release()
 	return h(srv, ss)
 }
 
