@@ -49,6 +49,21 @@ const (
 	maxRPCHandshakes = 128
 	// rpcEvictLogEvery spaces the warnings about evictions.
 	rpcEvictLogEvery = 30 * time.Second
+
+	// maxRPCStreams caps the streams open at once on one connection
+	// (gRPC's default: 2^32). A client waits for a slot past it; a
+	// client that does not wait gets its stream refused. maxRPCHeaderBytes
+	// caps a stream's header list as decoded (gRPC's default: 16 MiB;
+	// phxgo's own calls send well under 1 KiB). A stream whose request has
+	// not come yet holds its headers and a goroutine: one proxy
+	// certificate opened 20,000 Status streams with 60 KB of metadata
+	// each, sending no request, and grew binlogd by 1.4 GB (red-team test,
+	// session 39); HPACK lets a peer name 16 MiB of headers with a few
+	// bytes on the wire. A connection now holds at most 128 × 16 KiB.
+	// Links use a few streams: Paxos one per peer, a proxy one watch and
+	// its read windows.
+	maxRPCStreams     = 128
+	maxRPCHeaderBytes = 16 << 10
 )
 
 // Why establishOnHandshake fails a handshake that succeeded.
@@ -61,7 +76,8 @@ var (
 )
 
 func rpcGuardOptions() []grpc.ServerOption {
-	return []grpc.ServerOption{grpc.ConnectionTimeout(rpcHandshakeTimeout)}
+	return []grpc.ServerOption{grpc.ConnectionTimeout(rpcHandshakeTimeout),
+		grpc.MaxConcurrentStreams(maxRPCStreams), grpc.MaxHeaderListSize(maxRPCHeaderBytes)}
 }
 
 // rpcListener is l capped at maxPending connections in their TLS
