@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
+	"phxgo/binlogd/mtls"
 	"phxgo/binlogd/rawnet"
 	"phxgo/internal/addrrate"
 	"phxgo/internal/connevict"
@@ -174,6 +175,9 @@ type capListener struct {
 	established int       // connections past their handshake
 	pending     list.List // *capConn still in their handshake, oldest first
 	lastWarn    time.Time
+	// byIdentity counts the established connections of each identity
+	// that is not a node's (rpcconnid.go).
+	byIdentity map[mtls.Identity]int
 }
 
 // capConn is one accepted connection; its embedded Conn is the raw
@@ -184,6 +188,9 @@ type capConn struct {
 	host    string        // the remote address's host
 	elem    *list.Element // in l.pending while in the handshake
 	counted bool          // holds one of l.established (guarded by l.mu)
+	// ident, when claimed, holds one of l.byIdentity[ident] (guarded by l.mu).
+	ident   mtls.Identity
+	claimed bool
 	once    sync.Once
 }
 
@@ -323,6 +330,7 @@ func (c *capConn) Close() error {
 			c.counted = false
 			c.l.established--
 		}
+		c.l.unclaimLocked(c)
 		c.l.mu.Unlock()
 	})
 	return c.Conn.Close()
@@ -343,7 +351,16 @@ func (e establishOnHandshake) ServerHandshake(raw net.Conn) (net.Conn, credentia
 	if !ok {
 		return capRequestsOf(conn, info), info, nil
 	}
-	if err := cc.established(); err != nil {
+	err = cc.established()
+	if err == nil {
+		err = cc.claim(info) // rpcconnid.go
+	}
+	if err != nil {
+		if errors.Is(err, errRPCIdentityCap) {
+			cc.l.refused.Add(1)
+			cc.l.warn("gRPC port: an identity that is not a node's holds its cap of connections: refused one at the end of its handshake",
+				"cap", maxRPCConnsPerIdentity, "identity", cc.ident.String(), "remote", raw.RemoteAddr().String())
+		}
 		if errors.Is(err, errRPCConnCap) {
 			cc.l.refused.Add(1)
 			cc.l.warn("gRPC port at its cap of established connections: refused one at the end of its handshake", "cap", cc.l.max, "remote", raw.RemoteAddr().String())
