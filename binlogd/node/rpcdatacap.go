@@ -23,6 +23,9 @@ import (
 // bytes; nodes, who may lie in Paxos anyway, keep the full limit.
 const maxPeerRequestBytes = 1 << 20
 
+// maxOpenDataStreams bounds the streams dataCapConn tracks at once.
+const maxOpenDataStreams = 2 * maxRPCStreams
+
 var errPeerRequestTooBig = errors.New("gRPC request data over the cap for a connection that is not a node's")
 
 // capRequestsOf wraps conn, the server side of a finished handshake
@@ -94,6 +97,13 @@ func (c *dataCapConn) follow(b []byte) error {
 		sid := binary.BigEndian.Uint32(c.hdr[5:]) &^ (1 << 31)
 		c.skip = length
 		if typ == h2Data {
+			if _, ok := c.open[sid]; !ok && len(c.open) >= maxOpenDataStreams {
+				// Streams that sent data and never ended: a client has
+				// at most maxRPCStreams open, so this is no client's
+				// (empty DATA frames on made-up streams cost 9 bytes
+				// each and would grow the map without bound).
+				return errPeerRequestTooBig
+			}
 			c.open[sid] += length
 			c.total += length
 			if c.total > c.max {
