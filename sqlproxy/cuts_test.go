@@ -49,7 +49,7 @@ func TestBackendCuts(t *testing.T) {
 		t.Run("autocommit_"+q[8:len(q)-1], func(t *testing.T) {
 			c := fakeConn(t, ctx, p.addr)
 			_, err := c.ExecContext(ctx, q)
-			wantSQLErr(t, err, 2013, "HY000") // outcome unknown; nothing reached the client
+			wantSQLErr(t, err, 1927, "08S01") // outcome unknown; nothing reached the client
 			works(t, c)                       // the same client goes on, on a new backend
 		})
 		t.Run("in_transaction_"+q[8:len(q)-1], func(t *testing.T) {

@@ -188,14 +188,14 @@
 // depends on what the statement could do to an open transaction
 // (txstate.go, classify.Effect): DML or a query inside it means the
 // transaction rolled back (1290/40001, aborted as above); ROLLBACK
-// succeeds; COMMIT, BEGIN, DDL or anything that may commit gets 2013
+// succeeds; COMMIT, BEGIN, DDL or anything that may commit gets 1927
 // "outcome unknown" and leaves no aborted state (drivers send nothing
 // after a failed BEGIN or COMMIT). The client connection is closed if it
 // already saw part of the answer. Error codes the proxy itself sends:
 //
 //	1290 HY000  not run anywhere (no master with a lease, backend unreachable): definite
 //	1290 40001  the transaction was rolled back; nothing of it committed: definite
-//	2013 HY000  backend lost after the statement was sent: outcome unknown
+//	1927 08S01  backend lost after the statement was sent: outcome unknown
 //
 // Dead peers and orphaned transactions. A partition (iptables DROP) sends
 // no RST, so a connection to a vanished peer would stay up for TCP's

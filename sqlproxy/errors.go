@@ -21,7 +21,7 @@ var (
 //	1290 HY000  the statement was not run anywhere (definite failure)
 //	1290 40001  the open transaction was rolled back; the statement (a
 //	            COMMIT too) was not run or cannot have committed (definite)
-//	2013 HY000  the backend connection broke after the statement was
+//	1927 08S01  the backend connection broke after the statement was
 //	            sent: it may or may not have taken effect (unknown)
 var (
 	// errNoMaster: no master with a valid lease within MasterWait. The
@@ -36,7 +36,13 @@ var (
 	errBackend = &wire.Error{Code: 1290, SQLState: "HY000", Message: "phxgo: backend connection failed; statement not run"}
 	// errLost: the backend connection broke after the statement was sent:
 	// its outcome is unknown (for a COMMIT: committed or rolled back).
-	errLost = &wire.Error{Code: 2013, SQLState: "HY000", Message: "phxgo: lost backend connection during statement; outcome unknown"}
+	// MariaDB's ER_CONNECTION_KILLED with the SQLSTATE of a broken link
+	// (08S01), as MaxScale answers. It was 2013, the client library's own
+	// "lost connection": a server may not send a client-range code, and
+	// the MariaDB C client (the mariadb CLI, and the drivers built on
+	// libmariadb) showed it as "ERROR 2027 Received malformed packet",
+	// hiding that the outcome is unknown (red-team test, session 39).
+	errLost = &wire.Error{Code: 1927, SQLState: "08S01", Message: "phxgo: lost backend connection during statement; outcome unknown"}
 	// errUnknownCommand: a command the proxy does not know the answer's
 	// shape of (session.command); MariaDB's own "Unknown command".
 	errUnknownCommand = &wire.Error{Code: 1047, SQLState: "08S01", Message: "phxgo: unknown command: the proxy relays COM_QUERY, COM_INIT_DB, COM_PING, COM_STMT_*, COM_FIELD_LIST, COM_STATISTICS, COM_SET_OPTION, COM_RESET_CONNECTION and COM_QUIT"}

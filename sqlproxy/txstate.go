@@ -47,7 +47,7 @@ import (
 //	backend lost after the statement was sent, inside a transaction:
 //	  statement never commits (DML, query, SAVEPOINT)  -> 1290/40001, aborted
 //	  ROLLBACK                                         -> OK (it is rolled back)
-//	  may commit (COMMIT, BEGIN, DDL, CALL, unknown)   -> 2013 outcome unknown
+//	  may commit (COMMIT, BEGIN, DDL, CALL, unknown)   -> 1927/08S01 outcome unknown
 //	master moved before the statement was sent (nothing sent):
 //	  ROLLBACK -> OK; COMMIT, BEGIN -> 1290/40001; others -> 1290/40001, aborted
 //	in the aborted state (nothing sent):
@@ -56,7 +56,7 @@ import (
 //	  others -> 1290/40001
 //
 // So 1290/40001 always means "rolled back, definitely not committed", and
-// 2013 always means "outcome unknown" (see errors.go).
+// 1927/08S01 always means "outcome unknown" (see errors.go).
 
 // txState is the transaction and routing state of one session.
 type txState struct {
@@ -144,7 +144,7 @@ const (
 	actPool
 	// actKeep: pin the backend to this session (no hold timer).
 	actKeep
-	// actReplyOK, actReplyAborted (1290/40001), actReplyLost (2013):
+	// actReplyOK, actReplyAborted (1290/40001), actReplyLost (1927/08S01):
 	// answer the client instead of running the statement.
 	actReplyOK
 	actReplyAborted

@@ -68,7 +68,7 @@ func TestLostTransactions(t *testing.T) {
 	t.Run("begin_lost_is_unknown_and_not_aborted", func(t *testing.T) {
 		c := lostInTx(t, 1)
 		// BEGIN would have committed the open transaction: unknown.
-		wantErr(t, c, "BEGIN", 2013, "HY000")
+		wantErr(t, c, "BEGIN", 1927, "08S01")
 		exec(t, c, "BEGIN") // no aborted state: database/sql never sends ROLLBACK here
 		exec(t, c, "INSERT INTO t VALUES (2, 0)")
 		exec(t, c, "COMMIT")
@@ -91,7 +91,7 @@ func TestLostTransactions(t *testing.T) {
 
 	t.Run("commit_lost_is_unknown_and_not_aborted", func(t *testing.T) {
 		c := lostInTx(t, 7)
-		wantErr(t, c, "COMMIT", 2013, "HY000")
+		wantErr(t, c, "COMMIT", 1927, "08S01")
 		exec(t, c, "INSERT INTO t VALUES (8, 0)") // autocommit works at once
 		if count(t, 8) != 1 {
 			t.Fatal("autocommit insert after the lost COMMIT missing")
@@ -110,7 +110,7 @@ func TestLostTransactions(t *testing.T) {
 	t.Run("autocommit_lost_is_unknown_then_recovers", func(t *testing.T) {
 		c := conn(t, pa.addr)
 		killBackend(t, c)
-		wantErr(t, c, "INSERT INTO t VALUES (12, 0)", 2013, "HY000")
+		wantErr(t, c, "INSERT INTO t VALUES (12, 0)", 1927, "08S01")
 		exec(t, c, "INSERT INTO t VALUES (13, 0)") // the dead backend is never reused
 		if count(t, 13) != 1 {
 			t.Fatal("row 13 missing")

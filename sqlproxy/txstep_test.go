@@ -374,7 +374,7 @@ func (m *txSim) replica() string {
 // (c nil: the proxy answered itself).
 func (m *txSim) clientGot(kind classify.Kind, c *simConn, errState string, status uint16, hasStatus bool) {
 	switch {
-	case errState == "40001" || errState == "2013":
+	case errState == "40001" || errState == "lost":
 		m.clientTx = nil // told: rolled back, or outcome unknown
 	case kind == classify.Commit || kind == classify.Rollback:
 		m.clientTx = nil
@@ -455,7 +455,7 @@ func replyState(a txActions) string {
 	case a.has(actReplyAborted):
 		return "40001"
 	case a.has(actReplyLost):
-		return "2013"
+		return "lost"
 	}
 	return ""
 }

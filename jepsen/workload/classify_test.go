@@ -22,6 +22,7 @@ func TestStmtOutcome(t *testing.T) {
 		{&mysql.MySQLError{Number: 1062, Message: "Duplicate entry"}, history.Fail},
 		{fmt.Errorf("exec: %w", &mysql.MySQLError{Number: 1213}), history.Fail},
 		{&mysql.MySQLError{Number: 2013, Message: "Lost connection to backend"}, history.Info},
+		{&mysql.MySQLError{Number: 1927, Message: "phxgo: lost backend connection during statement; outcome unknown"}, history.Info},
 		{driver.ErrBadConn, history.Fail},
 		{&net.OpError{Op: "dial", Err: errors.New("connection refused")}, history.Fail},
 		{&net.OpError{Op: "read", Err: errors.New("connection reset")}, history.Info},
