@@ -165,6 +165,9 @@ type Config struct {
 
 	Logger  *slog.Logger
 	Metrics *Metrics // nil: a private registry
+	// stmtBudget bounds the prepared statements kept (stmtbudget.go);
+	// zero: defaultStmtBudget. Tests lower it.
+	stmtBudget stmtBudget
 }
 
 // DefaultConfig returns the defaults.

@@ -54,8 +54,11 @@ type Server struct {
 	loginFails *addrrate.Failures
 
 	connID atomic.Uint32
-	rr     atomic.Uint64
-	acc    wire.Acceptor // client connections, at most MaxConnections
+	// stmtBytes: the prepared statement text all sessions keep (stmtbudget.go).
+	stmtBytes  atomic.Int64
+	stmtBudget stmtBudget
+	rr         atomic.Uint64
+	acc        wire.Acceptor // client connections, at most MaxConnections
 
 	// Refusals before login, logged at most once per refusalLogEvery
 	// each (ratelog.go).
@@ -84,7 +87,10 @@ func New(cfg Config, topo topology.Topology, a Authenticator) (*Server, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{cfg: cfg, topo: topo, auth: a, log: cfg.Logger, metrics: cfg.Metrics,
-		pool: newPool(256, cfg.IdleTimeout), ctx: ctx, cancel: cancel}
+		pool: newPool(256, cfg.IdleTimeout), ctx: ctx, cancel: cancel, stmtBudget: cfg.stmtBudget}
+	if s.stmtBudget == (stmtBudget{}) {
+		s.stmtBudget = defaultStmtBudget
+	}
 	s.hopLog.Every, s.deniedLog.Every, s.unavailLog.Every = refusalLogEvery, refusalLogEvery, refusalLogEvery
 	s.blockedLog.Every, s.headerLog.Every = refusalLogEvery, refusalLogEvery
 	fails, err := addrrate.NewFailures(cfg.LoginFailureBurst, cfg.LoginFailureEvery)
@@ -192,6 +198,7 @@ func (s *Server) handle(nc net.Conn, mode Mode) {
 	defer s.metrics.conns.WithLabelValues(mode.String()).Dec()
 	defer nc.Close()
 	defer s.recoverSession(sess)
+	defer sess.forgetStmts() // the proxy-wide count (stmtbudget.go)
 	if err := sess.login(); err != nil {
 		s.log.Debug("sqlproxy: login failed", "remote", nc.RemoteAddr(), "err", err)
 		s.metrics.errors.WithLabelValues("login").Inc()

@@ -55,6 +55,7 @@ type session struct {
 	// the option through resets, so it is never pooled (track).
 	optionSet bool
 	stmts     map[uint32]*pstmt
+	stmtBytes int // of stmts' texts (stmtbudget.go)
 	nextStmt  uint32
 	closes    uint64 // statements the client closed (stmt.go: closeStale)
 	execBuf   []byte // an execute packet with parameter types put back
@@ -347,7 +348,7 @@ func (s *session) track(b *backend, pkt []byte, info classify.Info) {
 		if s.optionSet {
 			s.step(txEvent{kind: evPins}) // the reset left the option set
 		}
-		clear(s.stmts)
+		s.forgetStmts()
 		clear(b.stmts)
 		s.stateGen++
 		b.gen = s.stateGen

@@ -69,6 +69,11 @@ var errLongDataLost = &wire.Error{Code: 1290, SQLState: "HY000",
 	Message: "phxgo: long data of this statement was lost with its backend connection; send it again"}
 
 func (s *session) prepare(pkt []byte) error {
+	// The id is taken first, whatever the answer: an execute pipelined
+	// behind a refused prepare names it by lastPrepared, and must find
+	// no statement (errUnknownStmt), never the one prepared before.
+	s.nextStmt++
+	id := s.nextStmt
 	if s.aborted {
 		return s.replyFor(s.step(txEvent{kind: evStmt, stmt: classify.Other}))
 	}
@@ -79,14 +84,15 @@ func (s *session) prepare(pkt []byte) error {
 	if info.Charset != classify.CharsetKeeps {
 		s.multibyte = true // it runs at each execute; only a text SET clears this
 	}
+	if e := s.stmtRoom(len(pkt) - 1); e != nil {
+		return s.reply(e) // stmtbudget.go
+	}
 	st := &pstmt{sql: append([]byte(nil), pkt[1:]...), readOnly: info.IsReadOnlyCandidate()}
 	// Prepare where it will execute now; executions elsewhere re-prepare.
 	b, kind, werr := s.acquire(s.route(classify.Info{Kind: classify.Other}))
 	if werr != nil {
 		return s.reply(werr)
 	}
-	s.nextStmt++
-	id := s.nextStmt
 	start := time.Now()
 	res, dropped, err := s.roundTrip(b, pkt, nil, func() (wire.Result, error) {
 		return wire.RelayPrepare(b.c, s.cl, s.caps, id)
@@ -97,7 +103,7 @@ func (s *session) prepare(pkt []byte) error {
 	s.srv.metrics.observe(kind, start, res.Err)
 	if res.Err == nil {
 		st.params = int(res.Params)
-		s.stmts[id] = st
+		s.keepStmt(id, st)
 		b.stmts[id] = bstmt{id: res.StmtID}
 	}
 	s.release(b)
@@ -279,7 +285,7 @@ func (s *session) execTypes(pkt []byte, st *pstmt, have uint32) ([]byte, uint32)
 // (COM_STMT_CLOSE has no answer: the packet is buffered and leaves with
 // the next command on that connection).
 func (s *session) closeStmt(id uint32) {
-	delete(s.stmts, id)
+	s.forgetStmt(id)
 	s.closes++
 	// Under mu: see stmtRoute. sendClose only buffers.
 	s.mu.Lock()
