@@ -160,6 +160,10 @@ type Config struct {
 	// with 1129 before the password is checked. Burst 0: no limit.
 	LoginFailureBurst int
 	LoginFailureEvery time.Duration
+	// RefuseDynamicSQL refuses texts that run SQL built or named at run
+	// time (classify.Info.Dynamic), where a KILL cannot be seen
+	// (dynamic.go).
+	RefuseDynamicSQL bool
 	// Knobs are test hooks; nil in production.
 	Knobs *Knobs
 

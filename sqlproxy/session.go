@@ -138,6 +138,9 @@ func (s *session) command(pkt []byte) error {
 		if info.Kills {
 			return s.refuseKill() // kill.go
 		}
+		if info.Dynamic && s.srv.cfg.RefuseDynamicSQL {
+			return s.refuseDynamic() // dynamic.go
+		}
 		if info.Charset == classify.CharsetPairs {
 			s.multibyte = true // before it runs: it may fail half done
 		}

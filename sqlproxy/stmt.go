@@ -81,6 +81,9 @@ func (s *session) prepare(pkt []byte) error {
 	if info.Kills {
 		return s.refuseKill() // kill.go
 	}
+	if info.Dynamic && s.srv.cfg.RefuseDynamicSQL {
+		return s.refuseDynamic() // dynamic.go
+	}
 	if info.Charset != classify.CharsetKeeps {
 		s.multibyte = true // it runs at each execute; only a text SET clears this
 	}

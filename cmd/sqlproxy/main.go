@@ -78,6 +78,7 @@ func run(args []string) error {
 	maxConns := fs.Int("max-connections", def.MaxConnections, "client connections at most (logged in or not); one more gets ERR 1040 Too many connections")
 	connectTimeout := fs.Duration("connect-timeout", def.LoginTimeout, "a client must finish its handshake and login within this (MariaDB's connect_timeout)")
 	failBurst := fs.Int("login-failure-burst", def.LoginFailureBurst, "failed logins a client address may make at once; after that one more per -login-failure-interval, the rest get ERR 1129 before the password is checked (IPv6 counts per /64); 0: no limit")
+	refuseDynamic := fs.Bool("refuse-dynamic-sql", false, "refuse text that runs SQL built or named at run time (PREPARE, EXECUTE, EXECUTE IMMEDIATE), where a KILL cannot be seen: ERR 1235; prepared statements of the binary protocol are not affected")
 	failEvery := fs.Duration("login-failure-interval", def.LoginFailureEvery, "how often a client address past -login-failure-burst may try again")
 	maxPacket := fs.Int("max-allowed-packet", 0, "largest packet of a logged-in client in bytes (a longer one: ERR 1153, closed); 0: the master's @@max_allowed_packet (16 MiB until read)")
 	poll := fs.Duration("poll", 50*time.Millisecond, "retry interval: reopening a broken status stream, asking again for a refused read window, and polling a binlogd too old to push its status")
@@ -138,6 +139,7 @@ func run(args []string) error {
 	}
 	cfg.MaxConnections, cfg.LoginTimeout, cfg.MaxAllowedPacket = *maxConns, *connectTimeout, *maxPacket
 	cfg.LoginFailureBurst, cfg.LoginFailureEvery = *failBurst, *failEvery
+	cfg.RefuseDynamicSQL = *refuseDynamic
 	if cfg.Allow, err = sqlproxy.ParseAllow(*allow); err != nil {
 		return cli.Usagef("-allow: %w", err)
 	}

@@ -61,6 +61,13 @@ type Info struct {
 	// behind it (KILL CONNECTION of the group's leader) with OK before
 	// the write is in the Paxos log.
 	Kills bool
+	// Dynamic: the text runs SQL that is not in it as a literal, or may
+	// not be: the words PREPARE or EXECUTE anywhere outside quotes
+	// (PREPARE s FROM @v, EXECUTE IMMEDIATE CONCAT(…), EXECUTE s, in a
+	// compound statement or a routine body too). Kills cannot see a KILL
+	// built at run time; a proxy started with -refuse-dynamic-sql
+	// refuses these texts.
+	Dynamic bool
 }
 
 // Classify looks at a statement text. It never fails: what it does not
@@ -112,6 +119,7 @@ func classifyAs(sql string, lx lexing) Info {
 	case "PREPARE", "EXECUTE":
 		info.Kind, info.Pins, info.Charset = Write, true, CharsetPairs
 		info.Kills = killsInLiterals(sql, lx)
+		info.Dynamic = true
 	case "LOCK", "UNLOCK", "DEALLOCATE":
 		info.Kind, info.Pins = Write, true
 	}
@@ -128,6 +136,8 @@ func classifyAs(sql string, lx lexing) Info {
 			info.Charset = max(info.Charset, s.charsetEffect(w, info.Kind))
 		}
 		switch w {
+		case "PREPARE", "EXECUTE":
+			info.Dynamic = true // in a compound statement, a routine body, after a ';'
 		case "KILL":
 			// KILL is a reserved word: unquoted, it is a KILL statement
 			// wherever it stands, in a compound statement (BEGIN NOT

@@ -122,6 +122,7 @@ func mergeInfo(a, b Info) Info {
 		return a
 	}
 	a.Kills = a.Kills || b.Kills
+	a.Dynamic = a.Dynamic || b.Dynamic
 	a.Pins = a.Pins || b.Pins
 	a.Multi = a.Multi || b.Multi
 	a.Locking = a.Locking || b.Locking
